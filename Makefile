@@ -1,0 +1,42 @@
+# informerdb. Two commands matter to a newcomer: `make demo` and `make test`.
+GO        ?= go
+PKGS      ?= ./...
+GOLANGCI  ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+BENCH     ?= .
+BENCHTIME ?= 1s
+COUNT     ?= 6
+CYCLES    ?= 100
+
+.PHONY: all build demo test test-short test-race vet lint bench crash clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+
+## demo: the main job, on the embedded default.
+demo:
+	$(GO) test -count=1 -run 'Example' ./...
+
+## test: every test, with the race detector; what CI runs.
+test: vet
+	$(GO) test -race -count=1 -timeout 45m $(PKGS)
+
+## test-short: the inner loop (no race detector, no real API server).
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: vet
+	$(GO) run $(GOLANGCI) run $(PKGS)
+
+## bench: benchmarks against client-go in the same run; results in bench.txt, compared by benchstat.
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKGS) | tee bench.txt
+	$(GO) run $(BENCHSTAT) -col /impl bench.txt
+
+clean:
+	rm -rf bench.txt .cache

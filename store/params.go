@@ -1,0 +1,168 @@
+package store
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Params reads a URL's query parameters for a driver and rejects the ones the
+// driver did not ask for. Typical use:
+//
+//	p := store.NewParams(u)
+//	opts.Durability = store.Durability(p.String("durability", string(opts.Durability)))
+//	opts.CacheSize = p.Int("cache", opts.CacheSize)
+//	if err := p.Err(); err != nil {
+//		return nil, err
+//	}
+type Params struct {
+	u     *url.URL
+	q     url.Values
+	known []string
+	err   error
+}
+
+// NewParams starts reading u's query parameters.
+func NewParams(u *url.URL) *Params {
+	return &Params{u: u, q: u.Query()}
+}
+
+func (p *Params) take(name string) (string, bool) {
+	p.known = append(p.known, name)
+	vs, ok := p.q[name]
+	if !ok {
+		return "", false
+	}
+	if len(vs) != 1 && p.err == nil {
+		p.err = fmt.Errorf("store: open %s: parameter %q given %d times: %w", redact(p.u), name, len(vs), ErrInvalid)
+	}
+	return vs[len(vs)-1], true
+}
+
+func (p *Params) fail(name, v, want string, err error) {
+	if p.err == nil {
+		p.err = fmt.Errorf("store: open %s: parameter %s=%q: want %s: %w: %v", redact(p.u), name, v, want, ErrInvalid, err)
+	}
+}
+
+// String returns the parameter's value, or def when it is absent.
+func (p *Params) String(name, def string) string {
+	if v, ok := p.take(name); ok {
+		return v
+	}
+	return def
+}
+
+// Int returns the parameter as a non-negative integer, or def.
+func (p *Params) Int(name string, def int) int {
+	v, ok := p.take(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err == nil && n < 0 {
+		err = fmt.Errorf("negative")
+	}
+	if err != nil {
+		p.fail(name, v, "a non-negative integer", err)
+		return def
+	}
+	return n
+}
+
+// Bool returns the parameter as a boolean, or def.
+func (p *Params) Bool(name string, def bool) bool {
+	v, ok := p.take(name)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.fail(name, v, "true or false", err)
+		return def
+	}
+	return b
+}
+
+// Duration returns the parameter as a non-negative time.Duration ("5s"), or def.
+func (p *Params) Duration(name string, def time.Duration) time.Duration {
+	v, ok := p.take(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("negative")
+	}
+	if err != nil {
+		p.fail(name, v, "a duration such as 5s", err)
+		return def
+	}
+	return d
+}
+
+// Common reads the parameters every backend shares into o: durability,
+// lock_timeout, cache and snapshot_interval. A backend that supports only
+// some of them reads those itself instead.
+func (p *Params) Common(o *Options) {
+	o.Durability = Durability(p.String("durability", string(o.Durability)))
+	switch o.Durability {
+	case DurabilitySync, DurabilityNoSync:
+	default:
+		p.fail("durability", string(o.Durability), `"sync" or "nosync"`, fmt.Errorf("unknown durability"))
+	}
+	o.LockTimeout = p.Duration("lock_timeout", o.LockTimeout)
+	o.CacheSize = p.Int("cache", o.CacheSize)
+}
+
+// Err returns the first malformed parameter, or names the parameters that
+// were not asked for together with the ones that are valid.
+func (p *Params) Err() error {
+	if p.err != nil {
+		return p.err
+	}
+	var unknown []string
+	for name := range p.q {
+		found := false
+		for _, k := range p.known {
+			if k == name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	valid := append([]string(nil), p.known...)
+	sort.Strings(valid)
+	v := "none"
+	if len(valid) > 0 {
+		v = strings.Join(valid, ", ")
+	}
+	return fmt.Errorf("store: open %s: unknown parameter %s; %s accepts: %s: %w",
+		redact(p.u), strings.Join(quoteAll(unknown), ", "), p.u.Scheme, v, ErrInvalid)
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strconv.Quote(v)
+	}
+	return out
+}
+
+// redact drops user info from a URL before it goes into an error.
+func redact(u *url.URL) string {
+	c := *u
+	c.User = nil
+	c.RawQuery = ""
+	return c.String()
+}

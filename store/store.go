@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// Store is a cache.Indexer whose objects, index entries and resume point are
+// kept by a backend. Implementations are safe for concurrent use.
+//
+// Reads (Get, List, ByIndex, ...) return the stored objects themselves where
+// the backend keeps them decoded, exactly as client-go's indexer does: callers
+// must treat them as read-only.
+//
+// Writes through the cache.Store methods (Add, Update, Delete) each commit on
+// their own and leave the resume point unchanged. Replace replaces the whole
+// contents and sets the resume point in one commit. Commit applies a batch
+// atomically. Every write validates its whole input (keys, index values,
+// encodings) before changing anything: a write that returns an error has left
+// the store as it was.
+type Store interface {
+	cache.Indexer
+
+	// ResourceVersion returns the persisted resume point: the resourceVersion
+	// such that every watch event at or before it is reflected in the store.
+	// It is "" when the store has never been synced, was reset, or must be
+	// relisted.
+	ResourceVersion() string
+
+	// Commit applies b atomically: either every operation and the new resume
+	// point are stored, or none is.
+	Commit(ctx context.Context, b Batch) error
+
+	// Info describes what the store holds.
+	Info() Info
+
+	// Close releases the store. Every method called after Close returns
+	// ErrClosed (methods without an error result return empty values).
+	// Close is idempotent.
+	Close() error
+}
+
+// OpType says what an Op does.
+type OpType uint8
+
+const (
+	// OpPut adds the object, or replaces the object stored under its key.
+	OpPut OpType = iota + 1
+	// OpDelete removes the object stored under the key (a no-op when absent).
+	OpDelete
+)
+
+func (t OpType) String() string {
+	switch t {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// Op is one change inside a Batch.
+type Op struct {
+	Type OpType
+	// Object is the object to put, or the object to delete. For OpDelete it
+	// may be nil when Key is set, and may be a cache.DeletedFinalStateUnknown.
+	Object interface{}
+	// Key overrides the key function. It is optional for OpPut and OpDelete
+	// alike; when empty the key function is applied to Object.
+	Key string
+}
+
+// Batch is a group of changes committed atomically with the resume point they
+// lead to.
+type Batch struct {
+	Ops []Op
+	// ResourceVersion is the resume point stored with Ops. Empty leaves the
+	// current resume point unchanged.
+	ResourceVersion string
+}
+
+// Info describes a store: its identity, recorded in the backend's metadata,
+// and its resume point.
+type Info struct {
+	// Backend is the URL scheme of the backend ("bolt", "memory", ...).
+	Backend string
+	// Name is the store's name inside its database.
+	Name string
+	// FormatVersion is the on-disk format of the store's records.
+	FormatVersion int
+	// Codec and Type identify how objects are encoded and of what type.
+	Codec string
+	Type  string
+	// KeyFunc names the key function the keys were made with.
+	KeyFunc string
+	// Scope is the fingerprint of what the informer caches (cluster,
+	// resource, namespace, selectors), as given in Options.Scope.
+	Scope string
+	// Indexes are the names of the indexes kept, sorted.
+	Indexes []string
+	// ResourceVersion is the resume point.
+	ResourceVersion string
+	// Reset says why the store was emptied when it was opened, or is empty
+	// if it was not: a changed scope, or a relist marker left by a commit
+	// that did not finish. A reset store has no resume point, so its
+	// informer relists.
+	Reset string
+}
