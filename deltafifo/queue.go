@@ -1,0 +1,68 @@
+package deltafifo
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// ErrClosed is returned by Pop once the queue is closed and drained, and by
+// writes after Close.
+var ErrClosed = errors.New("deltafifo: queue is closed")
+
+// Batch is what one Pop hands its consumer.
+type Batch struct {
+	// Deltas to apply, oldest first. For the in-order FIFO, a contiguous run
+	// of events in arrival order (possibly several keys, possibly several
+	// deltas of one key); for the DeltaFIFO, the deltas of one key.
+	Deltas cache.Deltas
+
+	// ResourceVersion is the resume point that is safe to persist once Deltas
+	// (and every earlier batch) have been applied: every watch event at or
+	// before it has then been applied (DESIGN invariant 1). Empty means the
+	// resume point must not move with this batch.
+	ResourceVersion string
+
+	// Replace is true when Deltas are one whole relist: a Replaced (or Sync,
+	// per the options) delta for every listed object and a Deleted delta with
+	// a cache.DeletedFinalStateUnknown for every known object the list lacks.
+	// The consumer must apply such a batch in one atomic commit together with
+	// ResourceVersion (DESIGN invariant 2).
+	Replace bool
+}
+
+// PopFunc consumes one batch. An error it returns is returned by Pop; the
+// batch is consumed either way, so a consumer that must not lose the batch
+// retries inside PopFunc.
+type PopFunc func(ctx context.Context, b Batch) error
+
+// Queue is written by the reflector and popped by the informer. Both FIFOs
+// in this package implement it. Implementations are safe for concurrent use
+// by one writer and one popper.
+type Queue interface {
+	// Add, Update and Delete queue one watch event. The resourceVersion of
+	// the event is read from obj before any transformer runs.
+	Add(obj interface{}) error
+	Update(obj interface{}) error
+	Delete(obj interface{}) error
+	// Replace queues a relist: list is the complete state at resourceVersion.
+	Replace(list []interface{}, resourceVersion string) error
+	// Resync queues a Sync delta for every known object.
+	Resync() error
+	// Bookmark queues a resume point with no object change.
+	Bookmark(resourceVersion string) error
+
+	// Pop blocks until a batch is ready and hands it to process. It returns
+	// ctx.Err() when ctx is done first, and ErrClosed once the queue is
+	// closed and empty.
+	Pop(ctx context.Context, process PopFunc) error
+
+	// HasSynced reports whether the first Replace (or, before any Replace,
+	// the first batch of adds) has been fully popped, as in client-go.
+	HasSynced() bool
+
+	// Close stops the queue: Pop drains what is queued, then returns
+	// ErrClosed. Close is idempotent.
+	Close()
+}
