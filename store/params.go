@@ -161,8 +161,5 @@ func quoteAll(s []string) []string {
 
 // redact drops user info from a URL before it goes into an error.
 func redact(u *url.URL) string {
-	c := *u
-	c.User = nil
-	c.RawQuery = ""
-	return c.String()
+	return u.Scheme + "://" + u.Host + u.Path
 }

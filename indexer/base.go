@@ -1,0 +1,339 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Change is one prepared operation together with what it replaces, as a
+// Persister needs it to maintain index entries without decoding old objects.
+type Change struct {
+	Prepared
+	// Existed reports whether the key held an object before this change
+	// (taking earlier changes of the same batch into account).
+	Existed bool
+	// OldValues are the index values of the object the change replaces or
+	// deletes; nil when !Existed.
+	OldValues [][]string
+}
+
+// Persister is what a backend implements beneath Base: durable writes. Base
+// calls it with its write lock held, so calls never overlap.
+type Persister interface {
+	// Persist writes changes and, when rv is not empty, the resume point,
+	// in one transaction. With replace, the changes are the complete new
+	// contents: everything else is dropped. On error nothing is written.
+	Persist(ctx context.Context, changes []Change, rv string, replace bool) error
+	// PersistIndexes records a new index set and the index values of every
+	// stored object under it (keyed by object key), in one transaction.
+	PersistIndexes(ctx context.Context, set *IndexSet, values map[string][][]string) error
+	// Close releases the backend's resources. Base calls it once.
+	Close() error
+}
+
+// Base implements store.Store over a Persister, serving every read from a
+// Cache of decoded objects. It is safe for concurrent use.
+type Base struct {
+	info      store.Info // static parts; ResourceVersion and Indexes are filled in by Info
+	persister Persister
+	prep      Preparer // KeyFunc and Codec are fixed; Indexes follows the cache
+	cache     *Cache
+
+	// writeMu serializes writers across Prepare, Persist and Apply, so the
+	// cache only changes after the backend has committed.
+	writeMu sync.Mutex
+
+	mu     sync.RWMutex // guards rv and closed
+	rv     string
+	closed bool
+}
+
+// BaseConfig configures NewBase.
+type BaseConfig struct {
+	// Info describes the store; its ResourceVersion is the initial resume
+	// point.
+	Info      store.Info
+	Persister Persister
+	Options   store.Options
+	// Cache holds the objects loaded from the backend; nil means empty.
+	Cache *Cache
+}
+
+// NewBase returns a store over cfg.Persister. When cfg.Cache is nil, the
+// store starts empty with cfg.Options.Indexers.
+func NewBase(cfg BaseConfig) (*Base, error) {
+	c := cfg.Cache
+	if c == nil {
+		set, err := NewIndexSet(cfg.Options.Indexers)
+		if err != nil {
+			return nil, err
+		}
+		c = NewCache(set)
+	}
+	b := &Base{
+		info:      cfg.Info,
+		persister: cfg.Persister,
+		prep:      Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec},
+		cache:     c,
+		rv:        cfg.Info.ResourceVersion,
+	}
+	return b, nil
+}
+
+// Cache returns the store's cache of decoded objects, for backends that write
+// snapshots of it.
+func (b *Base) Cache() *Cache { return b.cache }
+
+func (b *Base) isClosed() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.closed
+}
+
+func (b *Base) closedErr(op string) error {
+	return fmt.Errorf("store: %s %s: %w", op, b.info.Name, store.ErrClosed)
+}
+
+// write validates ops, persists them with rv and applies them to the cache.
+func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if b.isClosed() {
+		return b.closedErr(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	p := b.prep
+	p.Indexes = b.cache.Indexes()
+	ps, err := p.Prepare(op, ops)
+	if err != nil {
+		return err
+	}
+	changes := b.changes(ps, replace)
+	if err := b.persister.Persist(ctx, changes, rv, replace); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	if replace {
+		b.cache.Replace(ps)
+	} else {
+		b.cache.Apply(ps)
+	}
+	if rv != "" {
+		b.mu.Lock()
+		b.rv = rv
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// changes pairs prepared ops with the state they replace, following earlier
+// ops of the same batch.
+func (b *Base) changes(ps []Prepared, replace bool) []Change {
+	out := make([]Change, len(ps))
+	type state struct {
+		exists bool
+		vals   [][]string
+	}
+	var overlay map[string]state
+	if len(ps) > 1 {
+		overlay = make(map[string]state, len(ps))
+	}
+	for i := range ps {
+		p := &ps[i]
+		out[i].Prepared = *p
+		var cur state
+		if s, ok := overlay[p.Key]; ok {
+			cur = s
+		} else if !replace {
+			cur.vals, cur.exists = b.cache.IndexValues(p.Key)
+		}
+		out[i].Existed, out[i].OldValues = cur.exists, cur.vals
+		if overlay != nil {
+			if p.Type == store.OpPut {
+				overlay[p.Key] = state{exists: true, vals: p.Values}
+			} else {
+				overlay[p.Key] = state{}
+			}
+		}
+	}
+	return out
+}
+
+// Commit implements store.Store.
+func (b *Base) Commit(ctx context.Context, batch store.Batch) error {
+	return b.write(ctx, "commit", batch.Ops, batch.ResourceVersion, false)
+}
+
+// Add implements cache.Store.
+func (b *Base) Add(obj interface{}) error {
+	return b.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Update implements cache.Store.
+func (b *Base) Update(obj interface{}) error {
+	return b.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Delete implements cache.Store.
+func (b *Base) Delete(obj interface{}) error {
+	return b.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
+}
+
+// Replace implements cache.Store: the contents become list and the resume
+// point resourceVersion, in one commit.
+func (b *Base) Replace(list []interface{}, resourceVersion string) error {
+	ops := make([]store.Op, len(list))
+	for i, obj := range list {
+		ops[i] = store.Op{Type: store.OpPut, Object: obj}
+	}
+	return b.write(context.Background(), "replace", ops, resourceVersion, true)
+}
+
+// Resync implements cache.Store; it does nothing.
+func (b *Base) Resync() error { return nil }
+
+// Bookmark implements cache.Store: it persists rv as the resume point. The
+// interface has no error result; a failure is logged and leaves the resume
+// point behind, which is safe.
+func (b *Base) Bookmark(rv string) {
+	if rv == "" {
+		return
+	}
+	if err := b.write(context.Background(), "bookmark", nil, rv, false); err != nil {
+		klog.Background().Error(err, "Persisting bookmark failed; the resume point stays behind", "store", b.info.Name, "resourceVersion", rv)
+	}
+}
+
+// ResourceVersion implements store.Store.
+func (b *Base) ResourceVersion() string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.rv
+}
+
+// LastStoreSyncResourceVersion implements cache.Store: the resume point.
+func (b *Base) LastStoreSyncResourceVersion() string { return b.ResourceVersion() }
+
+// Info implements store.Store.
+func (b *Base) Info() store.Info {
+	info := b.info
+	info.ResourceVersion = b.ResourceVersion()
+	info.Indexes = append([]string(nil), b.cache.Indexes().Names()...)
+	return info
+}
+
+// Get implements cache.Store.
+func (b *Base) Get(obj interface{}) (interface{}, bool, error) {
+	if isNil(obj) {
+		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
+	}
+	key, err := callKeyFunc(b.prep.KeyFunc, obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
+	}
+	return b.GetByKey(key)
+}
+
+// GetByKey implements cache.Store.
+func (b *Base) GetByKey(key string) (interface{}, bool, error) {
+	if b.isClosed() {
+		return nil, false, b.closedErr("get")
+	}
+	obj, ok := b.cache.Get(key)
+	return obj, ok, nil
+}
+
+// List implements cache.Store. A closed store lists nothing.
+func (b *Base) List() []interface{} {
+	if b.isClosed() {
+		return nil
+	}
+	return b.cache.List()
+}
+
+// ListKeys implements cache.Store.
+func (b *Base) ListKeys() []string {
+	if b.isClosed() {
+		return nil
+	}
+	return b.cache.ListKeys()
+}
+
+// Index implements cache.Indexer.
+func (b *Base) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	if b.isClosed() {
+		return nil, b.closedErr("index")
+	}
+	return b.cache.Index(indexName, obj)
+}
+
+// IndexKeys implements cache.Indexer.
+func (b *Base) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	if b.isClosed() {
+		return nil, b.closedErr("index keys")
+	}
+	return b.cache.IndexKeys(indexName, indexedValue)
+}
+
+// ListIndexFuncValues implements cache.Indexer.
+func (b *Base) ListIndexFuncValues(indexName string) []string {
+	if b.isClosed() {
+		return nil
+	}
+	return b.cache.ListIndexFuncValues(indexName)
+}
+
+// ByIndex implements cache.Indexer.
+func (b *Base) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	if b.isClosed() {
+		return nil, b.closedErr("by index")
+	}
+	return b.cache.ByIndex(indexName, indexedValue)
+}
+
+// GetIndexers implements cache.Indexer.
+func (b *Base) GetIndexers() cache.Indexers {
+	return b.cache.Indexes().Indexers()
+}
+
+// AddIndexers implements cache.Indexer: the new indexes are backfilled from
+// every stored object and persisted before they become visible.
+func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if b.isClosed() {
+		return b.closedErr("add indexers")
+	}
+	set, vals, err := b.cache.PrepareIndexes(newIndexers)
+	if err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	if err := b.persister.PersistIndexes(context.Background(), set, vals); err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	b.cache.SetIndexes(set, vals)
+	return nil
+}
+
+// Close implements store.Store.
+func (b *Base) Close() error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	return b.persister.Close()
+}
+
+var _ store.Store = (*Base)(nil)

@@ -1,0 +1,332 @@
+package indexer
+
+import (
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Cache holds decoded objects and their index entries in memory: the read
+// path of every backend in its default mode, and all of the memory backend.
+//
+// Cache is safe for concurrent use. Reads take a read lock only. Writes
+// (Apply, Replace, AddIndexes) must come from one writer at a time, which
+// backends ensure with their own write lock held across Prepare, their
+// transaction and Apply; a Cache only guards its maps.
+type Cache struct {
+	mu      sync.RWMutex // guards items, indexes and indices
+	items   map[string]entry
+	indexes *IndexSet
+	// indices[i] maps an index value of index i to the keys having it,
+	// aligned with indexes.Names(). Empty key sets are removed, so indexes
+	// over short-lived values do not grow without bound (client-go #84959).
+	indices []map[string]sets.Set[string]
+}
+
+type entry struct {
+	obj  interface{}
+	vals [][]string // index values aligned with indexes.Names()
+}
+
+// NewCache returns an empty cache keeping the indexes of set.
+func NewCache(set *IndexSet) *Cache {
+	c := &Cache{items: map[string]entry{}, indexes: set}
+	c.indices = newIndices(set.Len())
+	return c
+}
+
+func newIndices(n int) []map[string]sets.Set[string] {
+	ind := make([]map[string]sets.Set[string], n)
+	for i := range ind {
+		ind[i] = map[string]sets.Set[string]{}
+	}
+	return ind
+}
+
+// Indexes returns the current index set.
+func (c *Cache) Indexes() *IndexSet {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.indexes
+}
+
+// Apply applies prepared operations in order. They must have been prepared
+// against the cache's current index set.
+func (c *Cache) Apply(ps []Prepared) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range ps {
+		c.applyLocked(&ps[i])
+	}
+}
+
+// ApplyOne applies one prepared operation.
+func (c *Cache) ApplyOne(p *Prepared) {
+	c.mu.Lock()
+	c.applyLocked(p)
+	c.mu.Unlock()
+}
+
+func (c *Cache) applyLocked(p *Prepared) {
+	old, had := c.items[p.Key]
+	switch p.Type {
+	case store.OpPut:
+		c.items[p.Key] = entry{obj: p.Object, vals: p.Values}
+		var oldVals [][]string
+		if had {
+			oldVals = old.vals
+		}
+		c.reindexLocked(p.Key, oldVals, p.Values)
+	case store.OpDelete:
+		if !had {
+			return
+		}
+		delete(c.items, p.Key)
+		c.reindexLocked(p.Key, old.vals, nil)
+	}
+}
+
+// reindexLocked moves key from the entries of oldVals to those of newVals;
+// either may be nil (add, delete).
+func (c *Cache) reindexLocked(key string, oldVals, newVals [][]string) {
+	for i, idx := range c.indices {
+		var o, n []string
+		if oldVals != nil {
+			o = oldVals[i]
+		}
+		if newVals != nil {
+			n = newVals[i]
+		}
+		// The common case: one value, unchanged.
+		if len(o) == 1 && len(n) == 1 && o[0] == n[0] {
+			continue
+		}
+		for _, v := range o {
+			if set := idx[v]; set != nil {
+				set.Delete(key)
+				if set.Len() == 0 {
+					delete(idx, v)
+				}
+			}
+		}
+		for _, v := range n {
+			set := idx[v]
+			if set == nil {
+				set = sets.New[string]()
+				idx[v] = set
+			}
+			set.Insert(key)
+		}
+	}
+}
+
+// Replace replaces the whole contents with the prepared puts.
+func (c *Cache) Replace(ps []Prepared) {
+	items := make(map[string]entry, len(ps))
+	for i := range ps {
+		if ps[i].Type == store.OpPut {
+			items[ps[i].Key] = entry{obj: ps[i].Object, vals: ps[i].Values}
+		} else {
+			delete(items, ps[i].Key)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items = items
+	c.indices = newIndices(c.indexes.Len())
+	for key, e := range items {
+		c.reindexLocked(key, nil, e.vals)
+	}
+}
+
+// PrepareIndexes computes the index set with more added and the values of
+// every stored object under it, changing nothing: an index function that
+// fails on any object fails the whole addition.
+func (c *Cache) PrepareIndexes(more cache.Indexers) (*IndexSet, map[string][][]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	set, err := c.indexes.With(more)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals := make(map[string][][]string, len(c.items))
+	for key, e := range c.items {
+		v, err := set.Values(key, e.obj)
+		if err != nil {
+			return nil, nil, fmt.Errorf("backfill: %w", err)
+		}
+		vals[key] = v
+	}
+	return set, vals, nil
+}
+
+// SetIndexes switches to set with the values PrepareIndexes computed. The
+// caller must have kept writers out since PrepareIndexes.
+func (c *Cache) SetIndexes(set *IndexSet, vals map[string][][]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.indexes = set
+	c.indices = newIndices(set.Len())
+	for key, e := range c.items {
+		e.vals = vals[key]
+		c.items[key] = e
+		c.reindexLocked(key, nil, e.vals)
+	}
+}
+
+// AddIndexes adds the indexes in more and backfills them from the stored
+// objects. If an index function fails on any object, nothing changes.
+func (c *Cache) AddIndexes(more cache.Indexers) error {
+	set, vals, err := c.PrepareIndexes(more)
+	if err != nil {
+		return fmt.Errorf("indexer: add indexers: %w", err)
+	}
+	c.SetIndexes(set, vals)
+	return nil
+}
+
+// Get returns the object stored under key.
+func (c *Cache) Get(key string) (interface{}, bool) {
+	c.mu.RLock()
+	e, ok := c.items[key]
+	c.mu.RUnlock()
+	return e.obj, ok
+}
+
+// Len returns the number of objects.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.items)
+}
+
+// List returns every object.
+func (c *Cache) List() []interface{} {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	list := make([]interface{}, 0, len(c.items))
+	for _, e := range c.items {
+		list = append(list, e.obj)
+	}
+	return list
+}
+
+// ListKeys returns every key.
+func (c *Cache) ListKeys() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	list := make([]string, 0, len(c.items))
+	for k := range c.items {
+		list = append(list, k)
+	}
+	return list
+}
+
+// Range calls fn for each object, under the read lock, until fn returns false.
+// fn must not call other methods of c.
+func (c *Cache) Range(fn func(key string, obj interface{}) bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for k, e := range c.items {
+		if !fn(k, e.obj) {
+			return
+		}
+	}
+}
+
+// IndexValues returns the stored index values of key, aligned with
+// Indexes().Names().
+func (c *Cache) IndexValues(key string) ([][]string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.items[key]
+	return e.vals, ok
+}
+
+func unknownIndex(name string) error {
+	return fmt.Errorf("indexer: index %q does not exist: %w", name, store.ErrNotFound)
+}
+
+// ByIndex returns the objects whose values for the named index include value.
+func (c *Cache) ByIndex(name, value string) ([]interface{}, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.indexes.Position(name)
+	if !ok {
+		return nil, unknownIndex(name)
+	}
+	set := c.indices[i][value]
+	list := make([]interface{}, 0, len(set))
+	for key := range set {
+		list = append(list, c.items[key].obj)
+	}
+	return list, nil
+}
+
+// IndexKeys returns the keys of the objects whose values for the named index
+// include value, sorted.
+func (c *Cache) IndexKeys(name, value string) ([]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.indexes.Position(name)
+	if !ok {
+		return nil, unknownIndex(name)
+	}
+	return sets.List(c.indices[i][value]), nil
+}
+
+// Index returns the objects sharing at least one value of the named index
+// with obj.
+func (c *Cache) Index(name string, obj interface{}) ([]interface{}, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.indexes.Position(name)
+	if !ok {
+		return nil, unknownIndex(name)
+	}
+	if isNil(obj) {
+		return nil, fmt.Errorf("indexer: index %q: nil object: %w", name, store.ErrInvalid)
+	}
+	vals, err := c.indexes.ValuesOf(i, "", obj)
+	if err != nil {
+		return nil, err
+	}
+	idx := c.indices[i]
+	if len(vals) == 1 {
+		set := idx[vals[0]]
+		list := make([]interface{}, 0, len(set))
+		for key := range set {
+			list = append(list, c.items[key].obj)
+		}
+		return list, nil
+	}
+	keys := sets.New[string]()
+	for _, v := range vals {
+		keys = keys.Union(idx[v])
+	}
+	list := make([]interface{}, 0, len(keys))
+	for key := range keys {
+		list = append(list, c.items[key].obj)
+	}
+	return list, nil
+}
+
+// ListIndexFuncValues returns the values of the named index that at least one
+// object has; nil for an unknown index, as client-go.
+func (c *Cache) ListIndexFuncValues(name string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.indexes.Position(name)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(c.indices[i]))
+	for v := range c.indices[i] {
+		out = append(out, v)
+	}
+	return out
+}

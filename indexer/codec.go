@@ -1,0 +1,186 @@
+package indexer
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// protoMessage is what the gogo-protobuf code generated for every type in
+// k8s.io/api (and metav1) provides. Marshalling through it directly skips the
+// runtime.Unknown envelope and the scheme lookup of the protobuf serializer,
+// and needs no TypeMeta, which informers' objects usually lack.
+type protoMessage interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+// NewCodec picks the codec for objects like example: protobuf for the
+// generated Kubernetes types (every type client-go's scheme knows), JSON for
+// unstructured objects (CRDs through the dynamic client) and for any other
+// type, including plain Go structs.
+func NewCodec(example interface{}) (store.Codec, error) {
+	switch ex := example.(type) {
+	case nil:
+		return nil, fmt.Errorf("indexer: new codec: nil example object: %w", store.ErrInvalid)
+	case *unstructured.Unstructured:
+		return NewUnstructuredCodec(ex.GroupVersionKind()), nil
+	case protoMessage:
+		return NewProtobufCodec(example)
+	}
+	return NewJSONCodec(example)
+}
+
+// ProtobufCodec encodes generated Kubernetes types with their own protobuf
+// marshalling. Decoded objects have an empty TypeMeta, like the objects
+// typed informers deliver.
+type ProtobufCodec struct {
+	typ reflect.Type // the struct type; objects are pointers to it
+}
+
+// NewProtobufCodec returns the protobuf codec for the type of example, which
+// must be a pointer to a generated Kubernetes type such as *corev1.Pod.
+func NewProtobufCodec(example interface{}) (*ProtobufCodec, error) {
+	t := reflect.TypeOf(example)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("indexer: new protobuf codec: %T is not a pointer to a struct: %w", example, store.ErrInvalid)
+	}
+	if _, ok := example.(protoMessage); !ok {
+		return nil, fmt.Errorf("indexer: new protobuf codec: %T has no generated Marshal/Unmarshal: %w", example, store.ErrInvalid)
+	}
+	return &ProtobufCodec{typ: t.Elem()}, nil
+}
+
+// Name implements store.Codec.
+func (c *ProtobufCodec) Name() string { return "protobuf" }
+
+// Type implements store.Codec: the Go type's import path and name.
+func (c *ProtobufCodec) Type() string { return c.typ.PkgPath() + "." + c.typ.Name() }
+
+// Encode implements store.Codec.
+func (c *ProtobufCodec) Encode(obj interface{}) ([]byte, error) {
+	m, ok := obj.(protoMessage)
+	if !ok || reflect.TypeOf(obj).Elem() != c.typ {
+		return nil, fmt.Errorf("indexer: protobuf encode: got %T, want *%s", obj, c.Type())
+	}
+	return m.Marshal()
+}
+
+// Decode implements store.Codec.
+func (c *ProtobufCodec) Decode(data []byte) (interface{}, error) {
+	obj := reflect.New(c.typ).Interface()
+	if err := obj.(protoMessage).Unmarshal(data); err != nil {
+		return nil, fmt.Errorf("indexer: protobuf decode %s: %w: %w", c.Type(), store.ErrCorrupt, err)
+	}
+	return obj, nil
+}
+
+// UnstructuredCodec encodes *unstructured.Unstructured as JSON.
+type UnstructuredCodec struct {
+	gvk schema.GroupVersionKind
+}
+
+// NewUnstructuredCodec returns the JSON codec for unstructured objects of gvk.
+func NewUnstructuredCodec(gvk schema.GroupVersionKind) *UnstructuredCodec {
+	return &UnstructuredCodec{gvk: gvk}
+}
+
+// Name implements store.Codec.
+func (c *UnstructuredCodec) Name() string { return "json" }
+
+// Type implements store.Codec.
+func (c *UnstructuredCodec) Type() string {
+	if c.gvk.Empty() {
+		return "unstructured"
+	}
+	return "unstructured:" + c.gvk.String()
+}
+
+// Encode implements store.Codec.
+func (c *UnstructuredCodec) Encode(obj interface{}) ([]byte, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("indexer: unstructured encode: got %T, want *unstructured.Unstructured", obj)
+	}
+	return json.Marshal(u.Object)
+}
+
+// Decode implements store.Codec. Numbers decode as int64 where they are
+// integral, as the dynamic client decodes them.
+func (c *UnstructuredCodec) Decode(data []byte) (interface{}, error) {
+	var m map[string]interface{}
+	if err := utiljson.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("indexer: json decode %s: %w: %w", c.Type(), store.ErrCorrupt, err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("indexer: json decode %s: not an object: %w", c.Type(), store.ErrCorrupt)
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// JSONCodec encodes any Go type with encoding/json: CRD Go types,
+// metav1.PartialObjectMetadata (whose TypeMeta it keeps), plain structs.
+type JSONCodec struct {
+	typ reflect.Type
+	ptr bool // objects are pointers to typ
+}
+
+// NewJSONCodec returns the JSON codec for the type of example, a value or a
+// pointer; decoded objects have the same form.
+func NewJSONCodec(example interface{}) (*JSONCodec, error) {
+	t := reflect.TypeOf(example)
+	if t == nil {
+		return nil, fmt.Errorf("indexer: new json codec: nil example object: %w", store.ErrInvalid)
+	}
+	c := &JSONCodec{typ: t}
+	if t.Kind() == reflect.Pointer {
+		c.typ, c.ptr = t.Elem(), true
+	}
+	return c, nil
+}
+
+// Name implements store.Codec.
+func (c *JSONCodec) Name() string { return "json" }
+
+// Type implements store.Codec.
+func (c *JSONCodec) Type() string {
+	if c.typ.PkgPath() == "" {
+		return c.typ.String()
+	}
+	return c.typ.PkgPath() + "." + c.typ.Name()
+}
+
+// Encode implements store.Codec.
+func (c *JSONCodec) Encode(obj interface{}) ([]byte, error) {
+	t := reflect.TypeOf(obj)
+	if c.ptr && (t == nil || t.Kind() != reflect.Pointer || t.Elem() != c.typ) || !c.ptr && t != c.typ {
+		return nil, fmt.Errorf("indexer: json encode: got %T, want %s", obj, c.Type())
+	}
+	return json.Marshal(obj)
+}
+
+// Decode implements store.Codec.
+func (c *JSONCodec) Decode(data []byte) (interface{}, error) {
+	p := reflect.New(c.typ)
+	if err := json.Unmarshal(data, p.Interface()); err != nil {
+		return nil, fmt.Errorf("indexer: json decode %s: %w: %w", c.Type(), store.ErrCorrupt, err)
+	}
+	if c.ptr {
+		return p.Interface(), nil
+	}
+	return p.Elem().Interface(), nil
+}
+
+var (
+	_ store.Codec = (*ProtobufCodec)(nil)
+	_ store.Codec = (*UnstructuredCodec)(nil)
+	_ store.Codec = (*JSONCodec)(nil)
+	_             = runtime.Object(nil)
+)

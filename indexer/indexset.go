@@ -1,0 +1,132 @@
+package indexer
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// IndexSet is an immutable, ordered set of named index functions. Index
+// values computed against it are aligned with Names.
+type IndexSet struct {
+	names []string
+	funcs []cache.IndexFunc
+	pos   map[string]int
+}
+
+// NewIndexSet returns the index set of indexers, ordered by name.
+func NewIndexSet(indexers cache.Indexers) (*IndexSet, error) {
+	s := &IndexSet{pos: make(map[string]int, len(indexers))}
+	for name, f := range indexers {
+		if name == "" || f == nil {
+			return nil, fmt.Errorf("indexer: index %q: name must be non-empty and function non-nil: %w", name, store.ErrInvalid)
+		}
+		s.names = append(s.names, name)
+	}
+	sort.Strings(s.names)
+	for i, name := range s.names {
+		s.funcs = append(s.funcs, indexers[name])
+		s.pos[name] = i
+	}
+	return s, nil
+}
+
+// Names returns the index names in order. The caller must not modify it.
+func (s *IndexSet) Names() []string { return s.names }
+
+// Len returns the number of indexes.
+func (s *IndexSet) Len() int { return len(s.names) }
+
+// Position returns the position of the named index, or false.
+func (s *IndexSet) Position(name string) (int, bool) {
+	i, ok := s.pos[name]
+	return i, ok
+}
+
+// Func returns the function of the named index, or nil.
+func (s *IndexSet) Func(name string) cache.IndexFunc {
+	if i, ok := s.pos[name]; ok {
+		return s.funcs[i]
+	}
+	return nil
+}
+
+// Indexers returns the set as a new cache.Indexers map.
+func (s *IndexSet) Indexers() cache.Indexers {
+	out := make(cache.Indexers, len(s.names))
+	for i, name := range s.names {
+		out[name] = s.funcs[i]
+	}
+	return out
+}
+
+// With returns a new set with more indexes added, or ErrIndexExists naming the
+// conflicting ones.
+func (s *IndexSet) With(more cache.Indexers) (*IndexSet, error) {
+	var dup []string
+	for name := range more {
+		if _, ok := s.pos[name]; ok {
+			dup = append(dup, name)
+		}
+	}
+	if len(dup) > 0 {
+		sort.Strings(dup)
+		return nil, fmt.Errorf("indexer: add indexers %q: %w", dup, store.ErrIndexExists)
+	}
+	all := s.Indexers()
+	for name, f := range more {
+		all[name] = f
+	}
+	return NewIndexSet(all)
+}
+
+// Values computes the index values of obj for every index in the set. A
+// function that fails or panics makes Values fail, naming the index: index
+// functions are user code, and a panic in one must not take the informer
+// down nor leave a half-applied write.
+func (s *IndexSet) Values(key string, obj interface{}) ([][]string, error) {
+	if len(s.funcs) == 0 {
+		return nil, nil
+	}
+	vals := make([][]string, len(s.funcs))
+	for i, f := range s.funcs {
+		v, err := callIndexFunc(f, obj)
+		if err != nil {
+			return nil, fmt.Errorf("indexer: index %q of %q: %w: %w", s.names[i], key, store.ErrInvalid, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+// ValuesOf computes the values of obj for one index.
+func (s *IndexSet) ValuesOf(i int, key string, obj interface{}) ([]string, error) {
+	v, err := callIndexFunc(s.funcs[i], obj)
+	if err != nil {
+		return nil, fmt.Errorf("indexer: index %q of %q: %w: %w", s.names[i], key, store.ErrInvalid, err)
+	}
+	return v, nil
+}
+
+func callIndexFunc(f cache.IndexFunc, obj interface{}) (vals []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("index function panicked: %v", r)
+		}
+	}()
+	return f(obj)
+}
+
+// callKeyFunc runs a key function, turning a panic into an error for the same
+// reason as callIndexFunc.
+func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("key function panicked: %v", r)
+		}
+	}()
+	return f(obj)
+}

@@ -1,0 +1,110 @@
+package indexer
+
+import (
+	"fmt"
+	"reflect"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Prepared is one validated operation, ready to be applied.
+type Prepared struct {
+	Type store.OpType
+	Key  string
+	// Object is the object to put; for deletes, the object given (may be
+	// nil or a cache.DeletedFinalStateUnknown).
+	Object interface{}
+	// Values are the object's index values aligned with the IndexSet's
+	// names; nil for deletes.
+	Values [][]string
+	// Data is the encoding of Object for puts when a codec was given.
+	Data []byte
+}
+
+// Preparer validates operations for one store: key function, index set and
+// (optionally) codec.
+type Preparer struct {
+	KeyFunc cache.KeyFunc
+	Indexes *IndexSet
+	// Codec encodes objects for puts; nil skips encoding (memory backends).
+	Codec store.Codec
+}
+
+// Prepare validates every op of a write and computes keys, index values and
+// encodings. It changes nothing: a write whose Prepare fails must not be
+// applied at all, which is how a failed batch leaves no trace. op names the
+// operation for error messages ("add", "commit", ...).
+func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
+	out := make([]Prepared, len(ops))
+	for i := range ops {
+		if err := p.prepareOne(op, &ops[i], &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// PrepareOne is Prepare for a single operation, without the slice.
+func (p *Preparer) PrepareOne(op string, o store.Op) (Prepared, error) {
+	var r Prepared
+	err := p.prepareOne(op, &o, &r)
+	return r, err
+}
+
+func (p *Preparer) prepareOne(op string, o *store.Op, r *Prepared) error {
+	r.Type, r.Object, r.Key = o.Type, o.Object, o.Key
+	switch o.Type {
+	case store.OpPut:
+		if isNil(o.Object) {
+			return fmt.Errorf("store: %s: nil object: %w", op, store.ErrInvalid)
+		}
+		if _, ok := o.Object.(cache.DeletedFinalStateUnknown); ok {
+			return fmt.Errorf("store: %s: cannot store a cache.DeletedFinalStateUnknown tombstone: %w", op, store.ErrInvalid)
+		}
+	case store.OpDelete:
+		if isNil(o.Object) && o.Key == "" {
+			return fmt.Errorf("store: %s: delete needs an object or a key: %w", op, store.ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("store: %s: unknown op type %d: %w", op, o.Type, store.ErrInvalid)
+	}
+	if r.Key == "" {
+		k, err := callKeyFunc(p.KeyFunc, o.Object)
+		if err != nil {
+			return fmt.Errorf("store: %s %T: key function: %w: %w", op, o.Object, store.ErrInvalid, err)
+		}
+		r.Key = k
+	}
+	if o.Type == store.OpDelete {
+		return nil
+	}
+	vals, err := p.Indexes.Values(r.Key, o.Object)
+	if err != nil {
+		return fmt.Errorf("store: %s %s: %w", op, r.Key, err)
+	}
+	r.Values = vals
+	if p.Codec != nil {
+		data, err := p.Codec.Encode(o.Object)
+		if err != nil {
+			return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, p.Codec.Name(), store.ErrInvalid, err)
+		}
+		r.Data = data
+	}
+	return nil
+}
+
+// isNil reports whether v is nil or a typed nil pointer, map, slice or
+// interface, all of which would make key functions panic.
+func isNil(v interface{}) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
