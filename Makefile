@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 COUNT     ?= 6
 CYCLES    ?= 100
 
-.PHONY: all build demo test test-short test-race vet lint bench crash clean
+.PHONY: all build demo test test-short test-race vet lint bench crash clean k8s-bin
 
 all: build
 
@@ -20,8 +20,16 @@ demo:
 	$(GO) test -count=1 -run 'Example' ./...
 
 ## test: every test, with the race detector; what CI runs.
-test: vet
+test: vet k8s-bin
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
+
+## k8s-bin: kube-apiserver and etcd for the real API server tests (test/apiserver), built from Go modules
+## (module test/k8s: k8s.io/kubernetes v1.36.3, go.etcd.io/etcd/server/v3 v3.6.16) into the git-ignored test/bin.
+## Cold build (empty build cache for these packages, module cache warm): 4m18s wall on 2 shared cores
+## (296s user + 66s sys, 2.3 GB peak RSS); plus ~1 min to download the modules on a fresh machine.
+## Incremental: the Go build cache makes a rebuild with nothing changed take seconds.
+k8s-bin:
+	$(GO) build -C test/k8s -buildvcs=false -o $(CURDIR)/test/bin/ ./cmd/...
 
 ## test-short: the inner loop (no race detector, no real API server).
 test-short:
