@@ -18,4 +18,7 @@ import (
 	_ "k8s.io/client-go/metadata"
 	_ "k8s.io/client-go/tools/cache"
 	_ "k8s.io/klog/v2"
+	_ "k8s.io/utils/clock/testing"
+	_ "k8s.io/utils/lru"
+	_ "sigs.k8s.io/controller-runtime/pkg/cache"
 )
