@@ -1,0 +1,242 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/deltafifo"
+	"github.com/informerdb/informerdb/store"
+)
+
+// pendingCommit gathers popped batches until they are committed together.
+type pendingCommit struct {
+	ops     []store.Op
+	notes   []queuedNote
+	rv      string // resume point reached once everything above is applied
+	deltas  int
+	replace bool   // one relist, committed alone
+	seq     uint64 // newest view entry written by ops
+	pop     int64  // number of the pop that started it
+}
+
+type queuedNote struct {
+	n notification
+	// resync notifications go only to the handlers whose resync is due.
+	resync bool
+}
+
+// prepare turns b into store operations and notifications, appended to pc.
+// The previous state of each object is read from the view (the store plus
+// what is popped but not committed), and the view is updated, so that the
+// queue sees the new state at once. It runs with the queue locked.
+func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingCommit) {
+	pc.deltas += len(b.Deltas)
+	if b.Replace {
+		pc.replace = true
+	}
+	for _, d := range b.Deltas {
+		switch d.Type {
+		case cache.Added, cache.Updated, cache.Replaced, cache.Sync:
+			key, err := inf.opts.KeyFunc(d.Object)
+			if err != nil {
+				// The queue computed this key already; this cannot happen
+				// unless Options.KeyFunc is not deterministic.
+				logger.Error(err, "Dropping a delta whose key cannot be computed", "type", d.Type, "objectType", typeName(d.Object))
+				continue
+			}
+			old, exists, err := inf.view.GetByKey(key)
+			if err != nil {
+				logger.Error(err, "Reading the previous state failed; notifying an add", "key", key)
+				exists = false
+			}
+			if d.Type != cache.Sync || !exists {
+				// A Sync delta carries the object from the store itself:
+				// nothing to write.
+				pc.ops = append(pc.ops, store.Op{Type: store.OpPut, Object: d.Object})
+				pc.seq = inf.view.set(key, d.Object, true)
+			}
+			if exists {
+				pc.notes = append(pc.notes, queuedNote{
+					n:      notification{kind: notifyUpdate, oldObj: old, newObj: d.Object},
+					resync: d.Type == cache.Sync || sameResourceVersion(old, d.Object),
+				})
+			} else {
+				pc.notes = append(pc.notes, queuedNote{n: notification{
+					kind: notifyAdd, newObj: d.Object, initial: b.Replace && b.InInitialList,
+				}})
+			}
+		case cache.Deleted:
+			obj := d.Object
+			key, err := inf.opts.KeyFunc(obj)
+			if err != nil {
+				logger.Error(err, "Dropping a delete whose key cannot be computed", "objectType", typeName(obj))
+				continue
+			}
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok && tomb.Obj == nil {
+				// Handlers are promised the last known object.
+				if old, exists, err := inf.view.GetByKey(key); err == nil && exists {
+					tomb.Obj = old
+					obj = tomb
+				}
+			}
+			pc.ops = append(pc.ops, store.Op{Type: store.OpDelete, Object: obj})
+			pc.seq = inf.view.set(key, nil, false)
+			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}})
+		case cache.Bookmark:
+			// Moves the resume point only, through b.ResourceVersion.
+		default:
+			logger.Error(nil, "Ignoring a delta of an unexpected type", "type", d.Type)
+		}
+	}
+	if b.ResourceVersion != "" {
+		pc.rv = b.ResourceVersion
+	}
+}
+
+// popLoop pops batches, commits them and notifies the handlers until ctx is
+// done or the queue is closed and drained.
+func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
+	logger := klog.FromContext(ctx)
+	for {
+		pc, carry, err := inf.gather(ctx, logger, q)
+		if pc != nil && !inf.commit(ctx, logger, pc) {
+			return
+		}
+		if carry != nil && !inf.commit(ctx, logger, carry) {
+			return
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, deltafifo.ErrClosed), ctx.Err() != nil:
+			return
+		default:
+			logger.Error(err, "Popping from the queue failed")
+		}
+	}
+}
+
+// gather pops one batch and, unless it is a relist or group commit is off,
+// more batches for up to MaxBatchDelay, as long as their deltas fit in
+// MaxBatchSize. A batch that must not join the commit (a relist, or one that
+// would not fit) comes back as carry, to be committed on its own right after
+// pc.
+func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo.Queue) (pc, carry *pendingCommit, err error) {
+	first := &pendingCommit{}
+	popped := false
+	err = q.Pop(ctx, func(_ context.Context, b deltafifo.Batch) error {
+		popped = true
+		first.pop = inf.pops.Add(1)
+		inf.prepare(logger, b, first)
+		return nil
+	})
+	if !popped {
+		return nil, nil, err
+	}
+	if err != nil || first.replace || inf.opts.MaxBatchDelay <= 0 {
+		return first, nil, err
+	}
+	pc = first
+	dctx, cancel := context.WithTimeout(ctx, inf.opts.MaxBatchDelay)
+	defer cancel()
+	for carry == nil && pc.deltas < inf.opts.MaxBatchSize {
+		perr := q.Pop(dctx, func(_ context.Context, b deltafifo.Batch) error {
+			if b.Replace || pc.deltas+len(b.Deltas) > inf.opts.MaxBatchSize {
+				carry = &pendingCommit{pop: inf.pops.Add(1)}
+				inf.prepare(logger, b, carry)
+				return nil
+			}
+			inf.prepare(logger, b, pc)
+			return nil
+		})
+		if perr != nil {
+			if dctx.Err() != nil && ctx.Err() == nil {
+				// The delay is over: commit what we have.
+				return pc, carry, nil
+			}
+			return pc, carry, perr
+		}
+	}
+	return pc, carry, nil
+}
+
+// Commit retry backoff bounds.
+const (
+	commitRetryInitial = 10 * time.Millisecond
+	commitRetryMax     = 10 * time.Second
+)
+
+// commit writes pc in one store commit, retrying with backoff until it
+// succeeds, then notifies the handlers. It returns false when ctx ended
+// first: nothing of pc was notified, and the resume point did not move.
+func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) bool {
+	backoff := commitRetryInitial
+	for attempt := 1; ; attempt++ {
+		done, err := inf.commitOnce(ctx, logger, pc)
+		if done {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if errors.Is(err, store.ErrClosed) {
+			logger.Error(err, "Store closed under a running informer; stopping the informer's apply loop")
+			return false
+		}
+		logger.Error(err, "Committing to the store failed; will retry", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
+		t := inf.opts.Clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C():
+		}
+		backoff = min(2*backoff, commitRetryMax)
+	}
+}
+
+// commitOnce commits pc and, on success, notifies the handlers; both happen
+// under applyMu, so a handler added meanwhile sees either the store before
+// the commit and these notifications, or the store after it and none.
+func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit) (bool, error) {
+	inf.applyMu.Lock()
+	defer inf.applyMu.Unlock()
+	if len(pc.ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
+		if err := inf.store.Commit(ctx, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv}); err != nil {
+			return false, err
+		}
+	}
+	inf.view.committed(pc.seq)
+	counted := !inf.synced
+	for _, qn := range pc.notes {
+		n := qn.n
+		n.counted = counted
+		inf.proc.distribute(n, qn.resync)
+	}
+	inf.stats.commits.Add(1)
+	inf.stats.deltas.Add(int64(pc.deltas))
+	if pc.rv != "" {
+		inf.appliedRV = pc.rv
+	}
+	inf.checkSyncedLocked(logger, pc.replace, pc.pop)
+	return true, nil
+}
+
+// sameResourceVersion reports whether two objects carry the same
+// resourceVersion: an update between them is a resync, which client-go
+// delivers only to handlers whose resync is due.
+func sameResourceVersion(a, b interface{}) bool {
+	am, err := meta.Accessor(a)
+	if err != nil {
+		return false
+	}
+	bm, err := meta.Accessor(b)
+	if err != nil {
+		return false
+	}
+	return am.GetResourceVersion() == bm.GetResourceVersion()
+}

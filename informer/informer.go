@@ -1,0 +1,517 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/informerdb/informerdb/deltafifo"
+	"github.com/informerdb/informerdb/reflector"
+	"github.com/informerdb/informerdb/store"
+)
+
+// ErrStopped is returned (wrapped) by methods that cannot be used once the
+// informer has stopped.
+var ErrStopped = errors.New("informer: stopped")
+
+// ErrStarted is returned (wrapped) by setters that must be called before the
+// informer starts.
+var ErrStarted = errors.New("informer: already started")
+
+// Informer is a cache.SharedIndexInformer whose cache is a store.Store: its
+// objects, indexes and resume point outlive the process, and a restarted
+// informer resumes its watch from the persisted resourceVersion instead of
+// listing every object again.
+//
+// Handlers see client-go's semantics: notifications come after the store
+// is updated, in order per object, through one unbounded buffer per handler
+// so that a slow handler delays only itself. After a restart, every handler
+// first receives OnAdd(obj, true) for each persisted object, then the
+// changes made while the informer was down, deletes included (a delete seen
+// only through a relist arrives as a cache.DeletedFinalStateUnknown whose Obj
+// is the last stored object).
+//
+// An Informer is safe for concurrent use. It runs once; the store is owned
+// by the caller, who closes it after Run returns.
+type Informer struct {
+	lw      cache.ListerWatcherWithContext
+	example runtime.Object
+	store   store.Store
+	opts    Options
+	view    *view
+	proc    *processor
+	logger  klog.Logger
+
+	mu                sync.Mutex // guards the fields below up to applyMu
+	started, stopped  bool
+	transform         cache.TransformFunc
+	watchErrorHandler cache.WatchErrorHandlerWithContext
+	resyncCheckPeriod time.Duration
+	src               *reflector.Reflector
+
+	// applyMu serialises commits with their notifications, the replay of
+	// persisted objects, sync decisions and the registration of handlers
+	// after start. It guards the fields below.
+	applyMu            sync.Mutex
+	synced             bool
+	resuming           bool   // started on a store with a resume point
+	appliedRV          string // resume point of the last commit
+	incomparableLogged bool   // the sync target could not be compared
+	caughtUpPop        int64  // pops counted when the reflector caught up
+
+	syncedCh chan struct{} // closed when synced turns true
+	pops     atomic.Int64  // batches popped, numbering the pops
+
+	stats struct {
+		commits, deltas atomic.Int64
+	}
+}
+
+var _ cache.SharedIndexInformer = (*Informer)(nil)
+
+// New returns an informer that lists and watches through lw the objects of
+// exampleObject's type, keeps them in s and notifies its handlers. Nothing
+// happens until Run.
+func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s store.Store, opts Options) (*Informer, error) {
+	if lw == nil {
+		return nil, fmt.Errorf("informer: new: nil ListerWatcher")
+	}
+	if s == nil {
+		return nil, fmt.Errorf("informer: new: nil store")
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Informer{
+		lw:                lw,
+		example:           exampleObject,
+		store:             s,
+		opts:              o,
+		view:              newView(s),
+		proc:              newProcessor(),
+		logger:            *o.Logger,
+		transform:         o.Transform,
+		watchErrorHandler: o.WatchErrorHandler,
+		resyncCheckPeriod: o.ResyncPeriod,
+		syncedCh:          make(chan struct{}),
+	}, nil
+}
+
+// Run runs the informer until stopCh is closed; see RunWithContext.
+func (inf *Informer) Run(stopCh <-chan struct{}) {
+	inf.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext runs the informer until ctx is done and every goroutine it
+// started has returned. An informer runs once: a second call logs and
+// returns at once.
+func (inf *Informer) RunWithContext(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	if _, err := logr.FromContext(ctx); err != nil {
+		ctx = klog.NewContext(ctx, inf.logger)
+	}
+	logger := klog.FromContext(ctx)
+
+	q, src, err := inf.start(ctx)
+	if err != nil {
+		logger.Error(err, "Informer not started")
+		return
+	}
+	inf.replay(logger)
+	inf.proc.start()
+
+	var wg sync.WaitGroup
+	runCtx, cancel := context.WithCancel(ctx)
+	wg.Go(func() {
+		if err := src.Run(runCtx); err != nil && runCtx.Err() == nil {
+			logger.Error(err, "Reflector stopped")
+		}
+	})
+	if period := inf.checkPeriod(); period > 0 {
+		// The ticker exists before anything is applied, so a test that
+		// saw the informer sync can step a fake clock.
+		t := inf.opts.Clock.NewTicker(period)
+		wg.Go(func() {
+			defer t.Stop()
+			inf.resyncLoop(runCtx, q, t)
+		})
+	}
+	wg.Go(func() {
+		select {
+		case <-runCtx.Done():
+		case <-src.CaughtUp():
+			inf.applyMu.Lock()
+			defer inf.applyMu.Unlock()
+			inf.caughtUpPop = inf.pops.Load()
+			inf.checkSyncedLocked(logger, false, 0)
+		}
+	})
+
+	inf.popLoop(runCtx, q)
+
+	cancel()
+	q.Close()
+	wg.Wait()
+	inf.markStopped()
+	inf.proc.stop()
+}
+
+// start builds the queue and the reflector and marks the informer started.
+func (inf *Informer) start(ctx context.Context) (deltafifo.Queue, *reflector.Reflector, error) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.started {
+		return nil, nil, fmt.Errorf("informer: run: %w: an informer runs once", ErrStarted)
+	}
+	q := deltafifo.New(deltafifo.Options{
+		KeyFunction:           inf.opts.KeyFunc,
+		KnownObjects:          inf.view,
+		EmitDeltaTypeReplaced: true,
+		Transformer:           inf.transform,
+		MaxBatch:              inf.opts.MaxBatchSize,
+	})
+	ropts := inf.opts.Reflector
+	ropts.ResumeFrom = inf.store.ResourceVersion()
+	if inf.example != nil && ropts.ExpectedType == nil {
+		ropts.ExpectedType = inf.example
+	}
+	ropts.WatchErrorHandler = inf.watchErrorHandler
+	if ropts.Clock == nil {
+		ropts.Clock = inf.opts.Clock
+	}
+	src, err := reflector.New(inf.lw, q, ropts)
+	if err != nil {
+		inf.started, inf.stopped = true, true
+		return nil, nil, fmt.Errorf("informer: run: %w", err)
+	}
+	inf.started = true
+	inf.src = src
+	inf.applyMu.Lock()
+	inf.resuming = ropts.ResumeFrom != ""
+	inf.appliedRV = ropts.ResumeFrom
+	inf.applyMu.Unlock()
+	return q, src, nil
+}
+
+func (inf *Informer) markStopped() {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.stopped = true
+}
+
+// replay hands every stored object to the handlers registered before start,
+// as OnAdd(obj, true): after a restart they first see what was persisted.
+// With Options.ServeStale and a resume point, the informer is synced then.
+func (inf *Informer) replay(logger klog.Logger) {
+	inf.applyMu.Lock()
+	defer inf.applyMu.Unlock()
+	objs := inf.store.List()
+	for _, obj := range objs {
+		inf.proc.distribute(notification{kind: notifyAdd, newObj: obj, initial: true, counted: true}, false)
+	}
+	if len(objs) > 0 {
+		logger.V(2).Info("Replayed persisted objects to handlers", "objects", len(objs), "resourceVersion", inf.appliedRV)
+	}
+	if inf.resuming && inf.opts.ServeStale {
+		inf.markSyncedLocked(logger, "serving persisted state (ServeStale)")
+	}
+}
+
+// checkSyncedLocked decides whether the informer has synced, after a
+// commit (replaced: of a relist; pop: the number of the pop that started the
+// commit) or when the reflector caught up (pop 0).
+//
+// A cold start syncs with its first relist, as client-go. A resumed informer
+// syncs once its resume point reaches the reflector's sync target, a
+// consistent read taken at start (DESIGN invariant 3); any relist gets it
+// there too. When the two resourceVersions cannot be compared (opaque
+// resourceVersions of some aggregated APIs), it syncs once it has applied
+// the event or bookmark with which the reflector caught up, or else with the
+// first batch popped after the reflector caught up, and says so in the log.
+func (inf *Informer) checkSyncedLocked(logger klog.Logger, replaced bool, pop int64) {
+	if inf.synced {
+		return
+	}
+	if replaced {
+		inf.markSyncedLocked(logger, "relist applied")
+		return
+	}
+	if !inf.resuming || inf.src == nil {
+		return
+	}
+	target, ok := inf.src.SyncTarget()
+	if !ok {
+		return
+	}
+	c, err := resourceversion.CompareResourceVersion(inf.appliedRV, target)
+	if err == nil {
+		if c >= 0 {
+			inf.markSyncedLocked(logger, "caught up with the sync target")
+		}
+		return
+	}
+	caughtUp, ok := inf.src.CaughtUpResourceVersion()
+	if !ok {
+		return
+	}
+	if !inf.incomparableLogged {
+		inf.incomparableLogged = true
+		logger.Info("ResourceVersions are not comparable; syncing on the first batch applied after the reflector caught up",
+			"applied", inf.appliedRV, "syncTarget", target, "caughtUp", caughtUp, "err", err)
+	}
+	if inf.appliedRV == caughtUp || (pop > 0 && inf.caughtUpPop > 0 && pop > inf.caughtUpPop) {
+		inf.markSyncedLocked(logger, "applied the batch after the reflector caught up (resourceVersions not comparable)")
+	}
+}
+
+func (inf *Informer) markSyncedLocked(logger klog.Logger, why string) {
+	if inf.synced {
+		return
+	}
+	inf.synced = true
+	close(inf.syncedCh)
+	logger.V(2).Info("Informer synced", "reason", why, "resourceVersion", inf.appliedRV)
+	inf.proc.each(func(l *listener) { l.upstreamSynced() })
+}
+
+// resyncLoop queues a resync whenever a handler's resync period is due.
+func (inf *Informer) resyncLoop(ctx context.Context, q deltafifo.Queue, t clock.Ticker) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if inf.proc.shouldResync(inf.opts.Clock.Now()) {
+			if err := q.Resync(); err != nil && ctx.Err() == nil {
+				klog.FromContext(ctx).Error(err, "Queueing a resync failed")
+			}
+		}
+	}
+}
+
+func (inf *Informer) checkPeriod() time.Duration {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.resyncCheckPeriod
+}
+
+// AddEventHandler adds a handler with the informer's default resync period
+// (Options.ResyncPeriod).
+func (inf *Informer) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return inf.AddEventHandlerWithOptions(handler, cache.HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod adds a handler with its own resync period;
+// zero means no resync.
+func (inf *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHandler, resyncPeriod time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return inf.AddEventHandlerWithOptions(handler, cache.HandlerOptions{ResyncPeriod: &resyncPeriod})
+}
+
+// AddEventHandlerWithOptions adds a handler. A handler added after the
+// informer started first receives OnAdd(obj, true) for every object in the
+// store, then every later change. Resync periods follow client-go: at least
+// one second, and, once the informer runs, at least its resync check period.
+func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	if handler == nil {
+		return nil, fmt.Errorf("informer: add event handler: nil handler")
+	}
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.stopped {
+		return nil, fmt.Errorf("informer: add event handler %T: %w", handler, ErrStopped)
+	}
+	logger := inf.logger
+	if options.Logger != nil {
+		logger = *options.Logger
+	}
+	requested := inf.opts.ResyncPeriod
+	if options.ResyncPeriod != nil {
+		requested = *options.ResyncPeriod
+	}
+	if requested > 0 && requested < minimumResyncPeriod {
+		logger.V(2).Info("Resync period raised to the minimum", "requested", requested, "minimum", minimumResyncPeriod)
+		requested = minimumResyncPeriod
+	}
+	if requested > 0 && requested < inf.resyncCheckPeriod {
+		if inf.started {
+			requested = inf.resyncCheckPeriod
+		} else {
+			inf.resyncCheckPeriod = requested
+			inf.proc.setCheckPeriod(logger, requested)
+		}
+	}
+	l := newListener(logger, handler, requested, effectiveResync(logger, requested, inf.resyncCheckPeriod), inf.opts.Clock.Now())
+	if !inf.started {
+		inf.proc.add(l)
+		return l, nil
+	}
+
+	inf.applyMu.Lock()
+	defer inf.applyMu.Unlock()
+	for _, obj := range inf.store.List() {
+		l.add(notification{kind: notifyAdd, newObj: obj, initial: true, counted: true})
+	}
+	inf.proc.add(l)
+	if inf.synced {
+		l.upstreamSynced()
+	}
+	return l, nil
+}
+
+// RemoveEventHandler removes a handler. Notifications queued for it and not
+// yet delivered are dropped; it may still be running one when this returns
+// (cache.ShutDownEventHandler waits for it). Removing an unknown or removed
+// handler does nothing.
+func (inf *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	l, ok := handle.(*listener)
+	if !ok {
+		return fmt.Errorf("informer: remove event handler: registration %T was not returned by this informer", handle)
+	}
+	inf.applyMu.Lock()
+	defer inf.applyMu.Unlock()
+	inf.proc.remove(l)
+	return nil
+}
+
+// GetStore returns the store.
+func (inf *Informer) GetStore() cache.Store { return inf.store }
+
+// GetIndexer returns the store, a cache.Indexer; generated listers work on it.
+func (inf *Informer) GetIndexer() cache.Indexer { return inf.store }
+
+// Store returns the store with its informerdb methods.
+func (inf *Informer) Store() store.Store { return inf.store }
+
+// AddIndexers adds indexes, before or after start; after start the store
+// fills them from the stored objects and persists them.
+func (inf *Informer) AddIndexers(indexers cache.Indexers) error {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.stopped {
+		return fmt.Errorf("informer: add indexers: %w", ErrStopped)
+	}
+	if err := inf.store.AddIndexers(indexers); err != nil {
+		return fmt.Errorf("informer: add indexers: %w", err)
+	}
+	return nil
+}
+
+// GetController returns a cache.Controller view of the informer, for
+// compatibility; its Run methods do nothing.
+func (inf *Informer) GetController() cache.Controller { return controllerView{inf} }
+
+// HasSynced reports whether the informer has synced: on a cold start once
+// the first relist is committed; after a restart once it has applied every
+// event up to a consistent read taken at start (or, with
+// Options.ServeStale, once the persisted objects were replayed).
+// A handler's own HasSynced is on its registration.
+func (inf *Informer) HasSynced() bool {
+	select {
+	case <-inf.syncedCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// HasSyncedChecker returns a cache.DoneChecker for HasSynced.
+func (inf *Informer) HasSyncedChecker() cache.DoneChecker { return syncedChecker{inf} }
+
+// LastSyncResourceVersion returns the resume point of the last commit: every
+// event at or before it is reflected in the store.
+func (inf *Informer) LastSyncResourceVersion() string {
+	inf.applyMu.Lock()
+	defer inf.applyMu.Unlock()
+	if inf.appliedRV == "" {
+		return inf.store.ResourceVersion()
+	}
+	return inf.appliedRV
+}
+
+// SetWatchErrorHandler sets the function called when a list or watch fails.
+// Its *cache.Reflector argument is nil: the reflector is not client-go's.
+// It must be called before the informer starts.
+func (inf *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
+	if handler == nil {
+		return inf.SetWatchErrorHandlerWithContext(nil)
+	}
+	return inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) { handler(r, err) })
+}
+
+// SetWatchErrorHandlerWithContext is SetWatchErrorHandler with a context.
+func (inf *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.started {
+		return fmt.Errorf("informer: set watch error handler: %w", ErrStarted)
+	}
+	inf.watchErrorHandler = handler
+	return nil
+}
+
+// SetTransform sets the transform applied to objects before they are stored
+// (see Options.Transform). It must be called before the informer starts.
+func (inf *Informer) SetTransform(handler cache.TransformFunc) error {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.started {
+		return fmt.Errorf("informer: set transform: %w", ErrStarted)
+	}
+	inf.transform = handler
+	return nil
+}
+
+// IsStopped reports whether the informer has stopped; it cannot be started
+// again.
+func (inf *Informer) IsStopped() bool {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.stopped
+}
+
+// Stats counts what the informer has applied.
+type Stats struct {
+	// Commits is the number of store commits (including commits of
+	// notifications only, such as resyncs).
+	Commits int64
+	// Deltas is the number of deltas applied.
+	Deltas int64
+}
+
+// Stats returns what the informer has applied so far.
+func (inf *Informer) Stats() Stats {
+	return Stats{Commits: inf.stats.commits.Load(), Deltas: inf.stats.deltas.Load()}
+}
+
+type syncedChecker struct{ inf *Informer }
+
+func (c syncedChecker) Name() string {
+	return fmt.Sprintf("informerdb informer %T", c.inf.example)
+}
+
+func (c syncedChecker) Done() <-chan struct{} { return c.inf.syncedCh }
+
+// controllerView is what GetController returns.
+type controllerView struct{ inf *Informer }
+
+func (controllerView) RunWithContext(context.Context)        {}
+func (controllerView) Run(<-chan struct{})                   {}
+func (c controllerView) HasSynced() bool                     { return c.inf.HasSynced() }
+func (c controllerView) HasSyncedChecker() cache.DoneChecker { return c.inf.HasSyncedChecker() }
+func (c controllerView) LastSyncResourceVersion() string     { return c.inf.LastSyncResourceVersion() }
+
+func typeName(obj interface{}) string { return fmt.Sprintf("%T", obj) }

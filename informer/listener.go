@@ -1,0 +1,208 @@
+package informer
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+type notificationKind uint8
+
+const (
+	notifyAdd notificationKind = iota + 1
+	notifyUpdate
+	notifyDelete
+)
+
+// notification is one call to make on a handler.
+type notification struct {
+	kind    notificationKind
+	oldObj  interface{} // update: the previous object; delete: the deleted object
+	newObj  interface{} // add, update
+	initial bool        // add: the isInInitialList argument
+	// counted notifications were queued before the informer synced (or are
+	// the initial list of a handler added later); the registration is
+	// synced once every counted notification has been handled.
+	counted bool
+}
+
+// initialBufferSize is the initial capacity of a listener's buffer; it
+// grows without bound.
+const initialBufferSize = 1024
+
+// listener relays notifications to one handler. A distributor appends to an
+// unbounded buffer under mu and never blocks; one goroutine (run) takes from
+// the buffer and calls the handler, so a slow handler delays only itself.
+//
+// listener is the cache.ResourceEventHandlerRegistration handed to users; it
+// is safe for concurrent use.
+type listener struct {
+	handler cache.ResourceEventHandler
+	logger  klog.Logger
+	name    string
+
+	// requestedResync is what the handler asked for; resyncPeriod and
+	// nextResync are guarded by the processor's mu.
+	requestedResync time.Duration
+	resyncPeriod    time.Duration
+	nextResync      time.Time
+
+	mu      sync.Mutex // guards buf and closed
+	buf     ring
+	closed  bool
+	wake    chan struct{} // capacity 1: something was added, or closed
+	stopped chan struct{} // closed when run has returned (or will never run)
+
+	// pending counts counted notifications not yet handled (or dropped).
+	pending  atomic.Int64
+	upstream atomic.Bool // the informer has synced
+	synced   chan struct{}
+	syncOnce sync.Once
+}
+
+var (
+	_ cache.ResourceEventHandlerRegistration = (*listener)(nil)
+	_ cache.DoneChecker                      = (*listener)(nil)
+)
+
+func newListener(logger klog.Logger, handler cache.ResourceEventHandler, requested, period time.Duration, now time.Time) *listener {
+	l := &listener{
+		handler:         handler,
+		logger:          logger,
+		name:            fmt.Sprintf("informerdb handler %T", handler),
+		requestedResync: requested,
+		resyncPeriod:    period,
+		buf:             newRing(initialBufferSize),
+		wake:            make(chan struct{}, 1),
+		stopped:         make(chan struct{}),
+		synced:          make(chan struct{}),
+	}
+	l.nextResync = now.Add(period)
+	return l
+}
+
+// add queues n. It never blocks. It returns false when the listener is
+// closed, in which case n is dropped.
+func (l *listener) add(n notification) bool {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	if n.counted {
+		l.pending.Add(1)
+	}
+	l.buf.push(n)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// run calls the handler for each queued notification, in order, until the
+// listener is closed. Notifications still queued when it is closed are
+// dropped, as client-go does when a handler is removed.
+func (l *listener) run() {
+	defer close(l.stopped)
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return
+		}
+		n, ok := l.buf.pop()
+		l.mu.Unlock()
+		if !ok {
+			<-l.wake
+			continue
+		}
+		l.deliver(n)
+		if n.counted {
+			l.finishedOne()
+		}
+	}
+}
+
+// deliver calls the handler, turning a panic into a logged error so that one
+// faulty notification does not stop the others (utilruntime.HandleCrash
+// re-panics unless the application configured it not to, as in client-go).
+func (l *listener) deliver(n notification) {
+	defer utilruntime.HandleCrashWithLogger(l.logger)
+	switch n.kind {
+	case notifyAdd:
+		l.handler.OnAdd(n.newObj, n.initial)
+	case notifyUpdate:
+		l.handler.OnUpdate(n.oldObj, n.newObj)
+	case notifyDelete:
+		l.handler.OnDelete(n.oldObj)
+	}
+}
+
+// close stops the listener: queued notifications are dropped and run
+// returns after the notification it is delivering, if any.
+func (l *listener) close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.buf.reset()
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *listener) finishedOne() {
+	if l.pending.Add(-1) == 0 && l.upstream.Load() {
+		l.markSynced()
+	}
+}
+
+// upstreamSynced tells the listener that the informer has synced; every
+// counted notification has been queued by then.
+func (l *listener) upstreamSynced() {
+	l.upstream.Store(true)
+	if l.pending.Load() == 0 {
+		l.markSynced()
+	}
+}
+
+func (l *listener) markSynced() { l.syncOnce.Do(func() { close(l.synced) }) }
+
+// HasSynced reports whether the informer has synced and this handler has
+// been handed every notification queued for it before that (including, for
+// a handler added after the informer started, the objects that existed when
+// it was added).
+func (l *listener) HasSynced() bool {
+	select {
+	case <-l.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// HasSyncedChecker returns a cache.DoneChecker whose channel closes when
+// HasSynced becomes true.
+func (l *listener) HasSyncedChecker() cache.DoneChecker { return l }
+
+// Name describes the registration, for cache.WaitFor.
+func (l *listener) Name() string { return l.name }
+
+// Done is closed once HasSynced is true.
+func (l *listener) Done() <-chan struct{} { return l.synced }
+
+// ShutdownChan is closed once the handler has returned for the last time
+// after RemoveEventHandler, or when the informer stopped. It lets
+// cache.ShutDownEventHandler wait for a removed handler.
+func (l *listener) ShutdownChan() <-chan struct{} { return l.stopped }

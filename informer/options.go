@@ -1,0 +1,116 @@
+package informer
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/informerdb/informerdb/reflector"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBatchSize is the default of Options.MaxBatchSize.
+	DefaultMaxBatchSize = 1000
+	// DefaultMaxBatchDelay is the default of Options.MaxBatchDelay.
+	DefaultMaxBatchDelay = 10 * time.Millisecond
+)
+
+// Options configure an Informer. The zero value means defaults.
+type Options struct {
+	// ResyncPeriod is the resync period of handlers added with
+	// AddEventHandler, and the informer's resync check period, as in
+	// cache.NewSharedIndexInformer. A resync delivers OnUpdate(obj, obj) for
+	// every stored object to the handlers whose period is due; it reads the
+	// store and writes nothing. Default 0: no resync.
+	ResyncPeriod time.Duration
+
+	// MaxBatchSize bounds how many deltas are applied in one store commit.
+	// Default DefaultMaxBatchSize (1000). A relist is always committed whole,
+	// whatever its size (DESIGN invariant 2).
+	MaxBatchSize int
+
+	// MaxBatchDelay bounds how long a popped batch waits for further batches
+	// to share its commit (group commit): the first batch of a commit is
+	// notified at most MaxBatchDelay (plus the commit time) after it was
+	// popped. Default DefaultMaxBatchDelay (10ms); NoBatchDelay (or any
+	// negative value) commits every pop on its own, which is the right
+	// choice for the memory backend, where commits cost nothing.
+	MaxBatchDelay time.Duration
+
+	// ServeStale, when true and the store holds a resume point, makes the
+	// informer (and its handlers, once they have seen the persisted
+	// objects) report HasSynced right after the persisted objects were
+	// replayed, before it has caught up with the API server. Default false:
+	// after a restart HasSynced waits until the informer has applied every
+	// event up to a consistent read taken at start (DESIGN invariant 3).
+	ServeStale bool
+
+	// Transform, if set, runs on every object before it is stored and
+	// handed to handlers, like cache.SharedInformer.SetTransform (which
+	// overrides it). The resourceVersion of each event is read before it
+	// runs, so a transform that strips metadata cannot break resumption.
+	// Objects replayed from the store at start were transformed when they
+	// were stored and are not transformed again. Default nil.
+	Transform cache.TransformFunc
+
+	// WatchErrorHandler, if set, is called whenever the list or watch fails,
+	// before the reflector backs off and retries; see SetWatchErrorHandler.
+	// Default nil: the error is logged.
+	WatchErrorHandler cache.WatchErrorHandlerWithContext
+
+	// KeyFunc computes object keys in the queue; it must agree with the
+	// store's key function. Default cache.DeletionHandlingMetaNamespaceKeyFunc.
+	KeyFunc cache.KeyFunc
+
+	// Clock drives resync and commit retries. Default the real clock.
+	Clock clock.WithTicker
+
+	// Logger is used when the context given to Run carries none. Default
+	// klog.Background(). The informer logs at V(2) and above, except for
+	// failures (failed commits, incomparable resourceVersions).
+	Logger *klog.Logger
+
+	// Reflector holds the list/watch settings passed to the reflector
+	// (Name, PageSize, WatchList, watch timeouts, Backoff, ExpectedGVK).
+	// The informer sets ResumeFrom (from the store), WatchErrorHandler (from
+	// WatchErrorHandler or SetWatchErrorHandler), and, when unset,
+	// ExpectedType (the example object) and Clock (Clock).
+	Reflector reflector.Options
+}
+
+// NoBatchDelay, as Options.MaxBatchDelay, commits every popped batch on its
+// own.
+const NoBatchDelay time.Duration = -1
+
+func (o Options) withDefaults() (Options, error) {
+	if o.ResyncPeriod < 0 {
+		return o, fmt.Errorf("informer: options: ResyncPeriod %v is negative", o.ResyncPeriod)
+	}
+	if o.MaxBatchSize < 0 {
+		return o, fmt.Errorf("informer: options: MaxBatchSize %d is negative", o.MaxBatchSize)
+	}
+	if o.MaxBatchSize == 0 {
+		o.MaxBatchSize = DefaultMaxBatchSize
+	}
+	switch {
+	case o.MaxBatchDelay == 0:
+		o.MaxBatchDelay = DefaultMaxBatchDelay
+	case o.MaxBatchDelay < 0:
+		o.MaxBatchDelay = 0
+	}
+	if o.KeyFunc == nil {
+		o.KeyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		l := klog.Background()
+		o.Logger = &l
+	}
+	return o, nil
+}

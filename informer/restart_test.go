@@ -1,0 +1,198 @@
+package informer
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// firstRun runs an informer on a fresh store of b until it has applied
+// ConfigMaps a, b, c and d, then stops it, and returns the source and the
+// store as a restarted process would find it.
+func firstRun(t *testing.T, b backend) (*fakeLW, store.Store) {
+	t.Helper()
+	lw := newFakeLW()
+	s := b.open(t)
+	inf := newInformer(t, lw, s, testOptions())
+	h := newRecorder()
+	addHandler(t, inf, h)
+	r := start(t, inf)
+	waitDone(t, "first run sync", inf.HasSyncedChecker())
+	for _, n := range []string{"a", "b", "c", "d"} {
+		lw.create("ns", n, n+"1")
+	}
+	h.wait(t, 4)
+	r.stop()
+	if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
+		t.Fatalf("resume point after first run = %q, want %q", got, want)
+	}
+	return lw, b.restart(t, s)
+}
+
+// changeWhileDown creates e, updates a, deletes b, deletes and recreates c.
+func changeWhileDown(lw *fakeLW) {
+	lw.create("ns", "e", "e1")
+	lw.update("ns", "a", "a2")
+	lw.remove("ns", "b")
+	lw.remove("ns", "c")
+	lw.create("ns", "c", "c2")
+}
+
+// replayed is what every handler of a restarted informer gets first.
+var replayed = []ev{
+	{Op: "add", Key: "ns/a", Value: "a1", UID: "uid-1", Initial: true},
+	{Op: "add", Key: "ns/b", Value: "b1", UID: "uid-2", Initial: true},
+	{Op: "add", Key: "ns/c", Value: "c1", UID: "uid-3", Initial: true},
+	{Op: "add", Key: "ns/d", Value: "d1", UID: "uid-4", Initial: true},
+}
+
+// sortReplay sorts the first n events (the replay, in unspecified store
+// order) by key.
+func sortReplay(got []ev, n int) []ev {
+	sort.SliceStable(got[:n], func(i, j int) bool { return got[i].Key < got[j].Key })
+	return got
+}
+
+func TestRestartResumesWithoutList(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		lw, s := firstRun(t, b)
+		fullLists, probes := lw.fullLists(), lw.probes()
+		changeWhileDown(lw)
+
+		inf := newInformer(t, lw, s, testOptions())
+		h := newRecorder()
+		reg := addHandler(t, inf, h)
+		start(t, inf)
+
+		want := append(append([]ev(nil), replayed...),
+			ev{Op: "add", Key: "ns/e", Value: "e1", UID: "uid-5"},
+			ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"},
+			ev{Op: "delete", Key: "ns/b", Value: "b1", UID: "uid-2"},
+			ev{Op: "delete", Key: "ns/c", Value: "c1", UID: "uid-3"},
+			ev{Op: "add", Key: "ns/c", Value: "c2", UID: "uid-6"},
+		)
+		if diff := cmp.Diff(want, sortReplay(h.wait(t, len(want)), 4)); diff != "" {
+			t.Errorf("events after restart (-want +got):\n%s", diff)
+		}
+		waitDone(t, "informer sync", inf.HasSyncedChecker())
+		waitDone(t, "handler sync", reg.HasSyncedChecker())
+		if diff := cmp.Diff(lw.values(), storeValues(s)); diff != "" {
+			t.Errorf("store after resume (-source +store):\n%s", diff)
+		}
+		if got := lw.fullLists() - fullLists; got != 0 {
+			t.Errorf("resume made %d full LISTs, want 0", got)
+		}
+		if got := lw.probes() - probes; got != 1 {
+			t.Errorf("resume made %d limit=1 probes, want 1", got)
+		}
+		if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
+			t.Errorf("resume point = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestRestartAfterCompactionRelists(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		lw, s := firstRun(t, b)
+		fullLists := lw.fullLists()
+		changeWhileDown(lw)
+		lw.compact() // the resume point is now too old: 410 Gone
+
+		inf := newInformer(t, lw, s, testOptions())
+		h := newRecorder()
+		addHandler(t, inf, h)
+		start(t, inf)
+
+		// The relist is applied as one Replace: deletions first, as
+		// tombstones carrying the last stored object, then the listed
+		// objects in list order. d did not change, so its Replaced delta
+		// is a resync, which handlers without resync do not get.
+		want := append(append([]ev(nil), replayed...),
+			ev{Op: "delete", Key: "ns/b", Value: "b1", UID: "uid-2", Tomb: true},
+			ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"},
+			ev{Op: "update", Key: "ns/c", Value: "c2", OldVal: "c1", UID: "uid-6", OldUID: "uid-3"},
+			ev{Op: "add", Key: "ns/e", Value: "e1", UID: "uid-5", Initial: true},
+		)
+		if diff := cmp.Diff(want, sortReplay(h.wait(t, len(want)), 4)); diff != "" {
+			t.Errorf("events after restart with 410 (-want +got):\n%s", diff)
+		}
+		waitDone(t, "informer sync", inf.HasSyncedChecker())
+		if diff := cmp.Diff(lw.values(), storeValues(s)); diff != "" {
+			t.Errorf("store after relist (-source +store):\n%s", diff)
+		}
+		if got := lw.fullLists() - fullLists; got != 1 {
+			t.Errorf("restart after compaction made %d full LISTs, want 1", got)
+		}
+	})
+}
+
+func TestHasSyncedAfterRestart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		t.Run("waits for the sync target", func(t *testing.T) {
+			lw, s := firstRun(t, b)
+			lw.update("ns", "a", "a2")
+			gate := make(chan struct{})
+			lw.setGate(gate)
+
+			inf := newInformer(t, lw, s, testOptions())
+			h := newRecorder()
+			reg := addHandler(t, inf, h)
+			start(t, inf)
+			h.wait(t, len(replayed))
+			// The update is held back by the source: the informer has not
+			// reached the consistent read taken at start.
+			if inf.HasSynced() {
+				t.Errorf("informer HasSynced = true before applying events up to the sync target")
+			}
+			if reg.HasSynced() {
+				t.Errorf("registration HasSynced = true before the informer synced")
+			}
+			close(gate)
+			waitDone(t, "informer sync", inf.HasSyncedChecker())
+			if diff := cmp.Diff(lw.values(), storeValues(s)); diff != "" {
+				t.Errorf("store when synced (-source +store):\n%s", diff)
+			}
+			waitDone(t, "handler sync", reg.HasSyncedChecker())
+			want := ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"}
+			if got := h.all(); len(got) != len(replayed)+1 || got[len(replayed)] != want {
+				t.Errorf("handler synced with events %v, want the replay then %v", got, want)
+			}
+		})
+		t.Run("nothing changed while down", func(t *testing.T) {
+			lw, s := firstRun(t, b)
+			gate := make(chan struct{})
+			lw.setGate(gate) // no event, not even a bookmark, gets through
+			defer close(gate)
+
+			inf := newInformer(t, lw, s, testOptions())
+			start(t, inf)
+			waitDone(t, "informer sync", inf.HasSyncedChecker())
+		})
+		t.Run("ServeStale", func(t *testing.T) {
+			lw, s := firstRun(t, b)
+			lw.update("ns", "a", "a2")
+			gate := make(chan struct{})
+			lw.setGate(gate)
+
+			opts := testOptions()
+			opts.ServeStale = true
+			inf := newInformer(t, lw, s, opts)
+			h := newRecorder()
+			reg := addHandler(t, inf, h)
+			start(t, inf)
+			waitDone(t, "informer sync", inf.HasSyncedChecker())
+			waitDone(t, "handler sync", reg.HasSyncedChecker())
+			if got := storeValues(s)["ns/a"]; got != "a1" {
+				t.Errorf("ns/a = %q when synced with ServeStale, want the persisted a1", got)
+			}
+			close(gate)
+			want := ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"}
+			if got := h.wait(t, len(replayed)+1)[len(replayed)]; got != want {
+				t.Errorf("event after the gate opened = %v, want %v", got, want)
+			}
+		})
+	})
+}

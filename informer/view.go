@@ -1,0 +1,91 @@
+package informer
+
+import (
+	"sync"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// view is what the queue sees as the informer's known objects: the store,
+// overlaid with the batches that were popped but not committed yet. With
+// group commit, popped batches wait a little before they are committed;
+// without the overlay, a relist queued meanwhile would miss their objects
+// (and never delete them), and a resync would miss their changes.
+//
+// view is safe for concurrent use.
+type view struct {
+	s store.Store
+
+	mu      sync.Mutex // guards pending and seq
+	pending map[string]pendingEntry
+	seq     uint64
+}
+
+// pendingEntry is the newest uncommitted state of a key.
+type pendingEntry struct {
+	obj     interface{} // nil when deleted
+	present bool
+	seq     uint64 // which write made it, so a commit clears only its own
+}
+
+func newView(s store.Store) *view {
+	return &view{s: s, pending: map[string]pendingEntry{}}
+}
+
+// GetByKey returns the newest state of key, committed or not.
+func (v *view) GetByKey(key string) (interface{}, bool, error) {
+	v.mu.Lock()
+	e, ok := v.pending[key]
+	v.mu.Unlock()
+	if ok {
+		return e.obj, e.present, nil
+	}
+	return v.s.GetByKey(key)
+}
+
+// ListKeys returns the keys present, committed or not.
+func (v *view) ListKeys() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	keys := v.s.ListKeys()
+	if len(v.pending) == 0 {
+		return keys
+	}
+	out := keys[:0:0]
+	for _, k := range keys {
+		if e, ok := v.pending[k]; ok && !e.present {
+			continue
+		}
+		out = append(out, k)
+	}
+	for k, e := range v.pending {
+		if !e.present {
+			continue
+		}
+		if _, exists, _ := v.s.GetByKey(k); !exists {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// set records an uncommitted state of key and returns its sequence number.
+func (v *view) set(key string, obj interface{}, present bool) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seq++
+	v.pending[key] = pendingEntry{obj: obj, present: present, seq: v.seq}
+	return v.seq
+}
+
+// committed forgets the pending states written at or before seq: the store
+// holds them now.
+func (v *view) committed(upTo uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k, e := range v.pending {
+		if e.seq <= upTo {
+			delete(v.pending, k)
+		}
+	}
+}
