@@ -196,8 +196,14 @@ func (b *Base) Replace(list []interface{}, resourceVersion string) error {
 	return b.write(context.Background(), "replace", ops, resourceVersion, true)
 }
 
-// Resync implements cache.Store; it does nothing.
-func (b *Base) Resync() error { return nil }
+// Resync implements cache.Store; it does nothing but report a closed store,
+// as every method with an error result does.
+func (b *Base) Resync() error {
+	if b.isClosed() {
+		return b.closedErr("resync")
+	}
+	return nil
+}
 
 // Bookmark implements cache.Store: it persists rv as the resume point. The
 // interface has no error result; a failure is logged and leaves the resume
