@@ -1,0 +1,227 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+var _ = addRules(
+	rule{name: "Commit/AppliesBatch", contract: "Store.Commit: puts and deletes of a batch are applied with their index entries, and the batch's ResourceVersion becomes the resume point", fn: testCommitApplies},
+	rule{name: "Commit/Atomic", contract: "Store.Commit: a batch with one bad op returns an error wrapping ErrInvalid and leaves no trace: objects, index entries and resume point unchanged", fn: testCommitAtomic},
+	rule{name: "Commit/SameKeyTwice", contract: "Store.Commit: ops on the same key in one batch apply in order, and the index entries follow the last one", fn: testCommitSameKey},
+	rule{name: "Commit/BadWritesLeaveNoTrace", contract: "Add, Update, Delete and Replace with bad input return an error wrapping ErrInvalid, never panic, and leave the store unchanged", fn: testBadWrites},
+	rule{name: "ResumePoint/Semantics", contract: "resume point: \"\" when new; Add, Update and Delete leave it; Commit with an RV sets it, with \"\" keeps it; Bookmark and Replace set it; LastStoreSyncResourceVersion equals it", fn: testResumePoint},
+)
+
+// seed fills s with the objects atomicity rules start from.
+func seed(t *testing.T, s store.Store) []interface{} {
+	t.Helper()
+	objs := []interface{}{
+		newPod("ns", "a", "1", "app=web", "tier=front"),
+		newPod("ns", "b", "2", "app=db"),
+		newPod("", "c", "3", "app=web"),
+	}
+	ops := make([]store.Op, len(objs))
+	for i, o := range objs {
+		ops[i] = store.Op{Type: store.OpPut, Object: o}
+	}
+	mustOK(t, "seed Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "5"}))
+	return objs
+}
+
+func testCommitApplies(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	objs := seed(t, s)
+	checkContents(t, s, want(t, objs...))
+	checkRV(t, s, "5")
+	a2 := newPod("ns", "a", "6", "app=api")
+	d := newPod("ns", "d", "7", "app=web")
+	err := s.Commit(t.Context(), store.Batch{ResourceVersion: "8", Ops: []store.Op{
+		{Type: store.OpPut, Object: a2},
+		{Type: store.OpDelete, Object: objs[1]},
+		{Type: store.OpDelete, Key: "c"},
+		{Type: store.OpPut, Object: d},
+		{Type: store.OpDelete, Key: "ns/never-existed"},
+	}})
+	mustOK(t, "Commit", err)
+	checkContents(t, s, want(t, a2, d))
+	checkRV(t, s, "8")
+	if diff := cmp.Diff([]string{"ns/d"}, indexKeys(t, s, idxApp, "web")); diff != "" {
+		t.Errorf("IndexKeys(app, web) (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+
+	mustOK(t, "empty Commit", s.Commit(t.Context(), store.Batch{}))
+	checkContents(t, s, want(t, a2, d))
+	checkRV(t, s, "8")
+}
+
+// badOp is an op that must make a whole batch fail.
+type badOp struct {
+	name string
+	op   store.Op
+	// persistent: only backends that encode objects can reject what the
+	// codec cannot encode (memory:// keeps objects as given).
+	persistent bool
+}
+
+func badOps() []badOp {
+	var nilPod *corev1.Pod
+	return []badOp{
+		{name: "nil object", op: store.Op{Type: store.OpPut}},
+		{name: "typed nil object", op: store.Op{Type: store.OpPut, Object: nilPod}},
+		{name: "key function error", op: store.Op{Type: store.OpPut, Object: "not an object"}},
+		{name: "delete without object or key", op: store.Op{Type: store.OpDelete}},
+		{name: "unknown op type", op: store.Op{Type: 99, Object: newPod("ns", "z", "1")}},
+		{name: "index function error", op: store.Op{Type: store.OpPut, Object: newPod("ns", "z", "1", labelFail+"=yes")}},
+		{name: "index function panic", op: store.Op{Type: store.OpPut, Object: newPod("ns", "z", "1", labelPanic+"=yes")}},
+		{name: "codec cannot encode", op: store.Op{Type: store.OpPut, Object: &corev1.ConfigMap{}}, persistent: true},
+	}
+}
+
+func testCommitAtomic(t *testing.T, h *harness) {
+	for _, bad := range badOps() {
+		for _, pos := range []string{"first", "last"} {
+			t.Run(bad.name+"/"+pos, func(t *testing.T) {
+				if bad.persistent && !h.b.Persistent {
+					t.Log("not applicable: the backend keeps objects without encoding them")
+					return
+				}
+				s := h.openPods(t)
+				objs := seed(t, s)
+				before := contents(t, s)
+				valsBefore := map[string][]string{}
+				for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
+					valsBefore[idx] = sortedValues(s, idx)
+				}
+				good := []store.Op{
+					{Type: store.OpPut, Object: newPod("ns", "new", "9", "app=fresh")},
+					{Type: store.OpPut, Object: newPod("ns", "a", "9", "app=moved")},
+					{Type: store.OpDelete, Object: objs[1]},
+				}
+				ops := append([]store.Op{bad.op}, good...)
+				if pos == "last" {
+					ops = append(good, bad.op)
+				}
+				err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "9"})
+				wantErr(t, "Commit of a batch with a bad op", err, store.ErrInvalid)
+				if diff := cmp.Diff(before, contents(t, s), cmpShortKeys); diff != "" {
+					t.Errorf("a failed Commit changed the objects (-before +after):\n%s", diff)
+				}
+				checkRV(t, s, "5")
+				for idx, vals := range valsBefore {
+					if diff := cmp.Diff(vals, sortedValues(s, idx)); diff != "" {
+						t.Errorf("a failed Commit changed ListIndexFuncValues(%q) (-before +after):\n%s", idx, diff)
+					}
+				}
+				CheckIndexes(t, s)
+				// The store still works after the failure.
+				mustOK(t, "Commit after a failed one", s.Commit(t.Context(), store.Batch{Ops: good, ResourceVersion: "10"}))
+				checkRV(t, s, "10")
+				CheckIndexes(t, s)
+			})
+		}
+	}
+}
+
+func testCommitSameKey(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	seed(t, s)
+	a1 := newPod("ns", "a", "10", "app=one")
+	a2 := newPod("ns", "a", "11", "app=two")
+	b2 := newPod("ns", "b", "12", "app=back")
+	x := newPod("ns", "x", "13", "app=temp")
+	err := s.Commit(t.Context(), store.Batch{ResourceVersion: "14", Ops: []store.Op{
+		{Type: store.OpPut, Object: a1},
+		{Type: store.OpPut, Object: a2}, // a: put twice, the last wins
+		{Type: store.OpDelete, Key: "ns/b"},
+		{Type: store.OpPut, Object: b2}, // b: deleted then put again
+		{Type: store.OpPut, Object: x},
+		{Type: store.OpDelete, Object: x}, // x: put then deleted
+		{Type: store.OpDelete, Key: "c"},
+		{Type: store.OpDelete, Key: "c"}, // c: deleted twice
+	}})
+	mustOK(t, "Commit", err)
+	checkContents(t, s, want(t, a2, b2))
+	checkRV(t, s, "14")
+	if diff := cmp.Diff([]string{"back", "two"}, sortedValues(s, idxApp)); diff != "" {
+		t.Errorf("ListIndexFuncValues(app): values of intermediate and deleted versions must not remain (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+}
+
+func testBadWrites(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	objs := seed(t, s)
+	before := contents(t, s)
+	var nilPod *corev1.Pod
+	for _, tc := range []struct {
+		name  string
+		write func() error
+	}{
+		{"Add nil", func() error { return s.Add(nil) }},
+		{"Add typed nil", func() error { return s.Add(nilPod) }},
+		{"Add non-object", func() error { return s.Add(42) }},
+		{"Add index function error", func() error { return s.Add(newPod("ns", "z", "1", labelFail+"=1")) }},
+		{"Update index function panic", func() error { return s.Update(newPod("ns", "a", "9", labelPanic+"=1")) }},
+		{"Delete nil", func() error { return s.Delete(nil) }},
+		{"Delete non-object", func() error { return s.Delete(3.5) }},
+		{"Replace with one bad object", func() error {
+			return s.Replace([]interface{}{newPod("ns", "r", "1"), newPod("ns", "s", "1", labelFail+"=1")}, "99")
+		}},
+		{"Replace with nil", func() error { return s.Replace([]interface{}{newPod("ns", "r", "1"), nil}, "99") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panicked: %v", r)
+					}
+				}()
+				err = tc.write()
+			}()
+			wantErr(t, tc.name, err, store.ErrInvalid)
+			if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+				t.Errorf("a failed write changed the store (-before +after):\n%s", diff)
+			}
+			checkRV(t, s, "5")
+		})
+	}
+	checkContents(t, s, want(t, objs...))
+	CheckIndexes(t, s)
+}
+
+func testResumePoint(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	checkRV(t, s, "")
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "3")))
+	checkRV(t, s, "")
+	mustOK(t, "Commit rv 5", s.Commit(t.Context(), store.Batch{ResourceVersion: "5", Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", "b", "5")}}}))
+	checkRV(t, s, "5")
+	mustOK(t, "Add", s.Add(newPod("ns", "c", "6")))
+	mustOK(t, "Update", s.Update(newPod("ns", "c", "7")))
+	mustOK(t, "Delete", s.Delete(newPod("ns", "a", "")))
+	checkRV(t, s, "5")
+	mustOK(t, "Commit without rv", s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", "d", "8")}}}))
+	checkRV(t, s, "5")
+	mustOK(t, "Commit with only an rv", s.Commit(t.Context(), store.Batch{ResourceVersion: "9"}))
+	checkRV(t, s, "9")
+	before := contents(t, s)
+	s.Bookmark("12")
+	checkRV(t, s, "12")
+	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+		t.Errorf("Bookmark changed the objects (-before +after):\n%s", diff)
+	}
+	s.Bookmark("")
+	checkRV(t, s, "12")
+	mustOK(t, "Replace", s.Replace([]interface{}{newPod("ns", "e", "13")}, "20"))
+	checkRV(t, s, "20")
+	// Resume points are opaque: the store must not compare them.
+	mustOK(t, "Commit with a smaller rv", s.Commit(t.Context(), store.Batch{ResourceVersion: "3"}))
+	checkRV(t, s, "3")
+}

@@ -1,0 +1,280 @@
+package storetest
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+var _ = addRules(
+	rule{name: "Close/ErrClosed", contract: "Store.Close: every method with an error result returns ErrClosed afterwards; the others return empty values; Close is idempotent", fn: testClosed},
+	rule{name: "Info/Fields", contract: "Store.Info: backend scheme, name, format version, codec, type, key function, scope, sorted index names and resume point", fn: testInfo},
+	rule{name: "Open/UnknownParameter", contract: "store.Open: an unknown URL parameter is rejected with ErrInvalid naming it", fn: testUnknownParameter},
+	rule{name: "Open/BadOptions", contract: "store.Open: invalid options (custom key function without a name, negative durations) are rejected with ErrInvalid", fn: testBadOptions},
+	rule{name: "Keys/Unusual", contract: "keys and index values with unicode, '/', empty namespace (cluster-scoped), 64 KiB strings and NUL bytes are stored, found and indexed exactly", fn: testUnusualKeys},
+	rule{name: "Objects/Large", contract: "objects of 1 MiB are stored and returned intact", fn: testLargeObjects},
+	rule{name: "Concurrency/WritersAndReaders", contract: "Store: concurrent writers and readers (run with -race) end with every write applied and indexes consistent", fn: testConcurrency},
+)
+
+func testClosed(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	seed(t, s)
+	closeStore(t, s)
+	p := newPod("ns", "a", "1")
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Add", func() error { return s.Add(p) }},
+		{"Update", func() error { return s.Update(p) }},
+		{"Delete", func() error { return s.Delete(p) }},
+		{"Replace", func() error { return s.Replace([]interface{}{p}, "9") }},
+		{"Resync", s.Resync},
+		{"Commit", func() error { return s.Commit(t.Context(), store.Batch{ResourceVersion: "9"}) }},
+		{"Get", func() error { _, _, err := s.Get(p); return err }},
+		{"GetByKey", func() error { _, _, err := s.GetByKey("ns/a"); return err }},
+		{"Index", func() error { _, err := s.Index(idxApp, p); return err }},
+		{"IndexKeys", func() error { _, err := s.IndexKeys(idxApp, "web"); return err }},
+		{"ByIndex", func() error { _, err := s.ByIndex(idxApp, "web"); return err }},
+		{"AddIndexers", func() error { return s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantErr(t, tc.name+" after Close", tc.call(), store.ErrClosed)
+		})
+	}
+	if n := len(s.List()); n != 0 {
+		t.Errorf("List after Close returned %d objects; want none", n)
+	}
+	if n := len(s.ListKeys()); n != 0 {
+		t.Errorf("ListKeys after Close returned %d keys; want none", n)
+	}
+	if n := len(s.ListIndexFuncValues(idxApp)); n != 0 {
+		t.Errorf("ListIndexFuncValues after Close returned %d values; want none", n)
+	}
+	s.Bookmark("77") // must not panic
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v; want nil (Close is idempotent)", err)
+	}
+}
+
+func testInfo(t *testing.T, h *harness) {
+	u := h.url(t)
+	opts := podOptions(t, "info-pods")
+	opts.Scope = "cluster-1/v1/pods"
+	s := h.open(t, u, opts)
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "42"}))
+	pu, err := url.Parse(u)
+	mustOK(t, "parse URL", err)
+	got := s.Info()
+	if got.FormatVersion <= 0 {
+		t.Errorf("Info().FormatVersion = %d; want > 0", got.FormatVersion)
+	}
+	got.FormatVersion = 0
+	want := store.Info{
+		Backend:         pu.Scheme,
+		Name:            "info-pods",
+		Codec:           opts.Codec.Name(),
+		Type:            opts.Codec.Type(),
+		KeyFunc:         "namespace/name",
+		Scope:           "cluster-1/v1/pods",
+		Indexes:         []string{idxApp, idxGuard, idxLabels, idxNamespace},
+		ResourceVersion: "42",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Info() (-want +got):\n%s", diff)
+	}
+}
+
+func testUnknownParameter(t *testing.T, h *harness) {
+	u := withParam(h.url(t), "informerdb_no_such_parameter=1")
+	s, err := store.Open(t.Context(), u, podOptions(t, "pods"))
+	if err == nil {
+		s.Close()
+		t.Fatalf("store.Open(%q) accepted an unknown parameter", u)
+	}
+	wantErr(t, "Open with an unknown parameter", err, store.ErrInvalid)
+	if !strings.Contains(err.Error(), "informerdb_no_such_parameter") {
+		t.Errorf("error %q does not name the unknown parameter", err)
+	}
+}
+
+func testBadOptions(t *testing.T, h *harness) {
+	for _, tc := range []struct {
+		name string
+		opts *store.Options
+	}{
+		{"custom key function without a name", &store.Options{Codec: podCodec(t), KeyFunc: cache.MetaNamespaceKeyFunc}},
+		{"negative lock timeout", &store.Options{Codec: podCodec(t), LockTimeout: -1}},
+		{"unknown durability", &store.Options{Codec: podCodec(t), Durability: "sometimes"}},
+		{"nil index function", &store.Options{Codec: podCodec(t), Indexers: cache.Indexers{"x": nil}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := store.Open(t.Context(), h.url(t), tc.opts)
+			if err == nil {
+				s.Close()
+				t.Fatal("store.Open accepted invalid options")
+			}
+			wantErr(t, "Open", err, store.ErrInvalid)
+		})
+	}
+}
+
+// unusualStrings are names, namespaces and label values that stress key and
+// index encodings.
+func unusualStrings() map[string]string {
+	return map[string]string{
+		"unicode":   "ünïcødé-名前-🙂",
+		"slash":     "a/b/c",
+		"nul":       "nul\x00byte",
+		"long":      strings.Repeat("x", 64<<10),
+		"separator": "ns/name:\xff", // a byte that is not valid UTF-8 in a key
+		"space":     " leading and trailing ",
+	}
+}
+
+func testUnusualKeys(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	var objs []interface{}
+	for label, v := range unusualStrings() {
+		t.Run(label, func(t *testing.T) {
+			for _, p := range []interface{}{
+				newPod("ns", v, "1", "app="+v), // name and index value
+				newPod(v, "n", "1", "app="+v),  // namespace
+				newPod("", v, "1", "app="+v),   // cluster-scoped
+			} {
+				mustOK(t, "Add", s.Add(p))
+				objs = append(objs, p)
+				k := keyOf(t, p)
+				got, ok, err := s.GetByKey(k)
+				if err != nil || !ok {
+					t.Fatalf("GetByKey(%q) = _, %v, %v", short(k), ok, err)
+				}
+				if fingerprint(t, got) != fingerprint(t, p) {
+					t.Errorf("GetByKey(%q) returned another object", short(k))
+				}
+			}
+			keys := indexKeys(t, s, idxApp, v)
+			if len(keys) != 3 {
+				t.Errorf("IndexKeys(app, %q) = %d keys; want 3", short(v), len(keys))
+			}
+		})
+	}
+	checkContents(t, s, want(t, objs...))
+	CheckIndexes(t, s)
+	// Deleting them empties the indexes: no prefix confusion between "a/b/c"
+	// and other keys.
+	for _, o := range objs {
+		mustOK(t, "Delete", s.Delete(o))
+	}
+	checkContents(t, s, map[string]string{})
+	if v := s.ListIndexFuncValues(idxApp); len(v) != 0 {
+		t.Errorf("ListIndexFuncValues(app) after deleting everything has %d values", len(v))
+	}
+}
+
+func testLargeObjects(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	var objs []interface{}
+	for i := range 3 {
+		p := newPod("ns", fmt.Sprintf("big-%d", i), "1", "app=big")
+		p.Annotations = map[string]string{"payload": strings.Repeat(string(rune('a'+i)), 1<<20)}
+		objs = append(objs, p)
+	}
+	mustOK(t, "Add", s.Add(objs[0]))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "2", Ops: []store.Op{
+		{Type: store.OpPut, Object: objs[1]}, {Type: store.OpPut, Object: objs[2]},
+	}}))
+	checkContents(t, s, want(t, objs...))
+	mustOK(t, "Delete", s.Delete(objs[1]))
+	checkContents(t, s, want(t, objs[0], objs[2]))
+	CheckIndexes(t, s)
+}
+
+func testConcurrency(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	const writers, perWriter, readers = 4, 60, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, writers+readers)
+	stop := make(chan struct{})
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				p := newPod(fmt.Sprintf("ns-%d", w), fmt.Sprintf("p-%d", i), fmt.Sprint(i), fmt.Sprintf("app=a%d", i%5))
+				var err error
+				switch i % 4 {
+				case 0:
+					err = s.Add(p)
+				case 1:
+					err = s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: p}}, ResourceVersion: fmt.Sprint(i)})
+				case 2:
+					err = s.Update(p)
+				case 3:
+					if err = s.Add(p); err == nil {
+						err = s.Delete(p)
+					}
+				}
+				if err != nil {
+					errs <- fmt.Errorf("writer %d op %d: %w", w, i, err)
+					return
+				}
+			}
+		}()
+	}
+	var rg sync.WaitGroup
+	for r := range readers {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.List()
+				s.ListKeys()
+				s.ListIndexFuncValues(idxApp)
+				if _, _, err := s.GetByKey(fmt.Sprintf("ns-%d/p-1", r)); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.ByIndex(idxApp, "a1"); err != nil {
+					errs <- err
+					return
+				}
+				s.ResourceVersion()
+				s.Info()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	rg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var wantObjs []interface{}
+	for w := range writers {
+		for i := range perWriter {
+			if i%4 != 3 {
+				wantObjs = append(wantObjs, newPod(fmt.Sprintf("ns-%d", w), fmt.Sprintf("p-%d", i), fmt.Sprint(i), fmt.Sprintf("app=a%d", i%5)))
+			}
+		}
+	}
+	checkContents(t, s, want(t, wantObjs...))
+	CheckIndexes(t, s)
+	if rv := s.ResourceVersion(); rv == "" {
+		t.Error("ResourceVersion after concurrent commits is empty")
+	}
+}
+

@@ -1,0 +1,353 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+var _ = addRules(
+	rule{name: "Store/AddGetUpdateDelete", contract: "cache.Store: Add stores, Get/GetByKey return the stored object, Update replaces it, Delete removes it (deleting an absent object is not an error)", fn: testAddGetUpdateDelete},
+	rule{name: "Store/ListAndListKeys", contract: "cache.Store: List and ListKeys return exactly the stored objects and keys", fn: testListAndListKeys},
+	rule{name: "Store/DeleteTombstone", contract: "cache.Store: Delete accepts a cache.DeletedFinalStateUnknown and removes the object under its key", fn: testDeleteTombstone},
+	rule{name: "Store/Replace", contract: "cache.Store: Replace makes the contents exactly the list, rebuilds the indexes, and sets ResourceVersion to the list RV", fn: testReplace},
+	rule{name: "Indexer/MultiValue", contract: "cache.Indexer: an object with several values of one index is found under each value", fn: testMultiValue},
+	rule{name: "Indexer/DeleteRemovesEntries", contract: "cache.Indexer: deleting an object removes its index entries, and value sets left empty disappear from ListIndexFuncValues", fn: testDeleteRemovesEntries},
+	rule{name: "Indexer/UpdateMovesEntries", contract: "cache.Indexer: updating an object whose index values change moves it from the old values to the new ones", fn: testUpdateMovesEntries},
+	rule{name: "Indexer/Index", contract: "cache.Indexer: Index(obj) returns the objects sharing an index value with obj", fn: testIndexOfObject},
+	rule{name: "Indexer/UnknownIndex", contract: "cache.Indexer: ByIndex, IndexKeys and Index of an unknown index return an error; ListIndexFuncValues returns nothing", fn: testUnknownIndex},
+	rule{name: "Indexer/AddIndexersBackfills", contract: "cache.Indexer: AddIndexers on a populated store indexes the existing objects, and later writes maintain the new index", fn: testAddIndexersBackfills},
+	rule{name: "Indexer/AddIndexersConflict", contract: "cache.Indexer: AddIndexers with an existing name returns ErrIndexExists and changes nothing", fn: testAddIndexersConflict},
+	rule{name: "Indexer/AddIndexersFailure", contract: "cache.Indexer: AddIndexers whose function fails on a stored object returns ErrInvalid and changes nothing", fn: testAddIndexersFailure},
+	rule{name: "Indexer/GetIndexers", contract: "cache.Indexer: GetIndexers returns the indexes the store was opened with", fn: testGetIndexers},
+)
+
+func testAddGetUpdateDelete(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	a := newPod("ns1", "a", "1", "app=web")
+	mustOK(t, "Add", s.Add(a))
+
+	got, ok, err := s.Get(newPod("ns1", "a", ""))
+	if err != nil || !ok {
+		t.Fatalf("Get(ns1/a) = _, %v, %v; want the stored pod", ok, err)
+	}
+	if g, w := fingerprint(t, got), fingerprint(t, a); g != w {
+		t.Errorf("Get(ns1/a) returned another object than the one added")
+	}
+	if _, ok, err := s.GetByKey("ns1/missing"); ok || err != nil {
+		t.Errorf("GetByKey(missing) = _, %v, %v; want false, nil", ok, err)
+	}
+	if _, ok, err := s.Get(newPod("ns2", "a", "")); ok || err != nil {
+		t.Errorf("Get(ns2/a) = _, %v, %v; want false, nil (namespaces are part of the key)", ok, err)
+	}
+
+	a2 := newPod("ns1", "a", "2", "app=api")
+	mustOK(t, "Update", s.Update(a2))
+	checkContents(t, s, want(t, a2))
+	if diff := cmp.Diff([]string{"ns1/a"}, indexKeys(t, s, idxApp, "api")); diff != "" {
+		t.Errorf("IndexKeys(app, api) after Update (-want +got):\n%s", diff)
+	}
+
+	// Add of an existing key replaces, Update of a missing key adds, as in client-go.
+	b := newPod("ns1", "b", "3")
+	mustOK(t, "Update of a new key", s.Update(b))
+	a3 := newPod("ns1", "a", "4", "app=web")
+	mustOK(t, "Add of an existing key", s.Add(a3))
+	checkContents(t, s, want(t, a3, b))
+
+	mustOK(t, "Delete", s.Delete(a3))
+	checkContents(t, s, want(t, b))
+	mustOK(t, "Delete of an absent object", s.Delete(newPod("ns1", "never", "")))
+	checkContents(t, s, want(t, b))
+	CheckIndexes(t, s)
+}
+
+func testListAndListKeys(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	if n := len(s.List()); n != 0 {
+		t.Errorf("List of a new store has %d objects", n)
+	}
+	if n := len(s.ListKeys()); n != 0 {
+		t.Errorf("ListKeys of a new store has %d keys", n)
+	}
+	var objs []interface{}
+	for i, name := range []string{"a", "b", "c", "d"} {
+		p := newPod("ns", name, "1", "app=x")
+		if i%2 == 1 {
+			p = newPod("", name, "1") // cluster-scoped key
+		}
+		objs = append(objs, p)
+		mustOK(t, "Add", s.Add(p))
+	}
+	wantKeys := sortedKeys(t, objs)
+	if diff := cmp.Diff(wantKeys, sortedKeys(t, s.List())); diff != "" {
+		t.Errorf("keys of List() (-want +got):\n%s", diff)
+	}
+	got := append([]string(nil), s.ListKeys()...)
+	if diff := cmp.Diff(wantKeys, sortStrings(got)); diff != "" {
+		t.Errorf("ListKeys() (-want +got):\n%s", diff)
+	}
+	checkContents(t, s, want(t, objs...))
+}
+
+func testDeleteTombstone(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	a, b := newPod("ns", "a", "1", "app=x"), newPod("ns", "b", "1", "app=x")
+	mustOK(t, "Add a", s.Add(a))
+	mustOK(t, "Add b", s.Add(b))
+	mustOK(t, "Delete tombstone", s.Delete(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: a}))
+	checkContents(t, s, want(t, b))
+	if diff := cmp.Diff([]string{"ns/b"}, indexKeys(t, s, idxApp, "x")); diff != "" {
+		t.Errorf("IndexKeys(app, x) after deleting a tombstone (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+}
+
+func testReplace(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	old := []interface{}{newPod("ns", "a", "1", "app=old"), newPod("ns", "b", "1", "app=old"), newPod("ns", "c", "1", "app=old")}
+	for _, o := range old {
+		mustOK(t, "Add", s.Add(o))
+	}
+	b2 := newPod("ns", "b", "7", "app=new")
+	d := newPod("other", "d", "8", "app=new", "tier=db")
+	mustOK(t, "Replace", s.Replace([]interface{}{b2, d}, "10"))
+	checkContents(t, s, want(t, b2, d))
+	checkRV(t, s, "10")
+	if diff := cmp.Diff([]string{"new"}, sortedValues(s, idxApp)); diff != "" {
+		t.Errorf("ListIndexFuncValues(app) after Replace: the old value must be gone (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ns/b", "other/d"}, byIndexKeys(t, s, idxApp, "new")); diff != "" {
+		t.Errorf("ByIndex(app, new) after Replace (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+
+	mustOK(t, "Replace with an empty list", s.Replace(nil, "11"))
+	checkContents(t, s, map[string]string{})
+	checkRV(t, s, "11")
+	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
+		if v := s.ListIndexFuncValues(idx); len(v) != 0 {
+			t.Errorf("ListIndexFuncValues(%q) after Replace(nil) = %q; want none", idx, v)
+		}
+	}
+}
+
+func testMultiValue(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	a := newPod("ns", "a", "1", "app=web", "tier=front", "team=x")
+	b := newPod("ns", "b", "1", "app=web", "tier=back")
+	mustOK(t, "Add a", s.Add(a))
+	mustOK(t, "Add b", s.Add(b))
+	for _, tc := range []struct {
+		value string
+		want  []string
+	}{
+		{"app=web", []string{"ns/a", "ns/b"}},
+		{"tier=front", []string{"ns/a"}},
+		{"team=x", []string{"ns/a"}},
+		{"tier=back", []string{"ns/b"}},
+		{"tier=none", nil},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, indexKeys(t, s, idxLabels, tc.value), nilEmpty); diff != "" {
+				t.Errorf("IndexKeys (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, byIndexKeys(t, s, idxLabels, tc.value), nilEmpty); diff != "" {
+				t.Errorf("ByIndex (-want +got):\n%s", diff)
+			}
+		})
+	}
+	wantVals := []string{"app=web", "team=x", "tier=back", "tier=front"}
+	if diff := cmp.Diff(wantVals, sortedValues(s, idxLabels)); diff != "" {
+		t.Errorf("ListIndexFuncValues(labels) (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+}
+
+func testDeleteRemovesEntries(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	a := newPod("ns", "a", "1", "app=solo", "x=1")
+	b := newPod("ns", "b", "1", "app=shared")
+	c := newPod("ns", "c", "1", "app=shared")
+	for _, o := range []interface{}{a, b, c} {
+		mustOK(t, "Add", s.Add(o))
+	}
+	mustOK(t, "Delete a", s.Delete(a))
+	if diff := cmp.Diff([]string{"shared"}, sortedValues(s, idxApp)); diff != "" {
+		t.Errorf("ListIndexFuncValues(app) after deleting the only object with app=solo (-want +got):\n%s", diff)
+	}
+	if keys := indexKeys(t, s, idxApp, "solo"); len(keys) != 0 {
+		t.Errorf("IndexKeys(app, solo) after delete = %q; want none", keys)
+	}
+	if keys := indexKeys(t, s, idxLabels, "x=1"); len(keys) != 0 {
+		t.Errorf("IndexKeys(labels, x=1) after delete = %q; want none", keys)
+	}
+	mustOK(t, "Delete b", s.Delete(b))
+	if diff := cmp.Diff([]string{"ns/c"}, indexKeys(t, s, idxApp, "shared")); diff != "" {
+		t.Errorf("IndexKeys(app, shared) after deleting b (-want +got):\n%s", diff)
+	}
+	mustOK(t, "Delete c by key only", s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpDelete, Key: "ns/c"}}}))
+	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
+		if v := s.ListIndexFuncValues(idx); len(v) != 0 {
+			t.Errorf("ListIndexFuncValues(%q) of an emptied store = %q; want none", idx, v)
+		}
+	}
+	CheckIndexes(t, s)
+}
+
+func testUpdateMovesEntries(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=v1", "keep=yes", "gone=soon")))
+	mustOK(t, "Add", s.Add(newPod("ns", "b", "1", "app=v1")))
+	mustOK(t, "Update", s.Update(newPod("ns", "a", "2", "app=v2", "keep=yes", "new=here")))
+	for _, tc := range []struct {
+		index, value string
+		want         []string
+	}{
+		{idxApp, "v1", []string{"ns/b"}},
+		{idxApp, "v2", []string{"ns/a"}},
+		{idxLabels, "keep=yes", []string{"ns/a"}},
+		{idxLabels, "gone=soon", nil},
+		{idxLabels, "new=here", []string{"ns/a"}},
+	} {
+		if diff := cmp.Diff(tc.want, indexKeys(t, s, tc.index, tc.value), nilEmpty); diff != "" {
+			t.Errorf("IndexKeys(%q, %q) after Update (-want +got):\n%s", tc.index, tc.value, diff)
+		}
+	}
+	if diff := cmp.Diff([]string{"app=v1", "app=v2", "keep=yes", "new=here"}, sortedValues(s, idxLabels)); diff != "" {
+		t.Errorf("ListIndexFuncValues(labels) after Update (-want +got):\n%s", diff)
+	}
+	// Losing the label altogether removes the entry.
+	mustOK(t, "Update", s.Update(newPod("ns", "a", "3")))
+	if diff := cmp.Diff([]string{"v1"}, sortedValues(s, idxApp)); diff != "" {
+		t.Errorf("ListIndexFuncValues(app) after the label was removed (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+}
+
+func testIndexOfObject(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	for _, p := range []interface{}{
+		newPod("ns", "a", "1", "app=web", "tier=front"),
+		newPod("ns", "b", "1", "app=web"),
+		newPod("ns", "c", "1", "tier=front"),
+		newPod("ns", "d", "1", "app=db"),
+	} {
+		mustOK(t, "Add", s.Add(p))
+	}
+	for _, tc := range []struct {
+		name  string
+		index string
+		probe interface{}
+		want  []string
+	}{
+		{"single value", idxApp, newPod("x", "probe", "", "app=web"), []string{"ns/a", "ns/b"}},
+		{"several values are a union", idxLabels, newPod("x", "probe", "", "app=db", "tier=front"), []string{"ns/a", "ns/c", "ns/d"}},
+		{"no value", idxApp, newPod("x", "probe", ""), nil},
+		{"value nobody has", idxApp, newPod("x", "probe", "", "app=none"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := s.Index(tc.index, tc.probe)
+			if err != nil {
+				t.Fatalf("Index(%q): %v", tc.index, err)
+			}
+			if diff := cmp.Diff(tc.want, sortedKeys(t, objs), nilEmpty); diff != "" {
+				t.Errorf("Index(%q) (-want +got):\n%s", tc.index, diff)
+			}
+		})
+	}
+}
+
+func testUnknownIndex(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=web")))
+	if _, err := s.ByIndex("no-such-index", "web"); err == nil {
+		t.Error("ByIndex of an unknown index: no error")
+	}
+	if _, err := s.IndexKeys("no-such-index", "web"); err == nil {
+		t.Error("IndexKeys of an unknown index: no error")
+	}
+	if _, err := s.Index("no-such-index", newPod("ns", "a", "")); err == nil {
+		t.Error("Index of an unknown index: no error")
+	}
+	if v := s.ListIndexFuncValues("no-such-index"); len(v) != 0 {
+		t.Errorf("ListIndexFuncValues of an unknown index = %q; want none", v)
+	}
+}
+
+func testAddIndexersBackfills(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	a, b, c := newPod("ns", "a", "1", "zone=east"), newPod("ns", "b", "1", "zone=west"), newPod("ns", "c", "1")
+	for _, o := range []interface{}{a, b, c} {
+		mustOK(t, "Add", s.Add(o))
+	}
+	mustOK(t, "AddIndexers", s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}))
+	if diff := cmp.Diff([]string{"ns/a"}, indexKeys(t, s, "zone", "east")); diff != "" {
+		t.Errorf("IndexKeys(zone, east) after AddIndexers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"east", "west"}, sortedValues(s, "zone")); diff != "" {
+		t.Errorf("ListIndexFuncValues(zone) after AddIndexers (-want +got):\n%s", diff)
+	}
+	mustOK(t, "Update", s.Update(newPod("ns", "c", "2", "zone=east")))
+	mustOK(t, "Delete", s.Delete(a))
+	if diff := cmp.Diff([]string{"ns/c"}, indexKeys(t, s, "zone", "east")); diff != "" {
+		t.Errorf("IndexKeys(zone, east) after writes (-want +got):\n%s", diff)
+	}
+	if _, ok := s.GetIndexers()["zone"]; !ok {
+		t.Error("GetIndexers lacks the added index")
+	}
+	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace, "zone"}, s.Info().Indexes); diff != "" {
+		t.Errorf("Info().Indexes after AddIndexers (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+}
+
+func testAddIndexersConflict(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=web", "zone=east")))
+	err := s.AddIndexers(cache.Indexers{idxApp: labelIndex("zone"), "zone": labelIndex("zone")})
+	wantErr(t, "AddIndexers with an existing name", err, store.ErrIndexExists)
+	if _, ok := s.GetIndexers()["zone"]; ok {
+		t.Error("a failed AddIndexers added the other index anyway")
+	}
+	if diff := cmp.Diff([]string{"ns/a"}, indexKeys(t, s, idxApp, "web")); diff != "" {
+		t.Errorf("the existing index changed after a failed AddIndexers (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+}
+
+func testAddIndexersFailure(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=web")))
+	mustOK(t, "Add", s.Add(newPod("ns", "b", "1", "bad=yes")))
+	failing := func(obj interface{}) ([]string, error) {
+		m, _ := metaOf(obj)
+		if m != nil && m.GetLabels()["bad"] == "yes" {
+			return nil, errFixture
+		}
+		return []string{"ok"}, nil
+	}
+	err := s.AddIndexers(cache.Indexers{"failing": failing})
+	wantErr(t, "AddIndexers whose function fails on a stored object", err, store.ErrInvalid)
+	if _, ok := s.GetIndexers()["failing"]; ok {
+		t.Error("a failed AddIndexers left the index in GetIndexers")
+	}
+	if _, err := s.ByIndex("failing", "ok"); err == nil {
+		t.Error("a failed AddIndexers left the index queryable")
+	}
+	CheckIndexes(t, s)
+}
+
+func testGetIndexers(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	var got []string
+	for name := range s.GetIndexers() {
+		got = append(got, name)
+	}
+	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace}, sortStrings(got)); diff != "" {
+		t.Errorf("GetIndexers names (-want +got):\n%s", diff)
+	}
+}
