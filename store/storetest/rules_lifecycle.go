@@ -277,4 +277,3 @@ func testConcurrency(t *testing.T, h *harness) {
 		t.Error("ResourceVersion after concurrent commits is empty")
 	}
 }
-
