@@ -416,23 +416,45 @@ func (s *Server) EtcdURL() string { return s.etcdURL }
 // taken before the restart gets 410 Expired.
 func (s *Server) RestartAPIServer(t testing.TB) {
 	t.Helper()
+	s.StopAPIServer(t)
+	s.StartAPIServer(t)
+}
+
+// StopAPIServer kills kube-apiserver (SIGKILL, like a crash) and waits for it
+// to exit; etcd keeps running. Clients then get connection errors until
+// StartAPIServer, which lets a test observe a client riding out an outage.
+func (s *Server) StopAPIServer(t testing.TB) {
+	t.Helper()
 	s.mu.Lock()
 	p := s.apiserver
-	stopped := s.stopped
 	s.mu.Unlock()
-	if stopped {
-		t.Fatalf("apiserver: restart kube-apiserver: server stopped")
-	}
 	// SIGKILL rather than a graceful stop: a graceful shutdown waits for
 	// in-flight requests and watches, and a crash is what resuming clients
 	// must survive anyway. kill waits for the exit, so the port is free.
-	p.kill()
+	if p != nil {
+		p.kill()
+	}
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same
+// port and against the same etcd, and waits until it is ready.
+func (s *Server) StartAPIServer(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	p, stopped := s.apiserver, s.stopped
+	s.mu.Unlock()
+	if stopped {
+		t.Fatalf("apiserver: start kube-apiserver: server stopped")
+	}
+	if p != nil && !p.exited() {
+		t.Fatalf("apiserver: start kube-apiserver: already running (call StopAPIServer first)")
+	}
 	began := time.Now()
 	if err := s.startAPIServer(t.Context(), false); err != nil {
 		s.dumpLogs(t)
 		t.Fatalf("%v", err)
 	}
-	t.Logf("apiserver: kube-apiserver restarted in %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("apiserver: kube-apiserver started again in %v", time.Since(began).Round(time.Millisecond))
 }
 
 // Stop kills kube-apiserver and etcd and waits for them to exit. It is
@@ -620,6 +642,15 @@ func (p *process) kill() {
 		killGroup(p.cmd.Process)
 	})
 	<-p.done
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // portInUse reports whether the process failed because a port was taken,

@@ -104,7 +104,11 @@ func TestServer(t *testing.T) {
 		// Move etcd past rv, so rv is older than what the restarted watch
 		// cache starts from.
 		createConfigMap(t, c, ns, "before-restart")
-		s.RestartAPIServer(t)
+		s.StopAPIServer(t)
+		if _, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{}); err == nil {
+			t.Errorf("list while the API server is stopped succeeded, want a connection error")
+		}
+		s.StartAPIServer(t)
 
 		// The client built before the restart still works: same port, token
 		// and certificate directory.
