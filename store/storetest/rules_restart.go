@@ -1,0 +1,317 @@
+package storetest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+var _ = addRules(
+	rule{name: "Restart/Survives", persistent: true, contract: "restart: objects, index entries and the resume point survive Close and Open", fn: testRestartSurvives},
+	rule{name: "Restart/Empty", persistent: true, contract: "restart: a store closed without writes reopens empty with no resume point", fn: testRestartEmpty},
+	rule{name: "Restart/AfterReplace", persistent: true, contract: "restart: objects dropped by Replace and deleted objects stay gone", fn: testRestartAfterReplace},
+	rule{name: "Restart/Types", persistent: true, contract: "restart: unstructured objects (int64 numbers kept) and plain structs with a custom key function decode as stored", fn: testRestartTypes},
+	rule{name: "Restart/UnusualKeysAndLarge", persistent: true, contract: "restart: unusual keys and index values, and 1 MiB objects survive", fn: testRestartUnusual},
+	rule{name: "Restart/IndexSetChange", persistent: true, contract: "restart: reopening with another index set rebuilds the indexes (new ones queryable, removed ones gone) and keeps objects and resume point", fn: testRestartIndexSetChange},
+	rule{name: "Restart/Incompatible", persistent: true, contract: "restart: reopening with another codec, object type or key function fails with ErrIncompatible and destroys nothing", fn: testRestartIncompatible},
+	rule{name: "Restart/ScopeChange", persistent: true, contract: "restart: reopening with another Scope gives an empty store with no resume point and Info().Reset saying why", fn: testRestartScopeChange},
+	rule{name: "Restart/TwoNames", persistent: true, contract: "database: two stores with different Names in one database are independent, each with its own resume point", fn: testRestartTwoNames},
+	rule{name: "Restart/InUse", persistent: true, contract: "database: opening the same Name twice in one process fails with ErrInUse; it opens again after Close", fn: testRestartInUse},
+)
+
+// reopen closes s and opens the store again at u with opts.
+func (h *harness) reopen(t *testing.T, s store.Store, u string, opts *store.Options) store.Store {
+	t.Helper()
+	closeStore(t, s)
+	return h.open(t, u, opts)
+}
+
+func testRestartSurvives(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	objs := seed(t, s)
+	d := newPod("ns", "d", "6", "app=db", "tier=back")
+	mustOK(t, "Add", s.Add(d))
+	mustOK(t, "Update", s.Update(newPod("ns", "a", "7", "app=api")))
+	mustOK(t, "Delete", s.Delete(objs[2]))
+	s.Bookmark("8")
+	before := contents(t, s)
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+		t.Errorf("objects after restart (-before +after):\n%s", diff)
+	}
+	checkRV(t, s, "8")
+	if r := s.Info().Reset; r != "" {
+		t.Errorf("Info().Reset after a plain restart = %q; want empty", r)
+	}
+	for _, tc := range []struct {
+		index, value string
+		want         []string
+	}{
+		{idxApp, "db", []string{"ns/b", "ns/d"}},
+		{idxApp, "api", []string{"ns/a"}},
+		{idxApp, "web", nil},
+		{idxLabels, "tier=back", []string{"ns/d"}},
+		{idxNamespace, "ns", []string{"ns/a", "ns/b", "ns/d"}},
+	} {
+		if diff := cmp.Diff(tc.want, indexKeys(t, s, tc.index, tc.value), nilEmpty); diff != "" {
+			t.Errorf("IndexKeys(%q, %q) after restart (-want +got):\n%s", tc.index, tc.value, diff)
+		}
+	}
+	CheckIndexes(t, s)
+	// The reopened store takes writes that survive the next restart too.
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "9", Ops: []store.Op{{Type: store.OpDelete, Key: "ns/b"}}}))
+	before = contents(t, s)
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+		t.Errorf("objects after the second restart (-before +after):\n%s", diff)
+	}
+	checkRV(t, s, "9")
+	CheckIndexes(t, s)
+}
+
+func testRestartEmpty(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkContents(t, s, map[string]string{})
+	checkRV(t, s, "")
+	CheckIndexes(t, s)
+}
+
+func testRestartAfterReplace(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	seed(t, s)
+	x, y := newPod("ns", "x", "20", "app=x"), newPod("ns", "b", "21", "app=y")
+	mustOK(t, "Replace", s.Replace([]interface{}{x, y}, "22"))
+	mustOK(t, "Delete", s.Delete(x))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkContents(t, s, want(t, y))
+	checkRV(t, s, "22")
+	CheckIndexes(t, s)
+}
+
+func testRestartTypes(t *testing.T, h *harness) {
+	t.Run("unstructured", func(t *testing.T) {
+		u := h.url(t)
+		s := h.open(t, u, unstructuredOptions("widgets"))
+		a := newUnstructured("ns", "a", "1", "web", 1<<53+1)
+		mustOK(t, "Add", s.Add(a))
+		s = h.reopen(t, s, u, unstructuredOptions("widgets"))
+		checkContents(t, s, want(t, a))
+		checkUnstructured(t, s, "ns/a", 1<<53+1)
+		CheckIndexes(t, s)
+	})
+	t.Run("plain struct", func(t *testing.T) {
+		u := h.url(t)
+		s := h.open(t, u, widgetOptions(t, "widgets"))
+		w := widget{Name: "w/1\x00", Size: -5, Tags: []string{"a", "b"}}
+		mustOK(t, "Add", s.Add(w))
+		s = h.reopen(t, s, u, widgetOptions(t, "widgets"))
+		if diff := cmp.Diff(map[string]widget{w.Name: w}, widgetContents(t, s)); diff != "" {
+			t.Errorf("widgets after restart (-want +got):\n%s", diff)
+		}
+		CheckIndexes(t, s)
+	})
+}
+
+func testRestartUnusual(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	var objs []interface{}
+	for _, v := range unusualStrings() {
+		objs = append(objs, newPod("ns", v, "1", "app="+v), newPod(v, "n", "1", "app="+v), newPod("", v, "1"))
+	}
+	big := newPod("ns", "big", "1", "app=big")
+	big.Annotations = map[string]string{"payload": strings.Repeat("z", 1<<20)}
+	objs = append(objs, big)
+	for _, o := range objs {
+		mustOK(t, "Add", s.Add(o))
+	}
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkContents(t, s, want(t, objs...))
+	CheckIndexes(t, s)
+}
+
+func testRestartIndexSetChange(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "3", Ops: []store.Op{
+		{Type: store.OpPut, Object: newPod("ns", "a", "1", "app=web", "zone=east")},
+		{Type: store.OpPut, Object: newPod("ns", "b", "2", "app=db", "zone=west")},
+		{Type: store.OpPut, Object: newPod("ns", "c", "3", "zone=east")},
+	}}))
+	before := contents(t, s)
+
+	changed := podOptions(t, "pods")
+	delete(changed.Indexers, idxApp)
+	changed.Indexers["zone"] = labelIndex("zone")
+	s = h.reopen(t, s, u, changed)
+	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+		t.Errorf("objects after an index set change (-before +after):\n%s", diff)
+	}
+	checkRV(t, s, "3")
+	if r := s.Info().Reset; r != "" {
+		t.Errorf("Info().Reset = %q; an index set change must not reset the store", r)
+	}
+	if diff := cmp.Diff([]string{"ns/a", "ns/c"}, indexKeys(t, s, "zone", "east")); diff != "" {
+		t.Errorf("IndexKeys(zone, east) of the new index (-want +got):\n%s", diff)
+	}
+	if _, err := s.ByIndex(idxApp, "web"); err == nil {
+		t.Error("the removed index app is still queryable")
+	}
+	if diff := cmp.Diff([]string{idxGuard, idxLabels, idxNamespace, "zone"}, s.Info().Indexes); diff != "" {
+		t.Errorf("Info().Indexes (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+	// Writes under the new set, then back to the old set: the old index is
+	// rebuilt from the objects as they are now.
+	mustOK(t, "Update", s.Update(newPod("ns", "c", "4", "app=web", "zone=west")))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	if diff := cmp.Diff([]string{"ns/a", "ns/c"}, indexKeys(t, s, idxApp, "web")); diff != "" {
+		t.Errorf("IndexKeys(app, web) after switching back (-want +got):\n%s", diff)
+	}
+	if _, err := s.ByIndex("zone", "east"); err == nil {
+		t.Error("the removed index zone is still queryable")
+	}
+	CheckIndexes(t, s)
+}
+
+func testRestartIncompatible(t *testing.T, h *harness) {
+	jsonPod, err := indexer.NewJSONCodec(&corev1.Pod{})
+	mustOK(t, "NewJSONCodec", err)
+	protoCM, err := indexer.NewCodec(&corev1.ConfigMap{})
+	mustOK(t, "NewCodec(ConfigMap)", err)
+	for _, tc := range []struct {
+		name   string
+		modify func(o *store.Options)
+		says   string // the error names what differs
+	}{
+		{"codec", func(o *store.Options) { o.Codec = jsonPod }, "codec"},
+		{"object type", func(o *store.Options) { o.Codec = protoCM }, "type"},
+		{"key function", func(o *store.Options) {
+			o.KeyFunc, o.KeyFuncName = cache.MetaNamespaceKeyFunc, "storetest-other-keys"
+		}, "key function"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := h.url(t)
+			s := h.open(t, u, podOptions(t, "pods"))
+			objs := seed(t, s)
+			closeStore(t, s)
+			o := podOptions(t, "pods")
+			tc.modify(o)
+			bad, err := store.Open(t.Context(), u, o)
+			if err == nil {
+				bad.Close()
+				t.Fatalf("reopen with another %s succeeded", tc.name)
+			}
+			wantErr(t, "reopen with another "+tc.name, err, store.ErrIncompatible)
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %q does not say the %s differs", err, tc.says)
+			}
+			s = h.open(t, u, podOptions(t, "pods"))
+			checkContents(t, s, want(t, objs...))
+			checkRV(t, s, "5")
+			CheckIndexes(t, s)
+		})
+	}
+}
+
+func testRestartScopeChange(t *testing.T, h *harness) {
+	u := h.url(t)
+	o := podOptions(t, "pods")
+	o.Scope = "cluster-a/pods"
+	s := h.open(t, u, o)
+	seed(t, s)
+	o2 := podOptions(t, "pods")
+	o2.Scope = "cluster-b/pods"
+	s = h.reopen(t, s, u, o2)
+	checkContents(t, s, map[string]string{})
+	checkRV(t, s, "")
+	if s.Info().Reset == "" {
+		t.Error("Info().Reset is empty after a scope change; want the reason")
+	}
+	if got := s.Info().Scope; got != o2.Scope {
+		t.Errorf("Info().Scope = %q; want %q", got, o2.Scope)
+	}
+	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
+		if v := s.ListIndexFuncValues(idx); len(v) != 0 {
+			t.Errorf("ListIndexFuncValues(%q) of a reset store = %q", idx, v)
+		}
+	}
+	p := newPod("ns", "new", "100", "app=b")
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "100", Ops: []store.Op{{Type: store.OpPut, Object: p}}}))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	// Reopened with the empty scope of podOptions: a scope change again.
+	checkContents(t, s, map[string]string{})
+	s = h.reopen(t, s, u, o2)
+	checkRV(t, s, "")
+	o3 := podOptions(t, "pods")
+	o3.Scope = "cluster-b/pods"
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "101", Ops: []store.Op{{Type: store.OpPut, Object: p}}}))
+	s = h.reopen(t, s, u, o3)
+	checkContents(t, s, want(t, p))
+	checkRV(t, s, "101")
+	if r := s.Info().Reset; r != "" {
+		t.Errorf("Info().Reset = %q after reopening with the same scope; want empty", r)
+	}
+}
+
+func testRestartTwoNames(t *testing.T, h *harness) {
+	u := h.url(t)
+	a := h.open(t, u, podOptions(t, "v1/pods@a"))
+	b := h.open(t, u, widgetOptions(t, "widgets b"))
+	pa := newPod("ns", "a", "1", "app=web")
+	wb := widget{Name: "ns/a", Size: 2, Tags: []string{"web"}}
+	mustOK(t, "Commit a", a.Commit(t.Context(), store.Batch{ResourceVersion: "10", Ops: []store.Op{{Type: store.OpPut, Object: pa}}}))
+	mustOK(t, "Commit b", b.Commit(t.Context(), store.Batch{ResourceVersion: "20", Ops: []store.Op{{Type: store.OpPut, Object: wb}}}))
+	mustOK(t, "Delete in a", a.Delete(pa))
+	mustOK(t, "Add in a", a.Add(newPod("ns", "other", "2")))
+	check := func(t *testing.T, a, b store.Store) {
+		t.Helper()
+		checkContents(t, a, want(t, newPod("ns", "other", "2")))
+		checkRV(t, a, "10")
+		if diff := cmp.Diff(map[string]widget{wb.Name: wb}, widgetContents(t, b)); diff != "" {
+			t.Errorf("store b (-want +got):\n%s", diff)
+		}
+		checkRV(t, b, "20")
+		if diff := cmp.Diff([]string{"ns/a"}, indexKeys(t, b, "tags", "web")); diff != "" {
+			t.Errorf("IndexKeys(tags, web) of b (-want +got):\n%s", diff)
+		}
+		CheckIndexes(t, a)
+		CheckIndexes(t, b)
+	}
+	check(t, a, b)
+	closeStore(t, a)
+	closeStore(t, b)
+	b = h.open(t, u, widgetOptions(t, "widgets b"))
+	a = h.open(t, u, podOptions(t, "v1/pods@a"))
+	check(t, a, b)
+	// A third name is a new, empty store.
+	c := h.open(t, u, podOptions(t, "c"))
+	checkContents(t, c, map[string]string{})
+	checkRV(t, c, "")
+}
+
+func testRestartInUse(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1")))
+	second, err := store.Open(t.Context(), u, podOptions(t, "pods"))
+	if err == nil {
+		second.Close()
+		t.Fatal("opening the same name twice succeeded")
+	}
+	wantErr(t, "second Open of the same name", err, store.ErrInUse)
+	// The first store is unaffected.
+	checkContents(t, s, want(t, newPod("ns", "a", "1")))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkContents(t, s, want(t, newPod("ns", "a", "1")))
+}
