@@ -1,0 +1,377 @@
+package memdb
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"reflect"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-memdb"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// Scheme is the URL scheme of this backend.
+const Scheme = "memdb"
+
+// FormatVersion is the version of the store's record format, reported in
+// store.Info.
+const FormatVersion = 1
+
+func init() {
+	store.Register(Scheme, store.DriverFunc(open))
+}
+
+func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
+	p := store.NewParams(u)
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	if u.Host != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
+		return nil, fmt.Errorf("store: open %s: memdb stores take no host or file (only memdb:// is supported): %w", u.Redacted(), store.ErrInvalid)
+	}
+	return New(&opts)
+}
+
+// New returns an empty store kept in a go-memdb database. opts may be nil.
+// The store is safe for concurrent use; see the package documentation.
+func New(opts *store.Options) (store.Store, error) {
+	o, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	set, err := indexer.NewIndexSet(o.Indexers)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", o.Name, err)
+	}
+	primary, err := memdb.NewMemDB(schema())
+	if err != nil {
+		// The schema is a constant: this is a bug, not bad input.
+		return nil, fmt.Errorf("store: open %s: memdb schema: %w", o.Name, err)
+	}
+	// A snapshot of a fresh database is a full database that does not track
+	// mutations for watch channels: nobody watches this one, and tracking
+	// would cost every write an allocation per changed radix node.
+	db := primary.Snapshot()
+	txn := db.Txn(true)
+	if err := txn.Insert(tableMeta, &metaRow{set: set}); err != nil {
+		txn.Abort()
+		return nil, fmt.Errorf("store: open %s: memdb: %w", o.Name, err)
+	}
+	txn.Commit()
+
+	s := &memStore{
+		info: store.Info{
+			Backend:       Scheme,
+			Name:          o.Name,
+			FormatVersion: FormatVersion,
+			KeyFunc:       o.KeyFuncName,
+			Scope:         o.Scope,
+		},
+		keyFunc: o.KeyFunc,
+	}
+	if o.Codec != nil {
+		// Objects are kept decoded; the codec only identifies them.
+		s.info.Codec, s.info.Type = o.Codec.Name(), o.Codec.Type()
+	}
+	s.db.Store(db)
+	return s, nil
+}
+
+// memStore is a store.Store in a go-memdb database. It is safe for
+// concurrent use: reads run on read transactions, which see an immutable
+// snapshot, and go-memdb lets one write transaction run at a time.
+type memStore struct {
+	info    store.Info // static parts; ResourceVersion and Indexes come from the meta row
+	keyFunc cache.KeyFunc
+
+	// db is nil once the store is closed, so a closed store lets its
+	// contents be garbage collected. Writers check it again after taking
+	// the write transaction, which Close also takes: no write commits after
+	// Close has returned.
+	db atomic.Pointer[memdb.MemDB]
+}
+
+var _ store.Store = (*memStore)(nil)
+
+func (s *memStore) closedErr(op string) error {
+	return fmt.Errorf("store: %s %s: %w", op, s.info.Name, store.ErrClosed)
+}
+
+// readTxn starts a read transaction: a consistent snapshot in which objects,
+// entries and the meta row agree, whatever writers do meanwhile.
+func (s *memStore) readTxn() (*memdb.Txn, bool) {
+	db := s.db.Load()
+	if db == nil {
+		return nil, false
+	}
+	return db.Txn(false), true
+}
+
+// metaOf returns the meta row of txn's snapshot. There is always one: New
+// inserts it and writers replace it.
+func metaOf(txn *memdb.Txn) *metaRow {
+	raw, err := txn.First(tableMeta, indexID)
+	if err != nil || raw == nil {
+		panic(fmt.Sprintf("memdb: meta row missing (err %v): the store is corrupt", err))
+	}
+	return raw.(*metaRow)
+}
+
+// Close implements store.Store.
+func (s *memStore) Close() error {
+	db := s.db.Load()
+	if db == nil {
+		return nil
+	}
+	// Wait for a running write: it commits before the store closes.
+	txn := db.Txn(true)
+	s.db.CompareAndSwap(db, nil)
+	txn.Abort()
+	return nil
+}
+
+// Info implements store.Store.
+func (s *memStore) Info() store.Info {
+	info := s.info
+	txn, ok := s.readTxn()
+	if !ok {
+		return info
+	}
+	m := metaOf(txn)
+	info.ResourceVersion = m.rv
+	info.Indexes = append([]string{}, m.set.Names()...)
+	return info
+}
+
+// ResourceVersion implements store.Store.
+func (s *memStore) ResourceVersion() string {
+	txn, ok := s.readTxn()
+	if !ok {
+		return ""
+	}
+	return metaOf(txn).rv
+}
+
+// LastStoreSyncResourceVersion implements cache.Store: the resume point.
+func (s *memStore) LastStoreSyncResourceVersion() string { return s.ResourceVersion() }
+
+// Resync implements cache.Store; it does nothing.
+func (s *memStore) Resync() error { return nil }
+
+// Get implements cache.Store.
+func (s *memStore) Get(obj interface{}) (interface{}, bool, error) {
+	if isNil(obj) {
+		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
+	}
+	key, err := callKeyFunc(s.keyFunc, obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
+	}
+	return s.GetByKey(key)
+}
+
+// GetByKey implements cache.Store.
+func (s *memStore) GetByKey(key string) (interface{}, bool, error) {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil, false, s.closedErr("get")
+	}
+	raw, err := txn.First(tableObjects, indexID, key)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get %s: memdb: %w", key, err)
+	}
+	if raw == nil {
+		return nil, false, nil
+	}
+	return raw.(*objectRow).obj, true, nil
+}
+
+// List implements cache.Store. A closed store lists nothing.
+func (s *memStore) List() []interface{} {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil
+	}
+	return listObjects(txn)
+}
+
+func listObjects(txn *memdb.Txn) []interface{} {
+	var list []interface{}
+	forEachObject(txn, func(r *objectRow) { list = append(list, r.obj) })
+	if list == nil {
+		list = []interface{}{}
+	}
+	return list
+}
+
+// ListKeys implements cache.Store. A closed store lists nothing.
+func (s *memStore) ListKeys() []string {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil
+	}
+	list := []string{}
+	forEachObject(txn, func(r *objectRow) { list = append(list, r.key) })
+	return list
+}
+
+// forEachObject calls fn for every object row of txn's snapshot, in key
+// order.
+func forEachObject(txn *memdb.Txn, fn func(*objectRow)) {
+	it, err := txn.Get(tableObjects, indexID)
+	if err != nil {
+		// Only an unknown table or index fails, and the schema is fixed.
+		panic(fmt.Sprintf("memdb: scan objects: %v", err))
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		fn(raw.(*objectRow))
+	}
+}
+
+// forEachEntry calls fn for every entry of index (and of value, when
+// withValue) in txn's snapshot, ordered by value, then key.
+func forEachEntry(txn *memdb.Txn, index, value string, withValue bool, fn func(*entryRow)) {
+	var it memdb.ResultIterator
+	var err error
+	if withValue {
+		it, err = txn.Get(tableEntries, indexIDPrefix, index, value)
+	} else {
+		it, err = txn.Get(tableEntries, indexIDPrefix, index)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("memdb: scan entries: %v", err))
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		fn(raw.(*entryRow))
+	}
+}
+
+func unknownIndex(op, name string) error {
+	return fmt.Errorf("store: %s: index %q does not exist: %w", op, name, store.ErrNotFound)
+}
+
+// ByIndex implements cache.Indexer.
+func (s *memStore) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil, s.closedErr("by index")
+	}
+	if _, ok := metaOf(txn).set.Position(indexName); !ok {
+		return nil, unknownIndex("by index", indexName)
+	}
+	list := []interface{}{}
+	forEachEntry(txn, indexName, indexedValue, true, func(e *entryRow) { list = append(list, e.obj) })
+	return list, nil
+}
+
+// IndexKeys implements cache.Indexer. The keys are sorted, as client-go's.
+func (s *memStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil, s.closedErr("index keys")
+	}
+	if _, ok := metaOf(txn).set.Position(indexName); !ok {
+		return nil, unknownIndex("index keys", indexName)
+	}
+	keys := []string{}
+	forEachEntry(txn, indexName, indexedValue, true, func(e *entryRow) { keys = append(keys, e.key) })
+	return keys, nil
+}
+
+// Index implements cache.Indexer: the objects that share at least one value
+// of the named index with obj, each once.
+func (s *memStore) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil, s.closedErr("index")
+	}
+	set := metaOf(txn).set
+	i, ok := set.Position(indexName)
+	if !ok {
+		return nil, unknownIndex("index", indexName)
+	}
+	if isNil(obj) {
+		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
+	}
+	vals, err := set.ValuesOf(i, "", obj)
+	if err != nil {
+		return nil, fmt.Errorf("store: index %q: %w", indexName, err)
+	}
+	list := []interface{}{}
+	if len(vals) == 1 {
+		forEachEntry(txn, indexName, vals[0], true, func(e *entryRow) { list = append(list, e.obj) })
+		return list, nil
+	}
+	// Several values may lead to the same object: return it once.
+	seen := map[string]struct{}{}
+	for _, v := range vals {
+		forEachEntry(txn, indexName, v, true, func(e *entryRow) {
+			if _, dup := seen[e.key]; !dup {
+				seen[e.key] = struct{}{}
+				list = append(list, e.obj)
+			}
+		})
+	}
+	return list, nil
+}
+
+// ListIndexFuncValues implements cache.Indexer: the values of the named index
+// that at least one object has; nil for an unknown index or a closed store,
+// as client-go returns nothing for an unknown index.
+func (s *memStore) ListIndexFuncValues(indexName string) []string {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil
+	}
+	if _, ok := metaOf(txn).set.Position(indexName); !ok {
+		return nil
+	}
+	out := []string{}
+	// Entries are ordered by value, so the entries of one value are
+	// adjacent.
+	forEachEntry(txn, indexName, "", false, func(e *entryRow) {
+		if len(out) == 0 || out[len(out)-1] != e.value {
+			out = append(out, e.value)
+		}
+	})
+	return out
+}
+
+// GetIndexers implements cache.Indexer. It returns a copy: the store's index
+// set only changes through AddIndexers.
+func (s *memStore) GetIndexers() cache.Indexers {
+	txn, ok := s.readTxn()
+	if !ok {
+		return cache.Indexers{}
+	}
+	return metaOf(txn).set.Indexers()
+}
+
+// isNil reports whether v is nil or a typed nil, on which key functions
+// would panic.
+func isNil(v interface{}) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// callKeyFunc runs a key function, turning a panic into an error: key
+// functions are user code, and a panic must not take the informer down.
+func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("key function panicked: %v", r)
+		}
+	}()
+	return f(obj)
+}

@@ -1,0 +1,287 @@
+package memdb
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/hashicorp/go-memdb"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// writeTxn starts the write transaction, waiting for a running one. It fails
+// once the store is closed.
+func (s *memStore) writeTxn(op string) (*memdb.Txn, error) {
+	db := s.db.Load()
+	if db == nil {
+		return nil, s.closedErr(op)
+	}
+	txn := db.Txn(true)
+	// Close may have run while we waited for the writer lock.
+	if s.db.Load() != db {
+		txn.Abort()
+		return nil, s.closedErr(op)
+	}
+	return txn, nil
+}
+
+// write validates ops, then applies them and, when rv is not empty, the new
+// resume point in one memdb write transaction. With replace, ops are the
+// complete new contents.
+func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	// Prepare against the current index set before taking the write lock,
+	// so key and index functions (user code, maybe slow) do not hold up
+	// other writers. The set only changes with AddIndexers; if it did
+	// meanwhile, prepare again.
+	txn, ok := s.readTxn()
+	if !ok {
+		return s.closedErr(op)
+	}
+	set := metaOf(txn).set
+	for {
+		p := indexer.Preparer{KeyFunc: s.keyFunc, Indexes: set}
+		ps, err := p.Prepare(op, ops)
+		if err != nil {
+			return err
+		}
+		wtxn, err := s.writeTxn(op)
+		if err != nil {
+			return err
+		}
+		m := metaOf(wtxn)
+		if m.set != set {
+			wtxn.Abort()
+			set = m.set
+			continue
+		}
+		if err := apply(wtxn, m, ps, rv, replace); err != nil {
+			wtxn.Abort()
+			return fmt.Errorf("store: %s: memdb: %w", op, err)
+		}
+		wtxn.Commit()
+		return nil
+	}
+}
+
+// apply makes the changes of one write inside txn. An error leaves txn to be
+// aborted; since everything was validated by Prepare, only a broken schema
+// could cause one.
+func apply(txn *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replace bool) error {
+	names := m.set.Names()
+	if replace {
+		keep := make(map[string]struct{}, len(ps))
+		for i := range ps {
+			keep[ps[i].Key] = struct{}{}
+		}
+		var drop []*objectRow
+		forEachObject(txn, func(r *objectRow) {
+			if _, ok := keep[r.key]; !ok {
+				drop = append(drop, r)
+			}
+		})
+		for _, r := range drop {
+			if err := deleteRow(txn, names, r); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range ps {
+		p := &ps[i]
+		old, err := txn.First(tableObjects, indexID, p.Key)
+		if err != nil {
+			return err
+		}
+		oldRow, _ := old.(*objectRow)
+		switch p.Type {
+		case store.OpPut:
+			if err := putRow(txn, names, oldRow, p); err != nil {
+				return err
+			}
+		case store.OpDelete:
+			if oldRow != nil {
+				if err := deleteRow(txn, names, oldRow); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if rv != "" {
+		if err := txn.Insert(tableMeta, &metaRow{rv: rv, set: m.set}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putRow stores p's object and its index entries, replacing old (nil when the
+// key is new) and the entries old no longer has.
+func putRow(txn *memdb.Txn, names []string, old *objectRow, p *indexer.Prepared) error {
+	row := &objectRow{id: []byte(p.Key), key: p.Key, obj: p.Object, vals: p.Values}
+	if err := txn.Insert(tableObjects, row); err != nil {
+		return err
+	}
+	if old != nil {
+		for i, vs := range old.vals {
+			for j, v := range vs {
+				// Values an index function repeats have one entry.
+				if slices.Contains(vs[:j], v) || slices.Contains(p.Values[i], v) {
+					continue
+				}
+				if err := txn.Delete(tableEntries, &entryRow{id: entryID(names[i], v, p.Key)}); err != nil {
+					return fmt.Errorf("delete entry %q=%q of %s: %w", names[i], v, p.Key, err)
+				}
+			}
+		}
+	}
+	// Entries carry the object, so even unchanged values are rewritten.
+	return insertEntries(txn, names, row, nil)
+}
+
+// insertEntries inserts the entries of row, for every index or, when only is
+// not nil, for the indexes at the positions it lists.
+func insertEntries(txn *memdb.Txn, names []string, row *objectRow, only []int) error {
+	for i, vs := range row.vals {
+		if only != nil && !slices.Contains(only, i) {
+			continue
+		}
+		for _, v := range vs {
+			e := &entryRow{id: entryID(names[i], v, row.key), value: v, key: row.key, obj: row.obj}
+			if err := txn.Insert(tableEntries, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteRow removes r and its index entries.
+func deleteRow(txn *memdb.Txn, names []string, r *objectRow) error {
+	if err := txn.Delete(tableObjects, r); err != nil {
+		return fmt.Errorf("delete %s: %w", r.key, err)
+	}
+	for i, vs := range r.vals {
+		for j, v := range vs {
+			if slices.Contains(vs[:j], v) {
+				continue
+			}
+			if err := txn.Delete(tableEntries, &entryRow{id: entryID(names[i], v, r.key)}); err != nil {
+				return fmt.Errorf("delete entry %q=%q of %s: %w", names[i], v, r.key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Commit implements store.Store.
+func (s *memStore) Commit(ctx context.Context, b store.Batch) error {
+	return s.write(ctx, "commit", b.Ops, b.ResourceVersion, false)
+}
+
+// Add implements cache.Store.
+func (s *memStore) Add(obj interface{}) error {
+	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Update implements cache.Store.
+func (s *memStore) Update(obj interface{}) error {
+	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Delete implements cache.Store.
+func (s *memStore) Delete(obj interface{}) error {
+	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
+}
+
+// Replace implements cache.Store: the contents become list and the resume
+// point resourceVersion, in one transaction.
+func (s *memStore) Replace(list []interface{}, resourceVersion string) error {
+	ops := make([]store.Op, len(list))
+	for i, obj := range list {
+		ops[i] = store.Op{Type: store.OpPut, Object: obj}
+	}
+	return s.write(context.Background(), "replace", ops, resourceVersion, true)
+}
+
+// Bookmark implements cache.Store: it stores rv as the resume point. The
+// interface has no error result; a failure (a closed store) is logged and
+// leaves the resume point behind, which is safe.
+func (s *memStore) Bookmark(rv string) {
+	if rv == "" {
+		return
+	}
+	if err := s.write(context.Background(), "bookmark", nil, rv, false); err != nil {
+		klog.Background().Error(err, "Storing bookmark failed; the resume point stays behind", "store", s.info.Name, "resourceVersion", rv)
+	}
+}
+
+// AddIndexers implements cache.Indexer: in one write transaction, the new
+// indexes are added to the index set and backfilled from every stored object.
+// An index function that fails on any object, or a name already in use
+// (store.ErrIndexExists), leaves the store unchanged.
+func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
+	txn, err := s.writeTxn("add indexers")
+	if err != nil {
+		return err
+	}
+	defer txn.Abort() // a no-op after Commit
+	m := metaOf(txn)
+	set, err := m.set.With(newIndexers)
+	if err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	// Where each index of the new set was in the old one, or -1.
+	from := make([]int, set.Len())
+	var added []int
+	for i, name := range set.Names() {
+		j, ok := m.set.Position(name)
+		if !ok {
+			j = -1
+			added = append(added, i)
+		}
+		from[i] = j
+	}
+	var rows []*objectRow
+	forEachObject(txn, func(r *objectRow) { rows = append(rows, r) })
+	// Compute every new value first: a failure must leave no trace, and an
+	// aborted transaction guarantees that too, but failing before any
+	// insert keeps the abort cheap.
+	vals := make([][][]string, len(rows))
+	for n, r := range rows {
+		v := make([][]string, set.Len())
+		for i, j := range from {
+			if j >= 0 {
+				// Stored values are kept, not recomputed: the entries
+				// were made from them.
+				v[i] = r.vals[j]
+				continue
+			}
+			v[i], err = set.ValuesOf(i, r.key, r.obj)
+			if err != nil {
+				return fmt.Errorf("store: add indexers: backfill: %w", err)
+			}
+		}
+		vals[n] = v
+	}
+	newNames := set.Names()
+	for n, r := range rows {
+		row := &objectRow{id: r.id, key: r.key, obj: r.obj, vals: vals[n]}
+		if err := txn.Insert(tableObjects, row); err != nil {
+			return fmt.Errorf("store: add indexers: memdb: %w", err)
+		}
+		if err := insertEntries(txn, newNames, row, added); err != nil {
+			return fmt.Errorf("store: add indexers: memdb: %w", err)
+		}
+	}
+	if err := txn.Insert(tableMeta, &metaRow{rv: m.rv, set: set}); err != nil {
+		return fmt.Errorf("store: add indexers: memdb: %w", err)
+	}
+	txn.Commit()
+	return nil
+}
