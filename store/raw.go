@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/url"
 )
 
@@ -90,4 +89,3 @@ func Import(ctx context.Context, rawURL string, info Info, next func() (Record, 
 	return d.Import(ctx, u, info, next)
 }
 
-var _ = io.EOF
