@@ -1,0 +1,339 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// Scheme is the URL scheme of this backend.
+const Scheme = "bolt"
+
+// FormatVersion is the version of the on-disk layout of a store's buckets,
+// recorded in its metadata.
+const FormatVersion = 1
+
+// pageSize is the page size of new files. 16 KiB pages hold several
+// 2-4 KiB objects per leaf, which halves the pages a bulk load writes
+// compared with 4 KiB pages. Existing files keep the page size they were
+// created with.
+const pageSize = 16 << 10
+
+func init() {
+	store.Register(Scheme, store.DriverFunc(openURL))
+}
+
+func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
+	p := store.NewParams(u)
+	p.Common(&opts)
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
+		return nil, fmt.Errorf("store: open %s://%s%s: want an absolute file path, bolt:///abs/path/file.db (three slashes): %w",
+			u.Scheme, u.Host, u.Path, store.ErrInvalid)
+	}
+	return open(ctx, u.Path, opts)
+}
+
+// Open opens the store named opts.Name in the bbolt file at path, creating
+// the file (0600) and its directory (0700) when missing. opts may be nil
+// only in the sense of store.Options defaults: a Codec is required.
+func Open(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
+	o, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(path) {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrInvalid, err)
+		}
+		path = abs
+	}
+	return open(ctx, path, o)
+}
+
+func open(ctx context.Context, path string, o store.Options) (store.Store, error) {
+	path = filepath.Clean(path)
+	if o.Codec == nil {
+		return nil, fmt.Errorf("store: open %s in %s: bolt stores need Options.Codec (see indexer.NewCodec): %w", o.Name, path, store.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+	}
+	set, err := indexer.NewIndexSet(o.Indexers)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+	}
+	f, err := acquire(path, o)
+	if err != nil {
+		return nil, err
+	}
+	var s store.Store
+	if o.CacheSize > 0 {
+		s, err = openBounded(f, o, set)
+	} else {
+		s, err = openDefault(f, o, set)
+	}
+	if err != nil {
+		f.release(o.Name)
+		return nil, err
+	}
+	return s, nil
+}
+
+// file is one bbolt database shared by every store open on it in this
+// process: bbolt locks the file with flock, so a second bolt.Open of the same
+// file from this process would wait for the first to close it.
+type file struct {
+	path       string
+	db         *bbolt.DB
+	durability store.Durability
+
+	// refs and names are guarded by filesMu.
+	refs  int
+	names map[string]bool // store names open on the file
+}
+
+var (
+	filesMu sync.Mutex
+	files   = map[string]*file{} // by cleaned absolute path
+)
+
+// acquire returns the open file at path, opening it if needed, and reserves
+// o.Name on it. filesMu is held while bbolt waits for another process's lock
+// (at most o.LockTimeout): opens of other files wait too, which is fine at
+// startup, where opens happen.
+func acquire(path string, o store.Options) (*file, error) {
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	f := files[path]
+	if f == nil {
+		db, err := openDB(path, o)
+		if err != nil {
+			return nil, err
+		}
+		f = &file{path: path, db: db, durability: o.Durability, names: map[string]bool{}}
+		files[path] = f
+	}
+	if f.names[o.Name] {
+		if f.refs == 0 {
+			closeFileLocked(f)
+		}
+		return nil, fmt.Errorf("store: open %s in %s: %w (close it first)", o.Name, path, store.ErrInUse)
+	}
+	if f.durability != o.Durability {
+		if f.refs == 0 {
+			closeFileLocked(f)
+		}
+		return nil, fmt.Errorf("store: open %s in %s: durability %q, but the file is open with %q; durability is per file: %w",
+			o.Name, path, o.Durability, f.durability, store.ErrInvalid)
+	}
+	f.refs++
+	f.names[o.Name] = true
+	return f, nil
+}
+
+// release gives back name and closes the file with its last store.
+func (f *file) release(name string) error {
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	delete(f.names, name)
+	f.refs--
+	if f.refs > 0 {
+		return nil
+	}
+	return closeFileLocked(f)
+}
+
+func closeFileLocked(f *file) error {
+	delete(files, f.path)
+	if err := f.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// openDB opens path with bbolt, turning bbolt's errors and panics on damaged
+// files into store.ErrLocked and store.ErrCorrupt.
+func openDB(path string, o store.Options) (db *bbolt.DB, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
+	}
+	var osFile *os.File
+	bo := &bbolt.Options{
+		Timeout:      o.LockTimeout,
+		FreelistType: bbolt.FreelistMapType,
+		NoSync:       o.Durability == store.DurabilityNoSync,
+		PageSize:     pageSize,
+		MmapFlags:    mmapFlags(o.CacheSize == 0),
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			osFile = f
+			return f, err
+		},
+	}
+	err = guard(func() error {
+		var err error
+		db, err = bbolt.Open(path, 0o600, bo)
+		return err
+	})
+	if err != nil {
+		if db == nil && osFile != nil && errors.Is(err, store.ErrCorrupt) {
+			// bbolt panicked half-way through Open, holding the file and
+			// its flock: release them so the file can be deleted and
+			// reopened by this process.
+			osFile.Close()
+		}
+		return nil, fileError(path, o, err)
+	}
+	// Reject files shorter than the pages their metadata claims: reading a
+	// page past the end of a memory-mapped file would crash the process
+	// later (SIGBUS), far from here.
+	err = guard(func() error {
+		return db.View(func(tx *bbolt.Tx) error {
+			fi, err := os.Stat(path)
+			if err != nil {
+				return err
+			}
+			if tx.Size() > fi.Size() {
+				return fmt.Errorf("file is %d bytes, its metadata says %d: %w", fi.Size(), tx.Size(), store.ErrCorrupt)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		db.Close()
+		return nil, fileError(path, o, err)
+	}
+	return db, nil
+}
+
+// fileError explains an error opening or reading path.
+func fileError(path string, o store.Options, err error) error {
+	switch {
+	case errors.Is(err, bbolt.ErrTimeout):
+		return fmt.Errorf("store: open %s: another process holds the file (waited %v; see Options.LockTimeout, lock_timeout=): %w", path, o.LockTimeout, store.ErrLocked)
+	case errors.Is(err, store.ErrCorrupt), errors.Is(err, bbolt.ErrInvalid), errors.Is(err, bbolt.ErrChecksum),
+		errors.Is(err, bbolt.ErrVersionMismatch), errors.Is(err, bbolt.ErrInvalidMapping):
+		return corruptError(path, err)
+	}
+	return fmt.Errorf("store: open %s: %w", path, err)
+}
+
+func corruptError(path string, err error) error {
+	if errors.Is(err, store.ErrCorrupt) {
+		return fmt.Errorf("store: open %s: %w (delete the file to start over; informers relist)", path, err)
+	}
+	return fmt.Errorf("store: open %s: %w: %w (delete the file to start over; informers relist)", path, store.ErrCorrupt, err)
+}
+
+// guard runs fn, turning a panic or a memory fault (a page of a
+// memory-mapped file that is not there) into ErrCorrupt: bbolt panics on
+// some damaged files instead of returning an error.
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: bbolt: %v", store.ErrCorrupt, r)
+		}
+	}()
+	return fn()
+}
+
+// prepareStore looks up or creates the store o.Name in f and applies what
+// store.CompareMeta decides. It returns the store's resume point and, if the
+// store was emptied, why.
+func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset string, err error) {
+	want := store.MetaFor(o, FormatVersion)
+	var (
+		exists bool
+		reopen store.Reopen
+	)
+	err = guard(func() error {
+		return f.db.View(func(tx *bbolt.Tx) error {
+			b, err := storeBuckets(tx, o.Name)
+			if err != nil || b == nil {
+				return err
+			}
+			exists = true
+			stored, err := getMeta(b)
+			if err != nil {
+				return err
+			}
+			if reopen, err = store.CompareMeta(o.Name, f.path, stored, want); err != nil {
+				return err
+			}
+			rv = getRV(b)
+			return nil
+		})
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrIncompatible) {
+			return "", "", err
+		}
+		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
+	}
+	if exists && reopen.Reset == "" && !reopen.RebuildIndexes {
+		return rv, "", nil
+	}
+	// Creating, resetting or reindexing writes: one transaction each, so
+	// a crash leaves the store as it was or as it should be.
+	err = guard(func() error {
+		return f.db.Update(func(tx *bbolt.Tx) error {
+			if !exists {
+				_, err := createStore(tx, o.Name, want)
+				return err
+			}
+			b, err := storeBuckets(tx, o.Name)
+			if err != nil {
+				return err
+			}
+			switch {
+			case reopen.Reset != "":
+				if err := b.clear(want.Indexes); err != nil {
+					return err
+				}
+				if err := putRV(b, ""); err != nil {
+					return err
+				}
+				rv, reset = "", reopen.Reset
+			case reopen.RebuildIndexes:
+				return rebuildIndexes(b, set, o.Codec, nil, want)
+			}
+			return putMeta(b, want)
+		})
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return "", "", fmt.Errorf("store: open %s in %s: rebuild indexes: %w", o.Name, f.path, err)
+		}
+		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
+	}
+	return rv, reset, nil
+}
+
+func storeInfo(o store.Options, rv, reset string) store.Info {
+	return store.Info{
+		Backend:         Scheme,
+		Name:            o.Name,
+		FormatVersion:   FormatVersion,
+		Codec:           o.Codec.Name(),
+		Type:            o.Codec.Type(),
+		KeyFunc:         o.KeyFuncName,
+		Scope:           o.Scope,
+		ResourceVersion: rv,
+		Reset:           reset,
+	}
+}

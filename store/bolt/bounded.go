@@ -1,0 +1,635 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+
+	bbolt "go.etcd.io/bbolt"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// bounded is a store that keeps at most CacheSize decoded objects (the most
+// recently used) and reads everything else from the file: objects by key,
+// index lookups from the persisted index entries. It is safe for concurrent
+// use.
+type bounded struct {
+	file  *file
+	info  store.Info // static parts
+	codec store.Codec
+	kf    cache.KeyFunc
+	lru   *lru.Cache // key -> decoded object; safe for concurrent use
+
+	// writeMu serializes writers (Commit, Add, ..., AddIndexers, Close).
+	writeMu sync.Mutex
+
+	mu      sync.RWMutex // guards rv, closed and set
+	rv      string
+	closed  bool
+	set     *indexer.IndexSet
+	metaRec store.Meta // the recorded identity; guarded by writeMu
+
+	// fillMu orders the cache fills of readers against the cache updates of
+	// writers. A reader that misses holds it shared from the start of its
+	// read transaction until it has added what it decoded; a writer holds it
+	// exclusively while updating the cache after its commit. So a reader
+	// that read an object before a commit adds it before the writer
+	// replaces it, never after: the cache never keeps a stale object.
+	fillMu sync.RWMutex
+}
+
+func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
+	rv, reset, err := prepareStore(f, o, set)
+	if err != nil {
+		return nil, err
+	}
+	return &bounded{
+		file:    f,
+		info:    storeInfo(o, "", reset),
+		codec:   o.Codec,
+		kf:      o.KeyFunc,
+		lru:     lru.New(o.CacheSize),
+		rv:      rv,
+		set:     set,
+		metaRec: store.MetaFor(o, FormatVersion),
+	}, nil
+}
+
+func (s *bounded) state() (closed bool, set *indexer.IndexSet) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed, s.set
+}
+
+func (s *bounded) closedErr(op string) error {
+	return fmt.Errorf("store: %s %s: %w", op, s.info.Name, store.ErrClosed)
+}
+
+// view runs fn in a read transaction on the store's buckets, holding fillMu
+// shared (see bounded.fillMu).
+func (s *bounded) view(op string, fn func(b *buckets) error) error {
+	s.fillMu.RLock()
+	defer s.fillMu.RUnlock()
+	err := guard(func() error {
+		return s.file.db.View(func(tx *bbolt.Tx) error {
+			b, err := storeBuckets(tx, s.info.Name)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return fmt.Errorf("store vanished from the file: %w", store.ErrCorrupt)
+			}
+			return fn(b)
+		})
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bbolt.ErrDatabaseNotOpen):
+		return s.closedErr(op)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
+		return err
+	}
+	return fmt.Errorf("store: %s %s: bolt %s: %w (delete the file to start over; informers relist)", op, s.info.Name, s.file.path, err)
+}
+
+// getLocked returns the object under key, from the cache or decoded from b
+// and added to the cache. The caller holds fillMu shared, through view.
+func (s *bounded) getLocked(b *buckets, key string) (interface{}, bool, error) {
+	if obj, ok := s.lru.Get(key); ok {
+		return obj, true, nil
+	}
+	data := b.objects.Get(boltKey(key))
+	if data == nil {
+		return nil, false, nil
+	}
+	obj, err := s.codec.Decode(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("decode %q: %w", key, err)
+	}
+	s.lru.Add(key, obj)
+	return obj, true, nil
+}
+
+// peekLocked is getLocked for bulk reads (List, ByIndex): it uses cached
+// objects but does not add what it decodes, so one large read does not
+// evict the working set.
+func (s *bounded) peekLocked(b *buckets, key string, data []byte) (interface{}, error) {
+	if obj, ok := s.lru.Get(key); ok {
+		return obj, nil
+	}
+	if data == nil {
+		if data = b.objects.Get(boltKey(key)); data == nil {
+			return nil, fmt.Errorf("index entry for missing object %q: %w", key, store.ErrCorrupt)
+		}
+	}
+	obj, err := s.codec.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode %q: %w", key, err)
+	}
+	return obj, nil
+}
+
+// write validates ops, commits them with rv in one transaction, then
+// updates the cache.
+func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	closed, set := s.state()
+	if closed {
+		return s.closedErr(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	p := indexer.Preparer{KeyFunc: s.kf, Indexes: set, Codec: s.codec}
+	ps, err := p.Prepare(op, ops)
+	if err != nil {
+		return err
+	}
+	err = updateStore(s.file, s.info.Name, func(b *buckets) error {
+		var err error
+		if replace {
+			err = replaceAll(b, set.Names(), ps)
+		} else {
+			err = writeOps(b, set.Names(), ps)
+		}
+		if err != nil {
+			return err
+		}
+		if rv != "" {
+			return putRV(b, rv)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	s.fillMu.Lock()
+	if replace {
+		s.lru.Clear()
+	}
+	for i := range ps {
+		if ps[i].Type == store.OpPut {
+			s.lru.Add(ps[i].Key, ps[i].Object)
+		} else {
+			s.lru.Remove(ps[i].Key)
+		}
+	}
+	s.fillMu.Unlock()
+	if rv != "" {
+		s.mu.Lock()
+		s.rv = rv
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Commit implements store.Store.
+func (s *bounded) Commit(ctx context.Context, batch store.Batch) error {
+	return s.write(ctx, "commit", batch.Ops, batch.ResourceVersion, false)
+}
+
+// Add implements cache.Store.
+func (s *bounded) Add(obj interface{}) error {
+	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Update implements cache.Store.
+func (s *bounded) Update(obj interface{}) error {
+	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Delete implements cache.Store.
+func (s *bounded) Delete(obj interface{}) error {
+	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
+}
+
+// Replace implements cache.Store.
+func (s *bounded) Replace(list []interface{}, resourceVersion string) error {
+	ops := make([]store.Op, len(list))
+	for i, obj := range list {
+		ops[i] = store.Op{Type: store.OpPut, Object: obj}
+	}
+	return s.write(context.Background(), "replace", ops, resourceVersion, true)
+}
+
+// Resync implements cache.Store; it does nothing but report a closed store.
+func (s *bounded) Resync() error {
+	if closed, _ := s.state(); closed {
+		return s.closedErr("resync")
+	}
+	return nil
+}
+
+// Bookmark implements cache.Store: it persists rv as the resume point; a
+// failure is logged and leaves the resume point behind, which is safe.
+func (s *bounded) Bookmark(rv string) {
+	if rv == "" {
+		return
+	}
+	if err := s.write(context.Background(), "bookmark", nil, rv, false); err != nil {
+		klog.Background().Error(err, "Persisting bookmark failed; the resume point stays behind", "store", s.info.Name, "resourceVersion", rv)
+	}
+}
+
+// ResourceVersion implements store.Store.
+func (s *bounded) ResourceVersion() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rv
+}
+
+// LastStoreSyncResourceVersion implements cache.Store.
+func (s *bounded) LastStoreSyncResourceVersion() string { return s.ResourceVersion() }
+
+// Info implements store.Store.
+func (s *bounded) Info() store.Info {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	info := s.info
+	info.ResourceVersion = s.rv
+	info.Indexes = append([]string(nil), s.set.Names()...)
+	return info
+}
+
+// Get implements cache.Store.
+func (s *bounded) Get(obj interface{}) (interface{}, bool, error) {
+	if isNil(obj) {
+		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
+	}
+	key, err := callKeyFunc(s.kf, obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
+	}
+	return s.GetByKey(key)
+}
+
+// GetByKey implements cache.Store.
+func (s *bounded) GetByKey(key string) (interface{}, bool, error) {
+	if closed, _ := s.state(); closed {
+		return nil, false, s.closedErr("get")
+	}
+	// The fast path takes no lock but the cache's own.
+	if obj, ok := s.lru.Get(key); ok {
+		return obj, true, nil
+	}
+	var (
+		obj interface{}
+		ok  bool
+	)
+	err := s.view("get", func(b *buckets) error {
+		var err error
+		obj, ok, err = s.getLocked(b, key)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return obj, ok, nil
+}
+
+// List implements cache.Store. It decodes every object not in the cache:
+// prefer indexes in bounded mode. An error (a damaged file) is logged and
+// lists nothing.
+func (s *bounded) List() []interface{} {
+	if closed, _ := s.state(); closed {
+		return nil
+	}
+	var list []interface{}
+	err := s.view("list", func(b *buckets) error {
+		list = []interface{}{}
+		c := b.objects.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			key, err := fullKey(b, k)
+			if err != nil {
+				return err
+			}
+			obj, err := s.peekLocked(b, key, v)
+			if err != nil {
+				return err
+			}
+			list = append(list, obj)
+		}
+		return nil
+	})
+	if err != nil {
+		klog.Background().Error(err, "Listing failed", "store", s.info.Name)
+		return nil
+	}
+	return list
+}
+
+// ListKeys implements cache.Store.
+func (s *bounded) ListKeys() []string {
+	if closed, _ := s.state(); closed {
+		return nil
+	}
+	var keys []string
+	err := s.view("list keys", func(b *buckets) error {
+		c := b.objects.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			key, err := fullKey(b, k)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	if err != nil {
+		klog.Background().Error(err, "Listing keys failed", "store", s.info.Name)
+		return nil
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	return keys
+}
+
+// indexBucket returns the bucket of the named index, or ErrNotFound.
+func indexBucket(b *buckets, set *indexer.IndexSet, name string) (*bbolt.Bucket, error) {
+	if _, ok := set.Position(name); !ok {
+		return nil, fmt.Errorf("indexer: index %q does not exist: %w", name, store.ErrNotFound)
+	}
+	ib := b.index.Bucket([]byte(name))
+	if ib == nil {
+		return nil, fmt.Errorf("index bucket %q missing: %w", name, store.ErrCorrupt)
+	}
+	return ib, nil
+}
+
+// keysWithValue appends the keys of the objects having value in index ib,
+// in the order of their bbolt keys (sorted, unless some are long).
+func keysWithValue(b *buckets, ib *bbolt.Bucket, value string, out []string) ([]string, error) {
+	prefix := indexEntryPrefix(value)
+	c := ib.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		key, err := fullKey(b, k[len(prefix):])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// IndexKeys implements cache.Indexer, from the persisted index entries.
+func (s *bounded) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	closed, set := s.state()
+	if closed {
+		return nil, s.closedErr("index keys")
+	}
+	keys := []string{}
+	err := s.view("index keys", func(b *buckets) error {
+		ib, err := indexBucket(b, set, indexName)
+		if err != nil {
+			return err
+		}
+		keys, err = keysWithValue(b, ib, indexedValue, keys)
+		// Keys stored under a digest sort by their digest.
+		slices.Sort(keys)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// ByIndex implements cache.Indexer: the keys come from the persisted index
+// entries, the objects from the cache or the file.
+func (s *bounded) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	closed, set := s.state()
+	if closed {
+		return nil, s.closedErr("by index")
+	}
+	var list []interface{}
+	err := s.view("by index", func(b *buckets) error {
+		ib, err := indexBucket(b, set, indexName)
+		if err != nil {
+			return err
+		}
+		keys, err := keysWithValue(b, ib, indexedValue, nil)
+		if err != nil {
+			return err
+		}
+		list = make([]interface{}, 0, len(keys))
+		for _, k := range keys {
+			obj, err := s.peekLocked(b, k, nil)
+			if err != nil {
+				return err
+			}
+			list = append(list, obj)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// Index implements cache.Indexer: the objects sharing a value of the named
+// index with obj.
+func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	closed, set := s.state()
+	if closed {
+		return nil, s.closedErr("index")
+	}
+	i, ok := set.Position(indexName)
+	if !ok {
+		return nil, fmt.Errorf("indexer: index %q does not exist: %w", indexName, store.ErrNotFound)
+	}
+	if isNil(obj) {
+		return nil, fmt.Errorf("indexer: index %q: nil object: %w", indexName, store.ErrInvalid)
+	}
+	vals, err := set.ValuesOf(i, "", obj)
+	if err != nil {
+		return nil, err
+	}
+	var list []interface{}
+	err = s.view("index", func(b *buckets) error {
+		ib, err := indexBucket(b, set, indexName)
+		if err != nil {
+			return err
+		}
+		var keys []string
+		for _, v := range vals {
+			if keys, err = keysWithValue(b, ib, v, keys); err != nil {
+				return err
+			}
+		}
+		seen := make(map[string]bool, len(keys))
+		list = make([]interface{}, 0, len(keys))
+		for _, k := range keys {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			obj, err := s.peekLocked(b, k, nil)
+			if err != nil {
+				return err
+			}
+			list = append(list, obj)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// ListIndexFuncValues implements cache.Indexer. It visits one entry per
+// distinct value, seeking past the others.
+func (s *bounded) ListIndexFuncValues(indexName string) []string {
+	closed, set := s.state()
+	if closed {
+		return nil
+	}
+	pos, ok := set.Position(indexName)
+	if !ok {
+		return nil
+	}
+	var out []string
+	err := s.view("list index values", func(b *buckets) error {
+		ib, err := indexBucket(b, set, indexName)
+		if err != nil {
+			return err
+		}
+		out = []string{}
+		c := ib.Cursor()
+		for k, _ := c.First(); k != nil; {
+			v, key, err := splitIndexEntry(k)
+			if err != nil {
+				return err
+			}
+			value := string(v)
+			if isDigest(v) {
+				if value, err = longValue(b, key, pos, set.Len(), v); err != nil {
+					return err
+				}
+			}
+			out = append(out, value)
+			end := prefixEnd(k[:len(k)-len(key)])
+			if end == nil {
+				break
+			}
+			k, _ = c.Seek(end)
+		}
+		return nil
+	})
+	if err != nil {
+		klog.Background().Error(err, "Listing index values failed", "store", s.info.Name, "index", indexName)
+		return nil
+	}
+	return out
+}
+
+// longValue returns the index value whose digest form is v, from the values
+// record of an object (bbolt key key) that has it in index pos.
+func longValue(b *buckets, key []byte, pos, nindexes int, v []byte) (string, error) {
+	rec := b.values.Get(key)
+	if rec == nil {
+		return "", fmt.Errorf("index entry for missing object: %w", store.ErrCorrupt)
+	}
+	_, vals, err := decodeRecord(rec, nindexes)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range vals[pos] {
+		if bytes.Equal(boltKey(s), v) {
+			return s, nil
+		}
+	}
+	return "", fmt.Errorf("index entry without a matching value in its object's record: %w", store.ErrCorrupt)
+}
+
+// GetIndexers implements cache.Indexer.
+func (s *bounded) GetIndexers() cache.Indexers {
+	_, set := s.state()
+	return set.Indexers()
+}
+
+// AddIndexers implements cache.Indexer: the new indexes are computed for
+// every stored object (decoding them) and persisted in one transaction
+// before they become visible.
+func (s *bounded) AddIndexers(newIndexers cache.Indexers) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	closed, set := s.state()
+	if closed {
+		return s.closedErr("add indexers")
+	}
+	nset, err := set.With(newIndexers)
+	if err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	meta := s.metaRec
+	meta.Indexes = append([]string(nil), nset.Names()...)
+	err = updateStore(s.file, s.info.Name, func(b *buckets) error {
+		return rebuildIndexes(b, nset, s.codec, func(key string) (interface{}, bool) {
+			return s.lru.Get(key)
+		}, meta)
+	})
+	if err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	s.metaRec = meta
+	s.mu.Lock()
+	s.set = nset
+	s.mu.Unlock()
+	return nil
+}
+
+// Close implements store.Store.
+func (s *bounded) Close() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.lru.Clear()
+	return s.file.release(s.info.Name)
+}
+
+// isNil reports whether v is nil or a typed nil, on which key functions
+// would panic.
+func isNil(v interface{}) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// callKeyFunc runs a key function, turning a panic into an error: key
+// functions are user code.
+func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("key function panicked: %v", r)
+		}
+	}()
+	return f(obj)
+}
+
+var _ store.Store = (*bounded)(nil)

@@ -1,0 +1,274 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// openDefault opens a store that keeps every object decoded in memory: an
+// indexer.Base over a persister writing bbolt transactions.
+func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
+	rv, reset, err := prepareStore(f, o, set)
+	if err != nil {
+		return nil, err
+	}
+	c, err := load(f, o, set)
+	if err != nil {
+		return nil, err
+	}
+	info := storeInfo(o, rv, reset)
+	p := &persister{file: f, name: o.Name, meta: store.MetaFor(o, FormatVersion), names: set.Names()}
+	return indexer.NewBase(indexer.BaseConfig{Info: info, Persister: p, Options: o, Cache: c})
+}
+
+// loaded is one object read from the file, decoded by load's workers.
+type loaded struct {
+	key    []byte // memory-mapped: valid during the read transaction
+	data   []byte
+	values []byte
+}
+
+// load decodes every object of the store and its index values into a new
+// Cache. Decoding dominates (about 11 us per Pod with protobuf), so it runs
+// on every CPU; the data is read straight from the memory map inside one
+// read transaction, as codecs never retain their input.
+func load(f *file, o store.Options, set *indexer.IndexSet) (*indexer.Cache, error) {
+	c := indexer.NewCache(set)
+	var ps []indexer.Prepared
+	err := guard(func() error {
+		return f.db.View(func(tx *bbolt.Tx) error {
+			b, err := storeBuckets(tx, o.Name)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return fmt.Errorf("store %q vanished: %w", o.Name, store.ErrCorrupt)
+			}
+			var items []loaded
+			oc, vc := b.objects.Cursor(), b.values.Cursor()
+			vk, vv := vc.First()
+			for k, v := oc.First(); k != nil; k, v = oc.Next() {
+				if vk == nil || !bytes.Equal(k, vk) {
+					return fmt.Errorf("object %q has no index values record: %w", k, store.ErrCorrupt)
+				}
+				items = append(items, loaded{key: k, data: v, values: vv})
+				vk, vv = vc.Next()
+			}
+			if vk != nil {
+				return fmt.Errorf("index values record %q has no object: %w", vk, store.ErrCorrupt)
+			}
+			ps, err = decodeAll(items, o.Codec, set.Len())
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
+	}
+	c.Replace(ps)
+	return c, nil
+}
+
+// decodeAll decodes items in parallel.
+func decodeAll(items []loaded, codec store.Codec, nindexes int) ([]indexer.Prepared, error) {
+	ps := make([]indexer.Prepared, len(items))
+	workers := min(runtime.GOMAXPROCS(0), len(items)/256+1)
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	chunk := (len(items) + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, len(items))
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := guard(func() error {
+				for i := lo; i < hi; i++ {
+					it := &items[i]
+					key := string(it.key)
+					long, vals, err := decodeRecord(it.values, nindexes)
+					if err != nil {
+						return fmt.Errorf("object %q: %w", key, err)
+					}
+					if isDigest(it.key) {
+						key = long
+					}
+					obj, err := codec.Decode(it.data)
+					if err != nil {
+						return fmt.Errorf("object %q: %w", key, err)
+					}
+					ps[i] = indexer.Prepared{Type: store.OpPut, Key: key, Object: obj, Values: vals}
+				}
+				return nil
+			})
+			if err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return ps, firstErr
+}
+
+// persister writes a default-mode store's changes, one bbolt transaction
+// per call. indexer.Base serializes its calls.
+type persister struct {
+	file *file
+	name string
+
+	meta  store.Meta // the recorded identity; Indexes follows PersistIndexes
+	names []string   // index names, aligned with index values
+}
+
+// update runs fn on the store's buckets in one read-write transaction.
+func (p *persister) update(fn func(b *buckets) error) error {
+	return updateStore(p.file, p.name, fn)
+}
+
+func updateStore(f *file, name string, fn func(b *buckets) error) error {
+	err := guard(func() error {
+		return f.db.Update(func(tx *bbolt.Tx) error {
+			b, err := storeBuckets(tx, name)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return fmt.Errorf("store %q vanished from the file: %w", name, store.ErrCorrupt)
+			}
+			return fn(b)
+		})
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bbolt.ErrDatabaseNotOpen):
+		return fmt.Errorf("%s: %w", f.path, store.ErrClosed)
+	case errors.Is(err, bbolt.ErrKeyTooLarge), errors.Is(err, bbolt.ErrValueTooLarge), errors.Is(err, bbolt.ErrKeyRequired):
+		return fmt.Errorf("bolt %s: %w: %w", f.path, store.ErrInvalid, err)
+	case errors.Is(err, store.ErrCorrupt):
+		return fmt.Errorf("bolt %s: %w (delete the file to start over; informers relist)", f.path, err)
+	}
+	return fmt.Errorf("bolt %s: %w", f.path, err)
+}
+
+// Persist implements indexer.Persister. It reads old index values from the
+// file rather than from changes, so the file stays self-consistent even if
+// it were ever to disagree with the cache.
+func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ps := make([]indexer.Prepared, len(changes))
+	for i := range changes {
+		ps[i] = changes[i].Prepared
+	}
+	return p.update(func(b *buckets) error {
+		var err error
+		if replace {
+			err = replaceAll(b, p.names, ps)
+		} else {
+			err = writeOps(b, p.names, ps)
+		}
+		if err != nil {
+			return err
+		}
+		if rv != "" {
+			return putRV(b, rv)
+		}
+		return nil
+	})
+}
+
+// PersistIndexes implements indexer.Persister.
+func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	meta := p.meta
+	meta.Indexes = append([]string(nil), set.Names()...)
+	err := p.update(func(b *buckets) error {
+		return writeIndexes(b, set, func(key string) ([][]string, error) {
+			v, ok := values[key]
+			if !ok {
+				return nil, fmt.Errorf("no index values for %q", key)
+			}
+			return v, nil
+		}, meta)
+	})
+	if err != nil {
+		return err
+	}
+	p.meta, p.names = meta, meta.Indexes
+	return nil
+}
+
+// writeIndexes replaces every index entry and index value of b with those
+// valuesOf gives for each stored key under set, and records meta.
+func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string) ([][]string, error), meta store.Meta) error {
+	names := set.Names()
+	if err := b.store.DeleteBucket(bucketIndex); err != nil {
+		return err
+	}
+	ib, err := b.store.CreateBucket(bucketIndex)
+	if err != nil {
+		return err
+	}
+	b.index = ib
+	for _, n := range names {
+		if _, err := ib.CreateBucket([]byte(n)); err != nil {
+			return fmt.Errorf("create index %q: %w", n, err)
+		}
+	}
+	entries := make([][][]byte, len(names))
+	var keys [][]byte
+	var enc [][]byte
+	c := b.objects.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		key, err := fullKey(b, k)
+		if err != nil {
+			return err
+		}
+		v, err := valuesOf(key)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, bytes.Clone(k))
+		enc = append(enc, encodeRecord(key, v))
+		for j, vs := range v {
+			for _, s := range vs {
+				entries[j] = append(entries[j], indexEntryKey(s, key))
+			}
+		}
+	}
+	for i := range keys {
+		if err := b.values.Put(keys[i], enc[i]); err != nil {
+			return err
+		}
+	}
+	if err := putSortedEntries(b, names, entries); err != nil {
+		return err
+	}
+	return putMeta(b, meta)
+}
+
+// Close implements indexer.Persister.
+func (p *persister) Close() error {
+	return p.file.release(p.name)
+}
