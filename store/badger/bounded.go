@@ -1,0 +1,663 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// bounded is the store of bounded mode (Options.CacheSize > 0): at most
+// CacheSize decoded objects are kept, in an LRU; other reads decode from
+// badger, and index queries read the persisted index entries. It is safe for
+// concurrent use.
+type bounded struct {
+	info  store.Info // static parts
+	sp    *space
+	codec store.Codec
+	keyFn cache.KeyFunc
+
+	// writeMu serializes writers across Prepare, reading old index
+	// values, the transaction and the LRU update.
+	writeMu sync.Mutex
+
+	mu     sync.RWMutex // guards set and closed
+	set    *indexer.IndexSet
+	closed bool
+
+	// cacheMu guards lru and epoch together. epoch counts committed
+	// writes: a reader only caches what it read from badger if no write
+	// committed meanwhile, so a stale decode never enters the LRU.
+	cacheMu sync.Mutex
+	lru     *lru.Cache
+	epoch   uint64
+}
+
+func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, info store.Info, rebuild bool) (store.Store, error) {
+	b := &bounded{info: info, sp: sp, codec: o.Codec, keyFn: o.KeyFunc, set: set, lru: lru.New(o.CacheSize)}
+	if rebuild {
+		vals, err := b.computeValues(set)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
+		}
+		if err := sp.reindex(ctx, set.Names(), vals); err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
+		}
+	}
+	return b, nil
+}
+
+// computeValues decodes every stored object and computes its values under set.
+func (b *bounded) computeValues(set *indexer.IndexSet) (map[string][][]string, error) {
+	vals := map[string][][]string{}
+	err := b.sp.scanObjects(func(key, _ string, data []byte) error {
+		obj, err := b.codec.Decode(data)
+		if err != nil {
+			return fmt.Errorf("decode object %q with %s codec: %w: %v", key, b.codec.Name(), store.ErrCorrupt, err)
+		}
+		v, err := set.Values(key, obj)
+		if err != nil {
+			return err
+		}
+		vals[key] = v
+		return nil
+	})
+	return vals, err
+}
+
+func (b *bounded) state() (*indexer.IndexSet, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.set, b.closed
+}
+
+func (b *bounded) closedErr(op string) error {
+	return fmt.Errorf("store: %s %s: %w", op, b.info.Name, store.ErrClosed)
+}
+
+func (b *bounded) readErr(op string, err error) error {
+	if errors.Is(err, store.ErrClosed) {
+		return b.closedErr(op)
+	}
+	if isStoreErr(err) {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return fmt.Errorf("store: %s %s: badger: %w", op, b.info.Name, err)
+}
+
+// write validates ops, reads the index values they replace, commits them
+// with rv and updates the LRU.
+func (b *bounded) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	set, closed := b.state()
+	if closed {
+		return b.closedErr(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	p := indexer.Preparer{KeyFunc: b.keyFn, Indexes: set, Codec: b.codec}
+	ps, err := p.Prepare(op, ops)
+	if err != nil {
+		return err
+	}
+	changes, err := b.changes(ps, set, replace)
+	if err != nil {
+		return b.readErr(op, err)
+	}
+	if err := b.sp.Persist(ctx, changes, rv, replace); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	b.cacheMu.Lock()
+	b.epoch++
+	if replace {
+		b.lru.Clear()
+	} else {
+		for i := range ps {
+			// Refresh cached objects; do not let a large batch of
+			// writes evict what readers use.
+			if ps[i].Type == store.OpPut {
+				if _, ok := b.lru.Get(ps[i].Key); ok {
+					b.lru.Add(ps[i].Key, ps[i].Object)
+				}
+			} else {
+				b.lru.Remove(ps[i].Key)
+			}
+		}
+	}
+	b.cacheMu.Unlock()
+	return nil
+}
+
+// changes pairs prepared ops with the stored state they replace, following
+// earlier ops of the same batch, as indexer.Base does from its cache.
+func (b *bounded) changes(ps []indexer.Prepared, set *indexer.IndexSet, replace bool) ([]indexer.Change, error) {
+	out := make([]indexer.Change, len(ps))
+	type state struct {
+		exists bool
+		vals   [][]string
+	}
+	overlay := make(map[string]state, len(ps))
+	err := b.sp.view(func(txn *badger.Txn, k keys, names []string) error {
+		for i := range ps {
+			p := &ps[i]
+			out[i].Prepared = *p
+			cur, ok := overlay[p.Key]
+			if !ok && !replace {
+				_, err := txn.Get(k.obj(p.Key))
+				switch {
+				case errors.Is(err, badger.ErrKeyNotFound):
+				case err != nil:
+					return err
+				default:
+					cur.exists = true
+					if len(names) > 0 {
+						if cur.vals, err = readValues(txn, k, p.Key, len(names)); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			out[i].Existed, out[i].OldValues = cur.exists, cur.vals
+			if p.Type == store.OpPut {
+				overlay[p.Key] = state{exists: true, vals: p.Values}
+			} else {
+				overlay[p.Key] = state{}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) {
+	item, err := txn.Get(k.vals(key))
+	if err != nil {
+		return nil, fmt.Errorf("index values of %q: %w: %v", key, store.ErrCorrupt, err)
+	}
+	var vals [][]string
+	err = item.Value(func(v []byte) error {
+		vals, err = decodeValues(v, n)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index values of %q: %w: %v", key, store.ErrCorrupt, err)
+	}
+	return vals, nil
+}
+
+// Commit implements store.Store.
+func (b *bounded) Commit(ctx context.Context, batch store.Batch) error {
+	return b.write(ctx, "commit", batch.Ops, batch.ResourceVersion, false)
+}
+
+// Add implements cache.Store.
+func (b *bounded) Add(obj interface{}) error {
+	return b.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Update implements cache.Store.
+func (b *bounded) Update(obj interface{}) error {
+	return b.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Delete implements cache.Store.
+func (b *bounded) Delete(obj interface{}) error {
+	return b.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
+}
+
+// Replace implements cache.Store.
+func (b *bounded) Replace(list []interface{}, resourceVersion string) error {
+	ops := make([]store.Op, len(list))
+	for i, obj := range list {
+		ops[i] = store.Op{Type: store.OpPut, Object: obj}
+	}
+	return b.write(context.Background(), "replace", ops, resourceVersion, true)
+}
+
+// Resync implements cache.Store; it does nothing but fail on a closed store.
+func (b *bounded) Resync() error {
+	if _, closed := b.state(); closed {
+		return b.closedErr("resync")
+	}
+	return nil
+}
+
+// Bookmark implements cache.Store, like indexer.Base.Bookmark.
+func (b *bounded) Bookmark(rv string) {
+	if rv == "" {
+		return
+	}
+	if err := b.write(context.Background(), "bookmark", nil, rv, false); err != nil {
+		klog.Background().Error(err, "Persisting bookmark failed; the resume point stays behind", "store", b.info.Name, "resourceVersion", rv)
+	}
+}
+
+// ResourceVersion implements store.Store.
+func (b *bounded) ResourceVersion() string { return b.sp.resourceVersion() }
+
+// LastStoreSyncResourceVersion implements cache.Store.
+func (b *bounded) LastStoreSyncResourceVersion() string { return b.ResourceVersion() }
+
+// Info implements store.Store.
+func (b *bounded) Info() store.Info {
+	set, _ := b.state()
+	info := b.info
+	info.ResourceVersion = b.ResourceVersion()
+	info.Indexes = append([]string(nil), set.Names()...)
+	return info
+}
+
+// Get implements cache.Store.
+func (b *bounded) Get(obj interface{}) (interface{}, bool, error) {
+	if isNilObj(obj) {
+		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
+	}
+	key, err := callKeyFunc(b.keyFn, obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
+	}
+	return b.GetByKey(key)
+}
+
+// GetByKey implements cache.Store.
+func (b *bounded) GetByKey(key string) (interface{}, bool, error) {
+	if _, closed := b.state(); closed {
+		return nil, false, b.closedErr("get")
+	}
+	var obj interface{}
+	var found bool
+	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
+		var err error
+		obj, found, err = b.getLocked(txn, k, key)
+		return err
+	})
+	if err != nil {
+		return nil, false, b.readErr("get "+key, err)
+	}
+	return obj, found, nil
+}
+
+// getLocked returns key's object from the LRU or, decoded, from txn. The
+// name says txn must stay open for the call.
+func (b *bounded) getLocked(txn *badger.Txn, k keys, key string) (interface{}, bool, error) {
+	b.cacheMu.Lock()
+	if obj, ok := b.lru.Get(key); ok {
+		b.cacheMu.Unlock()
+		return obj, true, nil
+	}
+	epoch := b.epoch
+	b.cacheMu.Unlock()
+	item, err := txn.Get(k.obj(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err := b.decode(item, len(k.objPrefix()))
+	if err != nil {
+		return nil, false, err
+	}
+	b.cacheMu.Lock()
+	// The transaction may predate a write that committed since: cache
+	// only when none did.
+	if b.epoch == epoch {
+		b.lru.Add(key, obj)
+	}
+	b.cacheMu.Unlock()
+	return obj, true, nil
+}
+
+// decode decodes the object item holds; prefixLen is the length of the
+// object prefix of its key.
+func (b *bounded) decode(item *badger.Item, prefixLen int) (interface{}, error) {
+	var obj interface{}
+	err := item.Value(func(v []byte) error {
+		key, data, err := parseObj(item.Key()[prefixLen:], v)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+		}
+		obj, err = b.codec.Decode(data)
+		if err != nil {
+			return fmt.Errorf("decode %q with %s codec: %w: %v", key, b.codec.Name(), store.ErrCorrupt, err)
+		}
+		return nil
+	})
+	return obj, err
+}
+
+// List implements cache.Store: it decodes every object not in the LRU,
+// without caching them. A closed store lists nothing.
+func (b *bounded) List() []interface{} {
+	var out []interface{}
+	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
+		prefix := k.objPrefix()
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			key, hashed, _, err := readComp(it.Item().Key()[len(prefix):])
+			if err != nil {
+				return fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
+			}
+			var obj interface{}
+			ok := false
+			if !hashed {
+				b.cacheMu.Lock()
+				obj, ok = b.lru.Get(key)
+				b.cacheMu.Unlock()
+			}
+			if !ok {
+				if obj, err = b.decode(it.Item(), len(prefix)); err != nil {
+					return err
+				}
+			}
+			out = append(out, obj)
+		}
+		return nil
+	})
+	if err != nil {
+		b.logReadErr("list", err)
+		return nil
+	}
+	return out
+}
+
+func (b *bounded) logReadErr(op string, err error) {
+	if !errors.Is(err, store.ErrClosed) {
+		klog.Background().Error(err, "Reading the badger store failed; returning nothing", "op", op, "store", b.info.Name)
+	}
+}
+
+// scanObjKeys returns the keys of the objects under prefix (an object
+// prefix), reading badger keys only, and values only for hashed keys.
+func scanObjKeys(txn *badger.Txn, prefix []byte) ([]string, error) {
+	out := []string{}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		suffix := it.Item().Key()[len(prefix):]
+		key, hashed, _, err := readComp(suffix)
+		if err == nil && hashed {
+			err = it.Item().Value(func(v []byte) error {
+				key, _, err = parseObj(suffix, v)
+				return err
+			})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// scanEntries returns the object keys of the index entries under prefix,
+// which starts with indexPrefix, sorted.
+func scanEntries(txn *badger.Txn, indexPrefix, prefix []byte) ([]string, error) {
+	out := []string{}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		var val []byte
+		if item.ValueSize() > 0 {
+			var err error
+			if val, err = item.ValueCopy(nil); err != nil {
+				return nil, err
+			}
+		}
+		_, key, err := parseEntry(item.Key()[len(indexPrefix):], val)
+		if err != nil {
+			return nil, fmt.Errorf("index entry: %w: %w", store.ErrCorrupt, err)
+		}
+		out = append(out, key)
+	}
+	// Inline keys come out sorted; hashed ones sort by their hash.
+	sort.Strings(out)
+	return out, nil
+}
+
+// ListKeys implements cache.Store.
+func (b *bounded) ListKeys() []string {
+	var out []string
+	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
+		var err error
+		out, err = scanObjKeys(txn, k.objPrefix())
+		return err
+	})
+	if err != nil {
+		b.logReadErr("list keys", err)
+		return nil
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func (b *bounded) unknownIndex(op, name string) error {
+	return fmt.Errorf("store: %s %s: index %q does not exist: %w", op, b.info.Name, name, store.ErrNotFound)
+}
+
+// IndexKeys implements cache.Indexer, from the persisted index entries.
+func (b *bounded) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	set, closed := b.state()
+	if closed {
+		return nil, b.closedErr("index keys")
+	}
+	if _, ok := set.Position(indexName); !ok {
+		return nil, b.unknownIndex("index keys", indexName)
+	}
+	var out []string
+	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
+		var err error
+		out, err = scanEntries(txn, k.indexPrefix(indexName), k.valuePrefix(indexName, indexedValue))
+		return err
+	})
+	if err != nil {
+		return nil, b.readErr("index keys", err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
+// ByIndex implements cache.Indexer.
+func (b *bounded) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	return b.byValues("by index", indexName, []string{indexedValue})
+}
+
+// Index implements cache.Indexer.
+func (b *bounded) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	set, closed := b.state()
+	if closed {
+		return nil, b.closedErr("index")
+	}
+	i, ok := set.Position(indexName)
+	if !ok {
+		return nil, b.unknownIndex("index", indexName)
+	}
+	if isNilObj(obj) {
+		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
+	}
+	vals, err := set.ValuesOf(i, "", obj)
+	if err != nil {
+		return nil, fmt.Errorf("store: index %q: %w", indexName, err)
+	}
+	return b.byValues("index", indexName, vals)
+}
+
+// byValues returns the objects having any of vals in the named index, each
+// once, read in one transaction.
+func (b *bounded) byValues(op, indexName string, vals []string) ([]interface{}, error) {
+	set, closed := b.state()
+	if closed {
+		return nil, b.closedErr(op)
+	}
+	if _, ok := set.Position(indexName); !ok {
+		return nil, b.unknownIndex(op, indexName)
+	}
+	out := []interface{}{}
+	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
+		seen := map[string]bool{}
+		for _, v := range vals {
+			ks, err := scanEntries(txn, k.indexPrefix(indexName), k.valuePrefix(indexName, v))
+			if err != nil {
+				return err
+			}
+			for _, key := range ks {
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				obj, ok, err := b.getLocked(txn, k, key)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("index %q entry %q names missing object %q: %w", indexName, v, key, store.ErrCorrupt)
+				}
+				out = append(out, obj)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, b.readErr(op, err)
+	}
+	return out, nil
+}
+
+// ListIndexFuncValues implements cache.Indexer: one key per value is read,
+// then the iterator seeks past the value's other entries.
+func (b *bounded) ListIndexFuncValues(indexName string) []string {
+	set, closed := b.state()
+	if closed {
+		return nil
+	}
+	if _, ok := set.Position(indexName); !ok {
+		return nil
+	}
+	out := []string{}
+	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
+		prefix := k.indexPrefix(indexName)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); {
+			item := it.Item()
+			var val []byte
+			if item.ValueSize() > 0 {
+				var err error
+				if val, err = item.ValueCopy(nil); err != nil {
+					return err
+				}
+			}
+			v, _, err := parseEntry(item.Key()[len(prefix):], val)
+			if err != nil {
+				return fmt.Errorf("index %q entry: %w: %w", indexName, store.ErrCorrupt, err)
+			}
+			out = append(out, v)
+			end := prefixEnd(k.valuePrefix(indexName, v))
+			if end == nil {
+				break
+			}
+			it.Seek(end)
+		}
+		return nil
+	})
+	if err != nil {
+		b.logReadErr("list index values", err)
+		return nil
+	}
+	return out
+}
+
+// GetIndexers implements cache.Indexer.
+func (b *bounded) GetIndexers() cache.Indexers {
+	set, _ := b.state()
+	return set.Indexers()
+}
+
+// AddIndexers implements cache.Indexer: every stored object is decoded to
+// compute its values, and the new entries are persisted before the indexes
+// become visible.
+func (b *bounded) AddIndexers(newIndexers cache.Indexers) error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	set, closed := b.state()
+	if closed {
+		return b.closedErr("add indexers")
+	}
+	nset, err := set.With(newIndexers)
+	if err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	vals, err := b.computeValues(nset)
+	if err != nil {
+		return fmt.Errorf("store: add indexers: backfill: %w", err)
+	}
+	if err := b.sp.PersistIndexes(context.Background(), nset, vals); err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	b.mu.Lock()
+	b.set = nset
+	b.mu.Unlock()
+	return nil
+}
+
+// Close implements store.Store.
+func (b *bounded) Close() error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	b.cacheMu.Lock()
+	b.lru.Clear()
+	b.cacheMu.Unlock()
+	return b.sp.Close()
+}
+
+var _ store.Store = (*bounded)(nil)
+
+// isNilObj reports whether v is nil or a typed nil, which key and index
+// functions would panic on.
+func isNilObj(v interface{}) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("key function panicked: %v", r)
+		}
+	}()
+	return f(obj)
+}

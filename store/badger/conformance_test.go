@@ -1,0 +1,35 @@
+package badger_test
+
+import (
+	"net/url"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/informerdb/informerdb/store/badger"
+	"github.com/informerdb/informerdb/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	if badger.RunTestChild() {
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct{ name, query string }{
+		{"default", ""},
+		{"bounded", "?cache=2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Run(t, storetest.Backend{
+				URL: func(t testing.TB) string {
+					return "badger://" + (&url.URL{Path: t.TempDir()}).EscapedPath() + tc.query
+				},
+				Persistent: true,
+			})
+		})
+	}
+}

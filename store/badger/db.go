@@ -1,0 +1,286 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// dbConfig is what the first store opened on a directory decides for the
+// whole database.
+type dbConfig struct {
+	durability store.Durability
+	gcInterval time.Duration
+	// tuning, overridable by tests to make garbage collection observable
+	// on small data.
+	memTableSize     int64
+	valueLogFileSize int64
+}
+
+// DefaultGCInterval is how often the value log is garbage collected by
+// default (URL parameter gc_interval).
+const DefaultGCInterval = 5 * time.Minute
+
+func defaultDBConfig() dbConfig {
+	return dbConfig{
+		durability:       store.DurabilitySync,
+		gcInterval:       DefaultGCInterval,
+		memTableSize:     16 << 20,
+		valueLogFileSize: 64 << 20,
+	}
+}
+
+// sharedDB is one open badger database, shared by the stores opened on its
+// directory in this process.
+type sharedDB struct {
+	dir string
+	db  *badger.DB
+	cfg dbConfig
+
+	// names and refs are guarded by registryMu.
+	names map[string]bool // store names open on db
+	refs  int
+
+	stopGC chan struct{}
+	gcDone chan struct{}
+	// gcMu serializes value-log GC runs (badger rejects overlapping ones).
+	gcMu sync.Mutex
+}
+
+var (
+	registryMu sync.Mutex
+	// registry maps a cleaned absolute directory to its open database.
+	registry = map[string]*sharedDB{}
+)
+
+// acquire opens (or shares) the database in dir and reserves the store name.
+func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout time.Duration) (*sharedDB, error) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if sh := registry[dir]; sh != nil {
+		if sh.names[name] {
+			return nil, fmt.Errorf("store: open %s in badger://%s: %w (close it first)", name, dir, store.ErrInUse)
+		}
+		if sh.cfg.durability != cfg.durability {
+			return nil, fmt.Errorf("store: open %s in badger://%s: durability %q, but the database is already open with %q: all stores of one directory share one durability: %w",
+				name, dir, cfg.durability, sh.cfg.durability, store.ErrInvalid)
+		}
+		sh.names[name] = true
+		sh.refs++
+		return sh, nil
+	}
+	db, err := openDB(ctx, dir, cfg, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	sh := &sharedDB{dir: dir, db: db, cfg: cfg, names: map[string]bool{name: true}, refs: 1}
+	if cfg.gcInterval > 0 {
+		sh.stopGC, sh.gcDone = make(chan struct{}), make(chan struct{})
+		go sh.gcLoop()
+	}
+	registry[dir] = sh
+	return sh, nil
+}
+
+// release gives back the store name and closes the database with its last
+// store.
+func (sh *sharedDB) release(name string) error {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	delete(sh.names, name)
+	sh.refs--
+	if sh.refs > 0 {
+		return nil
+	}
+	delete(registry, sh.dir)
+	if sh.stopGC != nil {
+		close(sh.stopGC)
+		<-sh.gcDone
+	}
+	err := sh.db.Close()
+	chmodFiles(sh.dir)
+	if err != nil {
+		return fmt.Errorf("store: close badger://%s: %w", sh.dir, err)
+	}
+	return nil
+}
+
+func (sh *sharedDB) gcLoop() {
+	defer close(sh.gcDone)
+	t := time.NewTicker(sh.cfg.gcInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-sh.stopGC:
+			return
+		case <-t.C:
+			sh.runGC(sh.stopGC)
+		}
+	}
+}
+
+// runGC rewrites value-log files until badger finds none worth rewriting, or
+// stop is closed. It returns the number of files rewritten.
+func (sh *sharedDB) runGC(stop <-chan struct{}) int {
+	sh.gcMu.Lock()
+	defer sh.gcMu.Unlock()
+	n := 0
+	for {
+		select {
+		case <-stop:
+			return n
+		default:
+		}
+		// 0.5: rewrite a file when half of it is garbage, badger's advice
+		// (a lifetime write amplification of 2).
+		err := sh.db.RunValueLogGC(0.5)
+		if err != nil {
+			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+				klog.Background().Error(err, "Badger value log GC failed", "dir", sh.dir)
+			}
+			return n
+		}
+		n++
+	}
+}
+
+// badgerOptions tames badger's memory and disk use for an informer cache:
+// objects of a few KiB, written in batches, read mostly from memory.
+func badgerOptions(dir string, cfg dbConfig) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithSyncWrites(cfg.durability == store.DurabilitySync).
+		WithNumVersionsToKeep(1).
+		WithLogger(klogAdapter{dir: dir}).
+		// Memtables (and their mmap'd write-ahead logs) dominate RSS:
+		// badger's default is five of 64 MiB.
+		WithMemTableSize(cfg.memTableSize).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		// Reads are served from decoded objects; the block cache only
+		// helps bounded mode, and a small one suffices for index entries.
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(8 << 20).
+		// Objects above 1 KiB go to the value log, so the LSM tree (and
+		// compaction) only moves keys and small values.
+		WithValueThreshold(1 << 10).
+		// The default 1 GiB value-log file is mmap'd at twice its size and
+		// is what made a fresh directory report 2.3 GiB.
+		WithValueLogFileSize(cfg.valueLogFileSize).
+		// Protobuf does not compress much; save the CPU.
+		WithCompression(options.None).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithMetricsEnabled(false).
+		// Each store is written by one writer at a time, and stores own
+		// disjoint keys: conflict detection would only cost.
+		WithDetectConflicts(false)
+}
+
+// openDB opens badger in dir, retrying while another process holds the
+// directory lock, and maps failures to store errors.
+func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration) (*badger.DB, error) {
+	existed := dirHasFiles(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: open badger://%s: create directory: %w", dir, err)
+	}
+	// MkdirAll leaves existing directories alone and is subject to umask;
+	// the cache holds cluster objects (Secrets, maybe): owner only.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	}
+	deadline := time.Now().Add(lockTimeout)
+	delay := 10 * time.Millisecond
+	for {
+		db, err := tryOpen(dir, cfg)
+		if err == nil {
+			chmodFiles(dir)
+			return db, nil
+		}
+		if !isLockError(err) {
+			if existed && !errors.Is(err, fs.ErrPermission) {
+				return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %v", dir, store.ErrCorrupt, err)
+			}
+			return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return nil, fmt.Errorf("store: open badger://%s: directory held by another process for %v (stop it, or open another directory): %w", dir, lockTimeout, store.ErrLocked)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("store: open badger://%s: waiting for the directory lock: %w", dir, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// tryOpen calls badger.Open, turning a panic (badger panics on some damaged
+// files) into an error.
+func tryOpen(dir string, cfg dbConfig) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("badger panicked: %v", r)
+		}
+	}()
+	return badger.Open(badgerOptions(dir, cfg))
+}
+
+// isLockError tells badger's directory-lock failure apart. badger formats
+// the flock error into a string, so the message is all there is.
+func isLockError(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock")
+}
+
+func dirHasFiles(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	return err == nil && len(ents) > 0
+}
+
+// chmodFiles makes the database files owner-only. badger creates its data
+// files with mode 0666 less the umask (only a few with 0600); the 0700
+// directory already keeps other users out, this keeps the files private when
+// copied or when the directory mode is loosened.
+func chmodFiles(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			_ = os.Chmod(filepath.Join(dir, e.Name()), 0o600)
+		}
+	}
+}
+
+// klogAdapter sends badger's chatter to klog: errors as errors, the rest at
+// high verbosity, since badger logs every compaction and value-log replay.
+type klogAdapter struct{ dir string }
+
+func (l klogAdapter) Errorf(f string, args ...interface{}) {
+	klog.Background().Error(nil, "Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+}
+
+func (l klogAdapter) Warningf(f string, args ...interface{}) {
+	klog.Background().V(2).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+}
+
+func (l klogAdapter) Infof(f string, args ...interface{}) {
+	klog.Background().V(4).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+}
+
+func (l klogAdapter) Debugf(f string, args ...interface{}) {
+	klog.Background().V(5).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+}

@@ -1,0 +1,113 @@
+// Package badger is the informerdb backend over github.com/dgraph-io/badger/v4:
+// an LSM tree with a separate value log, fast group-committed writes, and a
+// directory per database. Import it for its side effect of registering the
+// badger:// scheme, or call [Open].
+//
+// # URLs
+//
+//	badger:///var/lib/ctrl/cache                   a directory (created 0700 if absent)
+//	badger:///var/lib/ctrl/cache?durability=nosync no fsync per commit
+//	badger:///var/lib/ctrl/cache?cache=1000        bounded mode: at most 1000 decoded objects
+//	badger:///var/lib/ctrl/cache?lock_timeout=30s  wait longer for another process
+//	badger:///var/lib/ctrl/cache?gc_interval=1m    value-log GC period; 0 disables it
+//
+// The path must be absolute (three slashes). Unknown parameters are rejected.
+//
+// Several stores (one per resource, told apart by Options.Name) share one
+// directory. A process keeps one badger database per directory, shared and
+// reference counted by the stores open on it; it is closed with the last of
+// them. Opening a store name that is already open in the process fails with
+// store.ErrInUse until it is closed. The database-wide settings (durability,
+// gc_interval) are those of the first store opened; a later store asking for
+// another durability fails with store.ErrInvalid.
+//
+// # Layout
+//
+// Each store owns the keys under 's' + length-prefixed name: a meta record
+// (JSON store.Meta, the current generation and the resume point), and under
+// the current generation the objects (key to encoded object), one record per
+// object with its index values (so updates and deletes remove the old index
+// entries without decoding the old object), and index entries (index name,
+// value and object key, the first two length-prefixed since they may contain
+// any byte). A commit writes objects, index entries and the resume point in
+// one badger transaction.
+//
+// A write too large for one badger transaction (a Replace of 100,000 objects,
+// the backfill of AddIndexers, a huge Commit) is built under a fresh
+// generation in as many transactions as it takes, made durable, and switched
+// to, with the resume point, by rewriting the meta record in one final
+// transaction; the old generation is deleted afterwards. A crash before the
+// switch leaves the old contents and resume point intact; the half-built
+// generation is garbage deleted on the next open. A scope change (Info.Reset)
+// switches to an empty generation the same way, and an index-set change
+// rebuilds the entries into a new generation from the stored objects.
+//
+// # Modes
+//
+// By default every object is decoded into memory when the store opens, and
+// reads are served from there at client-go's speed; badger only takes
+// writes. With Options.CacheSize (cache=N) > 0 the store keeps at most N
+// decoded objects in an LRU and reads the rest from badger; ByIndex,
+// IndexKeys and ListIndexFuncValues read the persisted index entries and
+// never scan all objects; List decodes everything it does not hold. Both
+// modes use the same files: a store may be reopened in either.
+//
+// # Durability
+//
+// durability=sync (the default) turns on badger's SyncWrites: every commit
+// is fsynced before it returns, so neither kill -9 nor a power loss loses
+// or tears a commit that returned. Badger syncs once per transaction without
+// grouping concurrent writers; group commits (store.Batch) are how writes
+// stay fast.
+//
+// durability=nosync turns SyncWrites off. Badger writes its write-ahead
+// log and value log into shared memory maps before a commit returns, so a
+// process crash (kill -9, panic, OOM kill) loses nothing either: the kernel
+// owns those pages. A power loss or kernel crash can lose the commits of
+// the last moments that the kernel had not yet written back. Badger replays
+// its logs up to the first damaged entry and drops unfinished transactions,
+// so what survives is normally a consistent earlier state with an earlier
+// resume point (which is safe: the informer re-watches from there); but
+// pages may reach the disk out of order, and a damaged log may also make
+// the directory unreadable (store.ErrCorrupt; delete it and relist).
+//
+// # Concurrency
+//
+// Stores are safe for concurrent use. Writes to one store are serialized;
+// stores sharing a directory write concurrently (badger orders them). In the
+// default mode reads never touch badger. Badger's value-log garbage
+// collection runs in one goroutine per open directory (gc_interval, default
+// DefaultGCInterval), stopped when the directory's last store closes.
+//
+// # Errors
+//
+// Errors name the operation and the cause and wrap the store sentinels:
+// store.ErrInvalid for bad input and URLs, store.ErrInUse, store.ErrClosed,
+// store.ErrIncompatible when a store was written with another codec, object
+// type, key function or format; store.ErrLocked when another process holds
+// the directory for longer than the lock timeout (badger fails at once on its
+// lock; the open retries until then); store.ErrCorrupt, naming the directory,
+// when badger cannot read the files (a truncated MANIFEST, garbage in a table
+// or value log) or a stored record cannot be decoded: delete the directory
+// and let the informers relist. Panics badger raises on damaged data while
+// opening and loading are turned into store.ErrCorrupt.
+//
+// # Caveats
+//
+//   - Memory: with the options chosen here badger itself holds two 16 MiB
+//     memtables (with mmap'd logs), an 8 MiB block cache and an 8 MiB index
+//     cache, plus a 64 MiB value-log file mapped at twice its size; the
+//     decoded objects of the default mode come on top, as in client-go.
+//   - Disk: updates and deletes leave garbage in the value log until the GC
+//     goroutine rewrites a file that is at least half garbage; a directory
+//     may hold about twice its live data. Badger only finds garbage after
+//     compactions, so a small, quiet database may not shrink at all.
+//   - File modes: the directory is made 0700. Badger creates its data files
+//     0666 less the umask; they are made 0600 when the database opens and
+//     closes, but files created meanwhile keep the umask's mode (the
+//     directory still keeps other users out).
+//   - Badger may panic on damaged data in its own background goroutines
+//     (compaction); such a panic cannot be recovered and ends the process.
+//   - A Replace and an AddIndexers rewrite the whole store (a new
+//     generation); their cost is proportional to the store, not the change.
+package badger

@@ -1,0 +1,310 @@
+package badger
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Key layout. Every store in a database owns the keys under its prefix
+//
+//	's' uvarint(len(name)) name
+//
+// The length prefix keeps one store's keys from being a prefix of another's
+// ("a" and "ab"), whatever bytes the names contain. Under it:
+//
+//	'm'                                      the meta record (JSON metaRecord)
+//	'g' gen(8, big endian) 'o' c(key)        the encoded object
+//	'g' gen 'v' c(key)                       the object's index values (encodeValues)
+//	'g' gen 'i' lp(index) c(value) c(key)    an index entry
+//
+// where lp(x) is uvarint(len(x)) x, and c(x) is 0x00 lp(x) for strings up to
+// maxInline bytes and 0x01 sha256(x) for longer ones: badger limits keys to
+// 65,000 bytes, and object keys and index values may be longer. Where c
+// hashed, the full string is kept in the value: an object's value is then
+// lp(key) followed by the encoding, an index entry's value is lp(value)
+// lp(key) (empty when neither is hashed). Index names and values may contain
+// any byte, "\x00" included, hence the length prefixes. All entries of one
+// index value share a prefix.
+//
+// The meta record names the current generation. Only the current
+// generation's keys are live: a write too large for one badger transaction
+// builds a new generation in several transactions and switches to it (with
+// the resume point) in one final transaction; other generations are garbage,
+// deleted after the switch or on the next open.
+const (
+	tagStore = 's'
+	tagMeta  = 'm'
+	tagGen   = 'g'
+	tagObj   = 'o'
+	tagVals  = 'v'
+	tagIndex = 'i'
+
+	compInline = 0x00
+	compHashed = 0x01
+)
+
+// maxInline is the longest string kept as is in a key.
+const maxInline = 4096
+
+// maxNameLen bounds store and index names, which are always kept inline.
+const maxNameLen = 4096
+
+// appendComp appends c(s) and reports whether s was hashed.
+func appendComp(b []byte, s string) ([]byte, bool) {
+	if len(s) <= maxInline {
+		return appendLP(append(b, compInline), s), false
+	}
+	sum := sha256.Sum256([]byte(s))
+	return append(append(b, compHashed), sum[:]...), true
+}
+
+// readComp reads one c(x) from b. For hashed components it returns
+// hashed=true and s empty: the caller finds the string in the value.
+func readComp(b []byte) (s string, hashed bool, rest []byte, err error) {
+	if len(b) == 0 {
+		return "", false, nil, errBadRecord
+	}
+	switch b[0] {
+	case compInline:
+		s, rest, err = readLP(b[1:])
+		return s, false, rest, err
+	case compHashed:
+		if len(b) < 1+sha256.Size {
+			return "", false, nil, errBadRecord
+		}
+		return "", true, b[1+sha256.Size:], nil
+	}
+	return "", false, nil, errBadRecord
+}
+
+// FormatVersion is the version of the key layout and records described above.
+const FormatVersion = 1
+
+// metaRecord is the value of a store's meta key.
+type metaRecord struct {
+	store.Meta
+	// Generation is the current generation of the store's objects.
+	Generation uint64 `json:"generation"`
+	// ResourceVersion is the resume point.
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+func appendLP(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// storePrefix returns the prefix of every key of the named store.
+func storePrefix(name string) []byte {
+	return appendLP([]byte{tagStore}, name)
+}
+
+// keys builds the keys of one store generation.
+type keys struct {
+	store []byte // storePrefix(name)
+	gen   []byte // store 'g' gen
+}
+
+func newKeys(name string, gen uint64) keys {
+	k := keys{store: storePrefix(name)}
+	k.gen = k.genPrefix(gen)
+	return k
+}
+
+func (k keys) genPrefix(gen uint64) []byte {
+	b := append(append([]byte(nil), k.store...), tagGen)
+	return binary.BigEndian.AppendUint64(b, gen)
+}
+
+func (k keys) withGen(gen uint64) keys {
+	return keys{store: k.store, gen: k.genPrefix(gen)}
+}
+
+func (k keys) meta() []byte {
+	return append(append([]byte(nil), k.store...), tagMeta)
+}
+
+func (k keys) objPrefix() []byte  { return append(append([]byte(nil), k.gen...), tagObj) }
+func (k keys) valsPrefix() []byte { return append(append([]byte(nil), k.gen...), tagVals) }
+
+func (k keys) obj(key string) []byte {
+	b, _ := appendComp(k.objPrefix(), key)
+	return b
+}
+
+func (k keys) vals(key string) []byte {
+	b, _ := appendComp(k.valsPrefix(), key)
+	return b
+}
+
+// indexPrefix is the prefix of every entry of the named index.
+func (k keys) indexPrefix(index string) []byte {
+	return appendLP(append(append([]byte(nil), k.gen...), tagIndex), index)
+}
+
+// valuePrefix is the prefix of the entries of one index value.
+func (k keys) valuePrefix(index, value string) []byte {
+	b, _ := appendComp(k.indexPrefix(index), value)
+	return b
+}
+
+// entry returns the key of an index entry and its value: empty unless a
+// part was hashed.
+func (k keys) entry(index, value, key string) ([]byte, []byte) {
+	b, hv := appendComp(k.indexPrefix(index), value)
+	b, hk := appendComp(b, key)
+	if !hv && !hk {
+		return b, nil
+	}
+	return b, appendLP(appendLP(nil, value), key)
+}
+
+// objValue returns what is stored under k.obj(key): the encoding, preceded
+// by the key when the key is hashed.
+func objValue(key string, data []byte) []byte {
+	if len(key) <= maxInline {
+		return data
+	}
+	return append(appendLP(nil, key), data...)
+}
+
+// parseObj returns the object key and encoding from an object's key suffix
+// (after the 'o' prefix) and value.
+func parseObj(suffix, value []byte) (string, []byte, error) {
+	key, hashed, rest, err := readComp(suffix)
+	if err != nil || len(rest) != 0 {
+		return "", nil, fmt.Errorf("object key %q: %w", suffix, errBadRecord)
+	}
+	if !hashed {
+		return key, value, nil
+	}
+	key, data, err := readLP(value)
+	if err != nil {
+		return "", nil, fmt.Errorf("object key %q: %w", suffix, err)
+	}
+	return key, data, nil
+}
+
+// parseEntry returns the index value and object key of an index entry from
+// its key suffix (after the index prefix) and value.
+func parseEntry(suffix, value []byte) (string, string, error) {
+	v, hv, rest, err := readComp(suffix)
+	if err != nil {
+		return "", "", err
+	}
+	key, hk, rest, err := readComp(rest)
+	if err != nil || len(rest) != 0 {
+		return "", "", errBadRecord
+	}
+	if hv || hk {
+		if v, value, err = readLP(value); err != nil {
+			return "", "", err
+		}
+		if key, _, err = readLP(value); err != nil {
+			return "", "", err
+		}
+	}
+	return v, key, nil
+}
+
+var errBadRecord = errors.New("malformed record")
+
+// readLP reads one length-prefixed string from b.
+func readLP(b []byte) (string, []byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return "", nil, errBadRecord
+	}
+	return string(b[w : w+int(n)]), b[w+int(n):], nil
+}
+
+// encodeValues encodes index values aligned with the store's index names:
+// uvarint(#indexes), then per index uvarint(#values) and the values, each
+// length-prefixed.
+func encodeValues(vals [][]string) []byte {
+	n := binary.MaxVarintLen64
+	for _, vs := range vals {
+		n += binary.MaxVarintLen64
+		for _, v := range vs {
+			n += binary.MaxVarintLen64 + len(v)
+		}
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(vals)))
+	for _, vs := range vals {
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = appendLP(b, v)
+		}
+	}
+	return b
+}
+
+// decodeValues decodes encodeValues, checking there are want indexes.
+func decodeValues(b []byte, want int) ([][]string, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n != uint64(want) {
+		return nil, fmt.Errorf("index values: %w", errBadRecord)
+	}
+	b = b[w:]
+	if want == 0 {
+		return nil, nil
+	}
+	out := make([][]string, want)
+	for i := range out {
+		c, w := binary.Uvarint(b)
+		if w <= 0 || c > uint64(len(b)) {
+			return nil, fmt.Errorf("index values: %w", errBadRecord)
+		}
+		b = b[w:]
+		vs := make([]string, 0, c)
+		for range c {
+			var v string
+			var err error
+			if v, b, err = readLP(b); err != nil {
+				return nil, fmt.Errorf("index values: %w", err)
+			}
+			vs = append(vs, v)
+		}
+		out[i] = vs
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("index values: trailing bytes: %w", errBadRecord)
+	}
+	return out, nil
+}
+
+func encodeMeta(m metaRecord) []byte {
+	b, err := json.Marshal(m)
+	if err != nil {
+		// A struct of strings and ints always marshals.
+		panic(err)
+	}
+	return b
+}
+
+func decodeMeta(b []byte) (metaRecord, error) {
+	var m metaRecord
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("meta record: %w", err)
+	}
+	return m, nil
+}
+
+// prefixEnd returns the smallest key greater than every key starting with p,
+// or nil if there is none (p is all 0xff).
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

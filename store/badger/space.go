@@ -1,0 +1,517 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// space is one named store's part of a shared database: it knows the key
+// layout and writes changes in badger transactions. It implements
+// indexer.Persister for the default mode and serves the bounded mode's reads.
+//
+// Writes (Persist, PersistIndexes, reindex) must not overlap; both store
+// implementations call them with their write lock held. Reads of the current
+// generation (snapshot) may come from any goroutine.
+type space struct {
+	sh   *sharedDB
+	name string
+
+	mu      sync.RWMutex // guards k, rec, nextGen and closed
+	k       keys
+	rec     metaRecord
+	nextGen uint64 // first generation number not used by any key of the store
+	closed  bool
+}
+
+// writer is what a badger.Txn and a badger.WriteBatch have in common.
+type writer interface {
+	Set(k, v []byte) error
+	Delete(k []byte) error
+}
+
+func (s *space) where() string { return "badger://" + s.sh.dir }
+
+func (s *space) corrupt(what string, err error) error {
+	return fmt.Errorf("store: open %s in %s: %s: %w (delete the directory to start over; informers relist): %v",
+		s.name, s.where(), what, store.ErrCorrupt, err)
+}
+
+// snapshot returns the keys of the current generation and the index names
+// its value records are aligned with.
+func (s *space) snapshot() (keys, []string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.k, s.rec.Indexes
+}
+
+func (s *space) resourceVersion() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rec.ResourceVersion
+}
+
+// openSpace reads or creates the named store's meta record and reconciles it
+// with want: an incompatible store fails, a changed scope resets it
+// (reset says why), a changed index set is reported in reopen for the caller
+// to rebuild once it has the objects.
+func openSpace(sh *sharedDB, name string, want store.Meta) (s *space, reopen store.Reopen, err error) {
+	s = &space{sh: sh, name: name}
+	k := newKeys(name, 0)
+	var raw []byte
+	err = sh.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(k.meta())
+		if err != nil {
+			return err
+		}
+		raw, err = item.ValueCopy(nil)
+		return err
+	})
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		s.rec = metaRecord{Meta: want, Generation: 1}
+		s.k = k.withGen(1)
+		s.nextGen = 2
+		if err := s.writeMeta(s.rec); err != nil {
+			return nil, reopen, fmt.Errorf("store: open %s in %s: %w", name, s.where(), err)
+		}
+		return s, reopen, nil
+	case err != nil:
+		return nil, reopen, s.corrupt("read meta record", err)
+	}
+	rec, err := decodeMeta(raw)
+	if err != nil {
+		return nil, reopen, s.corrupt("read meta record", err)
+	}
+	reopen, err = store.CompareMeta(name, s.where(), rec.Meta, want)
+	if err != nil {
+		return nil, reopen, err
+	}
+	s.rec, s.k = rec, k.withGen(rec.Generation)
+	gens, err := s.generations()
+	if err != nil {
+		return nil, reopen, s.corrupt("list generations", err)
+	}
+	s.nextGen = rec.Generation + 1
+	for _, g := range gens {
+		s.nextGen = max(s.nextGen, g+1)
+		if g != rec.Generation {
+			// Left by a large write that crashed before its switch, or
+			// by one that switched but crashed before deleting the old
+			// generation.
+			s.deleteGen(g)
+		}
+	}
+	if reopen.Reset != "" {
+		// A scope change: drop objects, index entries and the resume
+		// point together, by switching to an empty generation.
+		if err := s.switchGen(s.allocGen(), func(m *metaRecord) {
+			m.Meta = want
+			m.ResourceVersion = ""
+		}); err != nil {
+			return nil, reopen, fmt.Errorf("store: open %s in %s: reset: %w", name, s.where(), err)
+		}
+	}
+	return s, reopen, nil
+}
+
+// generations lists the generation numbers that have keys.
+func (s *space) generations() ([]uint64, error) {
+	var gens []uint64
+	prefix := append(append([]byte(nil), s.k.store...), tagGen)
+	err := s.sh.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Seek(prefix); it.Valid(); {
+			key := it.Item().Key()
+			if len(key) < len(prefix)+8 {
+				return fmt.Errorf("key %q: %w", key, errBadRecord)
+			}
+			g := s.k.genPrefix(0)
+			copy(g[len(prefix):], key[len(prefix):len(prefix)+8])
+			gens = append(gens, beUint64(g[len(prefix):]))
+			end := prefixEnd(g)
+			if end == nil {
+				break
+			}
+			it.Seek(end)
+		}
+		return nil
+	})
+	return gens, err
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+func (s *space) allocGen() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.nextGen
+	s.nextGen++
+	return g
+}
+
+func (s *space) writeMeta(m metaRecord) error {
+	return s.sh.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(s.k.meta(), encodeMeta(m))
+	})
+}
+
+// switchGen makes gen the current generation in one transaction, with the
+// meta record changed by edit, then deletes the previous generation.
+func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
+	if s.sh.cfg.durability == store.DurabilitySync {
+		// The new generation was written through write batches; make it
+		// durable before the switch that makes it live. (Badger writes
+		// in order, so with sync writes the switch's own fsync covers
+		// the same files; this covers rotated ones too.)
+		if err := s.sh.db.Sync(); err != nil {
+			return err
+		}
+	}
+	s.mu.RLock()
+	m, old := s.rec, s.rec.Generation
+	s.mu.RUnlock()
+	m.Generation = gen
+	edit(&m)
+	if err := s.writeMeta(m); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.rec, s.k = m, s.k.withGen(gen)
+	s.mu.Unlock()
+	s.deleteGen(old)
+	return nil
+}
+
+// deleteGen deletes every key of a generation that is not current. A
+// failure only leaves garbage, deleted on the next open.
+func (s *space) deleteGen(gen uint64) {
+	prefix := s.k.genPrefix(gen)
+	wb := s.sh.db.NewWriteBatch()
+	defer wb.Cancel()
+	err := s.sh.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = wb.Flush()
+	}
+	if err != nil {
+		klog.Background().Error(err, "Deleting an old generation failed; it is retried on the next open", "store", s.name, "dir", s.sh.dir, "generation", gen)
+	}
+}
+
+// Persist implements indexer.Persister: one transaction when it fits, else
+// a new generation switched to in one final transaction.
+func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k, names := s.snapshot()
+	if !replace {
+		err := s.sh.db.Update(func(txn *badger.Txn) error {
+			for i := range changes {
+				if err := writeChange(txn, k, names, &changes[i]); err != nil {
+					return err
+				}
+			}
+			if rv == "" {
+				return nil
+			}
+			s.mu.RLock()
+			m := s.rec
+			s.mu.RUnlock()
+			m.ResourceVersion = rv
+			return txn.Set(k.meta(), encodeMeta(m))
+		})
+		if err == nil {
+			if rv != "" {
+				s.mu.Lock()
+				s.rec.ResourceVersion = rv
+				s.mu.Unlock()
+			}
+			return nil
+		}
+		if !errors.Is(err, badger.ErrTxnTooBig) {
+			return err
+		}
+	}
+	// Too large for one transaction, or a Replace: build the new contents
+	// in a fresh generation.
+	return s.rebuild(ctx, !replace, false, func(w writer, nk keys) error {
+		for i := range changes {
+			if err := writeChange(w, nk, names, &changes[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(m *metaRecord) {
+		if rv != "" {
+			m.ResourceVersion = rv
+		}
+	})
+}
+
+// PersistIndexes implements indexer.Persister: the value records and index
+// entries are rewritten for the new set, in a new generation.
+func (s *space) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
+	return s.reindex(ctx, set.Names(), values)
+}
+
+// reindex writes a generation with the current objects and the index values
+// given for every object key, aligned with names.
+func (s *space) reindex(ctx context.Context, names []string, values map[string][][]string) error {
+	names = slices.Clone(names)
+	return s.rebuild(ctx, true, true, func(w writer, nk keys) error {
+		for key, vals := range values {
+			if err := writeIndexes(w, nk, names, key, nil, vals); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(m *metaRecord) { m.Indexes = names })
+}
+
+// rebuild writes a new generation: a copy of the current one when copyObjs
+// (objects only when objsOnly, else every record), then what fill writes,
+// and switches to it with the meta record edited by edit. Until the switch
+// the current generation is untouched, so a failure or a crash at any point
+// leaves the store as it was.
+func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, fill func(writer, keys) error, edit func(*metaRecord)) error {
+	gen := s.allocGen()
+	k, _ := s.snapshot()
+	nk := k.withGen(gen)
+	wb := s.sh.db.NewWriteBatch()
+	err := func() error {
+		if copyObjs {
+			prefix := k.gen
+			if objsOnly {
+				prefix = k.objPrefix()
+			}
+			if err := s.copyPrefix(ctx, wb, prefix, len(k.gen), nk.gen); err != nil {
+				return err
+			}
+		}
+		if err := fill(wb, nk); err != nil {
+			return err
+		}
+		return wb.Flush()
+	}()
+	if err != nil {
+		wb.Cancel()
+		s.deleteGen(gen)
+		return err
+	}
+	if err := s.switchGen(gen, edit); err != nil {
+		s.deleteGen(gen)
+		return err
+	}
+	return nil
+}
+
+// copyPrefix copies every key under prefix into w, replacing its first
+// oldLen bytes (the generation prefix) by newGen.
+func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen int, newGen []byte) error {
+	return s.sh.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			item := it.Item()
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			nkey := append(append([]byte(nil), newGen...), item.Key()[oldLen:]...)
+			if err := w.Set(nkey, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeChange writes one change: the object, its value record and the index
+// entries that differ from the old values.
+func writeChange(w writer, k keys, names []string, c *indexer.Change) error {
+	var old [][]string
+	if c.Existed {
+		old = c.OldValues
+	}
+	switch c.Type {
+	case store.OpPut:
+		if err := w.Set(k.obj(c.Key), objValue(c.Key, c.Data)); err != nil {
+			return err
+		}
+		return writeIndexes(w, k, names, c.Key, old, c.Values)
+	case store.OpDelete:
+		if !c.Existed {
+			return nil
+		}
+		if err := w.Delete(k.obj(c.Key)); err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			if err := w.Delete(k.vals(c.Key)); err != nil {
+				return err
+			}
+		}
+		for i, name := range names {
+			for _, v := range old[i] {
+				ek, _ := k.entry(name, v, c.Key)
+				if err := w.Delete(ek); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// writeIndexes stores key's value record and moves its index entries from
+// old (nil for a new object) to vals.
+func writeIndexes(w writer, k keys, names []string, key string, old, vals [][]string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	if err := w.Set(k.vals(key), encodeValues(vals)); err != nil {
+		return err
+	}
+	for i, name := range names {
+		var o, n []string
+		if old != nil {
+			o = old[i]
+		}
+		if vals != nil {
+			n = vals[i]
+		}
+		for _, v := range o {
+			if !slices.Contains(n, v) {
+				ek, _ := k.entry(name, v, key)
+				if err := w.Delete(ek); err != nil {
+					return err
+				}
+			}
+		}
+		for _, v := range n {
+			if !slices.Contains(o, v) {
+				if err := w.Set(k.entry(name, v, key)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// loadValues reads every value record of the current generation, keyed by
+// the c(key) part of their keys (the object key itself may be hashed).
+func (s *space) loadValues() (map[string][][]string, error) {
+	out := map[string][][]string{}
+	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
+		if len(names) == 0 {
+			return nil
+		}
+		prefix := k.valsPrefix()
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			suffix := string(item.Key()[len(prefix):])
+			err := item.Value(func(b []byte) error {
+				vals, err := decodeValues(b, len(names))
+				out[suffix] = vals
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("object %q: %w", suffix, err)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// scanObjects calls fn with the key, the c(key) part of the badger key and
+// the encoding of every object of the current generation. data is only valid
+// during the call.
+func (s *space) scanObjects(fn func(key, suffix string, data []byte) error) error {
+	return s.view(func(txn *badger.Txn, k keys, _ []string) error {
+		prefix := k.objPrefix()
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			suffix := item.Key()[len(prefix):]
+			err := item.Value(func(v []byte) error {
+				key, data, err := parseObj(suffix, v)
+				if err != nil {
+					return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+				}
+				return fn(key, string(suffix), data)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Close implements indexer.Persister.
+func (s *space) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	return s.sh.release(s.name)
+}
+
+// view runs fn in a read transaction over the current generation. The keys
+// and the transaction are taken together under mu, so a concurrent switch
+// (which deletes the old generation only after changing k) cannot pull the
+// data from under fn: badger transactions are snapshots.
+func (s *space) view(fn func(txn *badger.Txn, k keys, names []string) error) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	txn := s.sh.db.NewTransaction(false)
+	k, names := s.k, s.rec.Indexes
+	s.mu.RUnlock()
+	defer txn.Discard()
+	return fn(txn, k, names)
+}
