@@ -31,9 +31,9 @@ func realisticPod(i int) *corev1.Pod {
 	ns := fmt.Sprintf("team-%02d", i%20)
 	app := fmt.Sprintf("app-%03d", i%150)
 	name := fmt.Sprintf("%s-7d9c8b6f5-%05d", app, i)
-	env := make([]corev1.EnvVar, 4+i%12)
+	env := make([]corev1.EnvVar, 9+i%8)
 	for j := range env {
-		env[j] = corev1.EnvVar{Name: fmt.Sprintf("CONFIG_VALUE_%02d", j), Value: fmt.Sprintf("value-%d-%s", j, strings.Repeat("x", 20+(i+j)%40))}
+		env[j] = corev1.EnvVar{Name: fmt.Sprintf("CONFIG_VALUE_%02d", j), Value: fmt.Sprintf("value-%d-%s", j, strings.Repeat("x", 24+(i+j)%30))}
 	}
 	container := func(n string) corev1.Container {
 		return corev1.Container{

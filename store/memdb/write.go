@@ -13,20 +13,29 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// writeTxn starts the write transaction, waiting for a running one. It fails
+// writeTxn starts the write transaction, waiting for a running one, and
+// returns it with a read transaction of the state it starts from. It fails
 // once the store is closed.
-func (s *memStore) writeTxn(op string) (*memdb.Txn, error) {
+//
+// Writes read the state they change from the read transaction, never from
+// the write transaction: go-memdb answers a read in a write transaction that
+// has changes from a clone of the changed radix tree, and cloning drops the
+// tree's cache of nodes already copied in this transaction, so every later
+// insert would copy its whole path again.
+func (s *memStore) writeTxn(op string) (w, r *memdb.Txn, err error) {
 	db := s.db.Load()
 	if db == nil {
-		return nil, s.closedErr(op)
+		return nil, nil, s.closedErr(op)
 	}
-	txn := db.Txn(true)
+	w = db.Txn(true)
 	// Close may have run while we waited for the writer lock.
 	if s.db.Load() != db {
-		txn.Abort()
-		return nil, s.closedErr(op)
+		w.Abort()
+		return nil, nil, s.closedErr(op)
 	}
-	return txn, nil
+	// No other writer can commit while we hold the writer lock, so this
+	// read transaction sees exactly the state w starts from.
+	return w, db.Txn(false), nil
 }
 
 // write validates ops, then applies them and, when rv is not empty, the new
@@ -51,17 +60,17 @@ func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv stri
 		if err != nil {
 			return err
 		}
-		wtxn, err := s.writeTxn(op)
+		wtxn, rtxn, err := s.writeTxn(op)
 		if err != nil {
 			return err
 		}
-		m := metaOf(wtxn)
+		m := metaOf(rtxn)
 		if m.set != set {
 			wtxn.Abort()
 			set = m.set
 			continue
 		}
-		if err := apply(wtxn, m, ps, rv, replace); err != nil {
+		if err := apply(wtxn, rtxn, m, ps, rv, replace); err != nil {
 			wtxn.Abort()
 			return fmt.Errorf("store: %s: memdb: %w", op, err)
 		}
@@ -70,50 +79,67 @@ func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv stri
 	}
 }
 
-// apply makes the changes of one write inside txn. An error leaves txn to be
-// aborted; since everything was validated by Prepare, only a broken schema
-// could cause one.
-func apply(txn *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replace bool) error {
+// apply makes the changes of one write inside w; r reads the state w started
+// from. An error leaves w to be aborted; since everything was validated by
+// Prepare, only a broken schema could cause one.
+func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replace bool) error {
 	names := m.set.Names()
+	// current holds the rows of keys this write already changed (nil for
+	// deleted), which r does not see.
+	var current map[string]*objectRow
+	if len(ps) > 1 || replace {
+		current = make(map[string]*objectRow, len(ps))
+	}
 	if replace {
 		keep := make(map[string]struct{}, len(ps))
 		for i := range ps {
 			keep[ps[i].Key] = struct{}{}
 		}
 		var drop []*objectRow
-		forEachObject(txn, func(r *objectRow) {
-			if _, ok := keep[r.key]; !ok {
-				drop = append(drop, r)
+		forEachObject(r, func(row *objectRow) {
+			if _, ok := keep[row.key]; !ok {
+				drop = append(drop, row)
 			}
 		})
-		for _, r := range drop {
-			if err := deleteRow(txn, names, r); err != nil {
+		for _, row := range drop {
+			if err := deleteRow(w, names, row); err != nil {
 				return err
 			}
+			current[row.key] = nil
 		}
 	}
 	for i := range ps {
 		p := &ps[i]
-		old, err := txn.First(tableObjects, indexID, p.Key)
-		if err != nil {
-			return err
-		}
-		oldRow, _ := old.(*objectRow)
-		switch p.Type {
-		case store.OpPut:
-			if err := putRow(txn, names, oldRow, p); err != nil {
+		old, changed := current[p.Key]
+		if !changed {
+			raw, err := r.First(tableObjects, indexID, p.Key)
+			if err != nil {
 				return err
 			}
+			old, _ = raw.(*objectRow)
+		}
+		switch p.Type {
+		case store.OpPut:
+			row, err := putRow(w, names, old, p)
+			if err != nil {
+				return err
+			}
+			if current != nil {
+				current[p.Key] = row
+			}
 		case store.OpDelete:
-			if oldRow != nil {
-				if err := deleteRow(txn, names, oldRow); err != nil {
+			if old != nil {
+				if err := deleteRow(w, names, old); err != nil {
 					return err
 				}
+			}
+			if current != nil {
+				current[p.Key] = nil
 			}
 		}
 	}
 	if rv != "" {
-		if err := txn.Insert(tableMeta, &metaRow{rv: rv, set: m.set}); err != nil {
+		if err := w.Insert(tableMeta, &metaRow{rv: rv, set: m.set}); err != nil {
 			return err
 		}
 	}
@@ -122,10 +148,10 @@ func apply(txn *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replace
 
 // putRow stores p's object and its index entries, replacing old (nil when the
 // key is new) and the entries old no longer has.
-func putRow(txn *memdb.Txn, names []string, old *objectRow, p *indexer.Prepared) error {
+func putRow(txn *memdb.Txn, names []string, old *objectRow, p *indexer.Prepared) (*objectRow, error) {
 	row := &objectRow{id: []byte(p.Key), key: p.Key, obj: p.Object, vals: p.Values}
 	if err := txn.Insert(tableObjects, row); err != nil {
-		return err
+		return nil, err
 	}
 	if old != nil {
 		for i, vs := range old.vals {
@@ -135,13 +161,13 @@ func putRow(txn *memdb.Txn, names []string, old *objectRow, p *indexer.Prepared)
 					continue
 				}
 				if err := txn.Delete(tableEntries, &entryRow{id: entryID(names[i], v, p.Key)}); err != nil {
-					return fmt.Errorf("delete entry %q=%q of %s: %w", names[i], v, p.Key, err)
+					return nil, fmt.Errorf("delete entry %q=%q of %s: %w", names[i], v, p.Key, err)
 				}
 			}
 		}
 	}
 	// Entries carry the object, so even unchanged values are rewritten.
-	return insertEntries(txn, names, row, nil)
+	return row, insertEntries(txn, names, row, nil)
 }
 
 // insertEntries inserts the entries of row, for every index or, when only is
@@ -226,12 +252,12 @@ func (s *memStore) Bookmark(rv string) {
 // An index function that fails on any object, or a name already in use
 // (store.ErrIndexExists), leaves the store unchanged.
 func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
-	txn, err := s.writeTxn("add indexers")
+	txn, rtxn, err := s.writeTxn("add indexers")
 	if err != nil {
 		return err
 	}
 	defer txn.Abort() // a no-op after Commit
-	m := metaOf(txn)
+	m := metaOf(rtxn)
 	set, err := m.set.With(newIndexers)
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
@@ -248,7 +274,7 @@ func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
 		from[i] = j
 	}
 	var rows []*objectRow
-	forEachObject(txn, func(r *objectRow) { rows = append(rows, r) })
+	forEachObject(rtxn, func(r *objectRow) { rows = append(rows, r) })
 	// Compute every new value first: a failure must leave no trace, and an
 	// aborted transaction guarantees that too, but failing before any
 	// insert keeps the abort cheap.
