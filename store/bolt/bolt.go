@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"syscall"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -195,6 +197,14 @@ func openDB(path string, o store.Options) (db *bbolt.DB, err error) {
 			// its flock: release them so the file can be deleted and
 			// reopened by this process.
 			osFile.Close()
+		}
+		var pathErr *fs.PathError
+		var errno syscall.Errno
+		if !errors.Is(err, bbolt.ErrTimeout) && !errors.Is(err, store.ErrCorrupt) && !errors.As(err, &pathErr) && !errors.As(err, &errno) {
+			// bbolt reports most damage with plain errors ("file size
+			// too small", "invalid database"); what is not the system's
+			// complaint about the file or the lock is the contents'.
+			err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 		}
 		return nil, fileError(path, o, err)
 	}
