@@ -28,8 +28,14 @@ type Batch struct {
 	// per the options) delta for every listed object and a Deleted delta with
 	// a cache.DeletedFinalStateUnknown for every known object the list lacks.
 	// The consumer must apply such a batch in one atomic commit together with
-	// ResourceVersion (DESIGN invariant 2).
+	// ResourceVersion (DESIGN invariant 2). DeltaFIFO never sets it: it hands
+	// a relist out key by key (see DeltaFIFO).
 	Replace bool
+
+	// InInitialList is true while the queue has not synced yet (see
+	// HasSynced): the batch belongs to the initial list, like the
+	// isInInitialList argument of client-go's PopProcessFunc.
+	InInitialList bool
 }
 
 // PopFunc consumes one batch. An error it returns is returned by Pop; the

@@ -1,0 +1,495 @@
+package deltafifo
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// queueEntry is one slot of a DeltaFIFO's pop order: a key with queued
+// deltas, or a bookmark.
+type queueEntry struct {
+	key string
+	// bookmark entries carry rv, the newest bookmark coalesced into them.
+	bookmark bool
+	rv       string
+}
+
+// pending are the queued deltas of one key.
+type pending struct {
+	deltas cache.Deltas
+	// firstSeq is the arrival sequence number of the oldest event that
+	// touched this key since it was last popped. Keys enter the pop order in
+	// firstSeq order, which is what makes the watermark cheap to compute.
+	firstSeq uint64
+}
+
+// seqRV is the resourceVersion of one event, tagged with its arrival
+// sequence number.
+type seqRV struct {
+	seq uint64
+	rv  string
+}
+
+// DeltaFIFO is compatible with client-go v0.37.2's DeltaFIFO: deltas
+// accumulate per key (two consecutive deletes collapse into one, keeping the
+// one that is not a tombstone), a key is popped with all its deltas, and keys
+// are popped in the order they first got a delta since their last pop. It
+// also implements Queue, so a persistent informer can use it.
+//
+// # Resume point
+//
+// Grouping per key reorders events: popping key b before key a hands out
+// b's newer events while a's older ones are still queued. So
+// Batch.ResourceVersion is a watermark (DESIGN invariant 1): every event gets
+// an arrival sequence number, and the watermark is the resourceVersion of the
+// newest event that, together with every event that arrived before it, has
+// been popped. resourceVersions are never compared. Batch.ResourceVersion is
+// empty when a pop does not move the watermark.
+//
+// # Relists
+//
+// A DeltaFIFO cannot hand out a Replace in one pop: the relist is applied
+// key by key, and Batch.Replace is never set. The list resourceVersion only
+// becomes the watermark once every key the relist touched (listed or
+// deleted) has been popped, so a crash in the middle of a relist leaves the
+// resume point at the old one: on restart the watch replays from there (or
+// gets 410 and relists again), converging on the same state. Consumers that
+// need a relist applied atomically use FIFO.
+//
+// # Bookmarks
+//
+// Bookmark queues an entry of its own (consecutive bookmarks coalesce) that
+// pops as a batch with one cache.Bookmark delta, so that an idle stream
+// still moves the resume point. A Replace that queues nothing (an empty list
+// and nothing to delete) queues such an entry with the list resourceVersion.
+// Code that never calls Bookmark, like client-go's users, never sees one.
+//
+// A DeltaFIFO is safe for concurrent use by any number of goroutines; the
+// intended use is one writer and one popper. PopFunc runs with the queue
+// locked, as in client-go, so a consumer can update KnownObjects in step
+// with the queue.
+type DeltaFIFO struct {
+	opts Options
+
+	// mu guards every field below; cond (on mu) signals new entries and Close.
+	mu   sync.Mutex
+	cond sync.Cond
+	// items holds the queued deltas of each key in queue.
+	items map[string]pending
+	// queue is the pop order. A key is in queue exactly when it is in items,
+	// and at most once; bookmark entries are never adjacent.
+	queue []queueEntry
+	// nextSeq is the arrival sequence number of the next event.
+	nextSeq uint64
+	// rvs are the resourceVersions of events the watermark has not passed
+	// yet, in arrival order.
+	rvs    []seqRV
+	closed bool
+	// populated is set by the first Add, Update, Delete or Replace.
+	populated bool
+	// initialCount is the number of queue entries, queued when the first
+	// Replace came first, that still have to be popped and processed.
+	initialCount int
+}
+
+var _ Queue = (*DeltaFIFO)(nil)
+
+// NewDeltaFIFO returns an empty DeltaFIFO configured by opts (see Options
+// for the defaults; MaxBatch is ignored).
+func NewDeltaFIFO(opts Options) *DeltaFIFO {
+	f := &DeltaFIFO{opts: opts.withDefaults(), items: make(map[string]pending)}
+	f.cond.L = &f.mu
+	return f
+}
+
+// KeyOf returns the key of obj as this queue computes it: tombstones by
+// their Key, cache.Deltas by their newest object, anything else by the key
+// function.
+func (f *DeltaFIFO) KeyOf(obj interface{}) (string, error) {
+	return keyOf("key", f.opts.KeyFunction, obj)
+}
+
+// Add queues an Added delta for obj's key.
+func (f *DeltaFIFO) Add(obj interface{}) error { return f.event("add", cache.Added, obj) }
+
+// Update queues an Updated delta for obj's key.
+func (f *DeltaFIFO) Update(obj interface{}) error { return f.event("update", cache.Updated, obj) }
+
+// Delete queues a Deleted delta for obj's key, unless the key is neither
+// queued nor known (KnownObjects.GetByKey says it does not exist), as in
+// client-go: it was presumably deleted by a relist already, and must not be
+// reported twice.
+func (f *DeltaFIFO) Delete(obj interface{}) error { return f.event("delete", cache.Deleted, obj) }
+
+func (f *DeltaFIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
+	key, rv, out, err := prepareEvent(op, &f.opts, obj)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: %s: %w", op, ErrClosed)
+	}
+	f.populated = true
+	seq := f.arriveLocked(rv)
+	if typ == cache.Deleted && !f.deleteNeededLocked(key) {
+		// Nothing to apply; the event still counts for the watermark.
+		return nil
+	}
+	f.appendLocked(key, seq, cache.Delta{Type: typ, Object: out})
+	return nil
+}
+
+func (f *DeltaFIFO) deleteNeededLocked(key string) bool {
+	if _, queued := f.items[key]; queued {
+		return true
+	}
+	if f.opts.KnownObjects == nil {
+		return false
+	}
+	_, exists, err := f.opts.KnownObjects.GetByKey(key)
+	// On a lookup error queue the delete: a redundant delete is harmless, a
+	// lost one is not.
+	return err != nil || exists
+}
+
+// arriveLocked assigns the next arrival sequence number to an event carrying
+// rv ("" for none) and returns it.
+func (f *DeltaFIFO) arriveLocked(rv string) uint64 {
+	seq := f.nextSeq
+	f.nextSeq++
+	if rv != "" {
+		f.rvs = append(f.rvs, seqRV{seq: seq, rv: rv})
+	}
+	return seq
+}
+
+// appendLocked appends d to key's deltas, queueing key if it was not.
+func (f *DeltaFIFO) appendLocked(key string, seq uint64, d cache.Delta) {
+	p, ok := f.items[key]
+	if !ok {
+		p.firstSeq = seq
+		f.queue = append(f.queue, queueEntry{key: key})
+	}
+	p.deltas = dedupDeletes(append(p.deltas, d))
+	f.items[key] = p
+	f.cond.Broadcast()
+}
+
+// dedupDeletes collapses two trailing Deleted deltas into one: watch and
+// relist can report the same deletion twice. The one kept is the one with the
+// most information: the real object rather than a tombstone.
+func dedupDeletes(d cache.Deltas) cache.Deltas {
+	n := len(d)
+	if n < 2 || d[n-1].Type != cache.Deleted || d[n-2].Type != cache.Deleted {
+		return d
+	}
+	if _, older := d[n-2].Object.(cache.DeletedFinalStateUnknown); older {
+		d[n-2] = d[n-1]
+	}
+	d[n-1] = cache.Delta{}
+	return d[:n-1]
+}
+
+// Bookmark records resourceVersion as a resume point with no object change
+// and queues a bookmark entry for it, or, when the last queue entry is a
+// bookmark already, moves that one forward.
+func (f *DeltaFIFO) Bookmark(resourceVersion string) error {
+	if resourceVersion == "" {
+		return fmt.Errorf("deltafifo: bookmark: empty resourceVersion: %w", ErrInvalid)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: bookmark: %w", ErrClosed)
+	}
+	f.arriveLocked(resourceVersion)
+	f.queueBookmarkLocked(resourceVersion)
+	return nil
+}
+
+func (f *DeltaFIFO) queueBookmarkLocked(rv string) {
+	if n := len(f.queue); n > 0 && f.queue[n-1].bookmark {
+		f.queue[n-1].rv = rv
+		return
+	}
+	f.queue = append(f.queue, queueEntry{bookmark: true, rv: rv})
+	f.cond.Broadcast()
+}
+
+// Replace queues a relist: a Replaced (or Sync, per
+// Options.EmitDeltaTypeReplaced) delta for every listed object, and a Deleted
+// delta carrying a cache.DeletedFinalStateUnknown for every key that is
+// queued or known but not listed; the tombstone's Obj is the newest queued
+// object, else the known object, never nil (a known key whose object is gone
+// by the time it is looked up is skipped). A key-function or transformer
+// error on any item, or a KnownObjects lookup error, leaves the queue
+// unchanged. See DeltaFIFO for how the list resourceVersion becomes the
+// resume point.
+func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
+	keys, objs, err := prepareList(&f.opts, list)
+	if err != nil {
+		return err
+	}
+	listed := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		listed[k] = struct{}{}
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: replace: %w", ErrClosed)
+	}
+
+	// Plan every deletion before changing anything, so that a lookup error
+	// leaves the queue as it was.
+	var gone []cache.DeletedFinalStateUnknown
+	for _, e := range f.queue {
+		if e.bookmark {
+			continue
+		}
+		if _, ok := listed[e.key]; ok {
+			continue
+		}
+		newest := f.items[e.key].deltas.Newest().Object
+		gone = append(gone, cache.DeletedFinalStateUnknown{Key: e.key, Obj: unwrapTombstone(newest)})
+	}
+	if known := f.opts.KnownObjects; known != nil {
+		for _, k := range known.ListKeys() {
+			if _, ok := listed[k]; ok {
+				continue
+			}
+			if _, ok := f.items[k]; ok {
+				continue
+			}
+			obj, ok, err := knownObject("replace", known, k)
+			if err != nil {
+				return err
+			}
+			if ok {
+				gone = append(gone, cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(obj)})
+			}
+		}
+	}
+
+	// The whole relist is one event: one sequence number for all its deltas,
+	// so its resourceVersion waits for every one of its keys.
+	seq := f.arriveLocked(resourceVersion)
+	typ := f.opts.replacedType()
+	for i, obj := range objs {
+		f.appendLocked(keys[i], seq, cache.Delta{Type: typ, Object: obj})
+	}
+	for _, d := range gone {
+		f.appendLocked(d.Key, seq, cache.Delta{Type: cache.Deleted, Object: d})
+	}
+	if len(objs) == 0 && len(gone) == 0 && resourceVersion != "" {
+		// Nothing will be popped for this relist; let a bookmark entry carry
+		// its resourceVersion.
+		f.queueBookmarkLocked(resourceVersion)
+	}
+	if !f.populated {
+		f.populated = true
+		f.initialCount = len(f.queue)
+	}
+	return nil
+}
+
+// Resync queues a Sync delta with the known object for every KnownObjects
+// key that has nothing queued (a queued delta carries a newer state). It
+// does nothing when KnownObjects is nil. A KnownObjects lookup error leaves
+// the queue unchanged.
+func (f *DeltaFIFO) Resync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: resync: %w", ErrClosed)
+	}
+	known := f.opts.KnownObjects
+	if known == nil {
+		return nil
+	}
+	var keys []string
+	var objs []interface{}
+	for _, k := range known.ListKeys() {
+		if _, ok := f.items[k]; ok {
+			continue
+		}
+		obj, ok, err := knownObject("resync", known, k)
+		if err != nil {
+			return err
+		}
+		if ok {
+			keys = append(keys, k)
+			objs = append(objs, obj)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	seq := f.arriveLocked("")
+	for i, k := range keys {
+		f.appendLocked(k, seq, cache.Delta{Type: cache.Sync, Object: objs[i]})
+	}
+	return nil
+}
+
+// Pop waits for a queued key (or bookmark) and hands process its deltas,
+// oldest first, with the watermark they bring (see DeltaFIFO). process runs
+// with the queue locked and receives ctx. The deltas are consumed whether or
+// not process fails; its error is returned.
+func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
+	if process == nil {
+		return fmt.Errorf("deltafifo: pop: nil PopFunc: %w", ErrInvalid)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var w waiter
+	defer w.release()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(f.queue) > 0 {
+			break
+		}
+		if f.closed {
+			return ErrClosed
+		}
+		w.waitLocked(ctx, &f.mu, &f.cond)
+	}
+
+	b := Batch{InInitialList: !f.syncedLocked()}
+	e := f.queue[0]
+	f.queue[0] = queueEntry{}
+	f.queue = f.queue[1:]
+	if e.bookmark {
+		b.Deltas = cache.Deltas{{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: e.rv}}}
+	} else {
+		b.Deltas = f.items[e.key].deltas
+		delete(f.items, e.key)
+	}
+	b.ResourceVersion = f.advanceLocked()
+	err := process(ctx, b)
+	if f.initialCount > 0 {
+		// After processing, as client-go's RealFIFO: HasSynced must not turn
+		// true while the initial list is still being applied.
+		f.initialCount--
+	}
+	return err
+}
+
+// advanceLocked moves the watermark past every event older than the oldest
+// still-queued key and returns the newest resourceVersion it passed, or ""
+// if it did not move. An event older than the oldest queued key's first
+// event is popped: a key's events all pop together, so an unpopped event
+// would keep its key queued with a firstSeq no larger than its own.
+// Bookmark entries hold nothing to apply and do not hold the watermark back.
+func (f *DeltaFIFO) advanceLocked() string {
+	oldest := f.nextSeq
+	for _, e := range f.queue {
+		if !e.bookmark {
+			oldest = f.items[e.key].firstSeq
+			break
+		}
+	}
+	i, rv := 0, ""
+	for i < len(f.rvs) && f.rvs[i].seq < oldest {
+		rv = f.rvs[i].rv
+		i++
+	}
+	if i > 0 {
+		clear(f.rvs[:i])
+		f.rvs = f.rvs[i:]
+	}
+	return rv
+}
+
+func (f *DeltaFIFO) syncedLocked() bool {
+	return f.populated && f.initialCount == 0
+}
+
+// HasSynced reports whether the entries queued by the first Replace have all
+// been popped and processed, or an Add, Update or Delete came before any
+// Replace, as in client-go.
+func (f *DeltaFIFO) HasSynced() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncedLocked()
+}
+
+// List returns the newest queued object of every queued key, in pop order.
+func (f *DeltaFIFO) List() []interface{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]interface{}, 0, len(f.items))
+	for _, e := range f.queue {
+		if !e.bookmark {
+			out = append(out, f.items[e.key].deltas.Newest().Object)
+		}
+	}
+	return out
+}
+
+// ListKeys returns the queued keys, in pop order.
+func (f *DeltaFIFO) ListKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.items))
+	for _, e := range f.queue {
+		if !e.bookmark {
+			out = append(out, e.key)
+		}
+	}
+	return out
+}
+
+// Get returns a copy of the queued cache.Deltas of obj's key.
+func (f *DeltaFIFO) Get(obj interface{}) (item interface{}, exists bool, err error) {
+	key, err := keyOf("get", f.opts.KeyFunction, obj)
+	if err != nil {
+		return nil, false, err
+	}
+	return f.GetByKey(key)
+}
+
+// GetByKey returns a copy of the queued cache.Deltas of key. With Get, it
+// returns interface{} as client-go's does, so a DeltaFIFO is a
+// cache.KeyGetter.
+func (f *DeltaFIFO) GetByKey(key string) (item interface{}, exists bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.items[key]
+	if !ok {
+		return nil, false, nil
+	}
+	// A copy: appends by writers must not show through the caller's slice.
+	return append(cache.Deltas(nil), p.deltas...), true, nil
+}
+
+// Len returns the number of queued entries: keys, plus bookmark entries.
+func (f *DeltaFIFO) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue)
+}
+
+// Close stops the queue: writes fail with ErrClosed, Pop hands out what is
+// queued and then returns ErrClosed. Close is idempotent.
+func (f *DeltaFIFO) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	f.cond.Broadcast()
+}
+
+// IsClosed reports whether Close has been called.
+func (f *DeltaFIFO) IsClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}

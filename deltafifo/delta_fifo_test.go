@@ -1,0 +1,343 @@
+package deltafifo_test
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/deltafifo"
+)
+
+// scenario is a sequence of writes and the batches a drain must then pop.
+type scenario struct {
+	name  string
+	opts  deltafifo.Options // KnownObjects is set from known when known != nil
+	known []*v1.ConfigMap
+	ops   func(t *testing.T, q deltafifo.Queue)
+	want  []deltafifo.Batch
+}
+
+func (s scenario) options() deltafifo.Options {
+	o := s.opts
+	if s.known != nil {
+		o.KnownObjects = newKnown(s.known...)
+	}
+	return o
+}
+
+func runScenarios(t *testing.T, newQueue func(deltafifo.Options) deltafifo.Queue, scenarios []scenario) {
+	t.Helper()
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) {
+			q := newQueue(s.options())
+			s.ops(t, q)
+			diff(t, "batches", s.want, drain(t, q))
+		})
+	}
+}
+
+func newDeltaFIFOQueue(o deltafifo.Options) deltafifo.Queue { return deltafifo.NewDeltaFIFO(o) }
+
+func deltas(ds ...cache.Delta) cache.Deltas { return ds }
+
+func d(typ cache.DeltaType, obj interface{}) cache.Delta { return cache.Delta{Type: typ, Object: obj} }
+
+func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
+	a1, a2, a3 := cm("a", "1", "a1"), cm("a", "3", "a2"), cm("a", "4", "a3")
+	b1 := cm("b", "2", "b1")
+	runScenarios(t, newDeltaFIFOQueue, []scenario{
+		{
+			name: "deltas accumulate per key, keys pop in first-arrival order",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Add(b1))
+				must(t, q.Update(a2))
+				must(t, q.Delete(a3))
+			},
+			// a holds event 4; b (event 2) pops second: the watermark after
+			// popping a stays behind b (RV "2" is b's), so a's pop moves it
+			// only to "1"; b's pop releases everything up to "4".
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Added, a1), d(cache.Updated, a2), d(cache.Deleted, a3)), ResourceVersion: "1"},
+				{Deltas: deltas(d(cache.Added, b1)), ResourceVersion: "4"},
+			},
+		},
+		{
+			name: "two deletes collapse into one",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Delete(a2))
+				must(t, q.Delete(a3))
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Added, a1), d(cache.Deleted, a2)), ResourceVersion: "4"}},
+		},
+		{
+			name: "a real delete wins over a tombstone before it",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Delete(tomb("a", a1)))
+				must(t, q.Delete(a2))
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Added, a1), d(cache.Deleted, a2)), ResourceVersion: "3"}},
+		},
+		{
+			name: "a tombstone after a real delete is dropped",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Delete(a2))
+				must(t, q.Delete(tomb("a", a1)))
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Added, a1), d(cache.Deleted, a2)), ResourceVersion: "3"}},
+		},
+		{
+			name: "delete of a key neither queued nor known is dropped",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Delete(a1))
+				must(t, q.Add(b1))
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Added, b1)), ResourceVersion: "2"}},
+		},
+		{
+			name:  "delete of a known key is queued",
+			known: []*v1.ConfigMap{a1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Delete(a2))
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Deleted, a2)), ResourceVersion: "3"}},
+		},
+		{
+			name:  "replace emits Sync by default and tombstones with the known object",
+			known: []*v1.ConfigMap{a1, b1, cm("c", "5", "c1")},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Replace([]interface{}{a2}, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Sync, a2)), InInitialList: true},
+				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true},
+				{Deltas: deltas(d(cache.Deleted, tomb("c", cm("c", "5", "c1")))), InInitialList: true, ResourceVersion: "10"},
+			},
+		},
+		{
+			name:  "replace emits Replaced when asked",
+			opts:  deltafifo.Options{EmitDeltaTypeReplaced: true},
+			known: []*v1.ConfigMap{b1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Replace([]interface{}{a2}, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Replaced, a2)), InInitialList: true},
+				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true, ResourceVersion: "10"},
+			},
+		},
+		{
+			name:  "replace tombstones a queued key with its newest queued object",
+			known: []*v1.ConfigMap{a1, b1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Delete(a1))
+				must(t, q.Add(a2))
+				must(t, q.Replace([]interface{}{b1}, "10"))
+			},
+			want: []deltafifo.Batch{
+				// The relist's own RV waits for b; a's watch events are all out.
+				{Deltas: deltas(d(cache.Deleted, a1), d(cache.Added, a2), d(cache.Deleted, tomb("a", a2))), ResourceVersion: "3"},
+				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
+			},
+		},
+		{
+			name:  "replace keeps a queued real delete rather than adding a tombstone",
+			known: []*v1.ConfigMap{a1, b1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Delete(a2))
+				must(t, q.Replace([]interface{}{b1}, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Deleted, a2)), ResourceVersion: "3"},
+				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
+			},
+		},
+		{
+			name: "replace without known objects tombstones only queued keys",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Replace([]interface{}{b1}, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Added, a1), d(cache.Deleted, tomb("a", a1))), ResourceVersion: "1"},
+				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
+			},
+		},
+		{
+			name:  "resync skips keys with queued deltas",
+			known: []*v1.ConfigMap{a1, b1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Update(a2))
+				must(t, q.Resync())
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Updated, a2)), ResourceVersion: "3"},
+				{Deltas: deltas(d(cache.Sync, b1))},
+			},
+		},
+		{
+			name: "resync without known objects does nothing",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Resync())
+			},
+			want: nil,
+		},
+		{
+			name: "bookmarks coalesce and pop as their own batch",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Bookmark("7"))
+				must(t, q.Bookmark("8"))
+				must(t, q.Add(b1))
+				must(t, q.Bookmark("9"))
+			},
+			// Bookmarks hold nothing to apply, so they never hold the
+			// watermark back: popping a already releases bookmark 8, and
+			// popping b releases 9. The bookmark batches then move nothing.
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Added, a1)), ResourceVersion: "8"},
+				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "8"}))},
+				{Deltas: deltas(d(cache.Added, b1)), ResourceVersion: "9"},
+				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "9"}))},
+			},
+		},
+		{
+			name: "an empty relist still hands out its resourceVersion",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Replace(nil, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "10"})), ResourceVersion: "10", InInitialList: true},
+			},
+		},
+		{
+			name: "transformer runs on adds and relists, resourceVersion read before it",
+			opts: deltafifo.Options{Transformer: stripRV},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(cm("a", "1", "a1")))
+				must(t, q.Replace([]interface{}{cm("b", "2", "b1")}, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Added, cm("a", "", "a1")), d(cache.Deleted, tomb("a", cm("a", "", "a1")))), ResourceVersion: "1"},
+				{Deltas: deltas(d(cache.Sync, cm("b", "", "b1"))), ResourceVersion: "10"},
+			},
+		},
+	})
+}
+
+// stripRV is a transformer that drops metadata a cache may not need,
+// including the resourceVersion the queue must not lose.
+func stripRV(obj interface{}) (interface{}, error) {
+	c := obj.(*v1.ConfigMap).DeepCopy()
+	c.ResourceVersion = ""
+	return c, nil
+}
+
+func TestDeltaFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
+	calls := 0
+	k := newKnown(cm("a", "1", "a1"), cm("b", "2", "b1"))
+	q := deltafifo.NewDeltaFIFO(deltafifo.Options{
+		KnownObjects: k,
+		Transformer: func(obj interface{}) (interface{}, error) {
+			calls++
+			return obj, nil
+		},
+	})
+	must(t, q.Resync())
+	must(t, q.Delete(tomb("a", cm("a", "1", "a1"))))
+	must(t, q.Replace(nil, "10"))
+	drain(t, q)
+	diff(t, "transformer calls", 0, calls)
+}
+
+func TestDeltaFIFOHasSynced(t *testing.T) {
+	k := newKnown(cm("c", "1", "c1"))
+	q := deltafifo.NewDeltaFIFO(deltafifo.Options{KnownObjects: k})
+	diff(t, "HasSynced before anything", false, q.HasSynced())
+	must(t, q.Replace([]interface{}{cm("a", "2", "a1"), cm("b", "3", "b1")}, "10"))
+	must(t, q.Add(cm("d", "11", "d1"))) // after the initial list: not part of it
+	var got []bool
+	for range 3 {
+		diff(t, "HasSynced before the pop", false, q.HasSynced())
+		must(t, q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
+			got = append(got, b.InInitialList)
+			return nil
+		}))
+	}
+	diff(t, "HasSynced after the initial list", true, q.HasSynced())
+	b := pop(t, q)
+	diff(t, "InInitialList", []bool{true, true, true}, got)
+	diff(t, "InInitialList after sync", false, b.InInitialList)
+}
+
+func TestHasSyncedWhenAddComesFirst(t *testing.T) {
+	for name, q := range map[string]deltafifo.Queue{
+		"impl=FIFO":      deltafifo.New(deltafifo.Options{}),
+		"impl=DeltaFIFO": deltafifo.NewDeltaFIFO(deltafifo.Options{}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			must(t, q.Add(cm("a", "1", "a1")))
+			diff(t, "HasSynced", true, q.HasSynced())
+			must(t, q.Replace([]interface{}{cm("b", "2", "b1")}, "10"))
+			diff(t, "HasSynced after a later Replace", true, q.HasSynced())
+			diff(t, "InInitialList", []bool{false, false}, initialFlags(drain(t, q)))
+		})
+	}
+}
+
+func initialFlags(bs []deltafifo.Batch) []bool {
+	var out []bool
+	for _, b := range bs {
+		out = append(out, b.InInitialList)
+	}
+	return out
+}
+
+func TestDeltaFIFOReadMethods(t *testing.T) {
+	q := deltafifo.NewDeltaFIFO(deltafifo.Options{})
+	a1, a2, b1 := cm("a", "1", "a1"), cm("a", "2", "a2"), cm("b", "3", "b1")
+	must(t, q.Add(a1))
+	must(t, q.Add(b1))
+	must(t, q.Bookmark("4"))
+	must(t, q.Update(a2))
+
+	diff(t, "ListKeys", []string{"ns/a", "ns/b"}, q.ListKeys())
+	diff(t, "List", []interface{}{a2, b1}, q.List())
+	diff(t, "Len", 3, q.Len())
+
+	got, exists, err := q.Get(a1)
+	must(t, err)
+	diff(t, "Get", cache.Deltas{d(cache.Added, a1), d(cache.Updated, a2)}, got)
+	diff(t, "Get exists", true, exists)
+	// The copy must not change when the queue does.
+	must(t, q.Delete(a2))
+	diff(t, "Get copy after Delete", cache.Deltas{d(cache.Added, a1), d(cache.Updated, a2)}, got)
+
+	_, exists, err = q.GetByKey("ns/zz")
+	must(t, err)
+	diff(t, "GetByKey of a missing key", false, exists)
+
+	for _, tc := range []struct {
+		name string
+		obj  interface{}
+		want string
+	}{
+		{"object", a1, "ns/a"},
+		{"tombstone", tomb("x", nil), "ns/x"},
+		{"deltas", cache.Deltas{d(cache.Added, b1)}, "ns/b"},
+	} {
+		t.Run("KeyOf "+tc.name, func(t *testing.T) {
+			key, err := q.KeyOf(tc.obj)
+			must(t, err)
+			diff(t, "key", tc.want, key)
+		})
+	}
+	diff(t, "IsClosed before Close", false, q.IsClosed())
+	drain(t, q)
+	diff(t, "IsClosed after Close", true, q.IsClosed())
+}

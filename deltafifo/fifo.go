@@ -1,0 +1,430 @@
+package deltafifo
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// unitKind says what one queued unit of a FIFO came from.
+type unitKind uint8
+
+const (
+	unitEvent    unitKind = iota // Add, Update or Delete: one delta
+	unitBookmark                 // Bookmark: one cache.Bookmark delta
+	unitReplace                  // Replace: a whole relist, popped alone
+	unitResync                   // Resync: Sync deltas, never split
+)
+
+// unit is what one call to a FIFO write method queued. Units are never split
+// across pops, so a Replace or a Resync is applied whole.
+type unit struct {
+	kind unitKind
+	// delta and key hold the single delta of an event or bookmark unit
+	// inline, so that the hot path (watch events) allocates nothing per
+	// event beyond the queue's own growth.
+	delta cache.Delta
+	key   string
+	// deltas and keys (parallel) hold a Replace's or Resync's deltas.
+	deltas cache.Deltas
+	keys   []string
+	// rv is the resourceVersion the unit carries: the object's metadata RV
+	// for an event (read before the transformer), the list RV of a Replace,
+	// the bookmark's RV; "" for a Resync or an object without one.
+	rv string
+	// initial marks the first Replace: once it is popped and processed, the
+	// queue has synced.
+	initial bool
+}
+
+func (u *unit) size() int {
+	if u.kind == unitEvent || u.kind == unitBookmark {
+		return 1
+	}
+	return len(u.deltas)
+}
+
+// FIFO is the in-order queue with client-go RealFIFO semantics that the
+// informer uses by default: every event is handed out in arrival order, and
+// each Pop hands out a contiguous run of up to Options.MaxBatch deltas.
+//
+// A Replace is queued as one unit and popped alone as one Batch with
+// Replace=true: deltas first a Deleted delta carrying a
+// cache.DeletedFinalStateUnknown for every key that disappears (keys still
+// queued whose last delta is not a delete, with their last queued object;
+// then KnownObjects keys neither listed nor queued, with the known object),
+// then a Replaced (or Sync) delta for every listed object. A Resync is one
+// unit of Sync deltas for every known object that has nothing queued; it
+// does not move the resume point. Bookmarks travel in order as cache.Bookmark
+// deltas carrying a cache.BookmarkInfo.
+//
+// Because a FIFO never reorders, Batch.ResourceVersion is simply the
+// resourceVersion of the last event of the run that carries one.
+//
+// A FIFO is safe for concurrent use by any number of goroutines; the
+// intended use is one writer (the reflector) and one popper (the informer).
+// PopFunc runs with the queue locked, so writers wait while a batch is
+// processed; that keeps KnownObjects in step with the queue.
+type FIFO struct {
+	opts Options
+
+	// mu guards every field below; cond (on mu) signals new units and Close.
+	mu   sync.Mutex
+	cond sync.Cond
+	// units are the queued units, oldest first.
+	units []unit
+	// queued is the number of deltas in units.
+	queued int
+	closed bool
+	// populated is set by the first Add, Update, Delete or Replace.
+	populated bool
+	// initialPending is true from the first Replace (if it came first) until
+	// its batch has been processed.
+	initialPending bool
+}
+
+var _ Queue = (*FIFO)(nil)
+
+// New returns an empty in-order FIFO configured by opts (see Options for the
+// defaults).
+func New(opts Options) *FIFO {
+	f := &FIFO{opts: opts.withDefaults()}
+	f.cond.L = &f.mu
+	return f
+}
+
+// KeyOf returns the key of obj as this queue computes it: tombstones by
+// their Key, cache.Deltas by their newest object, anything else by the key
+// function.
+func (f *FIFO) KeyOf(obj interface{}) (string, error) {
+	return keyOf("key", f.opts.KeyFunction, obj)
+}
+
+// Add queues an Added delta.
+func (f *FIFO) Add(obj interface{}) error { return f.event("add", cache.Added, obj) }
+
+// Update queues an Updated delta.
+func (f *FIFO) Update(obj interface{}) error { return f.event("update", cache.Updated, obj) }
+
+// Delete queues a Deleted delta. Unlike DeltaFIFO it never drops a delete:
+// every watch event reaches the consumer, as with client-go's RealFIFO.
+func (f *FIFO) Delete(obj interface{}) error { return f.event("delete", cache.Deleted, obj) }
+
+func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
+	key, rv, out, err := prepareEvent(op, &f.opts, obj)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: %s: %w", op, ErrClosed)
+	}
+	f.populated = true
+	f.pushLocked(unit{kind: unitEvent, delta: cache.Delta{Type: typ, Object: out}, key: key, rv: rv})
+	return nil
+}
+
+func (f *FIFO) pushLocked(u unit) {
+	f.units = append(f.units, u)
+	f.queued += u.size()
+	f.cond.Broadcast()
+}
+
+// Bookmark queues a cache.Bookmark delta carrying a cache.BookmarkInfo with
+// resourceVersion, which becomes the batch's resume point once popped.
+func (f *FIFO) Bookmark(resourceVersion string) error {
+	if resourceVersion == "" {
+		return fmt.Errorf("deltafifo: bookmark: empty resourceVersion: %w", ErrInvalid)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: bookmark: %w", ErrClosed)
+	}
+	f.pushLocked(unit{
+		kind:  unitBookmark,
+		delta: cache.Delta{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: resourceVersion}},
+		rv:    resourceVersion,
+	})
+	return nil
+}
+
+// prepareList validates and transforms a Replace's list before any lock is
+// taken, so that a bad item leaves the queue unchanged.
+func prepareList(o *Options, list []interface{}) (keys []string, objs []interface{}, err error) {
+	keys = make([]string, len(list))
+	for i, obj := range list {
+		if keys[i], err = keyOf("replace", o.KeyFunction, obj); err != nil {
+			return nil, nil, fmt.Errorf("%w (item %d)", err, i)
+		}
+	}
+	if o.Transformer == nil {
+		return keys, list, nil
+	}
+	objs = make([]interface{}, len(list))
+	for i, obj := range list {
+		if objs[i], err = transform("replace", o.Transformer, obj); err != nil {
+			return nil, nil, fmt.Errorf("%w (item %d)", err, i)
+		}
+	}
+	return keys, objs, nil
+}
+
+// Replace queues a relist as one unit (see FIFO). A key-function or
+// transformer error on any item, or a KnownObjects lookup error, leaves the
+// queue unchanged. A KnownObjects key whose object is gone by the time it is
+// looked up is skipped: there is nothing to delete. The list may be empty;
+// the unit is queued anyway, since its resourceVersion must still reach the
+// consumer together with the deletions.
+func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
+	keys, objs, err := prepareList(&f.opts, list)
+	if err != nil {
+		return err
+	}
+	listed := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		listed[k] = struct{}{}
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: replace: %w", ErrClosed)
+	}
+
+	u := unit{kind: unitReplace, rv: resourceVersion}
+	// Keys still queued: the consumer will know them once it has applied
+	// what is queued, so a key missing from the list must be deleted with
+	// the last queued object, unless that last delta already deletes it.
+	queuedKeys, last := f.lastQueuedLocked()
+	for _, k := range queuedKeys {
+		d := last[k]
+		if _, ok := listed[k]; ok || d.Type == cache.Deleted {
+			continue
+		}
+		u.keys = append(u.keys, k)
+		u.deltas = append(u.deltas, cache.Delta{
+			Type:   cache.Deleted,
+			Object: cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(d.Object)},
+		})
+	}
+	if known := f.opts.KnownObjects; known != nil {
+		for _, k := range known.ListKeys() {
+			if _, ok := listed[k]; ok {
+				continue
+			}
+			if _, ok := last[k]; ok {
+				continue
+			}
+			obj, ok, err := knownObject("replace", known, k)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			u.keys = append(u.keys, k)
+			u.deltas = append(u.deltas, cache.Delta{
+				Type:   cache.Deleted,
+				Object: cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(obj)},
+			})
+		}
+	}
+	typ := f.opts.replacedType()
+	for i, obj := range objs {
+		u.keys = append(u.keys, keys[i])
+		u.deltas = append(u.deltas, cache.Delta{Type: typ, Object: obj})
+	}
+	if !f.populated {
+		f.populated = true
+		f.initialPending = true
+		u.initial = true
+	}
+	f.pushLocked(u)
+	return nil
+}
+
+// lastQueuedLocked returns the keys with queued deltas (in order of first
+// appearance) and the last queued delta of each.
+func (f *FIFO) lastQueuedLocked() ([]string, map[string]cache.Delta) {
+	var keys []string
+	last := make(map[string]cache.Delta)
+	note := func(k string, d cache.Delta) {
+		if _, ok := last[k]; !ok {
+			keys = append(keys, k)
+		}
+		last[k] = d
+	}
+	for i := range f.units {
+		u := &f.units[i]
+		switch u.kind {
+		case unitEvent:
+			note(u.key, u.delta)
+		case unitReplace, unitResync:
+			for j, d := range u.deltas {
+				note(u.keys[j], d)
+			}
+		}
+	}
+	return keys, last
+}
+
+// Resync queues one unit of Sync deltas, one for every KnownObjects key that
+// has nothing queued (a queued event carries a newer state than the known
+// object). It carries no resourceVersion. It does nothing when KnownObjects
+// is nil or every known key is queued. A KnownObjects lookup error leaves
+// the queue unchanged.
+func (f *FIFO) Resync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("deltafifo: resync: %w", ErrClosed)
+	}
+	known := f.opts.KnownObjects
+	if known == nil {
+		return nil
+	}
+	_, last := f.lastQueuedLocked()
+	u := unit{kind: unitResync}
+	for _, k := range known.ListKeys() {
+		if _, ok := last[k]; ok {
+			continue
+		}
+		obj, ok, err := knownObject("resync", known, k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		u.keys = append(u.keys, k)
+		u.deltas = append(u.deltas, cache.Delta{Type: cache.Sync, Object: obj})
+	}
+	if len(u.deltas) == 0 {
+		return nil
+	}
+	f.pushLocked(u)
+	return nil
+}
+
+// Pop waits for queued deltas and hands process a contiguous run of them:
+// whole units, at most Options.MaxBatch deltas unless a single Replace or
+// Resync is larger. A Replace is always popped alone. process runs with the
+// queue locked and receives ctx. The batch is consumed whether or not
+// process fails; its error is returned.
+func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
+	if process == nil {
+		return fmt.Errorf("deltafifo: pop: nil PopFunc: %w", ErrInvalid)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var w waiter
+	defer w.release()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(f.units) > 0 {
+			break
+		}
+		if f.closed {
+			return ErrClosed
+		}
+		w.waitLocked(ctx, &f.mu, &f.cond)
+	}
+
+	b, initial := f.takeLocked()
+	err := process(ctx, b)
+	if initial {
+		// Only now, after processing, as client-go: HasSynced must not turn
+		// true while the initial list is still being applied.
+		f.initialPending = false
+	}
+	return err
+}
+
+// takeLocked removes the next run of units from the queue and returns it as
+// a Batch, and whether it completes the initial population.
+func (f *FIFO) takeLocked() (Batch, bool) {
+	b := Batch{InInitialList: !f.syncedLocked()}
+	first := &f.units[0]
+	if first.kind == unitReplace {
+		b.Deltas, b.ResourceVersion, b.Replace = first.deltas, first.rv, true
+		initial := first.initial
+		f.queued -= len(first.deltas)
+		f.units[0] = unit{}
+		f.units = f.units[1:]
+		return b, initial
+	}
+
+	n, size := 0, 0
+	for n < len(f.units) {
+		u := &f.units[n]
+		if u.kind == unitReplace {
+			break
+		}
+		if s := u.size(); n == 0 || size+s <= f.opts.MaxBatch {
+			size += s
+			n++
+			continue
+		}
+		break
+	}
+	b.Deltas = make(cache.Deltas, 0, size)
+	for i := 0; i < n; i++ {
+		u := &f.units[i]
+		switch u.kind {
+		case unitEvent, unitBookmark:
+			b.Deltas = append(b.Deltas, u.delta)
+		default:
+			b.Deltas = append(b.Deltas, u.deltas...)
+		}
+		if u.rv != "" {
+			b.ResourceVersion = u.rv
+		}
+		// Drop the references so popped objects can be collected while the
+		// backing array lives on.
+		f.units[i] = unit{}
+	}
+	f.units = f.units[n:]
+	f.queued -= size
+	return b, false
+}
+
+func (f *FIFO) syncedLocked() bool {
+	return f.populated && !f.initialPending
+}
+
+// HasSynced reports whether the first Replace has been popped and processed,
+// or an Add, Update or Delete came before any Replace, as in client-go.
+func (f *FIFO) HasSynced() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncedLocked()
+}
+
+// Len returns the number of queued deltas.
+func (f *FIFO) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queued
+}
+
+// Close stops the queue: writes fail with ErrClosed, Pop hands out what is
+// queued and then returns ErrClosed. Close is idempotent.
+func (f *FIFO) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	f.cond.Broadcast()
+}
+
+// IsClosed reports whether Close has been called.
+func (f *FIFO) IsClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}

@@ -1,0 +1,204 @@
+package deltafifo_test
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/deltafifo"
+)
+
+func newFIFOQueue(o deltafifo.Options) deltafifo.Queue { return deltafifo.New(o) }
+
+// plain is a struct without Kubernetes metadata, keyed by a custom function.
+type plain struct {
+	Name  string
+	Value int
+}
+
+func plainKey(obj interface{}) (string, error) { return obj.(plain).Name, nil }
+
+func TestFIFOBehaviour(t *testing.T) {
+	a1, a2, a3 := cm("a", "1", "a1"), cm("a", "3", "a2"), cm("a", "4", "a3")
+	b1 := cm("b", "2", "b1")
+	c1 := cm("c", "5", "c1")
+	runScenarios(t, newFIFOQueue, []scenario{
+		{
+			name: "events pop in arrival order in one batch",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Add(b1))
+				must(t, q.Update(a2))
+				must(t, q.Delete(a3))
+			},
+			want: []deltafifo.Batch{{
+				Deltas:          deltas(d(cache.Added, a1), d(cache.Added, b1), d(cache.Updated, a2), d(cache.Deleted, a3)),
+				ResourceVersion: "4",
+			}},
+		},
+		{
+			name: "deletes are never dropped nor collapsed",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Delete(a1))
+				must(t, q.Delete(a2))
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Deleted, a1), d(cache.Deleted, a2)), ResourceVersion: "3"}},
+		},
+		{
+			name: "MaxBatch bounds a run",
+			opts: deltafifo.Options{MaxBatch: 2},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				for _, o := range []*v1.ConfigMap{a1, b1, a2, a3, c1} {
+					must(t, q.Add(o))
+				}
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Added, a1), d(cache.Added, b1)), ResourceVersion: "2"},
+				{Deltas: deltas(d(cache.Added, a2), d(cache.Added, a3)), ResourceVersion: "4"},
+				{Deltas: deltas(d(cache.Added, c1)), ResourceVersion: "5"},
+			},
+		},
+		{
+			name:  "a replace is one batch, never merged with neighbours",
+			known: []*v1.ConfigMap{a1, b1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(c1))
+				must(t, q.Replace([]interface{}{a2}, "10"))
+				must(t, q.Update(a3))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Added, c1)), ResourceVersion: "5"},
+				{
+					// c is queued (not yet known): tombstoned with its queued
+					// object; b is known and unlisted: tombstoned with the
+					// known object; then the list.
+					Deltas:          deltas(d(cache.Deleted, tomb("c", c1)), d(cache.Deleted, tomb("b", b1)), d(cache.Sync, a2)),
+					ResourceVersion: "10",
+					Replace:         true,
+				},
+				{Deltas: deltas(d(cache.Updated, a3)), ResourceVersion: "4"},
+			},
+		},
+		{
+			name:  "replace emits Replaced when asked, skips keys whose last queued delta deletes them",
+			opts:  deltafifo.Options{EmitDeltaTypeReplaced: true},
+			known: []*v1.ConfigMap{a1, b1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Delete(a2))
+				must(t, q.Replace([]interface{}{b1}, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Deleted, a2)), ResourceVersion: "3"},
+				{Deltas: deltas(d(cache.Replaced, b1)), ResourceVersion: "10", Replace: true},
+			},
+		},
+		{
+			name: "an empty initial replace is one empty batch carrying the list RV",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Replace(nil, "10"))
+			},
+			want: []deltafifo.Batch{{ResourceVersion: "10", Replace: true, InInitialList: true}},
+		},
+		{
+			name:  "resync is one unit without RV, even beyond MaxBatch",
+			opts:  deltafifo.Options{MaxBatch: 1},
+			known: []*v1.ConfigMap{a1, b1, c1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Update(a2))
+				must(t, q.Resync())
+				must(t, q.Add(cm("d", "6", "d1")))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Updated, a2)), ResourceVersion: "3"},
+				{Deltas: deltas(d(cache.Sync, b1), d(cache.Sync, c1))},
+				{Deltas: deltas(d(cache.Added, cm("d", "6", "d1"))), ResourceVersion: "6"},
+			},
+		},
+		{
+			name:  "resync merges with events when it fits; the batch RV is the last event's",
+			known: []*v1.ConfigMap{b1},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Resync())
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Added, a1), d(cache.Sync, b1)), ResourceVersion: "1"}},
+		},
+		{
+			name: "bookmarks travel in order",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(a1))
+				must(t, q.Bookmark("7"))
+				must(t, q.Add(cm("b", "", "no rv")))
+			},
+			want: []deltafifo.Batch{{
+				Deltas: deltas(
+					d(cache.Added, a1),
+					d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "7"}),
+					d(cache.Added, cm("b", "", "no rv")),
+				),
+				ResourceVersion: "7",
+			}},
+		},
+		{
+			name: "objects without RV give an empty resume point",
+			opts: deltafifo.Options{KeyFunction: plainKey},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(plain{"p1", 1}))
+				must(t, q.Delete(plain{"p1", 1}))
+			},
+			want: []deltafifo.Batch{{Deltas: deltas(d(cache.Added, plain{"p1", 1}), d(cache.Deleted, plain{"p1", 1}))}},
+		},
+		{
+			name: "transformer runs, RV is read before it",
+			opts: deltafifo.Options{Transformer: stripRV},
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Add(cm("a", "1", "a1")))
+				must(t, q.Replace([]interface{}{cm("b", "2", "b1")}, "10"))
+			},
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Added, cm("a", "", "a1"))), ResourceVersion: "1"},
+				{
+					Deltas:          deltas(d(cache.Deleted, tomb("a", cm("a", "", "a1"))), d(cache.Sync, cm("b", "", "b1"))),
+					ResourceVersion: "10",
+					Replace:         true,
+				},
+			},
+		},
+	})
+}
+
+func TestFIFOHasSynced(t *testing.T) {
+	k := newKnown(cm("c", "1", "c1"))
+	q := deltafifo.New(deltafifo.Options{KnownObjects: k})
+	must(t, q.Bookmark("5"))
+	must(t, q.Replace([]interface{}{cm("a", "2", "a1")}, "10"))
+	must(t, q.Add(cm("d", "11", "d1")))
+	diff(t, "HasSynced before", false, q.HasSynced())
+	var got []deltafifo.Batch
+	for range 2 {
+		must(t, q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
+			got = append(got, b)
+			return nil
+		}))
+	}
+	diff(t, "HasSynced after the replace", true, q.HasSynced())
+	diff(t, "InInitialList", []bool{true, true, false}, initialFlags(append(got, pop(t, q))))
+}
+
+func TestFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
+	calls := 0
+	q := deltafifo.New(deltafifo.Options{
+		KnownObjects: newKnown(cm("a", "1", "a1"), cm("b", "2", "b1")),
+		Transformer: func(obj interface{}) (interface{}, error) {
+			calls++
+			return obj, nil
+		},
+	})
+	must(t, q.Resync())
+	must(t, q.Delete(tomb("a", cm("a", "1", "a1"))))
+	must(t, q.Replace(nil, "10"))
+	drain(t, q)
+	diff(t, "transformer calls", 0, calls)
+}

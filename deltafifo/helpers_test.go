@@ -1,0 +1,133 @@
+package deltafifo_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/deltafifo"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// cm returns a ConfigMap ns/name at resourceVersion rv with one data entry
+// v, so that two states of one key compare differently.
+func cm(name, rv, v string) *v1.ConfigMap {
+	return &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv},
+		Data:       map[string]string{"v": v},
+	}
+}
+
+// known is a cache.KeyListerGetter over a map that lists its keys sorted,
+// so that tests are deterministic. errOn makes GetByKey fail for one key.
+type known struct {
+	objs  map[string]interface{}
+	errOn string
+}
+
+func newKnown(objs ...*v1.ConfigMap) *known {
+	k := &known{objs: map[string]interface{}{}}
+	for _, o := range objs {
+		k.objs[o.Namespace+"/"+o.Name] = o
+	}
+	return k
+}
+
+func (k *known) ListKeys() []string {
+	keys := make([]string, 0, len(k.objs))
+	for key := range k.objs {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+var errLookup = errors.New("lookup failed")
+
+func (k *known) GetByKey(key string) (interface{}, bool, error) {
+	if key == k.errOn {
+		return nil, false, errLookup
+	}
+	o, ok := k.objs[key]
+	return o, ok, nil
+}
+
+// apply updates the known objects with a popped batch, as an informer's
+// store would.
+func (k *known) apply(t *testing.T, keyOf func(interface{}) (string, error), b deltafifo.Batch) {
+	t.Helper()
+	for _, d := range b.Deltas {
+		if d.Type == cache.Bookmark {
+			continue
+		}
+		key, err := keyOf(d.Object)
+		if err != nil {
+			t.Fatalf("key of popped %T: %v", d.Object, err)
+		}
+		if d.Type == cache.Deleted {
+			delete(k.objs, key)
+		} else {
+			k.objs[key] = d.Object
+		}
+	}
+}
+
+// pop pops one batch, failing the test on error.
+func pop(t *testing.T, q deltafifo.Queue) deltafifo.Batch {
+	t.Helper()
+	var got deltafifo.Batch
+	if err := q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
+		got = b
+		return nil
+	}); err != nil {
+		t.Fatalf("Pop: %v", err)
+	}
+	return got
+}
+
+// drain closes q and pops every batch left.
+func drain(t *testing.T, q deltafifo.Queue) []deltafifo.Batch {
+	t.Helper()
+	q.Close()
+	var out []deltafifo.Batch
+	for {
+		err := q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
+			out = append(out, b)
+			return nil
+		})
+		if errors.Is(err, deltafifo.ErrClosed) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Pop: %v", err)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func diff(t *testing.T, what string, want, got interface{}) {
+	t.Helper()
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
+
+func tomb(name string, obj interface{}) cache.DeletedFinalStateUnknown {
+	return cache.DeletedFinalStateUnknown{Key: "ns/" + name, Obj: obj}
+}

@@ -1,0 +1,229 @@
+package deltafifo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// DefaultMaxBatch is the number of deltas a FIFO hands out per Pop when
+// Options.MaxBatch is not set. It matches client-go's RealFIFO batch size.
+const DefaultMaxBatch = 1000
+
+// ErrInvalid is returned (wrapped) for bad input: a nil object, an object the
+// key function rejects or maps to an empty key, a transformer error, an empty
+// bookmark resourceVersion, a nil PopFunc. The queue is unchanged when a
+// write returns it.
+var ErrInvalid = errors.New("invalid argument")
+
+// Options configure both queues. The zero value is usable.
+type Options struct {
+	// KeyFunction computes an object's key. Default cache.MetaNamespaceKeyFunc.
+	// cache.DeletedFinalStateUnknown tombstones are always keyed by their Key
+	// field and never reach KeyFunction, as in client-go.
+	KeyFunction cache.KeyFunc
+
+	// KnownObjects lists the keys (and objects) the consumer has applied: in
+	// an informer, its store. It decides which keys a Replace deletes, what
+	// a Resync emits, and (DeltaFIFO only) which Deletes are dropped as
+	// already gone. It is read under the queue's lock, and PopFunc runs under
+	// that lock too, so a consumer that updates it inside PopFunc keeps it in
+	// step with the queue. Nil means "the consumer knows nothing": a Replace
+	// then only deletes keys still queued, and Resync does nothing.
+	KnownObjects cache.KeyListerGetter
+
+	// EmitDeltaTypeReplaced makes Replace emit cache.Replaced deltas; when
+	// false it emits cache.Sync deltas, as client-go does for compatibility.
+	EmitDeltaTypeReplaced bool
+
+	// Transformer, if set, runs on every object entering the queue through
+	// Add, Update, Delete and Replace (not on tombstones, nor on Resync's
+	// objects, which come from KnownObjects and were transformed already).
+	// The resourceVersion of an event is read before it runs, so a
+	// transformer may strip metadata without losing the resume point.
+	Transformer cache.TransformFunc
+
+	// MaxBatch bounds the number of deltas one FIFO Pop hands out (a Replace
+	// or Resync larger than that still goes out whole). Zero or negative
+	// means DefaultMaxBatch. DeltaFIFO ignores it: it pops one key at a time.
+	MaxBatch int
+}
+
+func (o Options) withDefaults() Options {
+	if o.KeyFunction == nil {
+		o.KeyFunction = cache.MetaNamespaceKeyFunc
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	return o
+}
+
+// isNil reports whether obj is nil or a typed nil pointer, map, slice or
+// interface: key functions and transformers would panic on those.
+func isNil(obj interface{}) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// keyOf computes the key of obj for operation op. Tombstones are keyed by
+// their Key, Deltas by their newest object, as in client-go. A key function
+// that panics on an unexpected type (a plain type assertion, as in most
+// hand-written key functions) yields an error instead of taking the
+// reflector down.
+func keyOf(op string, keyFunc cache.KeyFunc, obj interface{}) (key string, err error) {
+	if d, ok := obj.(cache.Deltas); ok {
+		if len(d) == 0 {
+			return "", fmt.Errorf("deltafifo: %s: empty Deltas have no key: %w", op, ErrInvalid)
+		}
+		obj = d.Newest().Object
+	}
+	if isNil(obj) {
+		return "", fmt.Errorf("deltafifo: %s: nil object: %w", op, ErrInvalid)
+	}
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		if d.Key == "" {
+			return "", fmt.Errorf("deltafifo: %s: tombstone with empty key: %w", op, ErrInvalid)
+		}
+		return d.Key, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = "", fmt.Errorf("deltafifo: %s: key function panicked on %T: %v: %w", op, obj, r, ErrInvalid)
+		}
+	}()
+	key, err = keyFunc(obj)
+	if err != nil {
+		return "", fmt.Errorf("deltafifo: %s: key of %T: %w: %w", op, obj, ErrInvalid, err)
+	}
+	if key == "" {
+		return "", fmt.Errorf("deltafifo: %s: key function returned an empty key for %T: %w", op, obj, ErrInvalid)
+	}
+	return key, nil
+}
+
+// transform runs the transformer on obj unless it is a tombstone.
+func transform(op string, t cache.TransformFunc, obj interface{}) (out interface{}, err error) {
+	if t == nil {
+		return obj, nil
+	}
+	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return obj, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("deltafifo: %s: transformer panicked on %T: %v: %w", op, obj, r, ErrInvalid)
+		}
+	}()
+	out, err = t(obj)
+	if err != nil {
+		return nil, fmt.Errorf("deltafifo: %s: transform %T: %w: %w", op, obj, ErrInvalid, err)
+	}
+	if isNil(out) {
+		return nil, fmt.Errorf("deltafifo: %s: transformer returned nil for %T: %w", op, obj, ErrInvalid)
+	}
+	return out, nil
+}
+
+// resourceVersionOf returns the metadata resourceVersion of obj, or "" for
+// tombstones and objects without Kubernetes metadata (plain Go structs).
+func resourceVersionOf(obj interface{}) string {
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		// A tombstone's object is the last known state, not the event that
+		// deleted it: its resourceVersion says nothing about the stream.
+		return ""
+	case interface{ GetResourceVersion() string }:
+		return o.GetResourceVersion()
+	case metav1.ObjectMetaAccessor:
+		if m := o.GetObjectMeta(); m != nil {
+			return m.GetResourceVersion()
+		}
+	}
+	return ""
+}
+
+// prepareEvent validates obj for a watch event and returns its key, its
+// resourceVersion (read before the transformer) and the object to queue.
+func prepareEvent(op string, o *Options, obj interface{}) (key, rv string, out interface{}, err error) {
+	key, err = keyOf(op, o.KeyFunction, obj)
+	if err != nil {
+		return "", "", nil, err
+	}
+	rv = resourceVersionOf(obj)
+	out, err = transform(op, o.Transformer, obj)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return key, rv, out, nil
+}
+
+// replacedType is the delta type Replace emits.
+func (o *Options) replacedType() cache.DeltaType {
+	if o.EmitDeltaTypeReplaced {
+		return cache.Replaced
+	}
+	return cache.Sync
+}
+
+// knownObject looks key up in known for a Replace tombstone or a Resync.
+// A lookup error is returned (the caller leaves its queue unchanged rather
+// than emit a tombstone without an object); a key that vanished between
+// ListKeys and GetByKey reports ok=false.
+func knownObject(op string, known cache.KeyListerGetter, key string) (obj interface{}, ok bool, err error) {
+	obj, exists, err := known.GetByKey(key)
+	if err != nil {
+		return nil, false, fmt.Errorf("deltafifo: %s: known object %q: %w", op, key, err)
+	}
+	if !exists || isNil(obj) {
+		return nil, false, nil
+	}
+	return obj, true, nil
+}
+
+// unwrapTombstone returns the object inside a tombstone, so that a tombstone
+// never nests another one.
+func unwrapTombstone(obj interface{}) interface{} {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}
+
+// waiter wakes a Pop blocked on cond when ctx is done. It uses
+// context.AfterFunc, which starts no goroutine unless ctx is actually done,
+// and stop releases the registration when Pop returns, so nothing leaks.
+type waiter struct {
+	stop func() bool
+}
+
+// waitLocked blocks on cond (whose Locker is mu, held by the caller) until it
+// is signalled or ctx is done.
+func (w *waiter) waitLocked(ctx context.Context, mu sync.Locker, cond *sync.Cond) {
+	if w.stop == nil {
+		w.stop = context.AfterFunc(ctx, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			cond.Broadcast()
+		})
+	}
+	cond.Wait()
+}
+
+func (w *waiter) release() {
+	if w.stop != nil {
+		w.stop()
+	}
+}
