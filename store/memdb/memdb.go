@@ -159,8 +159,13 @@ func (s *memStore) ResourceVersion() string {
 // LastStoreSyncResourceVersion implements cache.Store: the resume point.
 func (s *memStore) LastStoreSyncResourceVersion() string { return s.ResourceVersion() }
 
-// Resync implements cache.Store; it does nothing.
-func (s *memStore) Resync() error { return nil }
+// Resync implements cache.Store; it does nothing but report a closed store.
+func (s *memStore) Resync() error {
+	if s.db.Load() == nil {
+		return s.closedErr("resync")
+	}
+	return nil
+}
 
 // Get implements cache.Store.
 func (s *memStore) Get(obj interface{}) (interface{}, bool, error) {

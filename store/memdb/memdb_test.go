@@ -479,6 +479,7 @@ func TestClosed(t *testing.T) {
 		"Replace":     s.Replace(nil, "5"),
 		"Commit":      s.Commit(t.Context(), store.Batch{ResourceVersion: "5"}),
 		"AddIndexers": s.AddIndexers(cache.Indexers{"x": tagsIndexFunc}),
+		"Resync":      s.Resync(),
 	}
 	_, _, errs["GetByKey"] = s.GetByKey("ns/a")
 	_, _, errs["Get"] = s.Get(newPod("ns", "a", ""))
