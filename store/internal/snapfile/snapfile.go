@@ -1,0 +1,320 @@
+package snapfile
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// FormatVersion is the version of the file layout written by Write.
+const FormatVersion = 1
+
+const magic = "IDBSNAP\n"
+
+// Bounds on lengths read from a file, so a corrupt length fails cleanly
+// instead of asking for absurd allocations. Every length is also checked
+// against the bytes left in the file.
+const (
+	MaxHeaderLen = 16 << 20
+	MaxKeyLen    = 16 << 20
+	MaxDataLen   = 1 << 30
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header identifies one store in a snapshot.
+type Header struct {
+	// Name is the store's name; unique within a file.
+	Name string `json:"name"`
+	// Meta is the store's identity, compared with store.CompareMeta on
+	// reopen.
+	Meta store.Meta `json:"meta"`
+	// ResourceVersion is the resume point the records reflect.
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+// Section is one store to write: its header and its records.
+type Section struct {
+	Header
+	// Len is the number of records Records yields.
+	Len int
+	// Records yields each key and encoded object once.
+	Records iter.Seq2[string, []byte]
+}
+
+// Write writes sections to path atomically (see Durability in the package
+// doc). The file is created with mode 0600, and its directory with 0700 if
+// missing.
+func Write(path string, sections []Section) (err error) {
+	fail := func(what string, err error) error {
+		return fmt.Errorf("snapfile: write %s: %s: %w", path, what, err)
+	}
+	seen := make(map[string]bool, len(sections))
+	for _, s := range sections {
+		if seen[s.Name] {
+			return fail("section "+s.Name, fmt.Errorf("duplicate name: %w", store.ErrInvalid))
+		}
+		seen[s.Name] = true
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail("create directory", err)
+	}
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".part-*")
+	if err != nil {
+		return fail("create temporary file", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return fail("chmod", err)
+	}
+	if err := encode(f, sections); err != nil {
+		return fail("write", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail("fsync", err)
+	}
+	if err := f.Close(); err != nil {
+		return fail("close", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fail("rename", err)
+	}
+	return syncDir(dir)
+}
+
+// encode writes the snapshot of sections, checksum included, to w.
+func encode(dst io.Writer, sections []Section) error {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(dst, crc), 1<<20)
+	w := &writer{w: bw}
+	w.raw([]byte(magic))
+	w.raw(binary.BigEndian.AppendUint32(nil, FormatVersion))
+	w.uvarint(uint64(len(sections)))
+	for _, s := range sections {
+		h, err := json.Marshal(s.Header)
+		if err != nil {
+			return fmt.Errorf("header of %s: %w", s.Name, err)
+		}
+		w.bytes(h)
+		w.uvarint(uint64(s.Len))
+		n := 0
+		if s.Records != nil {
+			for k, v := range s.Records {
+				n++
+				w.bytes([]byte(k))
+				w.bytes(v)
+			}
+		}
+		if n != s.Len {
+			return fmt.Errorf("section %s: Records yielded %d records, Len says %d: %w", s.Name, n, s.Len, store.ErrInvalid)
+		}
+	}
+	if w.err == nil {
+		w.err = bw.Flush()
+	}
+	if w.err != nil {
+		return w.err
+	}
+	_, err := dst.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("snapfile: open directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("snapfile: fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+type writer struct {
+	w   *bufio.Writer
+	buf [binary.MaxVarintLen64]byte
+	err error
+}
+
+func (w *writer) raw(b []byte) {
+	if w.err == nil {
+		_, w.err = w.w.Write(b)
+	}
+}
+
+func (w *writer) uvarint(v uint64) {
+	w.raw(w.buf[:binary.PutUvarint(w.buf[:], v)])
+}
+
+func (w *writer) bytes(b []byte) {
+	w.uvarint(uint64(len(b)))
+	w.raw(b)
+}
+
+// Read reads the snapshot at path. It verifies the checksum of the whole file
+// first, then calls fn for every record in file order, with the header of its
+// section; data is only valid during the call. It returns the headers of all
+// sections, including those without records. A missing file is an error
+// wrapping os.ErrNotExist; an error from fn stops Read and is returned as is.
+func Read(path string, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapfile: read %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("snapfile: read %s: %w", path, err)
+	}
+	return read(path, f, st.Size(), fn)
+}
+
+// ReadFrom is Read over the size bytes of r; name goes into errors.
+func ReadFrom(name string, r io.ReaderAt, size int64, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
+	return read(name, r, size, fn)
+}
+
+func read(name string, r io.ReaderAt, size int64, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
+	corrupt := func(format string, args ...interface{}) error {
+		return fmt.Errorf("snapfile: read %s: %s: %w", name, fmt.Sprintf(format, args...), store.ErrCorrupt)
+	}
+	if size < int64(len(magic))+4+1+4 {
+		return nil, corrupt("file of %d bytes is too short to be a snapshot", size)
+	}
+	body := size - 4
+	// Pass 1: the checksum, so that fn never sees data of a damaged file.
+	crc := crc32.New(castagnoli)
+	if _, err := io.Copy(crc, io.NewSectionReader(r, 0, body)); err != nil {
+		return nil, fmt.Errorf("snapfile: read %s: %w", name, err)
+	}
+	var trailer [4]byte
+	if _, err := r.ReadAt(trailer[:], body); err != nil {
+		return nil, fmt.Errorf("snapfile: read %s: checksum: %w", name, err)
+	}
+	var hdr [len(magic) + 4]byte
+	if _, err := r.ReadAt(hdr[:], 0); err != nil {
+		return nil, fmt.Errorf("snapfile: read %s: %w", name, err)
+	}
+	if string(hdr[:len(magic)]) != magic {
+		return nil, corrupt("not a snapshot file (bad magic %q)", hdr[:len(magic)])
+	}
+	if got, want := binary.BigEndian.Uint32(trailer[:]), crc.Sum32(); got != want {
+		return nil, corrupt("checksum mismatch (stored %08x, computed %08x): the file is truncated or damaged", got, want)
+	}
+	if v := binary.BigEndian.Uint32(hdr[len(magic):]); v != FormatVersion {
+		return nil, fmt.Errorf("snapfile: read %s: format version %d, this build reads %d: %w", name, v, FormatVersion, store.ErrIncompatible)
+	}
+	// Pass 2: parse.
+	p := &parser{r: bufio.NewReaderSize(io.NewSectionReader(r, int64(len(hdr)), body-int64(len(hdr))), 1<<20), left: body - int64(len(hdr))}
+	nsec, err := p.uvarint("section count", uint64(p.left))
+	if err != nil {
+		return nil, corrupt("%v", err)
+	}
+	var headers []Header
+	names := map[string]bool{}
+	var data []byte
+	for i := uint64(0); i < nsec; i++ {
+		hb, err := p.bytes("header", MaxHeaderLen, nil)
+		if err != nil {
+			return nil, corrupt("section %d: %v", i, err)
+		}
+		var h Header
+		if err := json.Unmarshal(hb, &h); err != nil {
+			return nil, corrupt("section %d: header: %v", i, err)
+		}
+		if names[h.Name] {
+			return nil, corrupt("section %d: duplicate store name %q", i, h.Name)
+		}
+		names[h.Name] = true
+		n, err := p.uvarint("record count", uint64(p.left)/2)
+		if err != nil {
+			return nil, corrupt("section %q: %v", h.Name, err)
+		}
+		for j := uint64(0); j < n; j++ {
+			kb, err := p.bytes("key", MaxKeyLen, nil)
+			if err != nil {
+				return nil, corrupt("section %q record %d: %v", h.Name, j, err)
+			}
+			key := string(kb)
+			data, err = p.bytes("data", MaxDataLen, data)
+			if err != nil {
+				return nil, corrupt("section %q record %d (%.80q): %v", h.Name, j, key, err)
+			}
+			if fn != nil {
+				if err := fn(&h, key, data); err != nil {
+					return nil, err
+				}
+			}
+		}
+		headers = append(headers, h)
+	}
+	if p.left != 0 {
+		return nil, corrupt("%d bytes of garbage after the last section", p.left)
+	}
+	return headers, nil
+}
+
+type parser struct {
+	r    *bufio.Reader
+	left int64 // bytes left before the checksum
+}
+
+func (p *parser) uvarint(what string, max uint64) (uint64, error) {
+	v, err := binary.ReadUvarint(&countingReader{p})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", what, err)
+	}
+	if v > max {
+		return 0, fmt.Errorf("%s %d exceeds the bound %d", what, v, max)
+	}
+	return v, nil
+}
+
+// bytes reads a length-prefixed byte string into buf's storage when it fits.
+func (p *parser) bytes(what string, max int64, buf []byte) ([]byte, error) {
+	n, err := p.uvarint(what+" length", uint64(min(max, p.left)))
+	if err != nil {
+		return nil, err
+	}
+	if uint64(cap(buf)) >= n {
+		buf = buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
+	if _, err := io.ReadFull(p.r, buf); err != nil {
+		return nil, fmt.Errorf("%s: %v", what, err)
+	}
+	p.left -= int64(n)
+	return buf, nil
+}
+
+type countingReader struct{ p *parser }
+
+func (c *countingReader) ReadByte() (byte, error) {
+	if c.p.left <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	b, err := c.p.r.ReadByte()
+	if err == nil {
+		c.p.left--
+	} else if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return b, err
+}
