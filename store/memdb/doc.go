@@ -38,6 +38,10 @@
 // Objects are stored as given, not copied: callers must treat objects they
 // stored or read as read-only, as with client-go's indexer.
 //
+// Stores implement store.Exporter when opened with Options.Codec: Export
+// encodes the objects of one read transaction and returns the resume point
+// of that same transaction, while writes go on.
+//
 // # Errors
 //
 // See package store. Bad input (nil objects, key and index function errors
@@ -49,8 +53,13 @@
 //
 // # Caveats
 //
-// Reads are slower than client-go's indexer (a radix tree walk and a few
-// allocations per Get instead of a map lookup), and every write allocates
-// new tree nodes; see the benchmarks. Pick the memory backend for speed, this
-// one for reads that must see one consistent state.
+// This backend trades speed for snapshot reads. A Get is a radix tree walk
+// plus go-memdb's per-transaction allocations (about 2.5 us and 6
+// allocations, against 60 ns for client-go's map). Writes copy the radix
+// nodes on the path to every changed row: each put rewrites its object row
+// and all its index entry rows, because entries carry the object so that
+// ByIndex needs no second lookup. Expect tens of microseconds per object;
+// batching writes in one Commit shares the copies of upper nodes. Pick the
+// memory backend for speed, this one for reads that must see one consistent
+// state.
 package memdb

@@ -72,9 +72,11 @@ func New(opts *store.Options) (store.Store, error) {
 			Scope:         o.Scope,
 		},
 		keyFunc: o.KeyFunc,
+		codec:   o.Codec,
 	}
 	if o.Codec != nil {
-		// Objects are kept decoded; the codec only identifies them.
+		// Objects are kept decoded; the codec identifies them and encodes
+		// them for Export.
 		s.info.Codec, s.info.Type = o.Codec.Name(), o.Codec.Type()
 	}
 	s.db.Store(db)
@@ -87,6 +89,7 @@ func New(opts *store.Options) (store.Store, error) {
 type memStore struct {
 	info    store.Info // static parts; ResourceVersion and Indexes come from the meta row
 	keyFunc cache.KeyFunc
+	codec   store.Codec // nil unless given in Options; only Export uses it
 
 	// db is nil once the store is closed, so a closed store lets its
 	// contents be garbage collected. Writers check it again after taking
@@ -95,7 +98,10 @@ type memStore struct {
 	db atomic.Pointer[memdb.MemDB]
 }
 
-var _ store.Store = (*memStore)(nil)
+var (
+	_ store.Store    = (*memStore)(nil)
+	_ store.Exporter = (*memStore)(nil)
+)
 
 func (s *memStore) closedErr(op string) error {
 	return fmt.Errorf("store: %s %s: %w", op, s.info.Name, store.ErrClosed)
@@ -134,6 +140,47 @@ func (s *memStore) Close() error {
 	return nil
 }
 
+// Export implements store.Exporter: the records of one read transaction,
+// encoded with Options.Codec, and the Info (resume point, index names) of
+// that same transaction. Writes go on meanwhile.
+func (s *memStore) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
+	if s.codec == nil {
+		return store.Info{}, fmt.Errorf("store: export %s: the store was opened without Options.Codec, which export needs: %w", s.info.Name, store.ErrInvalid)
+	}
+	txn, ok := s.readTxn()
+	if !ok {
+		return store.Info{}, s.closedErr("export")
+	}
+	info := s.infoOf(txn)
+	it, err := txn.Get(tableObjects, indexID)
+	if err != nil {
+		return store.Info{}, fmt.Errorf("store: export %s: memdb: %w", s.info.Name, err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return store.Info{}, fmt.Errorf("store: export %s: %w", s.info.Name, err)
+		}
+		r := raw.(*objectRow)
+		data, err := s.codec.Encode(r.obj)
+		if err != nil {
+			return store.Info{}, fmt.Errorf("store: export %s: encode %s with %s codec: %w", s.info.Name, r.key, s.codec.Name(), err)
+		}
+		if err := fn(store.Record{Key: r.key, Data: data, Values: r.vals}); err != nil {
+			return store.Info{}, fmt.Errorf("store: export %s: %w", s.info.Name, err)
+		}
+	}
+	return info, nil
+}
+
+// infoOf returns the Info of txn's snapshot.
+func (s *memStore) infoOf(txn *memdb.Txn) store.Info {
+	info := s.info
+	m := metaOf(txn)
+	info.ResourceVersion = m.rv
+	info.Indexes = append([]string{}, m.set.Names()...)
+	return info
+}
+
 // Info implements store.Store.
 func (s *memStore) Info() store.Info {
 	info := s.info
@@ -141,10 +188,7 @@ func (s *memStore) Info() store.Info {
 	if !ok {
 		return info
 	}
-	m := metaOf(txn)
-	info.ResourceVersion = m.rv
-	info.Indexes = append([]string{}, m.set.Names()...)
-	return info
+	return s.infoOf(txn)
 }
 
 // ResourceVersion implements store.Store.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/memdb"
 )
@@ -584,4 +585,58 @@ func TestUnusualIndexValues(t *testing.T) {
 		}
 	}
 	compareWithClientGo(t, s, ref, objs[1:])
+}
+
+func TestExport(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := memdb.New(&store.Options{Name: "pods", Codec: codec, Indexers: cache.Indexers{"tags": tagsIndexFunc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []*corev1.Pod{newPod("ns", "a", "1", "tags=x,y"), newPod("ns", "b", "2")}
+	if err := s.Replace([]interface{}{objs[0], objs[1]}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	type rec struct {
+		Key    string
+		Name   string
+		Values [][]string
+	}
+	var got []rec
+	info, err := s.(store.Exporter).Export(t.Context(), func(r store.Record) error {
+		obj, err := codec.Decode(r.Data)
+		if err != nil {
+			return err
+		}
+		got = append(got, rec{r.Key, obj.(*corev1.Pod).Name, r.Values})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	want := []rec{{"ns/a", "a", [][]string{{"x", "y"}}}, {"ns/b", "b", [][]string{nil}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("exported records (-want +got):\n%s", diff)
+	}
+	if info.ResourceVersion != "2" || info.Name != "pods" || info.Codec != "protobuf" || !cmp.Equal(info.Indexes, []string{"tags"}) {
+		t.Errorf("Export info = %+v; want name pods, codec protobuf, resourceVersion 2, indexes [tags]", info)
+	}
+	stop := errors.New("stop")
+	if _, err := s.(store.Exporter).Export(t.Context(), func(store.Record) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("Export whose callback fails: error = %v; want the callback's", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.(store.Exporter).Export(t.Context(), func(store.Record) error { return nil }); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Export after Close: error = %v; want ErrClosed", err)
+	}
+
+	noCodec := open(t, nil)
+	if _, err := noCodec.(store.Exporter).Export(t.Context(), func(store.Record) error { return nil }); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("Export without a codec: error = %v; want ErrInvalid", err)
+	}
 }

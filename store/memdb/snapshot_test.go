@@ -7,9 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/memdb"
 )
@@ -34,7 +36,15 @@ func TestSnapshotReads(t *testing.T) {
 		commits  = 60
 		minReads = 100 // per reader, so reads overlap many commits
 	)
-	s := open(t, cache.Indexers{"gen": labelIndexFunc("gen")})
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := memdb.New(&store.Options{Indexers: cache.Indexers{"gen": labelIndexFunc("gen")}, Codec: codec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	generation := func(g int) []store.Op {
 		ops := make([]store.Op, objects)
 		for i := range ops {
@@ -81,6 +91,34 @@ func TestSnapshotReads(t *testing.T) {
 			for _, o := range objs {
 				if got := genOf(t, o); got != vals[0] {
 					t.Errorf("ByIndex(gen, %s) returned an object of generation %s", vals[0], got)
+					return
+				}
+			}
+		},
+		func() { // Export: records, index values and resume point of one state.
+			var gens []string
+			info, err := s.(store.Exporter).Export(t.Context(), func(r store.Record) error {
+				obj, err := codec.Decode(r.Data)
+				if err != nil {
+					return err
+				}
+				g := genOf(t, obj)
+				if len(r.Values) != 1 || len(r.Values[0]) != 1 || r.Values[0][0] != g {
+					return fmt.Errorf("record %s of generation %s has index values %q", r.Key, g, r.Values)
+				}
+				gens = append(gens, g)
+				return nil
+			})
+			if err != nil {
+				t.Errorf("Export: %v", err)
+				return
+			}
+			if len(gens) != objects {
+				t.Errorf("Export handed out %d records; want %d", len(gens), objects)
+			}
+			for _, g := range gens {
+				if g != info.ResourceVersion {
+					t.Errorf("Export handed out a record of generation %s with resume point %s", g, info.ResourceVersion)
 					return
 				}
 			}
