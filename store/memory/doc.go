@@ -1,23 +1,61 @@
 // Package memory is the in-memory informerdb backend: plain maps, as fast as
-// client-go's indexer. Import it for its side effect of registering the
-// memory:// scheme.
+// client-go's indexer, optionally saved to a snapshot file. Import it for its
+// side effect of registering the memory:// scheme.
 //
 // # URLs
 //
-//	memory://            a store that lives as long as the process
+//	memory://                                   a store that lives as long as the process
+//	memory:///abs/path/cache.snap               loaded from the file on Open, saved on Close
+//	memory:///abs/path/cache.snap?snapshot_interval=30s   also saved every 30s
+//
+// snapshot_interval overrides store.Options.SnapshotInterval. Other
+// parameters are rejected. [New] and [NewFile] are the direct constructors.
+//
+// One file holds any number of stores, one per Options.Name; the stores of
+// one file opened in one process share its state, and a snapshot written by
+// any of them saves all of them. A file store needs Options.Codec: snapshots
+// hold encoded objects, and Open decodes them and rebuilds the indexes.
 //
 // # Durability
 //
 // Without a file, nothing survives the process: the resume point is lost with
 // it, and the informer lists again on start.
 //
+// With a file, what survives is the last snapshot: the one written by Close,
+// or the last periodic one. Each snapshot is a point in time: the objects and
+// the resume point of every store as committed at one instant, written to a
+// temporary file that is fsynced and renamed over the old one (the directory
+// is fsynced too), so kill -9 or a power loss at any instant leaves the old
+// snapshot or the new one, both complete, and never a resume point ahead of
+// its objects. Commits after the last snapshot are lost by a crash; the
+// informer then resumes from the older resume point and receives them again.
+// store.Options.Durability does not apply: commits never wait for the disk.
+//
 // # Concurrency
 //
 // Stores are safe for concurrent use. Reads take a read lock and never wait
-// for encoding or I/O; writes are serialized.
+// for encoding or I/O; writes are serialized per store. In file mode, a
+// commit also records the object's encoding, and a snapshot copies the
+// committed state under a short lock and writes it without blocking commits.
 //
 // # Errors
 //
-// See package store. Bad input (nil objects, key and index function errors)
-// returns an error wrapping store.ErrInvalid and leaves the store unchanged.
+// See package store. Bad input (nil objects, key and index function errors,
+// objects the codec cannot encode in file mode) returns an error wrapping
+// store.ErrInvalid and leaves the store unchanged. A truncated or damaged
+// snapshot fails Open with store.ErrCorrupt naming the file; a snapshot
+// written with another codec, object type or key function fails it with
+// store.ErrIncompatible. Opening a name that is already open in the process
+// is store.ErrInUse.
+//
+// # Caveats
+//
+//   - Nothing guards a snapshot file against a second process: two processes
+//     using one file overwrite each other's snapshots (the last Close wins).
+//   - Every snapshot rewrites the whole file, and file mode keeps each
+//     object's encoding besides the decoded object (about a fifth more
+//     memory for Pods): snapshot_interval trades write volume for how much a
+//     crash loses.
+//   - A memory store without a file keeps objects as given, without encoding
+//     them, so it does not reject objects its codec could not encode.
 package memory

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -12,7 +13,8 @@ import (
 // Scheme is the URL scheme of this backend.
 const Scheme = "memory"
 
-// FormatVersion is the version of the snapshot file format.
+// FormatVersion is the version of the records in snapshot files: the
+// codec's encoding of each object under its key.
 const FormatVersion = 1
 
 func init() {
@@ -21,21 +23,51 @@ func init() {
 
 func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
 	p := store.NewParams(u)
+	opts.SnapshotInterval = p.Duration("snapshot_interval", opts.SnapshotInterval)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if u.Host != "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("store: open %s: memory stores take no file yet: %w", u.Redacted(), store.ErrInvalid)
+	if u.Host != "" || u.Opaque != "" {
+		return nil, fmt.Errorf("store: open %s: want memory:// or memory:///absolute/path/file.snap (three slashes): %w", u.Redacted(), store.ErrInvalid)
 	}
-	return New(&opts)
+	if u.Path == "" || u.Path == "/" {
+		if u.Query().Has("snapshot_interval") {
+			return nil, fmt.Errorf("store: open %s: snapshot_interval needs a file (memory:///path/file.snap): %w", u.Redacted(), store.ErrInvalid)
+		}
+		return New(&opts)
+	}
+	return openFile(ctx, filepath.Clean(u.Path), opts)
 }
 
-// New returns an empty memory store. opts may be nil.
+// New returns an empty memory store that lives as long as the process.
+// opts may be nil.
 func New(opts *store.Options) (store.Store, error) {
 	o, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
+	info := baseInfo(o)
+	// A memory store keeps objects as given; encoding them would only cost.
+	o.Codec = nil
+	return indexer.NewBase(indexer.BaseConfig{Info: info, Persister: nopPersister{}, Options: o})
+}
+
+// NewFile opens the store named opts.Name in the snapshot file at path,
+// creating it on the first snapshot: the objects and resume point of the
+// file's last snapshot are loaded, and a new snapshot is written on Close and
+// every opts.SnapshotInterval. opts.Codec is required.
+func NewFile(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
+	o, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("store: open %s: the snapshot file path must be absolute: %w", path, store.ErrInvalid)
+	}
+	return openFile(ctx, filepath.Clean(path), o)
+}
+
+func baseInfo(o store.Options) store.Info {
 	info := store.Info{
 		Backend:       Scheme,
 		Name:          o.Name,
@@ -46,9 +78,7 @@ func New(opts *store.Options) (store.Store, error) {
 	if o.Codec != nil {
 		info.Codec, info.Type = o.Codec.Name(), o.Codec.Type()
 	}
-	// A memory store keeps objects as given; encoding them would only cost.
-	o.Codec = nil
-	return indexer.NewBase(indexer.BaseConfig{Info: info, Persister: nopPersister{}, Options: o})
+	return info
 }
 
 // nopPersister keeps nothing: the cache is the store.
