@@ -249,11 +249,8 @@ func (s *memStore) List() []interface{} {
 }
 
 func listObjects(txn *memdb.Txn) []interface{} {
-	var list []interface{}
+	list := make([]interface{}, 0, metaOf(txn).count)
 	forEachObject(txn, func(r *objectRow) { list = append(list, r.obj) })
-	if list == nil {
-		list = []interface{}{}
-	}
 	return list
 }
 
@@ -263,7 +260,7 @@ func (s *memStore) ListKeys() []string {
 	if !ok {
 		return nil
 	}
-	list := []string{}
+	list := make([]string, 0, metaOf(txn).count)
 	forEachObject(txn, func(r *objectRow) { list = append(list, r.key) })
 	return list
 }

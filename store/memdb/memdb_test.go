@@ -106,6 +106,7 @@ func compareWithClientGo(t *testing.T, got store.Store, want cache.Indexer, prob
 	if diff := cmp.Diff(sortedKeys(t, want.List()), sortedKeys(t, got.List())); diff != "" {
 		t.Errorf("List keys (-client-go +memdb):\n%s", diff)
 	}
+	checkCount(t, got)
 	for _, k := range want.ListKeys() {
 		wo, wok, _ := want.GetByKey(k)
 		o, ok, err := got.GetByKey(k)
@@ -147,6 +148,15 @@ func compareWithClientGo(t *testing.T, got store.Store, want cache.Indexer, prob
 				t.Errorf("Index(%q, %s) keys (-client-go +memdb):\n%s", name, keyOf(t, p), diff)
 			}
 		}
+	}
+}
+
+// checkCount checks the object count the store records, which sizes List.
+func checkCount(t *testing.T, s store.Store) {
+	t.Helper()
+	keys, _, _, count, ok := memdb.SnapshotForTest(s)
+	if !ok || count != len(keys) {
+		t.Errorf("recorded object count = %d (ok %v); the snapshot holds %d objects", count, ok, len(keys))
 	}
 }
 
@@ -424,6 +434,7 @@ func TestResumePointAndReplace(t *testing.T) {
 		if diff := cmp.Diff(wantKeys, sorted(s.ListKeys()), cmpNilEmpty); diff != "" {
 			t.Errorf("%s: keys (-want +got):\n%s", name, diff)
 		}
+		checkCount(t, s)
 	}
 	step("new", func() error { return nil }, "", nil)
 	step("add", func() error { return s.Add(newPod("ns", "a", "3")) }, "", []string{"ns/a"})

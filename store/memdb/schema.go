@@ -46,10 +46,13 @@ type entryRow struct {
 }
 
 // metaRow is the state that must agree with the objects and entries of a
-// snapshot: the resume point and the index set the entries were made with.
+// snapshot: the resume point, the index set the entries were made with, and
+// the number of objects (go-memdb does not expose a table's size, and List
+// sizes its result with it).
 type metaRow struct {
-	rv  string
-	set *indexer.IndexSet
+	rv    string
+	set   *indexer.IndexSet
+	count int
 }
 
 // entryPrefix appends the encoding of index and, when withValue, value to b.

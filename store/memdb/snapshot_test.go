@@ -124,9 +124,9 @@ func TestSnapshotReads(t *testing.T) {
 			}
 		},
 		func() { // Objects and resume point of one snapshot agree.
-			keys, objs, rv, ok := memdb.SnapshotForTest(s)
-			if !ok || len(keys) != objects {
-				t.Errorf("snapshot: %d keys, ok %v; want %d keys", len(keys), ok, objects)
+			keys, objs, rv, count, ok := memdb.SnapshotForTest(s)
+			if !ok || len(keys) != objects || count != objects {
+				t.Errorf("snapshot: %d keys, recorded count %d, ok %v; want %d keys", len(keys), count, ok, objects)
 				return
 			}
 			for _, o := range objs {

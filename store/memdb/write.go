@@ -84,6 +84,7 @@ func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv stri
 // Prepare, only a broken schema could cause one.
 func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replace bool) error {
 	names := m.set.Names()
+	count := m.count
 	// current holds the rows of keys this write already changed (nil for
 	// deleted), which r does not see.
 	var current map[string]*objectRow
@@ -106,6 +107,7 @@ func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replac
 				return err
 			}
 			current[row.key] = nil
+			count--
 		}
 	}
 	for i := range ps {
@@ -124,6 +126,9 @@ func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replac
 			if err != nil {
 				return err
 			}
+			if old == nil {
+				count++
+			}
 			if current != nil {
 				current[p.Key] = row
 			}
@@ -132,14 +137,19 @@ func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replac
 				if err := deleteRow(w, names, old); err != nil {
 					return err
 				}
+				count--
 			}
 			if current != nil {
 				current[p.Key] = nil
 			}
 		}
 	}
-	if rv != "" {
-		if err := w.Insert(tableMeta, &metaRow{rv: rv, set: m.set}); err != nil {
+	if rv != "" || count != m.count {
+		next := &metaRow{rv: m.rv, set: m.set, count: count}
+		if rv != "" {
+			next.rv = rv
+		}
+		if err := w.Insert(tableMeta, next); err != nil {
 			return err
 		}
 	}
@@ -305,7 +315,7 @@ func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
 			return fmt.Errorf("store: add indexers: memdb: %w", err)
 		}
 	}
-	if err := txn.Insert(tableMeta, &metaRow{rv: m.rv, set: set}); err != nil {
+	if err := txn.Insert(tableMeta, &metaRow{rv: m.rv, set: set, count: m.count}); err != nil {
 		return fmt.Errorf("store: add indexers: memdb: %w", err)
 	}
 	txn.Commit()
