@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"sync/atomic"
 
@@ -27,22 +28,35 @@ func init() {
 
 func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
 	p := store.NewParams(u)
+	opts.SnapshotInterval = p.Duration("snapshot_interval", opts.SnapshotInterval)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if u.Host != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
-		return nil, fmt.Errorf("store: open %s: memdb stores take no host or file (only memdb:// is supported): %w", u.Redacted(), store.ErrInvalid)
+	if u.Host != "" || u.Opaque != "" {
+		return nil, fmt.Errorf("store: open %s: want memdb:// or memdb:///absolute/path/file.snap (three slashes): %w", u.Redacted(), store.ErrInvalid)
 	}
-	return New(&opts)
+	if u.Path == "" || u.Path == "/" {
+		if u.Query().Has("snapshot_interval") {
+			return nil, fmt.Errorf("store: open %s: snapshot_interval needs a file (memdb:///path/file.snap): %w", u.Redacted(), store.ErrInvalid)
+		}
+		return New(&opts)
+	}
+	return openFile(ctx, filepath.Clean(u.Path), opts)
 }
 
-// New returns an empty store kept in a go-memdb database. opts may be nil.
-// The store is safe for concurrent use; see the package documentation.
+// New returns an empty store kept in a go-memdb database, without a file.
+// opts may be nil. The store is safe for concurrent use; see the package
+// documentation.
 func New(opts *store.Options) (store.Store, error) {
 	o, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
+	return newStore(o)
+}
+
+// newStore returns an empty store for o, which has its defaults filled in.
+func newStore(o store.Options) (*memStore, error) {
 	set, err := indexer.NewIndexSet(o.Indexers)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", o.Name, err)
@@ -89,7 +103,12 @@ func New(opts *store.Options) (store.Store, error) {
 type memStore struct {
 	info    store.Info // static parts; ResourceVersion and Indexes come from the meta row
 	keyFunc cache.KeyFunc
-	codec   store.Codec // nil unless given in Options; only Export uses it
+	codec   store.Codec // nil unless given in Options; Export uses it
+	// fileCodec encodes every put in file mode (nil without a file), so a
+	// snapshot only copies bytes and an object the codec rejects fails its
+	// write, not a later snapshot.
+	fileCodec store.Codec
+	file      *fileHandle // nil without a file
 
 	// db is nil once the store is closed, so a closed store lets its
 	// contents be garbage collected. Writers check it again after taking
@@ -127,16 +146,30 @@ func metaOf(txn *memdb.Txn) *metaRow {
 	return raw.(*metaRow)
 }
 
-// Close implements store.Store.
+// Close implements store.Store. In file mode it writes a last snapshot, and
+// returns the error of that write.
 func (s *memStore) Close() error {
 	db := s.db.Load()
 	if db == nil {
 		return nil
 	}
-	// Wait for a running write: it commits before the store closes.
+	// Wait for a running write: it commits before the store closes. A
+	// concurrent Close waits here too, then finds the store closed.
 	txn := db.Txn(true)
-	s.db.CompareAndSwap(db, nil)
+	if s.db.Load() != db {
+		txn.Abort()
+		return nil
+	}
+	if s.file != nil {
+		// Hand the final state to the file before letting go of the
+		// database, so a snapshot running meanwhile still finds it.
+		s.file.freeze(db.Txn(false))
+	}
+	s.db.Store(nil)
 	txn.Abort()
+	if s.file != nil {
+		return s.file.close()
+	}
 	return nil
 }
 

@@ -528,7 +528,9 @@ func TestOpenURL(t *testing.T) {
 		{"memdb://?durability=sync", store.ErrInvalid},
 		{"memdb://?bogus=1", store.ErrInvalid},
 		{"memdb://somehost", store.ErrInvalid},
-		{"memdb:///var/lib/x.snap", store.ErrInvalid},
+		{"memdb:///var/lib/x.snap", store.ErrInvalid}, // no codec
+		{"memdb://?snapshot_interval=1s", store.ErrInvalid},
+		{"memdb:///tmp/x.snap?snapshot_interval=-1s", store.ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.url, func(t *testing.T) {
@@ -537,7 +539,7 @@ func TestOpenURL(t *testing.T) {
 				t.Fatalf("Open(%q) error = %v; want %v", tc.url, err, tc.wantErr)
 			}
 			if err != nil {
-				if !strings.HasPrefix(err.Error(), "store: open memdb://") {
+				if !strings.HasPrefix(err.Error(), "store: open ") || !strings.Contains(err.Error(), "memdb://") {
 					t.Errorf("error %q does not name the operation and URL", err)
 				}
 				return

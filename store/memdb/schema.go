@@ -33,6 +33,9 @@ type objectRow struct {
 	// later update or delete can remove the object's entries without
 	// calling index functions on the old object again.
 	vals [][]string
+	// data is the object's encoding in file mode, for snapshots; nil
+	// without a file.
+	data []byte
 }
 
 // entryRow is one index entry: the object under key has value among its

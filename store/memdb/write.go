@@ -55,7 +55,7 @@ func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv stri
 	}
 	set := metaOf(txn).set
 	for {
-		p := indexer.Preparer{KeyFunc: s.keyFunc, Indexes: set}
+		p := indexer.Preparer{KeyFunc: s.keyFunc, Indexes: set, Codec: s.fileCodec}
 		ps, err := p.Prepare(op, ops)
 		if err != nil {
 			return err
@@ -159,7 +159,7 @@ func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replac
 // putRow stores p's object and its index entries, replacing old (nil when the
 // key is new) and the entries old no longer has.
 func putRow(txn *memdb.Txn, names []string, old *objectRow, p *indexer.Prepared) (*objectRow, error) {
-	row := &objectRow{id: []byte(p.Key), key: p.Key, obj: p.Object, vals: p.Values}
+	row := &objectRow{id: []byte(p.Key), key: p.Key, obj: p.Object, vals: p.Values, data: p.Data}
 	if err := txn.Insert(tableObjects, row); err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	newNames := set.Names()
 	for n, r := range rows {
-		row := &objectRow{id: r.id, key: r.key, obj: r.obj, vals: vals[n]}
+		row := &objectRow{id: r.id, key: r.key, obj: r.obj, vals: vals[n], data: r.data}
 		if err := txn.Insert(tableObjects, row); err != nil {
 			return fmt.Errorf("store: add indexers: memdb: %w", err)
 		}
