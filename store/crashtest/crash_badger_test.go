@@ -1,0 +1,16 @@
+package crashtest
+
+import (
+	_ "github.com/informerdb/informerdb/store/badger"
+)
+
+// badger syncs every commit by default: every acknowledged batch survives.
+func init() {
+	backends = append(backends,
+		backend{
+			name:    "badger",
+			url:     func(dir string) string { return "badger://" + dir },
+			durable: true,
+		},
+	)
+}
