@@ -109,7 +109,19 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		return nil, err
 	}
 	info.ResourceVersion = sp.resourceVersion()
-	return indexer.NewBase(indexer.BaseConfig{Info: info, Persister: sp, Options: o, Cache: c})
+	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: sp, Options: o, Cache: c})
+	if err != nil {
+		return nil, err
+	}
+	return &defaultStore{Base: base, sp: sp}, nil
+}
+
+// defaultStore is the store of the default mode: indexer.Base serving reads
+// from decoded objects, writing through the space. It is safe for
+// concurrent use.
+type defaultStore struct {
+	*indexer.Base
+	sp *space
 }
 
 // load decodes every object of sp into a cache over set, with its stored

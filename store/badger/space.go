@@ -503,7 +503,13 @@ func (s *space) Close() error {
 // and the transaction are taken together under mu, so a concurrent switch
 // (which deletes the old generation only after changing k) cannot pull the
 // data from under fn: badger transactions are snapshots.
-func (s *space) view(fn func(txn *badger.Txn, k keys, names []string) error) error {
+func (s *space) view(fn func(txn *badger.Txn, k keys, names []string) error) (err error) {
+	// badger may panic on damaged files it reads lazily (bounded mode).
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("badger panicked reading %s (delete the directory to start over; informers relist): %w: %v", s.where(), store.ErrCorrupt, r)
+		}
+	}()
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
