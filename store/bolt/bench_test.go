@@ -1,0 +1,394 @@
+package bolt_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/bolt"
+)
+
+// benchPodsEnv sets how many Pods the open and read benchmarks load
+// (default 10,000; the figure is 100,000).
+const benchPodsEnv = "INFORMERDB_BENCH_PODS"
+
+func benchPods(b *testing.B) int {
+	if v := os.Getenv(benchPodsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want a positive integer", benchPodsEnv, v)
+		}
+		return n
+	}
+	return 10000
+}
+
+// realisticPod is a Pod of a Deployment's ReplicaSet, 2-4 KiB in protobuf:
+// labels, annotations, owner reference, two containers with env, ports,
+// resources and probes, and a status with conditions.
+func realisticPod(i int) *corev1.Pod {
+	ns := fmt.Sprintf("team-%02d", i%50)
+	app := fmt.Sprintf("app-%03d", i%400)
+	env := func(n int) []corev1.EnvVar {
+		var out []corev1.EnvVar
+		for j := range n {
+			out = append(out, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%02d", j), Value: fmt.Sprintf("value-%d-%d-%s", i, j, strings.Repeat("v", 20))})
+		}
+		return out
+	}
+	container := func(name string, nenv int) corev1.Container {
+		return corev1.Container{
+			Name:  name,
+			Image: "registry.example.com/" + app + "/" + name + ":v1.2." + strconv.Itoa(i%10),
+			Args:  []string{"--config=/etc/" + name + "/config.yaml", "--v=2", "--listen=:8080"},
+			Env:   env(nenv),
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+			},
+			VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + name}, {Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 10},
+		}
+	}
+	now := metav1.Unix(1700000000+int64(i), 0)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              fmt.Sprintf("%s-7d9f8b6c5-%05d", app, i),
+			Namespace:         ns,
+			UID:               types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i)),
+			ResourceVersion:   strconv.Itoa(1000 + i),
+			CreationTimestamp: now,
+			Labels:            map[string]string{"app": app, "pod-template-hash": "7d9f8b6c5", "tier": "backend"},
+			Annotations:       map[string]string{"prometheus.io/scrape": "true", "kubectl.kubernetes.io/restartedAt": now.String()},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-7d9f8b6c5",
+				UID: types.UID(fmt.Sprintf("11111111-0000-4000-8000-%012d", i%400)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			Containers:         []corev1.Container{container("main", 12), container("sidecar", 4)},
+			NodeName:           fmt.Sprintf("node-%03d", i%200),
+			ServiceAccountName: app,
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}},
+				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}}}}}},
+			},
+			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)}},
+		},
+		Status: corev1.PodStatus{
+			Phase:  corev1.PodRunning,
+			HostIP: fmt.Sprintf("10.0.%d.%d", i%200/250, i%250), PodIP: fmt.Sprintf("10.1.%d.%d", i/250%250, i%250),
+			StartTime: &now,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "main", Ready: true, Image: "registry.example.com/" + app + "/main:v1", ImageID: "registry.example.com/" + app + "/main@sha256:" + strings.Repeat("a", 64), ContainerID: "containerd://" + strings.Repeat("b", 64)},
+				{Name: "sidecar", Ready: true, Image: "registry.example.com/" + app + "/sidecar:v1", ImageID: "registry.example.com/" + app + "/sidecar@sha256:" + strings.Repeat("c", 64), ContainerID: "containerd://" + strings.Repeat("d", 64)},
+			},
+		},
+	}
+}
+
+func benchIndexers() cache.Indexers {
+	return cache.Indexers{
+		cache.NamespaceIndex:    cache.MetaNamespaceIndexFunc,
+		indexer.ControllerIndex: indexer.ControllerIndexFunc,
+		"app":                   indexer.LabelIndexFunc("app"),
+	}
+}
+
+func benchOptions(cacheSize int) *store.Options {
+	return &store.Options{Name: "v1/pods", Codec: mustCodec(), Indexers: benchIndexers(), CacheSize: cacheSize}
+}
+
+// loadFile writes n realistic Pods into a new store file and returns its
+// path and the Pods' keys.
+func loadFile(b *testing.B, n int) (string, []string) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "pods.db")
+	s, err := bolt.Open(b.Context(), path, benchOptions(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const batch = 5000
+	keys := make([]string, 0, n)
+	for lo := 0; lo < n; lo += batch {
+		var ops []store.Op
+		for i := lo; i < min(lo+batch, n); i++ {
+			p := realisticPod(i)
+			ops = append(ops, store.Op{Type: store.OpPut, Object: p})
+			keys = append(keys, p.Namespace+"/"+p.Name)
+		}
+		if err := s.Commit(b.Context(), store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(lo)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return path, keys
+}
+
+// BenchmarkCommit measures group-committed writes: Commits of 1,000 new
+// Pods each, durable (fsync per Commit). client-go's indexer adding the same
+// objects in memory is the reference.
+func BenchmarkCommit(b *testing.B) {
+	const perCommit = 1000
+	pods := make([]*corev1.Pod, perCommit)
+	size := 0
+	for i := range pods {
+		pods[i] = realisticPod(i)
+		data, _ := pods[i].Marshal()
+		size += len(data)
+	}
+	b.Logf("%d Pods per Commit, %d bytes each on average in protobuf", perCommit, size/perCommit)
+	rename := func(p *corev1.Pod, round int) *corev1.Pod {
+		c := p.DeepCopy()
+		c.Name = fmt.Sprintf("%s-r%d", p.Name, round)
+		return c
+	}
+	b.Run("impl=bolt", func(b *testing.B) {
+		s, err := bolt.Open(b.Context(), filepath.Join(b.TempDir(), "pods.db"), benchOptions(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		round := 0
+		for b.Loop() {
+			b.StopTimer()
+			ops := make([]store.Op, perCommit)
+			for i, p := range pods {
+				ops[i] = store.Op{Type: store.OpPut, Object: rename(p, round)}
+			}
+			round++
+			b.StartTimer()
+			if err := s.Commit(b.Context(), store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(round)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*perCommit)/b.Elapsed().Seconds(), "objects/s")
+	})
+	b.Run("impl=client-go", func(b *testing.B) {
+		idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, benchIndexers())
+		round := 0
+		for b.Loop() {
+			b.StopTimer()
+			objs := make([]*corev1.Pod, perCommit)
+			for i, p := range pods {
+				objs[i] = rename(p, round)
+			}
+			round++
+			b.StartTimer()
+			for _, o := range objs {
+				if err := idx.Add(o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.N*perCommit)/b.Elapsed().Seconds(), "objects/s")
+	})
+}
+
+// BenchmarkOpen measures a restart: open a file of N Pods and have every one
+// readable. client-go's reference is what a relist costs it locally:
+// decoding N Pods from protobuf and adding them to a new indexer (without
+// the API server and the network).
+func BenchmarkOpen(b *testing.B) {
+	n := benchPods(b)
+	path, keys := loadFile(b, n)
+	last := keys[len(keys)-1]
+	b.Run(fmt.Sprintf("impl=bolt/pods=%d", n), func(b *testing.B) {
+		for b.Loop() {
+			s, err := bolt.Open(b.Context(), path, benchOptions(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok, err := s.GetByKey(last); !ok || err != nil {
+				b.Fatalf("GetByKey(%q) = %v, %v after open", last, ok, err)
+			}
+			s.Close()
+		}
+	})
+	b.Run(fmt.Sprintf("impl=bolt-bounded/pods=%d", n), func(b *testing.B) {
+		for b.Loop() {
+			s, err := bolt.Open(b.Context(), path, benchOptions(1000))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok, err := s.GetByKey(last); !ok || err != nil {
+				b.Fatalf("GetByKey(%q) = %v, %v after open", last, ok, err)
+			}
+			s.Close()
+		}
+	})
+	encoded := make([][]byte, n)
+	for i := range encoded {
+		encoded[i], _ = realisticPod(i).Marshal()
+	}
+	b.Run(fmt.Sprintf("impl=client-go/pods=%d", n), func(b *testing.B) {
+		for b.Loop() {
+			idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, benchIndexers())
+			list := make([]interface{}, n)
+			for i, data := range encoded {
+				p := &corev1.Pod{}
+				if err := p.Unmarshal(data); err != nil {
+					b.Fatal(err)
+				}
+				list[i] = p
+			}
+			if err := idx.Replace(list, "1"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRead measures Get and ByIndex in the default mode, the bounded
+// mode (cache=1000, keys spread over the whole store so most Gets decode),
+// and client-go's indexer holding the same Pods.
+func BenchmarkRead(b *testing.B) {
+	n := benchPods(b)
+	path, keys := loadFile(b, n)
+	type impl struct {
+		name  string
+		store cache.Indexer
+	}
+	var impls []impl
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"bolt", 0}, {"bolt-bounded", 1000}} {
+		s, err := bolt.Open(b.Context(), path, benchOptions(c.size))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		impls = append(impls, impl{c.name, s})
+	}
+	idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, benchIndexers())
+	for i := range n {
+		if err := idx.Add(realisticPod(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	impls = append(impls, impl{"client-go", idx})
+	for _, im := range impls {
+		b.Run("op=Get/impl="+im.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				// A stride coprime with n visits every key.
+				k := keys[(i*7919)%len(keys)]
+				i++
+				if _, ok, err := im.store.GetByKey(k); !ok || err != nil {
+					b.Fatalf("GetByKey(%q) = %v, %v", k, ok, err)
+				}
+			}
+		})
+	}
+	for _, im := range impls {
+		b.Run("op=ByIndex/impl="+im.name, func(b *testing.B) {
+			i := 0
+			objs := 0
+			for b.Loop() {
+				// One ReplicaSet's Pods: n/400 of them.
+				v := indexer.ControllerIndexValue("ReplicaSet", fmt.Sprintf("team-%02d", i%400%50), fmt.Sprintf("app-%03d-7d9f8b6c5", i%400))
+				i++
+				list, err := im.store.ByIndex(indexer.ControllerIndex, v)
+				if err != nil || len(list) == 0 {
+					b.Fatalf("ByIndex(controller, %q) = %d objects, %v", v, len(list), err)
+				}
+				objs += len(list)
+			}
+			b.ReportMetric(float64(objs)/float64(b.N), "objects/op")
+		})
+	}
+}
+
+// BenchmarkHeap reports the live heap of a bounded store (cache=1000) after
+// it has served reads of every Pod, against client-go's indexer holding the
+// same Pods. Each iteration builds the store anew; the metric is the heap
+// in use after a GC, with the store open.
+func BenchmarkHeap(b *testing.B) {
+	n := benchPods(b)
+	path, keys := loadFile(b, n)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	measure := func(b *testing.B, hold func() (interface{}, func())) {
+		var total uint64
+		for b.Loop() {
+			before := heap()
+			x, done := hold()
+			after := heap()
+			runtime.KeepAlive(x)
+			done()
+			if after > before {
+				total += after - before
+			}
+		}
+		b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "heap-MiB")
+		b.ReportMetric(float64(total)/float64(b.N)/float64(n), "heap-B/object")
+	}
+	b.Run(fmt.Sprintf("impl=bolt-bounded/cache=1000/pods=%d", n), func(b *testing.B) {
+		measure(b, func() (interface{}, func()) {
+			s, err := bolt.Open(b.Context(), path, benchOptions(1000))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, k := range keys {
+				if _, ok, err := s.GetByKey(k); !ok || err != nil {
+					b.Fatalf("GetByKey(%q) = %v, %v", k, ok, err)
+				}
+			}
+			return s, func() { s.Close() }
+		})
+	})
+	b.Run(fmt.Sprintf("impl=bolt/pods=%d", n), func(b *testing.B) {
+		measure(b, func() (interface{}, func()) {
+			s, err := bolt.Open(b.Context(), path, benchOptions(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s, func() { s.Close() }
+		})
+	})
+	b.Run(fmt.Sprintf("impl=client-go/pods=%d", n), func(b *testing.B) {
+		measure(b, func() (interface{}, func()) {
+			// Objects decoded from protobuf, as an informer gets them.
+			idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, benchIndexers())
+			for i := range n {
+				data, err := realisticPod(i).Marshal()
+				if err != nil {
+					b.Fatal(err)
+				}
+				p := &corev1.Pod{}
+				if err := p.Unmarshal(data); err != nil {
+					b.Fatal(err)
+				}
+				if err := idx.Add(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return idx, func() {}
+		})
+	})
+}

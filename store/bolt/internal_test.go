@@ -1,0 +1,267 @@
+package bolt
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	long := strings.Repeat("k", maxInline+1)
+	for _, tc := range []struct {
+		name string
+		key  string
+		vals [][]string
+	}{
+		{"no indexes", "ns/a", nil},
+		{"empty values", "ns/a", [][]string{nil, nil}},
+		{"values", "ns/a", [][]string{{"ns"}, {"x", "", "nul\x00"}}},
+		{"long key", long, [][]string{{strings.Repeat("v", 70000)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := encodeRecord(tc.key, tc.vals)
+			gotKey, gotVals, err := decodeRecord(rec, len(tc.vals))
+			if err != nil {
+				t.Fatalf("decodeRecord: %v", err)
+			}
+			wantKey := ""
+			if len(tc.key) > maxInline {
+				wantKey = tc.key
+			}
+			if gotKey != wantKey {
+				t.Errorf("key %q; want %q", short(gotKey), short(wantKey))
+			}
+			// Empty and nil value lists are the same to an index.
+			want := tc.vals
+			for i := range want {
+				if len(want[i]) == 0 {
+					want[i] = nil
+				}
+			}
+			if diff := cmp.Diff(want, gotVals); diff != "" {
+				t.Errorf("values (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func short(s string) string {
+	if len(s) > 40 {
+		return fmt.Sprintf("%s...(%d bytes)", s[:40], len(s))
+	}
+	return s
+}
+
+func TestDecodeRecordRejectsDamage(t *testing.T) {
+	good := encodeRecord("ns/a", [][]string{{"x", "yy"}})
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want int
+	}{
+		{"empty", nil, 1},
+		{"bad flag", append([]byte{7}, good[1:]...), 1},
+		{"wrong index count", good, 2},
+		{"truncated", good[:len(good)-1], 1},
+		{"trailing bytes", append(append([]byte{}, good...), 0), 1},
+		{"huge length", []byte{recordInline, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := decodeRecord(tc.data, tc.want)
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Errorf("decodeRecord(%q) error %v; want ErrCorrupt", tc.data, err)
+			}
+		})
+	}
+}
+
+func TestIndexEntryKeys(t *testing.T) {
+	// Values that are prefixes of each other, or contain NUL, must not share
+	// a prefix: the entries of "a" are not those of "a\x00b".
+	values := []string{"", "a", "a\x00b", "ab", strings.Repeat("z", maxInline+5)}
+	for _, v := range values {
+		for _, w := range values {
+			if v == w {
+				continue
+			}
+			if k := indexEntryKey(w, "ns/x"); strings.HasPrefix(string(k), string(indexEntryPrefix(v))) {
+				t.Errorf("entry of value %q starts with the prefix of value %q", short(w), short(v))
+			}
+		}
+		k := indexEntryKey(v, "ns/x")
+		gotV, gotK, err := splitIndexEntry(k)
+		if err != nil || string(gotV) != string(boltKey(v)) || string(gotK) != "ns/x" {
+			t.Errorf("splitIndexEntry(entry of %q) = %q, %q, %v", short(v), gotV, gotK, err)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{{"ab", "ac"}, {"a\xff", "b"}, {"\xff\xff", ""}} {
+		if got := string(prefixEnd([]byte(tc.in))); got != tc.want {
+			t.Errorf("prefixEnd(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+	if a, b := boltKey(strings.Repeat("x", maxInline+1)), boltKey(strings.Repeat("x", maxInline+2)); string(a) == string(b) || len(a) <= maxInline {
+		t.Errorf("long keys: digests collide or are not longer than maxInline")
+	}
+}
+
+// countingCodec counts decodes, to check what bounded reads decode.
+type countingCodec struct {
+	store.Codec
+	decodes atomic.Int64
+}
+
+func (c *countingCodec) Decode(data []byte) (interface{}, error) {
+	c.decodes.Add(1)
+	return c.Codec.Decode(data)
+}
+
+func pod(ns, name, app, rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv, Labels: map[string]string{"app": app}}}
+}
+
+func openBoundedForTest(t *testing.T, path string, codec store.Codec, size int) *bounded {
+	t.Helper()
+	o, err := (&store.Options{
+		Name: "pods", Codec: codec, CacheSize: size, Durability: store.DurabilityNoSync,
+		Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app")},
+	}).WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := open(t.Context(), path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.(*bounded)
+}
+
+// TestBoundedReadsOnlyWhatTheyNeed checks that the bounded mode keeps at
+// most CacheSize decoded objects and serves index reads from the persisted
+// entries, decoding only the objects it returns.
+func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
+	base, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := &countingCodec{Codec: base}
+	path := filepath.Join(t.TempDir(), "pods.db")
+	s := openBoundedForTest(t, path, codec, 2)
+	var ops []store.Op
+	for i := range 100 {
+		app := "common"
+		if i%25 == 0 {
+			app = "rare"
+		}
+		ops = append(ops, store.Op{Type: store.OpPut, Object: pod("ns", fmt.Sprintf("p%03d", i), app, "1")})
+	}
+	if err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "9"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.lru.Len(); n > 2 {
+		t.Errorf("cache holds %d objects after a commit; want at most 2", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openBoundedForTest(t, path, codec, 2)
+	codec.decodes.Store(0)
+
+	keys, err := s.IndexKeys("app", "rare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ns/p000", "ns/p025", "ns/p050", "ns/p075"}, keys); diff != "" {
+		t.Errorf("IndexKeys(app, rare) (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"common", "rare"}, slices.Sorted(slices.Values(s.ListIndexFuncValues("app")))); diff != "" {
+		t.Errorf("ListIndexFuncValues(app) (-want +got):\n%s", diff)
+	}
+	if n := codec.decodes.Load(); n != 0 {
+		t.Errorf("IndexKeys and ListIndexFuncValues decoded %d objects; want 0", n)
+	}
+	list, err := s.ByIndex("app", "rare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 4 {
+		t.Errorf("ByIndex(app, rare) returned %d objects; want 4", len(list))
+	}
+	if n := codec.decodes.Load(); n != 4 {
+		t.Errorf("ByIndex of 4 objects decoded %d; want 4 (no scan)", n)
+	}
+	for i := range 10 {
+		if _, ok, err := s.GetByKey(fmt.Sprintf("ns/p%03d", i)); !ok || err != nil {
+			t.Fatalf("GetByKey: %v, %v", ok, err)
+		}
+	}
+	if n := s.lru.Len(); n != 2 {
+		t.Errorf("cache holds %d objects after 10 Gets; want 2", n)
+	}
+	codec.decodes.Store(0)
+	if _, _, err := s.GetByKey("ns/p009"); err != nil {
+		t.Fatal(err)
+	}
+	if n := codec.decodes.Load(); n != 0 {
+		t.Errorf("Get of the most recently read object decoded %d times; want 0 (cached)", n)
+	}
+}
+
+// TestBoundedCacheNeverStale races readers that miss the cache against a
+// writer updating the same key: the cache must end with the last write.
+func TestBoundedCacheNeverStale(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openBoundedForTest(t, filepath.Join(t.TempDir(), "pods.db"), codec, 1)
+	if err := s.Add(pod("ns", "other", "a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	const updates = 100
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Evict, then miss on the hot key.
+				s.GetByKey("ns/other")
+				s.GetByKey("ns/hot")
+			}
+		}()
+	}
+	for i := 1; i <= updates; i++ {
+		if err := s.Update(pod("ns", "hot", "a", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	obj, ok, err := s.GetByKey("ns/hot")
+	if err != nil || !ok {
+		t.Fatalf("GetByKey(ns/hot) = %v, %v", ok, err)
+	}
+	if got := obj.(*corev1.Pod).ResourceVersion; got != fmt.Sprint(updates) {
+		t.Errorf("GetByKey(ns/hot) has resourceVersion %s; want %d (a stale object stayed cached)", got, updates)
+	}
+}
