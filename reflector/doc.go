@@ -1,0 +1,116 @@
+// Package reflector lists and watches one Kubernetes resource and feeds a
+// [Queue], like client-go's cache.Reflector, except that it can resume: given
+// the resourceVersion persisted with the informer's store (Options.ResumeFrom),
+// a restarted reflector watches from there instead of listing every object
+// again.
+//
+//	r, err := reflector.New(lw, fifo, reflector.Options{
+//		Name:         "v1/configmaps",
+//		ExpectedType: &corev1.ConfigMap{},
+//		ResumeFrom:   st.ResourceVersion(),
+//	})
+//	...
+//	err = r.Run(ctx) // until ctx is done
+//
+// # Start
+//
+// A resume (ResumeFrom != "") first makes a freshness probe: a LIST with
+// limit=1 and resourceVersion="" (a consistent read). Its resourceVersion P is
+// the sync target. If ResumeFrom is newer than P (etcd was restored from a
+// backup: the server travelled back in time), the persisted point is
+// discarded and the reflector relists (reason "time-travel"). If the two
+// cannot be compared (servers with opaque resourceVersions), the check is
+// skipped and the log says so. Otherwise the reflector watches from
+// ResumeFrom with bookmarks: the probe is the only LIST of a resume.
+//
+// A cold start (ResumeFrom == "") lists everything with a consistent read and
+// hands the queue one Replace(list, listRV); the sync target is listRV. The
+// list is a streaming list (a watch with sendInitialEvents=true,
+// resourceVersionMatch=NotOlderThan, ended by the bookmark annotated
+// k8s.io/initial-events-end) when Options.WatchList allows it, else a LIST
+// paginated by Options.PageSize. In the default auto mode a failed streaming
+// list falls back to the paginated LIST for the rest of the Run, as client-go
+// does, and a ListerWatcher that declares it does not support watch-list
+// semantics (client-go's watchlist.DoesClientNotSupportWatchListSemantics) is
+// never asked for one.
+//
+// # Watching
+//
+// Every watch asks for bookmarks and is handed to the queue event by event;
+// a bookmark becomes Queue.Bookmark(rv), so the persisted resume point moves
+// on quiet resources too. A watch that ends or drops is restarted from the
+// last resourceVersion seen; errors other than the ones below are retried
+// with exponential backoff. A watch that fails with 410 Gone or Expired
+// ("too old resource version"), or with "too large resource version", means
+// the resume point is unusable: the reflector relists (reasons "expired",
+// "too-large") and hands the complete list to Queue.Replace, which
+// reconciles it against the persisted objects (objects gone from the server
+// become cache.DeletedFinalStateUnknown deletions).
+//
+// # Catching up after a resume
+//
+// DESIGN invariant 3: an informer that resumed may report HasSynced only once
+// it has applied everything up to P. Events in (ResumeFrom, P] arrive at once
+// from the API server's watch cache, but on a quiet resource there may be no
+// event at or past P, so the reflector needs the server to say "you have
+// everything up to P". What kube-apiserver (v1.36, k8s.io/apiserver
+// pkg/storage/cacher) offers, from its source:
+//
+//   - The initial-events-end bookmark is sent only to watches with
+//     sendInitialEvents=true and allowWatchBookmarks=true
+//     (Cacher.getBookmarkAfterResourceVersionLockedFunc returns 0, meaning
+//     "none", otherwise; the same test is isListWatchRequest). With
+//     sendInitialEvents=true the stream starts with the whole current state,
+//     which is the full list a resume exists to avoid. A resumed watch
+//     (sendInitialEvents unset or false) gets no such bookmark.
+//   - Clients cannot request a bookmark or a progress notification:
+//     RequestWatchProgress is used only between the watch cache and etcd
+//     (conditionalProgressRequester); kubernetes/kubernetes#127693 asking for
+//     client-requested bookmarks is open.
+//   - The watch cache sends each watcher with allowWatchBookmarks a bookmark
+//     about once a minute (defaultBookmarkFrequency) and also two seconds
+//     before the watch's deadline (cacheWatcher.nextBookmarkTime: "right
+//     before the watcher timeout - for now we simply set it 2s before the
+//     deadline"), carrying the newest resourceVersion the cache has
+//     processed. Since a consistent LIST is served from the watch cache only
+//     after the cache has caught up with etcd (ConsistentListFromCache, using
+//     etcd progress requests), that resourceVersion is at least P once the
+//     probe has returned.
+//
+// So the fastest honest signal is the pre-deadline bookmark of a short
+// watch: after a resume, until the target is reached, the reflector makes
+// catch-up watches with timeoutSeconds=Options.CatchUpWatchTimeout (default
+// 5s) instead of the usual randomised [MinWatchTimeout, 2*MinWatchTimeout).
+// The bookmark then comes about 2-4 seconds after the watch starts, not up to
+// a minute. The target is reached by the first event or bookmark whose
+// resourceVersion compares at or past P, or by a relist (a consistent list
+// made after the probe is at least as new). After three catch-up watches in a
+// row without any bookmark (a server with the watch cache disabled sends
+// none) the reflector returns to normal timeouts and waits for such an event.
+// It never reports catching up on a guess; the one exception is documented:
+// when resourceVersions are not comparable, a bookmark received after the
+// probe counts, because it is the only progress statement such a server
+// makes.
+//
+// [Reflector.CaughtUp] is closed, and [Reflector.CaughtUpResourceVersion]
+// returns that event's resourceVersion, once the reaching event has been
+// handed to the queue; the informer is synced when its applied resume point
+// reaches that resourceVersion.
+//
+// # Logging
+//
+// Contextual logging through klog.FromContext. At default verbosity a
+// reflector logs one line per resume ("Resuming watch") and one per full list
+// ("Listing" with its reason); details are at V(2) and above. Errors go to
+// Options.WatchErrorHandler.
+//
+// # Concurrency
+//
+// A Reflector's methods are safe for concurrent use. Run runs at most once at
+// a time, and calls the Queue from its own goroutine only.
+//
+// # Caveats
+//
+// Queue methods do not take a context: Run returns only after an in-flight
+// call returns. Resync is not driven by the reflector.
+package reflector

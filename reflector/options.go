@@ -1,0 +1,195 @@
+package reflector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Options.
+const (
+	DefaultPageSize            int64 = 500
+	DefaultMinWatchTimeout           = 5 * time.Minute
+	DefaultCatchUpWatchTimeout       = 5 * time.Second
+	DefaultBackoffInitial            = 800 * time.Millisecond
+	DefaultBackoffMax                = 30 * time.Second
+	DefaultBackoffReset              = 2 * time.Minute
+	DefaultBackoffFactor             = 2.0
+	DefaultBackoffJitter             = 1.0
+
+	// minCatchUpWatchTimeout is the shortest catch-up watch that still gets
+	// the API server's pre-deadline bookmark: the watch cache schedules it
+	// two seconds before the deadline, in one-second buckets.
+	minCatchUpWatchTimeout = 3 * time.Second
+	// maxCatchUpMisses is how many catch-up watches in a row may end
+	// without any bookmark before the reflector concludes that the server
+	// sends none (watch cache disabled, aggregated API) and goes back to
+	// normal watch timeouts.
+	maxCatchUpMisses = 3
+)
+
+// ErrInvalid is wrapped by the errors New returns for bad arguments.
+var ErrInvalid = errors.New("invalid argument")
+
+// Options configure a Reflector. The zero value means defaults, except that
+// a Queue and a ListerWatcher must be given to New.
+type Options struct {
+	// Name appears in logs and errors. Default "reflector".
+	Name string
+
+	// ExpectedType, when set, is the Go type every watch event's object must
+	// have (for example &corev1.Pod{}). An event of another type is not
+	// queued; it is reported through WatchErrorHandler.
+	ExpectedType runtime.Object
+	// ExpectedGVK, when set, is the GroupVersionKind every watch event's
+	// object must carry. Objects decoded by typed clients usually carry an
+	// empty GVK, so use this with unstructured objects. Events that differ
+	// are reported like ExpectedType mismatches.
+	ExpectedGVK *schema.GroupVersionKind
+
+	// ResumeFrom is the persisted resume point (store.ResourceVersion()).
+	// Non-empty: probe the server, then watch from it without listing.
+	// Empty: cold start with a full list.
+	ResumeFrom string
+
+	// PageSize is the limit of each page of a paginated LIST. Default
+	// DefaultPageSize; negative lists in one request.
+	PageSize int64
+
+	// WatchList selects the streaming list (sendInitialEvents=true) for
+	// full lists. nil (the default) tries it and falls back to a paginated
+	// LIST when the server or the ListerWatcher does not support it; false
+	// never uses it; true always does, without fallback.
+	WatchList *bool
+
+	// MinWatchTimeout bounds normal watches: each gets a timeoutSeconds
+	// drawn at random from [MinWatchTimeout, 2*MinWatchTimeout), so the
+	// watches of many clients do not expire together. Default
+	// DefaultMinWatchTimeout.
+	MinWatchTimeout time.Duration
+
+	// CatchUpWatchTimeout is the timeout of the short watches made after a
+	// resume until the sync target is reached, so that the API server's
+	// pre-deadline bookmark tells the reflector within seconds that it has
+	// caught up (see the package documentation). Default
+	// DefaultCatchUpWatchTimeout; at least 3s; negative disables catch-up
+	// watches, leaving catch-up to events and the periodic bookmark.
+	CatchUpWatchTimeout time.Duration
+
+	// Backoff spaces retries after failed lists and watches.
+	Backoff Backoff
+
+	// WatchErrorHandler is called with every error of a list or watch
+	// (including the 410 Gone that leads to a relist) and with events the
+	// reflector cannot use. Its *cache.Reflector argument is always nil:
+	// this is not a client-go Reflector. Default: log at V(2).
+	WatchErrorHandler cache.WatchErrorHandlerWithContext
+
+	// Clock drives backoff and watch timing. Default the real clock.
+	Clock clock.WithTicker
+}
+
+// Backoff configures exponential backoff with jitter. Zero fields take
+// client-go's defaults.
+type Backoff struct {
+	// Initial is the first delay. Default DefaultBackoffInitial.
+	Initial time.Duration
+	// Max caps the delay before jitter. Default DefaultBackoffMax.
+	Max time.Duration
+	// Factor multiplies the delay after each failure. Default
+	// DefaultBackoffFactor.
+	Factor float64
+	// Jitter adds up to Jitter*delay at random. Default
+	// DefaultBackoffJitter.
+	Jitter float64
+	// Reset starts over from Initial when no retry was needed for this
+	// long. Default DefaultBackoffReset.
+	Reset time.Duration
+}
+
+func (b Backoff) withDefaults() (Backoff, error) {
+	if b.Initial < 0 || b.Max < 0 || b.Factor < 0 || b.Jitter < 0 || b.Reset < 0 {
+		return b, fmt.Errorf("backoff fields must not be negative")
+	}
+	if b.Initial == 0 {
+		b.Initial = DefaultBackoffInitial
+	}
+	if b.Max == 0 {
+		b.Max = DefaultBackoffMax
+	}
+	if b.Max < b.Initial {
+		return b, fmt.Errorf("backoff Max %v is below Initial %v", b.Max, b.Initial)
+	}
+	if b.Factor == 0 {
+		b.Factor = DefaultBackoffFactor
+	}
+	if b.Factor < 1 {
+		return b, fmt.Errorf("backoff Factor %v is below 1", b.Factor)
+	}
+	if b.Jitter == 0 {
+		b.Jitter = DefaultBackoffJitter
+	}
+	if b.Reset == 0 {
+		b.Reset = DefaultBackoffReset
+	}
+	return b, nil
+}
+
+// delayFunc returns a stateful function giving the next delay.
+func (b Backoff) delayFunc(c clock.Clock) wait.DelayFunc {
+	return wait.Backoff{
+		Duration: b.Initial,
+		Cap:      b.Max,
+		Steps:    int(math.Ceil(float64(b.Max) / float64(b.Initial))),
+		Factor:   b.Factor,
+		Jitter:   b.Jitter,
+	}.DelayWithReset(c, b.Reset)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Name == "" {
+		o.Name = "reflector"
+	}
+	switch {
+	case o.PageSize == 0:
+		o.PageSize = DefaultPageSize
+	case o.PageSize < 0:
+		o.PageSize = 0
+	}
+	if o.MinWatchTimeout < 0 {
+		return o, fmt.Errorf("MinWatchTimeout %v is negative", o.MinWatchTimeout)
+	}
+	if o.MinWatchTimeout == 0 {
+		o.MinWatchTimeout = DefaultMinWatchTimeout
+	}
+	if o.MinWatchTimeout < time.Second {
+		return o, fmt.Errorf("MinWatchTimeout %v is below 1s (timeoutSeconds is in whole seconds)", o.MinWatchTimeout)
+	}
+	switch {
+	case o.CatchUpWatchTimeout == 0:
+		o.CatchUpWatchTimeout = DefaultCatchUpWatchTimeout
+	case o.CatchUpWatchTimeout < 0:
+		o.CatchUpWatchTimeout = -1
+	case o.CatchUpWatchTimeout < minCatchUpWatchTimeout:
+		return o, fmt.Errorf("CatchUpWatchTimeout %v is below %v: the server's pre-deadline bookmark would never come", o.CatchUpWatchTimeout, minCatchUpWatchTimeout)
+	}
+	b, err := o.Backoff.withDefaults()
+	if err != nil {
+		return o, err
+	}
+	o.Backoff = b
+	if o.ExpectedGVK != nil && o.ExpectedGVK.Empty() {
+		return o, fmt.Errorf("ExpectedGVK is empty; leave it nil to accept any GVK")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o, nil
+}
