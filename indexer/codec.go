@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,10 @@ func NewCodec(example interface{}) (store.Codec, error) {
 		return nil, fmt.Errorf("indexer: new codec: nil example object: %w", store.ErrInvalid)
 	case *unstructured.Unstructured:
 		return NewUnstructuredCodec(ex.GroupVersionKind()), nil
+	case *metav1.PartialObjectMetadata:
+		// Metadata informers deliver objects with their TypeMeta set;
+		// protobuf would drop it.
+		return NewJSONCodec(example)
 	case protoMessage:
 		return NewProtobufCodec(example)
 	}
@@ -69,6 +74,9 @@ func (c *ProtobufCodec) Encode(obj interface{}) ([]byte, error) {
 	m, ok := obj.(protoMessage)
 	if !ok || reflect.TypeOf(obj).Elem() != c.typ {
 		return nil, fmt.Errorf("indexer: protobuf encode: got %T, want *%s", obj, c.Type())
+	}
+	if isNil(obj) {
+		return nil, fmt.Errorf("indexer: protobuf encode: nil *%s", c.Type())
 	}
 	return m.Marshal()
 }
@@ -162,6 +170,9 @@ func (c *JSONCodec) Encode(obj interface{}) ([]byte, error) {
 	t := reflect.TypeOf(obj)
 	if c.ptr && (t == nil || t.Kind() != reflect.Pointer || t.Elem() != c.typ) || !c.ptr && t != c.typ {
 		return nil, fmt.Errorf("indexer: json encode: got %T, want %s", obj, c.Type())
+	}
+	if c.ptr && isNil(obj) {
+		return nil, fmt.Errorf("indexer: json encode: nil *%s", c.Type())
 	}
 	return json.Marshal(obj)
 }
