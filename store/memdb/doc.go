@@ -14,16 +14,34 @@
 //
 // # URLs
 //
-//	memdb://            a store that lives as long as the process
+//	memdb://                                   a store that lives as long as the process
+//	memdb:///abs/path/cache.snap               loaded from the file on Open, saved on Close
+//	memdb:///abs/path/cache.snap?snapshot_interval=30s   also saved every 30s
 //
-// No query parameter is accepted; an unknown one is an error wrapping
-// store.ErrInvalid, and so is a host or a path.
+// snapshot_interval overrides store.Options.SnapshotInterval and needs a
+// file. Other parameters, a host, or a relative path are errors wrapping
+// store.ErrInvalid. [New] and [NewFile] are the direct constructors.
+//
+// One file holds any number of stores, one per Options.Name, in the snapshot
+// format of package store/internal/snapfile (the memory backend's). A file
+// store needs Options.Codec: every put is encoded when it is written, and
+// Open decodes the objects and computes their index entries again, which is
+// also how a changed index set is rebuilt.
 //
 // # Durability
 //
-// None: the store is in memory only. Nothing survives the process, the resume
-// point included, so the informer lists again on start. Options.Durability
-// is accepted and has no effect.
+// Without a file, nothing survives the process, the resume point included,
+// so the informer lists again on start.
+//
+// With a file, what survives is the last snapshot: the one written by Close,
+// or the last periodic one. Each store's section of a snapshot is read from
+// one read transaction, so its objects and resume point are those of one
+// commit, and snapfile writes a temporary file, fsyncs it and renames it over
+// the old one: kill -9 or a power loss at any instant leaves the old snapshot
+// or the new one, never a resume point ahead of its objects. Commits after
+// the last snapshot are lost by a crash; the informer then resumes from the
+// older resume point and receives them again. Options.Durability does not
+// apply: commits never wait for the disk.
 //
 // # Concurrency
 //
@@ -32,8 +50,9 @@
 // objects of exactly one committed state even while writes continue, and
 // ByIndex, IndexKeys, Index and ListIndexFuncValues read the index entries and
 // index set of that one state. Two calls may see different states. Writes are
-// serialized by go-memdb's writer lock; key and index functions run before it
-// is taken.
+// serialized by go-memdb's writer lock; key and index functions (and, in
+// file mode, encoding) run before it is taken. Snapshots run on read
+// transactions and block neither reads nor commits.
 //
 // Objects are stored as given, not copied: callers must treat objects they
 // stored or read as read-only, as with client-go's indexer.
@@ -49,9 +68,19 @@
 // operation, and leaves the store unchanged. An unknown index is
 // store.ErrNotFound, a taken index name store.ErrIndexExists, and every
 // method of a closed store returns store.ErrClosed (methods without an error
-// result return empty values).
+// result return empty values). In file mode, an object the codec cannot
+// encode is store.ErrInvalid; a truncated or damaged file fails Open with
+// store.ErrCorrupt naming the file; a file written with another codec,
+// object type or key function fails it with store.ErrIncompatible; a
+// changed Options.Scope empties the store (Info().Reset says why); opening a
+// name that is already open in the process is store.ErrInUse.
 //
 // # Caveats
+//
+// Nothing guards a snapshot file against a second process: two processes
+// using one file overwrite each other's snapshots. The sections of one
+// snapshot are each consistent, but stores of one file are not snapshotted
+// at one common instant. Every snapshot rewrites the whole file.
 //
 // This backend trades speed for snapshot reads. A Get is a radix tree walk
 // plus go-memdb's per-transaction allocations (about 2.5 us and 6
