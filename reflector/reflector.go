@@ -87,13 +87,13 @@ func (s *RelistStats) add(reason string) {
 
 // Reflector lists and watches one resource and feeds a Queue, resuming from
 // a persisted resourceVersion when it has one. Its methods are safe for
-// concurrent use; Run runs once at a time.
+// concurrent use; Run may be called once.
 type Reflector struct {
 	lw      cache.ListerWatcherWithContext
 	q       Queue
 	opts    Options
 	expType reflect.Type
-	running atomic.Bool
+	started atomic.Bool
 
 	// caughtUpCh is closed when the sync target has been reached.
 	caughtUpCh chan struct{}
@@ -190,8 +190,12 @@ type runState struct {
 	delay wait.DelayFunc
 	// lastRV is where the next watch starts.
 	lastRV string
-	// relist, when set, is why the next step is a full list.
-	relist string
+	// relist, when set, is why the next step is a full list; relistKV
+	// adds details to its log line, logged once however many attempts it
+	// takes.
+	relist       string
+	relistKV     []interface{}
+	relistLogged bool
 	// pending is the watch left open by a streaming list.
 	pending watch.Interface
 	// catchUpMisses counts catch-up watches in a row that ended without a
@@ -203,12 +207,13 @@ type runState struct {
 
 // Run lists and watches until ctx is done, then returns nil. Failed requests
 // are reported to Options.WatchErrorHandler and retried with backoff. It
-// returns an error only when the Reflector is already running.
+// returns an error only when Run was called before.
 func (r *Reflector) Run(ctx context.Context) error {
-	if !r.running.CompareAndSwap(false, true) {
-		return fmt.Errorf("reflector %s: run: already running", r.opts.Name)
+	if !r.started.CompareAndSwap(false, true) {
+		// A second Run would start again from Options.ResumeFrom, which
+		// the queue has long moved past.
+		return fmt.Errorf("reflector %s: run: already started; a Reflector runs once, make a new one to restart", r.opts.Name)
 	}
-	defer r.running.Store(false)
 	logger := klog.FromContext(ctx).WithValues("reflector", r.opts.Name)
 	ctx = klog.NewContext(ctx, logger)
 
@@ -276,6 +281,7 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 			"resumeFrom", resume, "syncTarget", p, "err", err)
 	case cmp > 0:
 		st.relist = ReasonTimeTravel
+		st.relistKV = []interface{}{"resumeFrom", resume, "serverResourceVersion", p}
 		return true
 	default:
 		logger.Info("Resuming watch", "resumeFrom", resume, "syncTarget", p)
@@ -312,7 +318,10 @@ func (r *Reflector) probeOnce(ctx context.Context) (string, error) {
 func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	logger := klog.FromContext(ctx)
 	reason := st.relist
-	logger.Info("Listing", "reason", reason)
+	if !st.relistLogged {
+		logger.Info("Listing", append([]interface{}{"reason", reason}, st.relistKV...)...)
+		st.relistLogged = true
+	}
 	if st.pending != nil {
 		st.pending.Stop()
 		st.pending = nil
@@ -348,7 +357,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 		}
 		return fmt.Errorf("reflector %s: replace %d objects at %s: %w", r.opts.Name, len(items), rv, err)
 	}
-	st.relist = ""
+	st.relist, st.relistKV, st.relistLogged = "", nil, false
 	st.lastRV = rv
 	st.pending = w
 	st.catchUpMisses = 0
@@ -491,9 +500,12 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	w := st.pending
 	st.pending = nil
 	catchUp := false
+	// timeout is the watch's timeoutSeconds, 0 for the watch a streaming
+	// list left open (its timeout started with the list).
+	var timeout int64
 	if w == nil {
 		catchUp = r.catchingUp(st)
-		timeout := r.watchTimeoutSeconds(catchUp)
+		timeout = r.watchTimeoutSeconds(catchUp)
 		r.count(func(s *Stats) { s.Watches++ })
 		var err error
 		w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
@@ -513,20 +525,33 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	if ctx.Err() != nil {
 		return
 	}
-	if catchUp && bookmarks == 0 {
-		st.catchUpMisses++
-		if st.catchUpMisses == maxCatchUpMisses {
-			logger.V(1).Info("Server sent no bookmark on catch-up watches; waiting for an event at or past the sync target instead")
-		}
-	} else if bookmarks > 0 {
-		st.catchUpMisses = 0
-	}
 	if err != nil {
 		r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
 		return
 	}
-	if events+bookmarks == 0 && r.opts.Clock.Since(start) < time.Second {
-		// A watch that closes at once, again and again, would spin.
+	switch {
+	case !catchUp:
+	case bookmarks > 0:
+		st.catchUpMisses = 0
+	default:
+		st.catchUpMisses++
+		if st.catchUpMisses == maxCatchUpMisses {
+			logger.V(1).Info("Server sent no bookmark on catch-up watches; waiting for an event at or past the sync target instead")
+		}
+	}
+	elapsed := r.opts.Clock.Since(start)
+	if timeout > 0 && elapsed < time.Duration(timeout)*time.Second-time.Second {
+		// The watch closed before its timeout: a dropped connection or a
+		// restarting server. Back off so that many clients do not come
+		// back at once, and so that a watch that keeps closing cannot spin.
+		if events+bookmarks == 0 {
+			r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed after %v with no events", r.opts.Name, st.lastRV, elapsed))
+		}
+		logger.V(2).Info("Watch closed early; backing off", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
+		r.sleep(ctx, st)
+		return
+	}
+	if timeout == 0 && events+bookmarks == 0 && elapsed < time.Second {
 		r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed at once with no events", r.opts.Name, st.lastRV))
 		r.sleep(ctx, st)
 		return
@@ -540,9 +565,9 @@ func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 	r.report(ctx, err)
 	switch {
 	case isExpired(err):
-		st.relist = ReasonExpired
+		st.relist, st.relistKV = ReasonExpired, []interface{}{"resourceVersion", st.lastRV}
 	case isTooLargeResourceVersion(err):
-		st.relist = ReasonTooLarge
+		st.relist, st.relistKV = ReasonTooLarge, []interface{}{"resourceVersion", st.lastRV}
 	default:
 		r.sleep(ctx, st)
 	}

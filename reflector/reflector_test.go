@@ -114,14 +114,29 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestRunTwiceFails(t *testing.T) {
-	h := newHarness(t, Options{ResumeFrom: "100"}, []listResult{{obj: cmList("100", "")}}, nil)
-	h.start()
-	h.waitLWCalls(2)
-	err := h.r.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "already running") {
-		t.Errorf("second Run = %v, want an 'already running' error", err)
-	}
+func TestRunOnlyOnce(t *testing.T) {
+	t.Run("while running", func(t *testing.T) {
+		h := newHarness(t, Options{ResumeFrom: "100"}, []listResult{{obj: cmList("100", "")}}, nil)
+		h.start()
+		h.waitLWCalls(2)
+		err := h.r.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "already started") {
+			t.Errorf("second Run = %v, want an 'already started' error", err)
+		}
+	})
+	t.Run("after return", func(t *testing.T) {
+		h := newHarness(t, Options{ResumeFrom: "100"}, []listResult{{obj: cmList("100", "")}}, nil)
+		h.start()
+		h.waitLWCalls(2)
+		h.stop()
+		err := h.r.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "already started") {
+			t.Errorf("Run after Run = %v, want an 'already started' error", err)
+		}
+		if n := len(h.lw.Calls()); n != 2 {
+			t.Errorf("list/watch calls = %d after the refused Run, want still 2", n)
+		}
+	})
 }
 
 func TestResumeMakesOneProbeAndWatchesFromResumePoint(t *testing.T) {
@@ -258,6 +273,9 @@ func TestUnusableResumePointRelists(t *testing.T) {
 		wantRelists RelistStats
 		wantResumes int64
 		errCheck    func(error) bool
+		// steps is how many backoffs (after early watch closes) the test
+		// clocks through.
+		steps int
 	}{
 		{
 			name:        "410 event on the first watch after resume",
@@ -298,6 +316,7 @@ func TestUnusableResumePointRelists(t *testing.T) {
 			wantRelists: RelistStats{Expired: 1},
 			wantResumes: 1,
 			errCheck:    isExpired,
+			steps:       1,
 		},
 		{
 			name:        "too large resource version",
@@ -326,12 +345,16 @@ func TestUnusableResumePointRelists(t *testing.T) {
 			},
 			wantRelists: RelistStats{Cold: 1, Expired: 1},
 			errCheck:    isExpired,
+			steps:       1,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Options{ResumeFrom: tc.resumeFrom}, tc.lists, tc.watches)
 			h.start()
+			for i := 0; i < tc.steps; i++ {
+				h.stepWhenWaiting()
+			}
 			gotLW := h.waitLWCalls(len(tc.wantLW))
 			if d := cmp.Diff(tc.wantLW, gotLW); d != "" {
 				t.Errorf("list/watch calls (-want +got):\n%s", d)
@@ -419,6 +442,11 @@ func TestDropsRewatchFromLastSeenWithoutRelist(t *testing.T) {
 			{w: watcher(true, deleted("a", "130"))},
 		})
 	h.start()
+	// Each watch closed before its timeout: a dropped connection, retried
+	// after a backoff, not at once.
+	for i := 0; i < 2; i++ {
+		h.stepWhenWaiting()
+	}
 	gotLW := h.waitLWCalls(4)
 	wantLW := []lwCall{probeCall, watchCall("100", "5"), watchCall("120", "5"), watchCall("130", "5")}
 	if d := cmp.Diff(wantLW, gotLW); d != "" {
@@ -437,6 +465,23 @@ func TestDropsRewatchFromLastSeenWithoutRelist(t *testing.T) {
 	}
 	if errs := h.rec.Errs(); len(errs) != 0 {
 		t.Errorf("watch error handler got %v; a closed watch is not an error", errs)
+	}
+}
+
+func TestWatchReachingItsTimeoutIsRenewedAtOnce(t *testing.T) {
+	w1 := watcher(false, added("a", "110"))
+	h := newHarness(t, Options{ResumeFrom: "100"}, []listResult{{obj: cmList("100", "")}}, []watchResult{{w: w1}})
+	h.start()
+	h.waitQCalls(1)
+	// The server ends a watch at its timeoutSeconds, at most 2*MinWatchTimeout.
+	h.clock.Step(2 * DefaultMinWatchTimeout)
+	w1.Stop()
+	got := h.waitLWCalls(3)
+	if d := cmp.Diff([]lwCall{probeCall, watchCall("100", "normal"), watchCall("110", "normal")}, got); d != "" {
+		t.Errorf("list/watch calls (-want +got):\n%s", d)
+	}
+	if errs := h.rec.Errs(); len(errs) != 0 {
+		t.Errorf("watch error handler got %v; a watch ending at its timeout is not an error", errs)
 	}
 }
 
@@ -474,12 +519,14 @@ func TestCatchUpWatches(t *testing.T) {
 		{
 			name:       "bookmark at the target ends catch-up",
 			watches:    []watchResult{{w: watcher(true, bookmark("200"))}},
+			steps:      1,
 			wantLW:     []lwCall{probeCall, watchCall("100", "7"), watchCall("200", "normal")},
 			wantCaught: "200",
 		},
 		{
 			name:       "bookmark short of the target keeps catching up",
 			watches:    []watchResult{{w: watcher(true, bookmark("150"))}, {w: watcher(true, modified("a", "210"))}},
+			steps:      2,
 			wantLW:     []lwCall{probeCall, watchCall("100", "7"), watchCall("150", "7"), watchCall("210", "normal")},
 			wantCaught: "210",
 		},
@@ -726,6 +773,15 @@ func TestFailuresBackOff(t *testing.T) {
 				if d := cmp.Diff(tc.wantQ, h.waitQCalls(len(tc.wantQ))); d != "" {
 					t.Errorf("queue calls (-want +got):\n%s", d)
 				}
+			}
+			listing := 0
+			for _, l := range defaultLogs(h) {
+				if l == "Listing" {
+					listing++
+				}
+			}
+			if tc.resumeFrom == "" && listing != 1 {
+				t.Errorf("%d Listing lines at default verbosity, want 1 however many attempts the list takes", listing)
 			}
 			if s := h.r.Stats(); s.Relists.Expired+s.Relists.TooLarge+s.Relists.TimeTravel != 0 {
 				t.Errorf("Stats.Relists = %+v, want no relist for these errors", s.Relists)
