@@ -1,0 +1,48 @@
+// Package informer provides Informer, a client-go SharedIndexInformer whose
+// cache is a store.Store: objects, indexes and the resume resourceVersion
+// outlive the process, and a restarted informer resumes its watch from the
+// persisted resourceVersion instead of listing every object again.
+//
+//	s, err := store.Open(ctx, "bolt:///var/lib/ctrl/cache.db", &store.Options{Name: "v1/configmaps", Codec: codec})
+//	inf, err := informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{})
+//	reg, err := inf.AddEventHandler(handler)
+//	go inf.RunWithContext(ctx)
+//	lister := listersv1.NewConfigMapLister(inf.GetIndexer())
+//
+// # Pipeline
+//
+// The reflector lists and watches into an in-order FIFO whose known objects
+// are the store. The informer pops batches of deltas and applies each batch
+// (or a group of batches, see Options.MaxBatchDelay) in ONE store commit,
+// together with the resourceVersion up to which everything is then applied.
+// Only after the commit are the handlers notified. A relist is always its
+// own commit, so the store never holds half of one. A failed commit is
+// logged and retried with backoff; nothing is notified for it and the resume
+// point does not move.
+//
+// # Restart
+//
+// When the store holds a resume point, Run first hands every handler
+// OnAdd(obj, true) for each persisted object, then starts the reflector from
+// that resume point: handlers receive what changed while the process was
+// down, deletes included. If the API server no longer has the resume point
+// (410 Gone), the reflector relists and the objects deleted meanwhile reach
+// handlers as cache.DeletedFinalStateUnknown carrying the last stored
+// object.
+//
+// # HasSynced
+//
+// A cold start is synced once the first relist is committed, as in client-go.
+// A resumed informer is synced once it has applied every event up to a
+// consistent read taken at start (the reflector's sync target), so that
+// HasSynced never reports a stale cache as fresh; Options.ServeStale opts in
+// to serving the persisted state at once. A registration's HasSynced also
+// waits until its handler has been handed every notification queued before
+// the informer synced.
+//
+// # Concurrency
+//
+// Informer is safe for concurrent use. Each handler is called from one
+// goroutine of its own, in order; handlers run concurrently with each other
+// and must treat the objects they get as read-only.
+package informer
