@@ -14,6 +14,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/memdb"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 func genOf(t testing.TB, obj interface{}) string {
@@ -166,4 +167,43 @@ func TestSnapshotReads(t *testing.T) {
 	}
 	done.Store(true)
 	wg.Wait()
+}
+
+// TestAddIndexersDuringWrites adds indexes while writers commit: a write
+// prepared against the old index set must be prepared again, so that every
+// object ends up with entries in every index (checked by
+// storetest.CheckIndexes).
+func TestAddIndexersDuringWrites(t *testing.T) {
+	s := open(t, cache.Indexers{"app": labelIndexFunc("app")})
+	const writers, perWriter, added = 2, 150, 6
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				p := newPod("ns", fmt.Sprintf("w%d-%d", w, i%40), strconv.Itoa(i), "app=a"+strconv.Itoa(i%3), fmt.Sprintf("l%d=v%d", i%added, i%5))
+				var err error
+				if i%7 == 6 {
+					err = s.Delete(p)
+				} else {
+					err = s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: p}}, ResourceVersion: strconv.Itoa(i)})
+				}
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	for l := 0; l < added; l++ {
+		if err := s.AddIndexers(cache.Indexers{"l" + strconv.Itoa(l): labelIndexFunc("l" + strconv.Itoa(l))}); err != nil {
+			t.Errorf("AddIndexers l%d: %v", l, err)
+		}
+	}
+	wg.Wait()
+	if got := len(s.GetIndexers()); got != added+1 {
+		t.Errorf("%d indexes; want %d", got, added+1)
+	}
+	storetest.CheckIndexes(t, s)
 }
