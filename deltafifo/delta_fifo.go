@@ -340,7 +340,8 @@ func (f *DeltaFIFO) Resync() error {
 
 // Pop waits for a queued key (or bookmark) and hands process its deltas,
 // oldest first, with the watermark they bring (see DeltaFIFO). process runs
-// with the queue locked and receives ctx. The deltas are consumed whether or
+// with the queue locked and receives ctx; it must not call the queue's
+// methods, which would wait for the lock it holds. The deltas are consumed whether or
 // not process fails; its error is returned.
 func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	if process == nil {

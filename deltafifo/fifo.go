@@ -313,7 +313,8 @@ func (f *FIFO) Resync() error {
 // Pop waits for queued deltas and hands process a contiguous run of them:
 // whole units, at most Options.MaxBatch deltas unless a single Replace or
 // Resync is larger. A Replace is always popped alone. process runs with the
-// queue locked and receives ctx. The batch is consumed whether or not
+// queue locked and receives ctx; it must not call the queue's methods, which
+// would wait for the lock it holds. The batch is consumed whether or not
 // process fails; its error is returned.
 func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 	if process == nil {
