@@ -15,6 +15,9 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	_ "github.com/informerdb/informerdb/store/badger"
+	_ "github.com/informerdb/informerdb/store/bolt"
+	_ "github.com/informerdb/informerdb/store/memdb"
 	_ "github.com/informerdb/informerdb/store/memory"
 )
 
@@ -29,7 +32,7 @@ const waitLimit = 30 * time.Second
 
 // backend opens the stores of one registered backend for a test.
 type backend struct {
-	scheme string
+	scheme string // the backend, "-file" for an in-process one with a snapshot file
 	// open returns the test's store; restart returns the store an informer
 	// started after a restart sees: the same object for memory (which only
 	// lives as long as the process), the reopened database otherwise.
@@ -37,35 +40,35 @@ type backend struct {
 	restart func(t *testing.T, s store.Store) store.Store
 }
 
-// backends returns one backend per registered scheme.
+// backends returns the stores the behaviour tests run against: every
+// backend, the in-process ones both as they are (a restart reuses the store
+// object) and with a snapshot file (a restart closes and reopens it), the
+// persistent ones reopened from disk.
 func backends(t *testing.T) []backend {
 	t.Helper()
-	var out []backend
-	for _, scheme := range store.Schemes() {
-		b := backend{scheme: scheme}
-		if scheme == "memory" {
-			b.open = func(t *testing.T) store.Store { return openStore(t, "memory://") }
-			b.restart = func(_ *testing.T, s store.Store) store.Store { return s }
-		} else {
-			var u string
-			b.open = func(t *testing.T) store.Store {
-				dir := t.TempDir()
-				switch scheme {
-				case "bolt":
-					u = scheme + "://" + filepath.Join(dir, "db")
-				default:
-					u = scheme + "://" + dir
-				}
-				return openStore(t, u)
-			}
-			b.restart = func(t *testing.T, s store.Store) store.Store {
-				if err := s.Close(); err != nil {
-					t.Fatalf("closing %s store: %v", scheme, err)
-				}
-				return openStore(t, u)
-			}
+	same := func(_ *testing.T, s store.Store) store.Store { return s }
+	inDir := func(name, scheme, file string) backend {
+		b := backend{scheme: name}
+		var u string
+		b.open = func(t *testing.T) store.Store {
+			u = scheme + "://" + filepath.Join(t.TempDir(), file)
+			return openStore(t, u)
 		}
-		out = append(out, b)
+		b.restart = func(t *testing.T, s store.Store) store.Store {
+			if err := s.Close(); err != nil {
+				t.Fatalf("closing %s: %v", u, err)
+			}
+			return openStore(t, u)
+		}
+		return b
+	}
+	out := []backend{
+		{scheme: "memory", open: func(t *testing.T) store.Store { return openStore(t, "memory://") }, restart: same},
+		{scheme: "memdb", open: func(t *testing.T) store.Store { return openStore(t, "memdb://") }, restart: same},
+		inDir("memory-file", "memory", "cache.snap"),
+		inDir("memdb-file", "memdb", "cache.snap"),
+		inDir("bolt", "bolt", "cache.db"),
+		inDir("badger", "badger", ""),
 	}
 	return out
 }
@@ -84,10 +87,9 @@ func openStore(t *testing.T, rawURL string) store.Store {
 	if err != nil {
 		t.Fatalf("codec: %v", err)
 	}
-	u, _ := url.Parse(rawURL)
 	opts := &store.Options{Name: "v1/configmaps", Codec: codec}
-	if u.Scheme != "memory" {
-		opts.Durability = store.DurabilityNoSync
+	if u, _ := url.Parse(rawURL); u.Scheme == "bolt" || u.Scheme == "badger" {
+		opts.Durability = store.DurabilityNoSync // tests do not survive power loss
 	}
 	s, err := store.Open(t.Context(), rawURL, opts)
 	if err != nil {
