@@ -68,7 +68,8 @@ func newStore(o store.Options) (*memStore, error) {
 	}
 	// A snapshot of a fresh database is a full database that does not track
 	// mutations for watch channels: nobody watches this one, and tracking
-	// would cost every write an allocation per changed radix node.
+	// costs every write allocations for the channels of the radix nodes it
+	// changes (measured: 275 instead of 263 allocations per Update).
 	db := primary.Snapshot()
 	txn := db.Txn(true)
 	if err := txn.Insert(tableMeta, &metaRow{set: set}); err != nil {
