@@ -106,7 +106,7 @@ func keyOf(op string, keyFunc cache.KeyFunc, obj interface{}) (key string, err e
 	}()
 	key, err = keyFunc(obj)
 	if err != nil {
-		return "", fmt.Errorf("deltafifo: %s: key of %T: %w: %w", op, obj, ErrInvalid, err)
+		return "", fmt.Errorf("deltafifo: %s: key of %T: %w (%w)", op, obj, err, ErrInvalid)
 	}
 	if key == "" {
 		return "", fmt.Errorf("deltafifo: %s: key function returned an empty key for %T: %w", op, obj, ErrInvalid)
@@ -129,7 +129,7 @@ func transform(op string, t cache.TransformFunc, obj interface{}) (out interface
 	}()
 	out, err = t(obj)
 	if err != nil {
-		return nil, fmt.Errorf("deltafifo: %s: transform %T: %w: %w", op, obj, ErrInvalid, err)
+		return nil, fmt.Errorf("deltafifo: %s: transform %T: %w (%w)", op, obj, err, ErrInvalid)
 	}
 	if isNil(out) {
 		return nil, fmt.Errorf("deltafifo: %s: transformer returned nil for %T: %w", op, obj, ErrInvalid)
@@ -219,8 +219,15 @@ func (w *waiter) waitLocked(ctx context.Context, mu sync.Locker, cond *sync.Cond
 			cond.Broadcast()
 		})
 	}
+	if waitHook != nil {
+		waitHook()
+	}
 	cond.Wait()
 }
+
+// waitHook, set by tests only, runs (with the lock held) each time a Pop is
+// about to block, so tests can act on a blocked Pop without sleeping.
+var waitHook func()
 
 func (w *waiter) release() {
 	if w.stop != nil {
