@@ -146,8 +146,9 @@ func loadFile(b *testing.B, n int) (string, []string) {
 }
 
 // BenchmarkCommit measures group-committed writes: Commits of 1,000 new
-// Pods each, durable (fsync per Commit). client-go's indexer adding the same
-// objects in memory is the reference.
+// Pods each, durable (fsync per Commit) and not. client-go's indexer adding
+// the same objects in memory is the reference. written-B/object is what
+// the process wrote to storage per object (Linux).
 func BenchmarkCommit(b *testing.B) {
 	const perCommit = 1000
 	pods := make([]*corev1.Pod, perCommit)
@@ -158,41 +159,52 @@ func BenchmarkCommit(b *testing.B) {
 		size += len(data)
 	}
 	b.Logf("%d Pods per Commit, %d bytes each on average in protobuf", perCommit, size/perCommit)
-	rename := func(p *corev1.Pod, round int) *corev1.Pod {
-		c := p.DeepCopy()
-		c.Name = fmt.Sprintf("%s-r%d", p.Name, round)
-		return c
-	}
-	b.Run("impl=bolt", func(b *testing.B) {
-		s, err := bolt.Open(b.Context(), filepath.Join(b.TempDir(), "pods.db"), benchOptions(0))
-		if err != nil {
-			b.Fatal(err)
+	// Each round adds new Pods, whose keys interleave with the earlier
+	// ones', as new Pods' random names do.
+	batch := func(round int) []*corev1.Pod {
+		out := make([]*corev1.Pod, len(pods))
+		for i, p := range pods {
+			c := p.DeepCopy()
+			c.Name = fmt.Sprintf("%s-r%d", p.Name, round)
+			out[i] = c
 		}
-		defer s.Close()
-		round := 0
-		for b.Loop() {
-			b.StopTimer()
-			ops := make([]store.Op, perCommit)
-			for i, p := range pods {
-				ops[i] = store.Op{Type: store.OpPut, Object: rename(p, round)}
-			}
-			round++
-			b.StartTimer()
-			if err := s.Commit(b.Context(), store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(round)}); err != nil {
+		return out
+	}
+	for _, dur := range []store.Durability{store.DurabilitySync, store.DurabilityNoSync} {
+		b.Run("impl=bolt/durability="+string(dur), func(b *testing.B) {
+			o := benchOptions(0)
+			o.Durability = dur
+			s, err := bolt.Open(b.Context(), filepath.Join(b.TempDir(), "pods.db"), o)
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		b.ReportMetric(float64(b.N*perCommit)/b.Elapsed().Seconds(), "objects/s")
-	})
+			defer s.Close()
+			round := 0
+			written := writeBytes()
+			for b.Loop() {
+				b.StopTimer()
+				ops := make([]store.Op, perCommit)
+				for i, p := range batch(round) {
+					ops[i] = store.Op{Type: store.OpPut, Object: p}
+				}
+				round++
+				b.StartTimer()
+				if err := s.Commit(b.Context(), store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(round)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*perCommit)/b.Elapsed().Seconds(), "objects/s")
+			if w := writeBytes(); w > 0 {
+				b.ReportMetric(float64(w-written)/float64(b.N*perCommit), "written-B/object")
+			}
+		})
+	}
 	b.Run("impl=client-go", func(b *testing.B) {
 		idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, benchIndexers())
 		round := 0
 		for b.Loop() {
 			b.StopTimer()
-			objs := make([]*corev1.Pod, perCommit)
-			for i, p := range pods {
-				objs[i] = rename(p, round)
-			}
+			objs := batch(round)
 			round++
 			b.StartTimer()
 			for _, o := range objs {
@@ -203,6 +215,22 @@ func BenchmarkCommit(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N*perCommit)/b.Elapsed().Seconds(), "objects/s")
 	})
+}
+
+// writeBytes returns the bytes this process has caused to be written to
+// storage (Linux /proc/self/io), or 0 where that is unknown.
+func writeBytes() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // BenchmarkOpen measures a restart: open a file of N Pods and have every one
