@@ -1,0 +1,237 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/test/apiserver"
+)
+
+// integrationTimeout bounds waits on the real API server; it is a hang
+// detector, not a performance assertion (two shared cores).
+const integrationTimeout = 3 * time.Minute
+
+// runReal runs a Reflector against the real API server until the returned
+// stop is called; stop checks that Run returned nil.
+func runReal(t *testing.T, lw cache.ListerWatcherWithContext, q *fakeQueue, opts Options) (*Reflector, *recorder, func()) {
+	t.Helper()
+	rec := &recorder{n: q.n}
+	opts.WatchErrorHandler = func(ctx context.Context, _ *cache.Reflector, err error) {
+		rec.mu.Lock()
+		rec.errs = append(rec.errs, err)
+		rec.mu.Unlock()
+		rec.n.notify()
+	}
+	r, err := New(lw, q, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v, want nil", err)
+			}
+		case <-time.After(integrationTimeout):
+			t.Fatalf("Run did not return after cancel")
+		}
+	}
+	t.Cleanup(stop)
+	return r, rec, stop
+}
+
+func waitReal(t *testing.T, n *notifier, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(integrationTimeout)
+	for {
+		ch := n.wait()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func createCM(t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Data:       map[string]string{"payload": strings.Repeat("x", 1024)},
+	}
+	if _, err := c.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create configmap %s/%s: %v", ns, name, err)
+	}
+}
+
+func deleteCM(t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	if err := c.CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete configmap %s/%s: %v", ns, name, err)
+	}
+}
+
+// objectCalls drops bookmarks, whose number depends on the server's timing.
+func objectCalls(calls []qCall) []qCall {
+	var out []qCall
+	for _, c := range calls {
+		if c.Op != "bookmark" {
+			c.RV = ""
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestIntegrationRealAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real API server test; skipped under -short")
+	}
+	s := apiserver.Start(t, apiserver.Options{})
+	c := s.Client()
+	ns := "reflector-it"
+	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	const initial = 20
+	for i := range initial {
+		createCM(t, c, ns, fmt.Sprintf("cm-%02d", i))
+	}
+	lw := cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+
+	t.Run("resume within the watch window makes one LIST, the probe", func(t *testing.T) {
+		// What a full list costs the server, to compare the probe with.
+		before := s.Metrics(t)
+		full, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		fullBytes := s.Metrics(t).Sub(before).ListBytes["configmaps"]
+		resumeFrom := full.ResourceVersion
+
+		// Changes while "down".
+		createCM(t, c, ns, "new-1")
+		createCM(t, c, ns, "new-2")
+		deleteCM(t, c, ns, "cm-00")
+		// A write to another resource moves etcd's revision, hence the
+		// probe's resourceVersion, past every ConfigMap event: no watch
+		// event reaches the sync target, only a bookmark can.
+		if _, err := c.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create secret: %v", err)
+		}
+
+		before = s.Metrics(t)
+		q := &fakeQueue{n: newNotifier()}
+		began := time.Now()
+		r, rec, stop := runReal(t, lw, q, Options{Name: "it-resume", ResumeFrom: resumeFrom, ExpectedType: &corev1.ConfigMap{}})
+		waitReal(t, q.n, "the three changes", func() bool { return len(objectCalls(q.Calls())) >= 3 })
+		// The resource is quiet from here on: only a bookmark can tell the
+		// reflector it has caught up with the probe.
+		select {
+		case <-r.CaughtUp():
+		case <-time.After(integrationTimeout):
+			t.Fatalf("not caught up with sync target")
+		}
+		caughtUpAfter := time.Since(began)
+		target, _ := r.SyncTarget()
+		caughtRV, _ := r.CaughtUpResourceVersion()
+		if got := q.Calls(); got[len(got)-1].Op != "bookmark" || got[len(got)-1].RV != caughtRV {
+			t.Errorf("caught up at %s, want it reached by the last queue call, a bookmark; calls %+v", caughtRV, got)
+		}
+		t.Logf("caught up %v after start: sync target %s reached by resourceVersion %s (catch-up watch timeout %v)",
+			caughtUpAfter.Round(time.Millisecond), target, caughtRV, DefaultCatchUpWatchTimeout)
+		stop()
+		delta := s.Metrics(t).Sub(before)
+
+		want := []qCall{{Op: "add", Key: ns + "/new-1"}, {Op: "add", Key: ns + "/new-2"}, {Op: "delete", Key: ns + "/cm-00"}}
+		if d := cmp.Diff(want, objectCalls(q.Calls())); d != "" {
+			t.Errorf("queue calls without bookmarks (-want +got):\n%s", d)
+		}
+		if got := delta.Lists["configmaps"]; got != 1 {
+			t.Errorf("API server counted %d LIST requests for configmaps during the resume, want 1 (the probe); all: %+v", got, delta.Lists)
+		}
+		if got := delta.ListBytes["configmaps"]; got >= fullBytes {
+			t.Errorf("LIST bytes during the resume = %d, want less than a full list (%d)", got, fullBytes)
+		}
+		st := r.Stats()
+		if st.Lists != 1 || st.Resumes != 1 || st.Relists != (RelistStats{}) || st.WatchLists != 0 {
+			t.Errorf("Stats = %+v, want one LIST, one resume, no relist", st)
+		}
+		if errs := rec.Errs(); len(errs) != 0 {
+			t.Errorf("watch error handler got %v", errs)
+		}
+	})
+
+	t.Run("after an API server restart the resume point expires and the reflector relists", func(t *testing.T) {
+		list, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		resumeFrom := list.ResourceVersion
+		createCM(t, c, ns, "before-restart")
+		s.RestartAPIServer(t)
+		deleteCM(t, c, ns, "cm-01")
+
+		q := &fakeQueue{n: newNotifier()}
+		r, rec, stop := runReal(t, lw, q, Options{Name: "it-restart", ResumeFrom: resumeFrom, ExpectedType: &corev1.ConfigMap{}})
+		waitReal(t, q.n, "a Replace", func() bool {
+			for _, c := range q.Calls() {
+				if c.Op == "replace" {
+					return true
+				}
+			}
+			return false
+		})
+		stop()
+
+		var replace qCall
+		for _, c := range q.Calls() {
+			if c.Op == "replace" {
+				replace = c
+				break
+			}
+		}
+		now, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		var want []string
+		for _, o := range now.Items {
+			want = append(want, ns+"/"+o.Name)
+		}
+		if d := cmp.Diff(want, replace.Keys); d != "" {
+			t.Errorf("Replace keys (-want +got):\n%s", d)
+		}
+		st := r.Stats()
+		if st.Relists.Expired != 1 || st.Resumes != 1 {
+			t.Errorf("Stats = %+v, want one resume and one relist for expiry", st)
+		}
+		errs := rec.Errs()
+		if len(errs) == 0 || !isExpired(errs[0]) {
+			t.Errorf("watch error handler got %v, want the 410 Expired first", errs)
+		}
+	})
+}
