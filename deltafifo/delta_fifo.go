@@ -367,7 +367,7 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	b := Batch{InInitialList: !f.syncedLocked()}
 	e := f.queue[0]
 	f.queue[0] = queueEntry{}
-	f.queue = f.queue[1:]
+	f.queue = popFront(f.queue, 1)
 	if e.bookmark {
 		b.Deltas = cache.Deltas{{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: e.rv}}}
 	} else {
@@ -405,7 +405,7 @@ func (f *DeltaFIFO) advanceLocked() string {
 	}
 	if i > 0 {
 		clear(f.rvs[:i])
-		f.rvs = f.rvs[i:]
+		f.rvs = popFront(f.rvs, i)
 	}
 	return rv
 }

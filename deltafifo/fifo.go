@@ -357,7 +357,7 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 		initial := first.initial
 		f.queued -= len(first.deltas)
 		f.units[0] = unit{}
-		f.units = f.units[1:]
+		f.units = popFront(f.units, 1)
 		return b, initial
 	}
 
@@ -390,7 +390,7 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 		// backing array lives on.
 		f.units[i] = unit{}
 	}
-	f.units = f.units[n:]
+	f.units = popFront(f.units, n)
 	f.queued -= size
 	return b, false
 }
@@ -428,4 +428,15 @@ func (f *FIFO) IsClosed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.closed
+}
+
+// popFront drops the first n (already cleared) elements of s. When that
+// empties s it rewinds to the start of the backing array, so that a queue
+// that keeps up with its writer reuses one array instead of reallocating
+// each time appends reach its end.
+func popFront[T any](s []T, n int) []T {
+	if n == len(s) {
+		return s[:0]
+	}
+	return s[n:]
 }
