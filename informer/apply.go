@@ -211,14 +211,14 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 		}
 	}
 	inf.view.committed(pc.seq)
+	inf.stats.commits.Add(1)
+	inf.stats.deltas.Add(int64(pc.deltas))
 	counted := !inf.synced
 	for _, qn := range pc.notes {
 		n := qn.n
 		n.counted = counted
 		inf.proc.distribute(n, qn.resync)
 	}
-	inf.stats.commits.Add(1)
-	inf.stats.deltas.Add(int64(pc.deltas))
 	if pc.rv != "" {
 		inf.appliedRV = pc.rv
 	}

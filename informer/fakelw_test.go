@@ -33,6 +33,11 @@ type fakeLW struct {
 	uid       int
 	// gate, when set, holds back every watch event until it is closed.
 	gate chan struct{}
+	// noBookmarks turns off the bookmark sent when a watch starts.
+	noBookmarks bool
+	// muted watches get no more events (the history still records them),
+	// as if the connection had stalled.
+	muted bool
 }
 
 var _ cache.ListerWatcherWithContext = (*fakeLW)(nil)
@@ -46,6 +51,9 @@ func cmKey(ns, name string) string { return ns + "/" + name }
 // emitLocked records e and sends it to every open watcher.
 func (f *fakeLW) emitLocked(e watch.Event) {
 	f.history = append(f.history, e)
+	if f.muted {
+		return
+	}
 	for w := range f.watchers {
 		w.send(e)
 	}
@@ -113,6 +121,24 @@ func (f *fakeLW) setGate(gate chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gate = gate
+}
+
+// muteWatches stops sending events to the open watches.
+func (f *fakeLW) muteWatches() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.muted = true
+}
+
+// expireWatches ends every open watch with a 410 Expired error event, as
+// the API server does when a watcher falls too far behind.
+func (f *fakeLW) expireWatches() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.muted = false
+	for w := range f.watchers {
+		w.send(watch.Event{Type: watch.Error, Object: &apierrors.NewResourceExpired("too old resource version").ErrStatus})
+	}
 }
 
 // compact makes every resourceVersion before the current one too old to
@@ -206,7 +232,7 @@ func (f *fakeLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 			w.send(e)
 		}
 	}
-	if opts.AllowWatchBookmarks {
+	if opts.AllowWatchBookmarks && !f.noBookmarks {
 		w.send(watch.Event{Type: watch.Bookmark, Object: &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.FormatInt(f.rv, 10)},
 		}})

@@ -89,3 +89,10 @@ func (v *view) committed(upTo uint64) {
 		}
 	}
 }
+
+// pendingLen returns the number of keys with an uncommitted state.
+func (v *view) pendingLen() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.pending)
+}

@@ -1,0 +1,115 @@
+package informer
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// waitPending waits until n keys are popped but not committed.
+func waitPending(t *testing.T, inf *Informer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for inf.view.pendingLen() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keys pending, want %d", inf.view.pendingLen(), n)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestGroupCommit(t *testing.T) {
+	lw := newFakeLW()
+	lw.noBookmarks = true // every delta in this test is an object change
+	s := openStore(t, "memory://")
+	opts := testOptions()
+	opts.MaxBatchDelay = time.Hour // only the size bound closes a group
+	opts.MaxBatchSize = 5
+	inf := newInformer(t, lw, s, opts)
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	// The initial relist is committed at once, despite the delay.
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	commits, rv := inf.Stats().Commits, s.ResourceVersion()
+
+	for i := 0; i < 4; i++ {
+		lw.create("ns", "o"+strconv.Itoa(i), "1")
+	}
+	waitPending(t, inf, 4)
+	if got := h.all(); len(got) != 0 {
+		t.Errorf("handler notified before the commit: %v", got)
+	}
+	if got := s.ResourceVersion(); got != rv {
+		t.Errorf("resume point moved to %q before the commit, want %q", got, rv)
+	}
+	if n := len(s.ListKeys()); n != 0 {
+		t.Errorf("store holds %d objects before the commit, want 0", n)
+	}
+	lw.create("ns", "o4", "1") // the fifth delta fills the group
+	h.wait(t, 5)
+	if got := inf.Stats().Commits - commits; got != 1 {
+		t.Errorf("5 events took %d commits, want 1", got)
+	}
+	if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
+		t.Errorf("resume point = %q, want %q", got, want)
+	}
+}
+
+// TestRelistIsNotMerged checks that a relist popped while a group is open
+// is committed on its own, after the group, and that the relist sees the
+// group's objects as known although they were not committed yet.
+func TestRelistIsNotMerged(t *testing.T) {
+	lw := newFakeLW()
+	lw.noBookmarks = true
+	lw.create("ns", "old", "1")
+	s := openStore(t, "memory://")
+	opts := testOptions()
+	opts.MaxBatchDelay = time.Hour
+	opts.MaxBatchSize = 100
+	inf := newInformer(t, lw, s, opts)
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	commits := inf.Stats().Commits
+
+	lw.create("ns", "a", "1")
+	lw.create("ns", "b", "1")
+	waitPending(t, inf, 2)
+	// b and old go away while the watch is broken; the relist must delete
+	// them, b although it was never committed before the relist was queued.
+	lw.muteWatches()
+	lw.remove("ns", "b")
+	lw.remove("ns", "old")
+	lw.expireWatches()
+
+	want := []ev{
+		{Op: "add", Key: "ns/old", Value: "1", UID: "uid-1", Initial: true},
+		{Op: "add", Key: "ns/a", Value: "1", UID: "uid-2"},
+		{Op: "add", Key: "ns/b", Value: "1", UID: "uid-3"},
+		// The relist: deletions as tombstones (in unspecified order), then
+		// a's unchanged Replaced delta, which is a resync and not delivered.
+		{Op: "delete", Key: "ns/b", Value: "1", UID: "uid-3", Tomb: true},
+		{Op: "delete", Key: "ns/old", Value: "1", UID: "uid-1", Tomb: true},
+	}
+	got := h.wait(t, len(want))
+	if got[3].Key > got[4].Key {
+		got[3], got[4] = got[4], got[3]
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got := inf.Stats().Commits - commits; got != 2 {
+		t.Errorf("group then relist took %d commits, want 2 (a relist is never merged); stats %+v", got, inf.Stats())
+	}
+	if diff := cmp.Diff(lw.values(), storeValues(s)); diff != "" {
+		t.Errorf("store after relist (-source +store):\n%s", diff)
+	}
+	if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
+		t.Errorf("resume point = %q, want %q", got, want)
+	}
+}
