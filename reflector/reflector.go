@@ -57,7 +57,8 @@ type Stats struct {
 	WatchLists int64
 	// Watches counts plain WATCH requests.
 	Watches int64
-	// Resumes counts starts that watched from ResumeFrom without a list.
+	// Resumes counts starts that chose to watch from ResumeFrom without a
+	// list (the watch may still end in a relist).
 	Resumes int64
 	// Relists counts completed full lists by reason.
 	Relists RelistStats

@@ -185,6 +185,65 @@ func TestIntegrationRealAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("cold start", func(t *testing.T) {
+		off := false
+		tests := []struct {
+			name      string
+			watchList *bool
+			// want are the reflector's and the server's LIST counts, and
+			// the reflector's streaming lists.
+			wantLists, wantWatchLists int64
+		}{
+			{name: "auto streams the initial list", wantWatchLists: 1},
+			{name: "paginated LIST", watchList: &off, wantLists: 1},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				now, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+				if err != nil {
+					t.Fatalf("list: %v", err)
+				}
+				var want []string
+				for _, o := range now.Items {
+					want = append(want, ns+"/"+o.Name)
+				}
+				before := s.Metrics(t)
+				q := &fakeQueue{n: newNotifier()}
+				r, rec, stop := runReal(t, lw, q, Options{Name: "it-cold", WatchList: tc.watchList, PageSize: 7, ExpectedType: &corev1.ConfigMap{}})
+				waitReal(t, q.n, "the initial Replace", func() bool { return len(q.Calls()) > 0 })
+				select {
+				case <-r.CaughtUp():
+				case <-time.After(integrationTimeout):
+					t.Fatalf("not caught up after the initial list")
+				}
+				stop()
+				delta := s.Metrics(t).Sub(before)
+				got := q.Calls()
+				if got[0].Op != "replace" {
+					t.Fatalf("first queue call %+v, want a Replace", got[0])
+				}
+				if d := cmp.Diff(want, got[0].Keys); d != "" {
+					t.Errorf("Replace keys (-want +got):\n%s", d)
+				}
+				// PageSize 7 splits the paginated LIST into pages.
+				wantServerLists := int64(0)
+				if tc.wantLists > 0 {
+					wantServerLists = int64((len(want) + 6) / 7)
+				}
+				st := r.Stats()
+				if st.WatchLists != tc.wantWatchLists || st.Lists != wantServerLists || st.Relists != (RelistStats{Cold: 1}) {
+					t.Errorf("Stats = %+v, want %d streaming lists, %d LIST pages, one cold relist", st, tc.wantWatchLists, wantServerLists)
+				}
+				if got := delta.Lists["configmaps"]; got != wantServerLists {
+					t.Errorf("API server counted %d LIST requests for configmaps, want %d", got, wantServerLists)
+				}
+				if errs := rec.Errs(); len(errs) != 0 {
+					t.Errorf("watch error handler got %v", errs)
+				}
+			})
+		}
+	})
+
 	t.Run("after an API server restart the resume point expires and the reflector relists", func(t *testing.T) {
 		list, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
@@ -226,8 +285,8 @@ func TestIntegrationRealAPIServer(t *testing.T) {
 			t.Errorf("Replace keys (-want +got):\n%s", d)
 		}
 		st := r.Stats()
-		if st.Relists.Expired != 1 || st.Resumes != 1 {
-			t.Errorf("Stats = %+v, want one resume and one relist for expiry", st)
+		if st.Relists.Expired != 1 || st.Resumes != 1 || st.Lists != 1 || st.WatchLists != 1 {
+			t.Errorf("Stats = %+v, want one resume, then one streaming relist for expiry and no LIST but the probe", st)
 		}
 		errs := rec.Errs()
 		if len(errs) == 0 || !isExpired(errs[0]) {

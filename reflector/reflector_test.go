@@ -91,6 +91,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"negative backoff", lw, q, Options{Backoff: Backoff{Jitter: -1}}, "negative"},
 		{"backoff factor below 1", lw, q, Options{Backoff: Backoff{Factor: 0.5}}, "Factor"},
 		{"empty ExpectedGVK", lw, q, Options{ExpectedGVK: &schema.GroupVersionKind{}}, "ExpectedGVK"},
+		{"ResumeFrom 0", lw, q, Options{ResumeFrom: "0"}, "ResumeFrom"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
