@@ -59,12 +59,12 @@ type Informer struct {
 	transform         cache.TransformFunc
 	watchErrorHandler cache.WatchErrorHandlerWithContext
 	resyncCheckPeriod time.Duration
-	src               *reflector.Reflector
 
 	// applyMu serialises commits with their notifications, the replay of
 	// persisted objects, sync decisions and the registration of handlers
 	// after start. It guards the fields below.
 	applyMu            sync.Mutex
+	src                *reflector.Reflector
 	synced             bool
 	resuming           bool   // started on a store with a resume point
 	appliedRV          string // resume point of the last commit
@@ -125,12 +125,11 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	}
 	logger := klog.FromContext(ctx)
 
-	q, src, err := inf.start(ctx)
+	q, src, err := inf.start(logger)
 	if err != nil {
 		logger.Error(err, "Informer not started")
 		return
 	}
-	inf.replay(logger)
 	inf.proc.start()
 
 	var wg sync.WaitGroup
@@ -169,8 +168,10 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	inf.proc.stop()
 }
 
-// start builds the queue and the reflector and marks the informer started.
-func (inf *Informer) start(ctx context.Context) (deltafifo.Queue, *reflector.Reflector, error) {
+// start builds the queue and the reflector, marks the informer started and
+// replays the stored objects to the handlers, all under mu, so that a
+// handler added meanwhile waits and then sees the store once, not twice.
+func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Reflector, error) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if inf.started {
@@ -198,11 +199,12 @@ func (inf *Informer) start(ctx context.Context) (deltafifo.Queue, *reflector.Ref
 		return nil, nil, fmt.Errorf("informer: run: %w", err)
 	}
 	inf.started = true
-	inf.src = src
 	inf.applyMu.Lock()
+	inf.src = src
 	inf.resuming = ropts.ResumeFrom != ""
 	inf.appliedRV = ropts.ResumeFrom
 	inf.applyMu.Unlock()
+	inf.replay(logger)
 	return q, src, nil
 }
 
@@ -214,6 +216,7 @@ func (inf *Informer) markStopped() {
 
 // replay hands every stored object to the handlers registered before start,
 // as OnAdd(obj, true): after a restart they first see what was persisted.
+// It runs before the reflector starts.
 // With Options.ServeStale and a resume point, the informer is synced then.
 func (inf *Informer) replay(logger klog.Logger) {
 	inf.applyMu.Lock()
