@@ -55,9 +55,14 @@ type seqRV struct {
 // key by key, and Batch.Replace is never set. The list resourceVersion only
 // becomes the watermark once every key the relist touched (listed or
 // deleted) has been popped, so a crash in the middle of a relist leaves the
-// resume point at the old one: on restart the watch replays from there (or
-// gets 410 and relists again), converging on the same state. Consumers that
-// need a relist applied atomically use FIFO.
+// resume point at the old one. Resuming from there would converge, but
+// handlers could see keys the relist had reached go back to older states
+// while the watch replays; so every batch popped while a relist is partly
+// handed out has Batch.RelistPending set, and a persisting consumer that
+// records it relists on restart instead (DESIGN invariant 2). A relist
+// touches every key queued when it arrives, so it is complete exactly when
+// no key queued before or by it remains. Consumers that need a relist
+// applied in one commit use FIFO.
 //
 // # Bookmarks
 //
@@ -65,7 +70,11 @@ type seqRV struct {
 // pops as a batch with one cache.Bookmark delta, so that an idle stream
 // still moves the resume point. A Replace that queues nothing (an empty list
 // and nothing to delete) queues such an entry with the list resourceVersion.
-// Code that never calls Bookmark, like client-go's users, never sees one.
+// Code that never calls Bookmark, like client-go's users, sees one only for
+// such an empty relist with a resourceVersion.
+//
+// A Delete dropped because its key is neither queued nor known queues
+// nothing; its resourceVersion reaches the consumer with the next pop.
 //
 // A DeltaFIFO is safe for concurrent use by any number of goroutines; the
 // intended use is one writer and one popper. PopFunc runs with the queue
@@ -88,6 +97,9 @@ type DeltaFIFO struct {
 	// yet, in arrival order.
 	rvs    []seqRV
 	closed bool
+	// relistSeq is the sequence number of the latest Replace, if relisted.
+	relistSeq uint64
+	relisted  bool
 	// populated is set by the first Add, Update, Delete or Replace.
 	populated bool
 	// initialCount is the number of queue entries, queued when the first
@@ -280,6 +292,7 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	// The whole relist is one event: one sequence number for all its deltas,
 	// so its resourceVersion waits for every one of its keys.
 	seq := f.arriveLocked(resourceVersion)
+	f.relistSeq, f.relisted = seq, true
 	typ := f.opts.replacedType()
 	for i, obj := range objs {
 		f.appendLocked(keys[i], seq, cache.Delta{Type: typ, Object: obj})
@@ -341,8 +354,8 @@ func (f *DeltaFIFO) Resync() error {
 // Pop waits for a queued key (or bookmark) and hands process its deltas,
 // oldest first, with the watermark they bring (see DeltaFIFO). process runs
 // with the queue locked and receives ctx; it must not call the queue's
-// methods, which would wait for the lock it holds. The deltas are consumed whether or
-// not process fails; its error is returned.
+// methods, which would wait for the lock it holds. The deltas are consumed
+// whether or not process fails; its error is returned.
 func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	if process == nil {
 		return fmt.Errorf("deltafifo: pop: nil PopFunc: %w", ErrInvalid)
@@ -374,7 +387,9 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 		b.Deltas = f.items[e.key].deltas
 		delete(f.items, e.key)
 	}
-	b.ResourceVersion = f.advanceLocked()
+	var oldest uint64
+	b.ResourceVersion, oldest = f.advanceLocked()
+	b.RelistPending = f.relisted && oldest <= f.relistSeq
 	err := process(ctx, b)
 	if f.initialCount > 0 {
 		// After processing, as client-go's RealFIFO: HasSynced must not turn
@@ -386,19 +401,20 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 
 // advanceLocked moves the watermark past every event older than the oldest
 // still-queued key and returns the newest resourceVersion it passed, or ""
-// if it did not move. An event older than the oldest queued key's first
+// if it did not move, and the first sequence number of the oldest queued
+// key (nextSeq if none). An event older than the oldest queued key's first
 // event is popped: a key's events all pop together, so an unpopped event
 // would keep its key queued with a firstSeq no larger than its own.
 // Bookmark entries hold nothing to apply and do not hold the watermark back.
-func (f *DeltaFIFO) advanceLocked() string {
-	oldest := f.nextSeq
+func (f *DeltaFIFO) advanceLocked() (rv string, oldest uint64) {
+	oldest = f.nextSeq
 	for _, e := range f.queue {
 		if !e.bookmark {
 			oldest = f.items[e.key].firstSeq
 			break
 		}
 	}
-	i, rv := 0, ""
+	i := 0
 	for i < len(f.rvs) && f.rvs[i].seq < oldest {
 		rv = f.rvs[i].rv
 		i++
@@ -407,7 +423,7 @@ func (f *DeltaFIFO) advanceLocked() string {
 		clear(f.rvs[:i])
 		f.rvs = popFront(f.rvs, i)
 	}
-	return rv
+	return rv, oldest
 }
 
 func (f *DeltaFIFO) syncedLocked() bool {

@@ -114,8 +114,8 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 				must(t, q.Replace([]interface{}{a2}, "10"))
 			},
 			want: []deltafifo.Batch{
-				{Deltas: deltas(d(cache.Sync, a2)), InInitialList: true},
-				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true},
+				{Deltas: deltas(d(cache.Sync, a2)), InInitialList: true, RelistPending: true},
+				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true, RelistPending: true},
 				{Deltas: deltas(d(cache.Deleted, tomb("c", cm("c", "5", "c1")))), InInitialList: true, ResourceVersion: "10"},
 			},
 		},
@@ -127,7 +127,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 				must(t, q.Replace([]interface{}{a2}, "10"))
 			},
 			want: []deltafifo.Batch{
-				{Deltas: deltas(d(cache.Replaced, a2)), InInitialList: true},
+				{Deltas: deltas(d(cache.Replaced, a2)), InInitialList: true, RelistPending: true},
 				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true, ResourceVersion: "10"},
 			},
 		},
@@ -141,7 +141,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			},
 			want: []deltafifo.Batch{
 				// The relist's own RV waits for b; a's watch events are all out.
-				{Deltas: deltas(d(cache.Deleted, a1), d(cache.Added, a2), d(cache.Deleted, tomb("a", a2))), ResourceVersion: "3"},
+				{Deltas: deltas(d(cache.Deleted, a1), d(cache.Added, a2), d(cache.Deleted, tomb("a", a2))), ResourceVersion: "3", RelistPending: true},
 				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
 			},
 		},
@@ -153,7 +153,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 				must(t, q.Replace([]interface{}{b1}, "10"))
 			},
 			want: []deltafifo.Batch{
-				{Deltas: deltas(d(cache.Deleted, a2)), ResourceVersion: "3"},
+				{Deltas: deltas(d(cache.Deleted, a2)), ResourceVersion: "3", RelistPending: true},
 				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
 			},
 		},
@@ -164,7 +164,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 				must(t, q.Replace([]interface{}{b1}, "10"))
 			},
 			want: []deltafifo.Batch{
-				{Deltas: deltas(d(cache.Added, a1), d(cache.Deleted, tomb("a", a1))), ResourceVersion: "1"},
+				{Deltas: deltas(d(cache.Added, a1), d(cache.Deleted, tomb("a", a1))), ResourceVersion: "1", RelistPending: true},
 				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
 			},
 		},
@@ -223,7 +223,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 				must(t, q.Replace([]interface{}{cm("b", "2", "b1")}, "10"))
 			},
 			want: []deltafifo.Batch{
-				{Deltas: deltas(d(cache.Added, cm("a", "", "a1")), d(cache.Deleted, tomb("a", cm("a", "", "a1")))), ResourceVersion: "1"},
+				{Deltas: deltas(d(cache.Added, cm("a", "", "a1")), d(cache.Deleted, tomb("a", cm("a", "", "a1")))), ResourceVersion: "1", RelistPending: true},
 				{Deltas: deltas(d(cache.Sync, cm("b", "", "b1"))), ResourceVersion: "10"},
 			},
 		},

@@ -7,4 +7,44 @@
 // is safe to persist once the batch is applied (see Batch.ResourceVersion).
 // That is what lets a persistent informer resume its watch after a crash
 // without skipping an event.
+//
+// # Which queue
+//
+// FIFO hands out every event in arrival order, in batches of up to
+// Options.MaxBatch deltas, and a relist as one batch (Batch.Replace) to be
+// applied in one commit. Its resume point is simply the last
+// resourceVersion of each batch.
+//
+// DeltaFIFO keeps client-go's per-key accumulation, for code written against
+// client-go's DeltaFIFO (see the DeltaFIFO example, a plain Go struct with a
+// custom key function). Because it reorders events, its resume point is a
+// watermark over arrival order, and a relist is handed out key by key
+// (Batch.RelistPending says when one is partly applied).
+//
+// # Concurrency
+//
+// Both queues are safe for concurrent use. Pop blocks until a batch is ready,
+// the queue is closed and drained (ErrClosed), or its ctx is done
+// (ctx.Err()); waiting for ctx starts no goroutine until ctx is actually
+// done. PopFunc runs with the queue locked, as in client-go, so that a
+// consumer can keep Options.KnownObjects in step with the queue; it must not
+// call the queue's own methods.
+//
+// # Errors
+//
+// Bad input (nil or typed-nil objects, objects the key function rejects,
+// panics on or maps to an empty key, transformer errors, an empty bookmark
+// resourceVersion, a nil PopFunc) returns an error that names the operation
+// ("deltafifo: add: ...") and wraps ErrInvalid and the cause; a lookup error
+// from KnownObjects during Replace or Resync is returned wrapped. In every
+// case the queue is unchanged. Writes after Close wrap ErrClosed.
+//
+// # Caveats
+//
+// PopFunc's batch is consumed even when it returns an error: a consumer that
+// must not lose it retries inside PopFunc. A transformer runs before the
+// queue validates the rest of a Replace's list, so a transformer that
+// mutates objects in place may have mutated some of them when a later item
+// fails. Writers never block on a full queue: the queue grows while the
+// consumer lags, as client-go's do.
 package deltafifo

@@ -32,6 +32,14 @@ type Batch struct {
 	// a relist out key by key (see DeltaFIFO).
 	Replace bool
 
+	// RelistPending is true when, after this batch, a relist is only partly
+	// handed out: some keys hold the relist's state, others still the state
+	// before it. Only DeltaFIFO, which hands a relist out key by key, sets
+	// it. A persisting consumer records it in the same commit and, while it
+	// is recorded, relists on restart instead of resuming (DESIGN invariant
+	// 2); ResourceVersion stays behind the list resourceVersion meanwhile.
+	RelistPending bool
+
 	// InInitialList is true while the queue has not synced yet (see
 	// HasSynced): the batch belongs to the initial list, like the
 	// isInInitialList argument of client-go's PopProcessFunc.

@@ -286,6 +286,15 @@ func (h *harness) pop() {
 		h.checkDeltaFIFOBatch(got)
 	}
 	h.checkResumePoint(got)
+	// A relist is partly handed out exactly while one of its keys is queued.
+	// A FIFO hands a relist out whole, so it never says so.
+	pending := false
+	for _, e := range h.events {
+		pending = pending || (!h.fifo && e.replace && !e.popped)
+	}
+	if got.RelistPending != pending {
+		h.fatalf("RelistPending %v, want %v", got.RelistPending, pending)
+	}
 }
 
 // checkFIFOBatch checks that b is exactly the next run of whole events:
