@@ -33,6 +33,9 @@ func cm(name, rv, v string) *v1.ConfigMap {
 type known struct {
 	objs  map[string]interface{}
 	errOn string
+	// ghosts are listed by ListKeys but gone by GetByKey, as in a store
+	// that changes between the two calls.
+	ghosts []string
 }
 
 func newKnown(objs ...*v1.ConfigMap) *known {
@@ -48,6 +51,7 @@ func (k *known) ListKeys() []string {
 	for key := range k.objs {
 		keys = append(keys, key)
 	}
+	keys = append(keys, k.ghosts...)
 	slices.Sort(keys)
 	return keys
 }
