@@ -28,11 +28,13 @@
 // list is a streaming list (a watch with sendInitialEvents=true,
 // resourceVersionMatch=NotOlderThan, ended by the bookmark annotated
 // k8s.io/initial-events-end) when Options.WatchList allows it, else a LIST
-// paginated by Options.PageSize. In the default auto mode a failed streaming
-// list falls back to the paginated LIST for the rest of the Run, as client-go
-// does, and a ListerWatcher that declares it does not support watch-list
-// semantics (client-go's watchlist.DoesClientNotSupportWatchListSemantics) is
-// never asked for one.
+// paginated by Options.PageSize. In the default auto mode a streaming list
+// the server rejects (400, 403, 404, 405, 406, 415, 422) or ends without the
+// bookmark falls back to the paginated LIST for the rest of the Run, like
+// client-go; failures a LIST would share (server unreachable, 429, 5xx) are
+// retried after a backoff instead. A ListerWatcher that declares it does not
+// support watch-list semantics (client-go's
+// watchlist.DoesClientNotSupportWatchListSemantics) is never asked for one.
 //
 // # Watching
 //
@@ -119,4 +121,13 @@
 //
 // Queue methods do not take a context: Run returns only after an in-flight
 // call returns. Resync is not driven by the reflector.
+//
+// A server older than Kubernetes 1.27 ignores sendInitialEvents and answers a
+// streaming list with a plain watch that carries no initial events; the
+// reflector notices only when that watch ends at its timeout (5 to 10
+// minutes by default), then falls back to LIST. Set WatchList to false for
+// such servers.
+//
+// ExpectedGVK is compared with the GVK objects carry; typed clients decode
+// objects with an empty one.
 package reflector

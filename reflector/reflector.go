@@ -337,12 +337,14 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	if r.useWatchList(st) {
 		w, items, rv, err = r.watchList(ctx)
 		if err != nil {
-			if ctx.Err() != nil || r.opts.WatchList != nil {
+			if ctx.Err() != nil || r.opts.WatchList != nil || !watchListUnsupported(err) {
+				// Forced, or a failure a LIST would share (server down,
+				// throttled): back off and stream again.
 				return err
 			}
-			// Auto mode: like client-go, fall back to a paginated LIST for
-			// the rest of this Run.
-			logger.V(2).Info("Streaming list failed; falling back to paginated LIST", "err", err)
+			// Auto mode and the server will not stream: use paginated
+			// LISTs for the rest of this Run.
+			logger.V(2).Info("Streaming list not supported; falling back to paginated LIST", "err", err)
 			st.noWatchList = true
 		}
 	}
@@ -459,7 +461,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 			return nil, nil, "", ctx.Err()
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return nil, nil, "", fmt.Errorf("reflector %s: streaming list: stream closed before the initial-events-end bookmark", r.opts.Name)
+				return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, errStreamEndedEarly)
 			}
 			if ev.Type == watch.Error {
 				w.Stop()
@@ -745,6 +747,19 @@ func (r *Reflector) count(f func(*Stats)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f(&r.stats)
+}
+
+// errStreamEndedEarly: a server that ignores sendInitialEvents (before
+// Kubernetes 1.27) answers with a plain watch, which ends at its timeout
+// without the initial-events-end bookmark.
+var errStreamEndedEarly = errors.New("stream closed before the initial-events-end bookmark")
+
+// watchListUnsupported reports the streaming-list failures that a paginated
+// LIST may not share: the server rejects or ignores the request.
+func watchListUnsupported(err error) bool {
+	return errors.Is(err, errStreamEndedEarly) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) ||
+		apierrors.IsUnsupportedMediaType(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
 }
 
 // isExpired reports the errors that mean "this resourceVersion is gone":

@@ -867,6 +867,21 @@ func TestStreamingList(t *testing.T) {
 			}
 		})
 	}
+	t.Run("auto, transient failure streams again after a backoff", func(t *testing.T) {
+		h := newAutoHarness(t, Options{}, nil, []watchResult{{err: apierrors.NewInternalError(errors.New("boom"))}})
+		h.start()
+		h.waitFor("a backoff timer", h.clock.HasWaiters)
+		if d := cmp.Diff([]lwCall{streamCall}, h.lw.Calls()); d != "" {
+			t.Errorf("calls before the backoff ended (-want +got):\n%s", d)
+		}
+		h.clock.Step(time.Hour)
+		if d := cmp.Diff([]lwCall{streamCall, streamCall}, h.waitLWCalls(2)); d != "" {
+			t.Errorf("list/watch calls (-want +got):\n%s", d)
+		}
+		if errs := h.rec.Errs(); len(errs) != 1 || !apierrors.IsInternalError(errs[0]) {
+			t.Errorf("watch error handler got %v, want the internal error", errs)
+		}
+	})
 	t.Run("forced, no fallback", func(t *testing.T) {
 		on := true
 		h := newHarness(t, Options{WatchList: &on}, []listResult{{obj: cmList("10", "")}}, []watchResult{{err: rejected}})
