@@ -49,8 +49,9 @@ func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, 
 }
 
 // Open opens the store named opts.Name in the bbolt file at path, creating
-// the file (0600) and its directory (0700) when missing. opts may be nil
-// only in the sense of store.Options defaults: a Codec is required.
+// the file (0600) and its directory (0700) when missing. Unset options take
+// their defaults, but opts.Codec is required. opts.CacheSize > 0 selects the
+// bounded mode. A relative path is made absolute.
 func Open(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
 	o, err := opts.WithDefaults()
 	if err != nil {
@@ -70,6 +71,9 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	path = filepath.Clean(path)
 	if o.Codec == nil {
 		return nil, fmt.Errorf("store: open %s in %s: bolt stores need Options.Codec (see indexer.NewCodec): %w", o.Name, path, store.ErrInvalid)
+	}
+	if len(o.Name) > maxNameLen {
+		return nil, fmt.Errorf("store: open %s in %s: store name too long (%d bytes, at most %d): %w", shorten(o.Name), path, len(o.Name), maxNameLen, store.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
@@ -332,6 +336,17 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
 	}
 	return rv, reset, nil
+}
+
+// maxNameLen bounds store names, which are bucket names: bbolt limits keys
+// to 32 KiB but does not check bucket names against it.
+const maxNameLen = 1024
+
+func shorten(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 func storeInfo(o store.Options, rv, reset string) store.Info {

@@ -164,6 +164,16 @@ func TestOpenURLs(t *testing.T) {
 		}
 		wantErr(t, "Open", err, store.ErrInvalid, "Codec")
 	})
+	t.Run("store name too long", func(t *testing.T) {
+		s, err := store.Open(t.Context(), "bolt://"+dir+"/d.db", podOptions(strings.Repeat("n", 40000)))
+		if err == nil {
+			s.Close()
+			t.Fatal("store.Open with a 40,000-byte name succeeded")
+		}
+		wantErr(t, "Open", err, store.ErrInvalid, "too long")
+		// The failed open left the file usable.
+		mustOpen(t, "bolt://"+dir+"/d.db", podOptions("pods"))
+	})
 	t.Run("parameters accepted", func(t *testing.T) {
 		s := mustOpen(t, "bolt://"+dir+"/c.db?durability=nosync&lock_timeout=1s&cache=10", podOptions("pods"))
 		if got := s.Info().Backend; got != bolt.Scheme {

@@ -15,7 +15,8 @@
 // and cache (the bounded mode's size; 0, the default, keeps every object
 // decoded). Any other parameter is an error.
 //
-// Each store lives in its own bucket, named by Options.Name (any string).
+// Each store lives in its own bucket, named by Options.Name (any string of
+// at most 1 KiB).
 // The process keeps one bbolt database per file, shared by the stores opened
 // on it and closed with the last of them. Opening a store name that is
 // already open in the process fails with store.ErrInUse until it is closed.
