@@ -103,7 +103,7 @@
 // [Reflector.CaughtUp] is closed, and [Reflector.CaughtUpResourceVersion]
 // returns that event's resourceVersion, once the reaching event has been
 // handed to the queue; the informer is synced when its applied resume point
-// reaches that resourceVersion.
+// reaches that resourceVersion, which [Reflector.SyncedAt] checks.
 //
 // # Logging
 //

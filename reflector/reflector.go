@@ -186,6 +186,24 @@ func (r *Reflector) CaughtUpResourceVersion() (rv string, ok bool) {
 	return r.caughtUpRV, r.caughtUp
 }
 
+// SyncedAt reports whether an informer whose applied (persisted) resume
+// point is applied has caught up: the reflector has reached its sync target,
+// and applied is at or past the resourceVersion that reached it. When the two
+// do not compare (opaque resourceVersions), only an exact match counts; an
+// informer on such a server should also accept the batch that carried that
+// resourceVersion.
+func (r *Reflector) SyncedAt(applied string) bool {
+	rv, ok := r.CaughtUpResourceVersion()
+	if !ok || applied == "" {
+		return false
+	}
+	if applied == rv {
+		return true
+	}
+	cmp, err := resourceversion.CompareResourceVersion(applied, rv)
+	return err == nil && cmp >= 0
+}
+
 // runState is the state of one Run, owned by its goroutine.
 type runState struct {
 	delay wait.DelayFunc

@@ -952,3 +952,35 @@ func TestCancelStopsRunInEveryPhase(t *testing.T) {
 		})
 	}
 }
+
+func TestSyncedAt(t *testing.T) {
+	tests := []struct {
+		name    string
+		resume  string
+		probe   string
+		watch   []watch.Event
+		applied string
+		want    bool
+	}{
+		{name: "applied the reaching event", resume: "100", probe: "150", watch: []watch.Event{added("a", "150")}, applied: "150", want: true},
+		{name: "applied past it", resume: "100", probe: "150", watch: []watch.Event{bookmark("160")}, applied: "170", want: true},
+		{name: "applied short of it", resume: "100", probe: "150", watch: []watch.Event{bookmark("160")}, applied: "155", want: false},
+		{name: "not caught up", resume: "100", probe: "150", watch: []watch.Event{added("a", "120")}, applied: "150", want: false},
+		{name: "nothing applied", resume: "100", probe: "150", watch: []watch.Event{added("a", "150")}, applied: "", want: false},
+		{name: "opaque, exact", resume: "x1", probe: "x2", watch: []watch.Event{bookmark("x3")}, applied: "x3", want: true},
+		{name: "opaque, other", resume: "x1", probe: "x2", watch: []watch.Event{bookmark("x3")}, applied: "x4", want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{ResumeFrom: tc.resume}, []listResult{{obj: cmList(tc.probe, "")}},
+				[]watchResult{{w: watcher(false, tc.watch...)}})
+			h.start()
+			h.waitQCalls(len(tc.watch))
+			h.settle()
+			if got := h.r.SyncedAt(tc.applied); got != tc.want {
+				rv, ok := h.r.CaughtUpResourceVersion()
+				t.Errorf("SyncedAt(%q) = %v, want %v (caught up: %q, %v)", tc.applied, got, tc.want, rv, ok)
+			}
+		})
+	}
+}
