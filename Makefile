@@ -35,6 +35,11 @@ k8s-bin:
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+## crash: the crash-restart soak (test/crash): CYCLES SIGKILL cycles per persistent backend against a real API
+## server (no race detector, so more cycles fit; the timeout allows 10s per cycle per backend).
+crash: k8s-bin
+	INFORMERDB_CRASH_CYCLES=$(CYCLES) $(GO) test -count=1 -v -timeout $$(( $(CYCLES) * 20 + 600 ))s -run '^TestCrash$$' ./test/crash
+
 vet:
 	$(GO) vet $(PKGS)
 
