@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(holdEnv); path != "" {
 		os.Exit(holdFile(path))
 	}
+	if path := os.Getenv(writerEnv); path != "" {
+		os.Exit(runWriter(path))
+	}
 	goleak.VerifyTestMain(m)
 }
 
