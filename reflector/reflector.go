@@ -116,10 +116,10 @@ type Reflector struct {
 
 // New returns a Reflector that lists and watches through lw and feeds q.
 func New(lw cache.ListerWatcherWithContext, q Queue, opts Options) (*Reflector, error) {
-	if lw == nil || isNilInterface(lw) {
+	if isNilInterface(lw) {
 		return nil, fmt.Errorf("reflector: new: ListerWatcher is nil: %w", ErrInvalid)
 	}
-	if q == nil || isNilInterface(q) {
+	if isNilInterface(q) {
 		return nil, fmt.Errorf("reflector: new: Queue is nil: %w", ErrInvalid)
 	}
 	o, err := opts.withDefaults()
@@ -134,6 +134,9 @@ func New(lw cache.ListerWatcherWithContext, q Queue, opts Options) (*Reflector, 
 }
 
 func isNilInterface(v interface{}) bool {
+	if v == nil {
+		return true
+	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
@@ -466,6 +469,9 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeout,
 	})
+	if err == nil && isNilInterface(w) {
+		err = errNoWatch
+	}
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, err)
 	}
@@ -534,6 +540,9 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &timeout,
 		})
+		if err == nil && isNilInterface(w) {
+			err = errNoWatch
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
@@ -766,6 +775,9 @@ func (r *Reflector) count(f func(*Stats)) {
 	defer r.mu.Unlock()
 	f(&r.stats)
 }
+
+// errNoWatch is a ListerWatcher bug, reported rather than dereferenced.
+var errNoWatch = errors.New("ListerWatcher returned neither a watch nor an error")
 
 // errStreamEndedEarly: a server that ignores sendInitialEvents (before
 // Kubernetes 1.27) answers with a plain watch, which ends at its timeout

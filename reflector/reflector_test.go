@@ -745,6 +745,28 @@ func TestFailuresBackOff(t *testing.T) {
 			wantQ:      []qCall{{Op: "add", Key: "ns/a", RV: "101"}},
 		},
 		{
+			name:       "probe answer that is not a list",
+			resumeFrom: "100",
+			lists:      []listResult{{obj: cm("not-a-list", "1")}, {obj: cmList("100", "")}},
+			before:     []lwCall{probeCall},
+			after:      []lwCall{probeCall, probeCall, watchCall("100", "normal")},
+		},
+		{
+			name:   "nil list and nil error",
+			lists:  []listResult{{}, {obj: cmList("7", "")}},
+			before: []lwCall{fullList},
+			after:  []lwCall{fullList, fullList, watchCall("7", "normal")},
+			wantQ:  []qCall{{Op: "replace", RV: "7", Keys: []string{}}},
+		},
+		{
+			name:       "nil watch and nil error",
+			resumeFrom: "100",
+			lists:      []listResult{{obj: cmList("100", "")}},
+			watches:    []watchResult{{}},
+			before:     []lwCall{probeCall, watchCall("100", "normal")},
+			after:      []lwCall{probeCall, watchCall("100", "normal"), watchCall("100", "normal")},
+		},
+		{
 			name:       "list without resourceVersion",
 			resumeFrom: "",
 			lists:      []listResult{{obj: cmList("", "")}, {obj: cmList("7", "")}},
