@@ -397,11 +397,12 @@ func (h *harness) cycle(name string, early bool) {
 
 // runInfo is what a child run was started on and saw.
 type runInfo struct {
-	prev   state  // persisted state the child opened
-	prevRV string // and its resume point
-	synced bool   // the run was waited on until synced
-	dump   state  // the child's store when synced
-	server state  // the API server's state when the child synced
+	prev     state  // persisted state the child opened
+	prevRV   string // and its resume point
+	synced   bool   // the run was waited on until synced
+	relisted bool   // it relisted (more than the probe LIST) before it synced
+	dump     state  // the child's store when synced
+	server   state  // the API server's state when the child synced
 }
 
 // checkSynced checks a synced child: its store equals the API server, and
@@ -426,6 +427,7 @@ func (h *harness) checkSynced(t *testing.T, run *runInfo, cost apiserver.Metrics
 	}
 	// A relist is the probe plus at least one page; a resume the probe.
 	relisted := lists >= 2
+	run.relisted = relisted
 	if relisted {
 		h.stats.relists++
 	} else {
@@ -588,7 +590,11 @@ func (h *harness) checkJournal(t *testing.T, path string, run *runInfo) {
 		case "update to a new UID":
 			// A relist reconciles by key, as client-go's Replace does: a
 			// name deleted and re-created while down arrives as an update
-			// to the new UID, not as OnDelete + OnAdd.
+			// to the new UID, not as OnDelete + OnAdd. A resumed watch
+			// has the DELETED event and must deliver it.
+			if !run.relisted {
+				h.violation(t, "%s (uid %s) was deleted and re-created while the child was down; the child resumed its watch, yet its handler got an update to the new UID instead of OnDelete", name, v.UID)
+			}
 			h.stats.replaced++
 		default:
 			h.violation(t, "%s (uid %s) was deleted while the child was down, but its handler never got OnDelete", name, v.UID)
