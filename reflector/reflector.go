@@ -716,7 +716,7 @@ func (r *Reflector) markCaughtUpLocked(ctx context.Context, rv string) {
 
 // checkObject rejects objects the reflector cannot use.
 func (r *Reflector) checkObject(obj runtime.Object) error {
-	if obj == nil {
+	if isNilInterface(obj) {
 		return fmt.Errorf("reflector %s: watch event without an object", r.opts.Name)
 	}
 	if r.expType != nil {

@@ -654,6 +654,13 @@ func TestErrorsGoToTheWatchErrorHandler(t *testing.T) {
 			wantQ:   []qCall{{Op: "add", Key: "ns/a", RV: "106"}},
 		},
 		{
+			name:    "typed nil object",
+			opts:    Options{ExpectedGVK: &schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}},
+			watches: []watchResult{{w: watcher(false, watch.Event{Type: watch.Modified, Object: (*corev1.ConfigMap)(nil)}, watch.Event{Type: watch.Added, Object: rightKind})}},
+			wantErr: "without an object",
+			wantQ:   []qCall{{Op: "add", Key: "ns/a", RV: "106"}},
+		},
+		{
 			name:    "object without metadata",
 			watches: []watchResult{{w: watcher(false, watch.Event{Type: watch.Added, Object: &metav1.Status{}}, added("a", "106"))}},
 			wantErr: "no object metadata",
