@@ -1,0 +1,195 @@
+package informer
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// fakeClientset holds ConfigMaps a/x and b/y and the kube-system namespace.
+// The fake tracker gives lists no resourceVersion, which the reflector
+// needs: a reactor sets one.
+func fakeClientset() *fake.Clientset {
+	client := fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "ks-uid"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", ResourceVersion: "5", UID: "uid-x"}, Data: map[string]string{"v": "x1"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "y", ResourceVersion: "6", UID: "uid-y"}, Data: map[string]string{"v": "y1"}},
+	)
+	client.PrependReactor("list", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, err := client.Tracker().List(configMapsGVR, corev1.SchemeGroupVersion.WithKind("ConfigMap"), a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		lm, err := meta.ListAccessor(obj)
+		if err != nil {
+			return true, nil, err
+		}
+		lm.SetResourceVersion("10")
+		return true, obj, nil
+	})
+	return client
+}
+
+func TestFactory(t *testing.T) {
+	ctx := t.Context()
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	client := fakeClientset()
+	newFactory := func(t *testing.T, namespace string) *Factory {
+		t.Helper()
+		f, err := NewFactory(ctx, dbURL, client, &FactoryOptions{
+			Namespace: namespace,
+			Informer:  testOptions(),
+			Store:     store.Options{Durability: store.DurabilityNoSync},
+		})
+		if err != nil {
+			t.Fatalf("NewFactory: %v", err)
+		}
+		t.Cleanup(func() { _ = f.Shutdown() })
+		return f
+	}
+
+	f := newFactory(t, "a")
+	inf, err := f.InformerFor(ctx, configMapsGVR)
+	if err != nil {
+		t.Fatalf("InformerFor: %v", err)
+	}
+	if again, err := f.InformerFor(ctx, configMapsGVR); err != nil || again != inf {
+		t.Errorf("second InformerFor = %p, %v; want the same informer %p", again, err, inf)
+	}
+	h := newRecorder()
+	addHandler(t, inf, h)
+	f.Start(ctx)
+	if diff := cmp.Diff(map[schema.GroupVersionResource]bool{configMapsGVR: true}, f.WaitForCacheSync(ctx)); diff != "" {
+		t.Errorf("WaitForCacheSync (-want +got):\n%s", diff)
+	}
+	want := []ev{{Op: "add", Key: "a/x", Value: "x1", UID: "uid-x", Initial: true}}
+	if diff := cmp.Diff(want, h.wait(t, 1)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if _, err := client.CoreV1().ConfigMaps("a").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "z", ResourceVersion: "11", UID: "uid-z"}, Data: map[string]string{"v": "z1"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ev{Op: "add", Key: "a/z", Value: "z1", UID: "uid-z"}, h.wait(t, 2)[1]); diff != "" {
+		t.Errorf("watched event (-want +got):\n%s", diff)
+	}
+	info := inf.Store().Info()
+	if info.Name != "core/v1/configmaps" {
+		t.Errorf("store name = %q, want core/v1/configmaps", info.Name)
+	}
+	for _, part := range []string{"cluster=kube-system/ks-uid", "resource=core/v1/configmaps", "namespace=a"} {
+		if !strings.Contains(info.Scope, part) {
+			t.Errorf("store scope %q lacks %q", info.Scope, part)
+		}
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := f.InformerFor(ctx, configMapsGVR); err == nil {
+		t.Errorf("InformerFor after Shutdown succeeded")
+	}
+
+	// The same database watched in another namespace: the store's scope
+	// changed, so it starts empty instead of serving namespace a's objects.
+	f2 := newFactory(t, "b")
+	inf2, err := f2.InformerFor(ctx, configMapsGVR)
+	if err != nil {
+		t.Fatalf("InformerFor: %v", err)
+	}
+	if reset := inf2.Store().Info().Reset; reset == "" {
+		t.Errorf("store reopened with another scope was not reset")
+	}
+	h2 := newRecorder()
+	addHandler(t, inf2, h2)
+	f2.Start(ctx)
+	f2.WaitForCacheSync(ctx)
+	want = []ev{{Op: "add", Key: "b/y", Value: "y1", UID: "uid-y", Initial: true}}
+	if diff := cmp.Diff(want, h2.wait(t, 1)); diff != "" {
+		t.Errorf("events in namespace b (-want +got):\n%s", diff)
+	}
+}
+
+func TestTypedListerWatcher(t *testing.T) {
+	client := fake.NewClientset()
+	for _, tc := range []struct {
+		gvr        schema.GroupVersionResource
+		example    runtime.Object
+		namespaced bool
+	}{
+		{configMapsGVR, &corev1.ConfigMap{}, true},
+		{schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, &corev1.Node{}, false},
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, &appsv1.Deployment{}, true},
+		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, &rbacv1.ClusterRole{}, false},
+	} {
+		t.Run(StoreName(tc.gvr), func(t *testing.T) {
+			lw, example, namespaced, err := typedListerWatcher(client, tc.gvr, "ns", func(*metav1.ListOptions) {})
+			if err != nil {
+				t.Fatalf("typedListerWatcher: %v", err)
+			}
+			if reflect.TypeOf(example) != reflect.TypeOf(tc.example) || namespaced != tc.namespaced {
+				t.Errorf("got %T namespaced=%v, want %T namespaced=%v", example, namespaced, tc.example, tc.namespaced)
+			}
+			if _, err := lw.ListWithContext(t.Context(), metav1.ListOptions{}); err != nil {
+				t.Errorf("List: %v", err)
+			}
+			w, err := lw.WatchWithContext(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("Watch: %v", err)
+			}
+			w.Stop()
+		})
+	}
+}
+
+func TestFactoryBadInput(t *testing.T) {
+	ctx := t.Context()
+	client := fakeClientset()
+	var typedNil *fake.Clientset
+	for name, tc := range map[string]struct {
+		url    string
+		client kubernetes.Interface
+		want   string
+	}{
+		"unknown scheme":   {"nosuch://x", client, "forgotten import"},
+		"nil client":       {"memory://", nil, "nil clientset"},
+		"typed nil client": {"memory://", typedNil, "nil clientset"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := NewFactory(ctx, tc.url, tc.client, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("NewFactory = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	f, err := NewFactory(ctx, "memory://", client, &FactoryOptions{Cluster: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	for _, gvr := range []schema.GroupVersionResource{
+		{Version: "v1", Resource: "nosuchthings"},
+		{Group: "example.com", Version: "v1", Resource: "widgets"},
+		{Resource: "configmaps"},
+	} {
+		if _, err := f.InformerFor(ctx, gvr); err == nil || !strings.Contains(err.Error(), StoreName(gvr)) {
+			t.Errorf("InformerFor(%v) = %v, want an error naming the resource", gvr, err)
+		}
+	}
+}
