@@ -18,8 +18,9 @@ import (
 // Scheme is the URL scheme of this backend.
 const Scheme = "memdb"
 
-// FormatVersion is the version of the store's record format, reported in
-// store.Info.
+// FormatVersion is the version of the records of snapshot files (each
+// object's codec encoding under its key), recorded in their metadata and
+// reported in store.Info.
 const FormatVersion = 1
 
 func init() {
