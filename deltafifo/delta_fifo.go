@@ -489,6 +489,7 @@ func (f *DeltaFIFO) GetByKey(key string) (item interface{}, exists bool, err err
 }
 
 // Len returns the number of queued entries: keys, plus bookmark entries.
+// Zero means Pop would block.
 func (f *DeltaFIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

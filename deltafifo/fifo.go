@@ -74,9 +74,7 @@ type FIFO struct {
 	mu   sync.Mutex
 	cond sync.Cond
 	// units are the queued units, oldest first.
-	units []unit
-	// queued is the number of deltas in units.
-	queued int
+	units  []unit
 	closed bool
 	// populated is set by the first Add, Update, Delete or Replace.
 	populated bool
@@ -129,7 +127,6 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 
 func (f *FIFO) pushLocked(u unit) {
 	f.units = append(f.units, u)
-	f.queued += u.size()
 	f.cond.Broadcast()
 }
 
@@ -355,7 +352,6 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 	if first.kind == unitReplace {
 		b.Deltas, b.ResourceVersion, b.Replace = first.deltas, first.rv, true
 		initial := first.initial
-		f.queued -= len(first.deltas)
 		f.units[0] = unit{}
 		f.units = popFront(f.units, 1)
 		return b, initial
@@ -391,7 +387,6 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 		f.units[i] = unit{}
 	}
 	f.units = popFront(f.units, n)
-	f.queued -= size
 	return b, false
 }
 
@@ -407,11 +402,13 @@ func (f *FIFO) HasSynced() bool {
 	return f.syncedLocked()
 }
 
-// Len returns the number of queued deltas.
+// Len returns the number of queued writes not yet popped: an event, a
+// bookmark, a relist (even an empty one) and a resync count one each. Zero
+// means Pop would block.
 func (f *FIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.queued
+	return len(f.units)
 }
 
 // Close stops the queue: writes fail with ErrClosed, Pop hands out what is

@@ -569,3 +569,54 @@ func TestResumePoint(t *testing.T) {
 		})
 	}
 }
+
+// opsFromBytes decodes fuzz input into operations: one byte per operation.
+func opsFromBytes(data []byte) []op {
+	names := []string{"a", "b", "c", "d", "e"}
+	var ops []op
+	for _, c := range data {
+		name := names[int(c>>3)%len(names)]
+		switch c % 8 {
+		case 0:
+			ops = append(ops, add(name))
+		case 1:
+			ops = append(ops, update(name))
+		case 2:
+			ops = append(ops, del(name))
+		case 3:
+			ops = append(ops, bookmark)
+		case 4:
+			var list []string
+			for i, n := range names {
+				if c>>(3+i)&1 == 1 {
+					list = append(list, n)
+				}
+			}
+			ops = append(ops, replace(list...))
+		case 5:
+			ops = append(ops, resync)
+		default:
+			ops = append(ops, popOp)
+		}
+	}
+	return ops
+}
+
+// FuzzResumePoint runs the resume-point harness on arbitrary interleavings;
+// its seed corpus runs with the ordinary tests.
+func FuzzResumePoint(f *testing.F) {
+	f.Add([]byte{0, 8, 1, 6, 6})
+	f.Add([]byte{0, 8, 16, 6, 0x3c, 6, 9, 6, 6, 6, 6})
+	f.Add([]byte{3, 0, 3, 8, 3, 7, 7, 7, 5, 2, 2, 6, 4, 7})
+	f.Add([]byte{0, 8, 16, 24, 6, 6, 6, 6, 0x24, 1, 6, 5, 6, 2, 6, 6, 6})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = data[:min(len(data), 512)] // longer inputs add only time
+		for _, fifo := range []bool{true, false} {
+			h := newHarness(t, fifo, 1+len(data)%4, len(data)%2 == 0, uint64(len(data)))
+			for _, o := range opsFromBytes(data) {
+				h.do(o)
+			}
+			h.finish()
+		}
+	})
+}
