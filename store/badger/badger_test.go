@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,7 +147,7 @@ func TestSharedDatabase(t *testing.T) {
 // through a new generation, are atomic, leave one generation behind and
 // keep indexes exact, in both modes and across a reopen.
 func TestLargeWrites(t *testing.T) {
-	const n = 3000 // about 5 badger entries each: over smallConfig's limit
+	const n = 1000 // about 5 badger entries each: over smallConfig's limit
 	for _, cacheSize := range []int{0, 5} {
 		t.Run(fmt.Sprintf("cache=%d", cacheSize), func(t *testing.T) {
 			dir := t.TempDir()
@@ -167,7 +169,7 @@ func TestLargeWrites(t *testing.T) {
 
 			// A Commit too large for one transaction: update every
 			// object, delete some, add some.
-			ops := make([]store.Op, 0, n+100)
+			ops := make([]store.Op, 0, n+50)
 			for i := 0; i < n; i++ {
 				if i%10 == 0 {
 					ops = append(ops, store.Op{Type: store.OpDelete, Key: fmt.Sprintf("ns-%d/pod-%06d", i%10, i)})
@@ -178,7 +180,7 @@ func TestLargeWrites(t *testing.T) {
 				ops = append(ops, store.Op{Type: store.OpPut, Object: p})
 				want[p.Namespace+"/"+p.Name] = "2/" + p.Labels["app"]
 			}
-			for i := n; i < n+100; i++ {
+			for i := n; i < n+50; i++ {
 				p := newPod(i, "2", "new")
 				ops = append(ops, store.Op{Type: store.OpPut, Object: p})
 				want[p.Namespace+"/"+p.Name] = "2/new"
@@ -504,4 +506,84 @@ func TestGCLoopStops(t *testing.T) {
 	}
 }
 
-var _ = corev1.Pod{}
+// TestKillDuringLargeWrites kills (SIGKILL) a child process at random
+// instants while it writes rounds too large for one badger transaction,
+// then checks the invariants on reopen: every object belongs to the round
+// the resume point names (writes are atomic and the resume point matches
+// them), no round that returned is lost (durability=sync), and the index
+// entries agree with the objects.
+func TestKillDuringLargeWrites(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	lastDone := 0
+	for kill := range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+		stdout, err := cmd.StdoutPipe()
+		mustOK(t, "StdoutPipe", err)
+		mustOK(t, "start child", cmd.Start())
+		lines := make(chan string)
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		}()
+		// Let at least one round finish, then kill at a random instant
+		// of the following ones.
+		first, ok := <-lines
+		if !ok || strings.HasPrefix(first, "error") {
+			t.Fatalf("child %d: %q", kill, first)
+		}
+		deadline := time.After(time.Duration(rng.IntN(300)) * time.Millisecond)
+		done := first
+	wait:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					break wait
+				}
+				if strings.HasPrefix(l, "error") {
+					t.Fatalf("child %d: %s", kill, l)
+				}
+				done = l
+			case <-deadline:
+				break wait
+			}
+		}
+		mustOK(t, "kill", cmd.Process.Signal(syscall.SIGKILL))
+		for l := range lines {
+			done = l
+		}
+		_ = cmd.Wait()
+		n, err := strconv.Atoi(done)
+		mustOK(t, "round number", err)
+		lastDone = n
+
+		s, err := open(t.Context(), dir, podOptions(t, "pods", 0), smallConfig())
+		mustOK(t, "reopen after kill", err)
+		rv := s.ResourceVersion()
+		r, err := strconv.Atoi(rv)
+		if err != nil || r < lastDone {
+			t.Errorf("kill %d: resume point %q; round %d had returned", kill, rv, lastDone)
+		}
+		objs := s.List()
+		if len(objs) != crashObjects {
+			t.Errorf("kill %d: %d objects, want %d", kill, len(objs), crashObjects)
+		}
+		for _, obj := range objs {
+			p := obj.(*corev1.Pod)
+			if p.ResourceVersion != rv || p.Labels["app"] != rv {
+				t.Fatalf("kill %d: object %s/%s of round %s under resume point %s", kill, p.Namespace, p.Name, p.ResourceVersion, rv)
+			}
+		}
+		checkIndexes(t, s)
+		if gens := generationsOf(t, s); len(gens) != 1 {
+			t.Errorf("kill %d: generations %v after open, want only the current one", kill, gens)
+		}
+		t.Logf("kill %d: after round %d returned; reopened at %s", kill, lastDone, rv)
+		mustOK(t, "Close", s.Close())
+	}
+}

@@ -41,6 +41,10 @@ type bounded struct {
 	cacheMu sync.Mutex
 	lru     *lru.Cache
 	epoch   uint64
+
+	// afterRead, when set (by tests), runs between reading an object from
+	// badger and caching it: the window a concurrent write can hit.
+	afterRead func(key string)
 }
 
 func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, info store.Info, rebuild bool) (store.Store, error) {
@@ -309,6 +313,9 @@ func (b *bounded) getLocked(txn *badger.Txn, k keys, key string) (interface{}, b
 	obj, err := b.decode(item, len(k.objPrefix()))
 	if err != nil {
 		return nil, false, err
+	}
+	if b.afterRead != nil {
+		b.afterRead(key)
 	}
 	b.cacheMu.Lock()
 	// The transaction may predate a write that committed since: cache

@@ -20,6 +20,10 @@ const childDirEnv = "INFORMERDB_BADGER_TEST_CHILD_DIR"
 // RunTestChild runs the child role if the environment asks for it, and
 // reports whether it did.
 func RunTestChild() bool {
+	if dir := os.Getenv(crashDirEnv); dir != "" {
+		runCrashChild(dir)
+		return true
+	}
 	dir := os.Getenv(childDirEnv)
 	if dir == "" {
 		return false
@@ -38,4 +42,50 @@ func RunTestChild() bool {
 	_, _ = io.Copy(io.Discard, bufio.NewReader(os.Stdin))
 	_ = s.Close()
 	return true
+}
+
+// crashDirEnv, when set, makes the test binary a child that replaces the
+// contents of a store in that directory over and over until it is killed.
+const crashDirEnv = "INFORMERDB_BADGER_TEST_CRASH_DIR"
+
+// crashObjects is how many objects each round of the crash child writes:
+// about five badger entries each, more than one transaction holds with
+// smallConfig, so every round goes through a new generation.
+const crashObjects = 1500
+
+// runCrashChild alternates Replace and a large Commit updating every
+// object; round r labels every object app=r and sets the resume point to r.
+// It prints r once the round has returned.
+func runCrashChild(dir string) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	s, err := open(context.Background(), dir, &store.Options{Name: "pods", Codec: codec, Indexers: podIndexers()}, smallConfig())
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	for r := 1; ; r++ {
+		rv := fmt.Sprint(r)
+		if r%2 == 1 {
+			list := make([]interface{}, crashObjects)
+			for i := range list {
+				list[i] = newPod(i, rv, rv)
+			}
+			err = s.Replace(list, rv)
+		} else {
+			ops := make([]store.Op, crashObjects)
+			for i := range ops {
+				ops[i] = store.Op{Type: store.OpPut, Object: newPod(i, rv, rv)}
+			}
+			err = s.Commit(context.Background(), store.Batch{Ops: ops, ResourceVersion: rv})
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		fmt.Println(r)
+	}
 }
