@@ -430,3 +430,28 @@ func BenchmarkHeap(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkCommitOne measures the cost of a Commit of one object: the fsync
+// floor that group commits amortize.
+func BenchmarkCommitOne(b *testing.B) {
+	for _, dur := range []store.Durability{store.DurabilitySync, store.DurabilityNoSync} {
+		b.Run("impl=bolt/durability="+string(dur), func(b *testing.B) {
+			o := benchOptions(0)
+			o.Durability = dur
+			s, err := bolt.Open(b.Context(), filepath.Join(b.TempDir(), "pods.db"), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			p := realisticPod(1)
+			i := 0
+			for b.Loop() {
+				i++
+				p.ResourceVersion = strconv.Itoa(i)
+				if err := s.Commit(b.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: p}}, ResourceVersion: p.ResourceVersion}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
