@@ -26,6 +26,9 @@ type pendingCommit struct {
 
 type queuedNote struct {
 	n notification
+	// op is the index in ops of the write this notification reports, or
+	// -1 (a resync writes nothing).
+	op int
 	// resync notifications go only to the handlers whose resync is due.
 	resync bool
 }
@@ -54,9 +57,11 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				logger.Error(err, "Reading the previous state failed; notifying an add", "key", key)
 				exists = false
 			}
+			op := -1
 			if d.Type != cache.Sync || !exists {
 				// A Sync delta carries the object from the store itself:
 				// nothing to write.
+				op = len(pc.ops)
 				pc.ops = append(pc.ops, store.Op{Type: store.OpPut, Object: d.Object})
 				pc.seq = inf.view.set(key, d.Object, true)
 			}
@@ -64,11 +69,12 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				pc.notes = append(pc.notes, queuedNote{
 					n:      notification{kind: notifyUpdate, oldObj: old, newObj: d.Object},
 					resync: d.Type == cache.Sync || sameResourceVersion(old, d.Object),
+					op:     op,
 				})
 			} else {
 				pc.notes = append(pc.notes, queuedNote{n: notification{
 					kind: notifyAdd, newObj: d.Object, initial: b.Replace && b.InInitialList,
-				}})
+				}, op: op})
 			}
 		case cache.Deleted:
 			obj := d.Object
@@ -84,9 +90,9 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 					obj = tomb
 				}
 			}
+			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}, op: len(pc.ops)})
 			pc.ops = append(pc.ops, store.Op{Type: store.OpDelete, Object: obj})
 			pc.seq = inf.view.set(key, nil, false)
-			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}})
 		case cache.Bookmark:
 			// Moves the resume point only, through b.ResourceVersion.
 		default:
@@ -173,11 +179,23 @@ const (
 // commit writes pc in one store commit, retrying with backoff until it
 // succeeds, then notifies the handlers. It returns false when ctx ended
 // first: nothing of pc was notified, and the resume point did not move.
+//
+// A batch the store rejects as invalid (an object its codec or an index
+// function refuses) would fail forever: it is then applied one operation
+// per commit, the rejected operations are skipped and logged, and the
+// resume point moves in a last commit. That gives up the atomicity of the
+// batch (of a relist, too) for this one batch, rather than stop the informer.
 func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) bool {
 	backoff := commitRetryInitial
+	oneByOne := false
 	for attempt := 1; ; attempt++ {
-		done, err := inf.commitOnce(ctx, logger, pc)
-		if done {
+		var err error
+		if oneByOne {
+			err = inf.commitEach(ctx, logger, pc)
+		} else {
+			err = inf.commitOnce(ctx, logger, pc)
+		}
+		if err == nil {
 			return true
 		}
 		if ctx.Err() != nil {
@@ -186,6 +204,11 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 		if errors.Is(err, store.ErrClosed) {
 			logger.Error(err, "Store closed under a running informer; stopping the informer's apply loop")
 			return false
+		}
+		if errors.Is(err, store.ErrInvalid) && !oneByOne && len(pc.ops) > 0 {
+			logger.Error(err, "The store rejected a batch; applying it one operation at a time and skipping what it rejects", "ops", len(pc.ops), "relist", pc.replace)
+			oneByOne = true
+			continue
 		}
 		logger.Error(err, "Committing to the store failed; will retry", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
 		t := inf.opts.Clock.NewTimer(backoff)
@@ -202,19 +225,57 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 // commitOnce commits pc and, on success, notifies the handlers; both happen
 // under applyMu, so a handler added meanwhile sees either the store before
 // the commit and these notifications, or the store after it and none.
-func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit) (bool, error) {
+func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
 	if len(pc.ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
 		if err := inf.store.Commit(ctx, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv}); err != nil {
-			return false, err
+			return err
 		}
 	}
+	inf.appliedLocked(logger, pc, nil)
+	return nil
+}
+
+// commitEach commits pc one operation at a time, skipping the operations
+// the store rejects as invalid, then moves the resume point. Puts and
+// deletes are idempotent, so after a failure the whole of it can be
+// retried.
+func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
+	inf.applyMu.Lock()
+	defer inf.applyMu.Unlock()
+	rejected := map[int]bool{}
+	for i, op := range pc.ops {
+		err := inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}})
+		switch {
+		case err == nil:
+		case errors.Is(err, store.ErrInvalid):
+			rejected[i] = true
+			logger.Error(err, "Skipping an object the store rejects; it stays out of the cache until it changes", "op", op.Type.String(), "objectType", typeName(op.Object))
+		default:
+			return err
+		}
+	}
+	if pc.rv != "" && pc.rv != inf.store.ResourceVersion() {
+		if err := inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv}); err != nil {
+			return err
+		}
+	}
+	inf.appliedLocked(logger, pc, rejected)
+	return nil
+}
+
+// appliedLocked notifies the handlers of a committed pc, except of the
+// operations in rejected, and updates the sync state.
+func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, rejected map[int]bool) {
 	inf.view.committed(pc.seq)
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
 	counted := !inf.synced
 	for _, qn := range pc.notes {
+		if qn.op >= 0 && rejected[qn.op] {
+			continue
+		}
 		n := qn.n
 		n.counted = counted
 		inf.proc.distribute(n, qn.resync)
@@ -223,7 +284,6 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 		inf.appliedRV = pc.rv
 	}
 	inf.checkSyncedLocked(logger, pc.replace, pc.pop)
-	return true, nil
 }
 
 // sameResourceVersion reports whether two objects carry the same

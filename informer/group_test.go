@@ -1,12 +1,15 @@
 package informer
 
 import (
+	"errors"
 	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // waitPending waits until n keys are popped but not committed.
@@ -111,5 +114,55 @@ func TestRelistIsNotMerged(t *testing.T) {
 	}
 	if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
 		t.Errorf("resume point = %q, want %q", got, want)
+	}
+}
+
+// TestRejectedObjectIsSkipped checks that an object the store rejects (here
+// through a failing index function) does not stop the informer: the rest of
+// its batch is applied and the resume point moves.
+func TestRejectedObjectIsSkipped(t *testing.T) {
+	lw := newFakeLW()
+	lw.noBookmarks = true
+	s := openStore(t, "memory://")
+	err := s.AddIndexers(cache.Indexers{"strict": func(obj interface{}) ([]string, error) {
+		if cm := obj.(*corev1.ConfigMap); cm.Name == "bad" {
+			return nil, errors.New("no index value for bad")
+		}
+		return []string{"ok"}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions()
+	opts.MaxBatchDelay = time.Hour
+	opts.MaxBatchSize = 3 // the three events share one commit attempt
+	inf := newInformer(t, lw, s, opts)
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+
+	lw.create("ns", "good1", "1")
+	lw.create("ns", "bad", "1")
+	lw.create("ns", "good2", "1")
+	want := []ev{
+		{Op: "add", Key: "ns/good1", Value: "1", UID: "uid-1"},
+		{Op: "add", Key: "ns/good2", Value: "1", UID: "uid-3"},
+	}
+	if diff := cmp.Diff(want, h.wait(t, 2)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"ns/good1": "1", "ns/good2": "1"}, storeValues(s)); diff != "" {
+		t.Errorf("store (-want +got):\n%s", diff)
+	}
+	if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
+		t.Errorf("resume point = %q, want %q", got, want)
+	}
+	// The informer goes on (three events fill the next group).
+	for _, n := range []string{"good3", "good4", "good5"} {
+		lw.create("ns", n, "1")
+	}
+	if got := h.wait(t, 5)[2]; got.Key != "ns/good3" {
+		t.Errorf("event after the rejected object = %v, want an add of ns/good3", got)
 	}
 }
