@@ -144,7 +144,7 @@ func (f *DeltaFIFO) event(op string, typ cache.DeltaType, obj interface{}) error
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: %s: %w", op, ErrClosed)
+		return closedError(op)
 	}
 	f.populated = true
 	seq := f.arriveLocked(rv)
@@ -217,7 +217,7 @@ func (f *DeltaFIFO) Bookmark(resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: bookmark: %w", ErrClosed)
+		return closedError("bookmark")
 	}
 	f.arriveLocked(resourceVersion)
 	f.queueBookmarkLocked(resourceVersion)
@@ -255,7 +255,7 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: replace: %w", ErrClosed)
+		return closedError("replace")
 	}
 
 	// Plan every deletion before changing anything, so that a lookup error
@@ -320,7 +320,7 @@ func (f *DeltaFIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: resync: %w", ErrClosed)
+		return closedError("resync")
 	}
 	known := f.opts.KnownObjects
 	if known == nil {

@@ -118,7 +118,7 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: %s: %w", op, ErrClosed)
+		return closedError(op)
 	}
 	f.populated = true
 	f.pushLocked(unit{kind: unitEvent, delta: cache.Delta{Type: typ, Object: out}, key: key, rv: rv})
@@ -139,7 +139,7 @@ func (f *FIFO) Bookmark(resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: bookmark: %w", ErrClosed)
+		return closedError("bookmark")
 	}
 	f.pushLocked(unit{
 		kind:  unitBookmark,
@@ -189,7 +189,7 @@ func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: replace: %w", ErrClosed)
+		return closedError("replace")
 	}
 
 	u := unit{kind: unitReplace, rv: resourceVersion}
@@ -278,7 +278,7 @@ func (f *FIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("deltafifo: resync: %w", ErrClosed)
+		return closedError("resync")
 	}
 	known := f.opts.KnownObjects
 	if known == nil {

@@ -234,3 +234,12 @@ func (w *waiter) release() {
 		w.stop()
 	}
 }
+
+// opClosedError is a write after Close: it reads "deltafifo: add: queue is
+// closed" rather than repeating ErrClosed's prefix, and unwraps to ErrClosed.
+type opClosedError struct{ op string }
+
+func (e opClosedError) Error() string { return "deltafifo: " + e.op + ": queue is closed" }
+func (e opClosedError) Unwrap() error { return ErrClosed }
+
+func closedError(op string) error { return opClosedError{op: op} }
