@@ -63,10 +63,11 @@ func Example_resume() {
 		fmt.Println(err)
 	}
 	s := r.Stats()
-	fmt.Printf("lists %d, resumes %d, relists %+v\n", s.Lists, s.Resumes, s.Relists)
+	relists := s.Relists.Cold + s.Relists.Expired + s.Relists.TooLarge + s.Relists.TimeTravel + s.Relists.CatchUp
+	fmt.Printf("lists %d, resumes %d, relists %d\n", s.Lists, s.Resumes, relists)
 	// Output:
 	// add default/b at 2
 	// add default/c at 3
 	// caught up with 3
-	// lists 1, resumes 1, relists {Cold:0 Expired:0 TooLarge:0 TimeTravel:0}
+	// lists 1, resumes 1, relists 0
 }

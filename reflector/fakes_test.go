@@ -287,6 +287,11 @@ func newHarness(t *testing.T, opts Options, lists []listResult, watches []watchR
 	if opts.Clock == nil {
 		opts.Clock = h.clock
 	}
+	if opts.CatchUpDeadline == 0 {
+		// Its timer would be one more waiter on the fake clock; the tests
+		// of the deadline set it.
+		opts.CatchUpDeadline = -1
+	}
 	opts.WatchErrorHandler = func(ctx context.Context, _ *cache.Reflector, err error) {
 		h.rec.mu.Lock()
 		h.rec.errs = append(h.rec.errs, err)

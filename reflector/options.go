@@ -18,6 +18,7 @@ const (
 	DefaultPageSize            int64 = 500
 	DefaultMinWatchTimeout           = 5 * time.Minute
 	DefaultCatchUpWatchTimeout       = 5 * time.Second
+	DefaultCatchUpDeadline           = 2 * time.Minute
 	DefaultBackoffInitial            = 800 * time.Millisecond
 	DefaultBackoffMax                = 30 * time.Second
 	DefaultBackoffReset              = 2 * time.Minute
@@ -82,6 +83,16 @@ type Options struct {
 	// DefaultCatchUpWatchTimeout; at least 3s; negative disables catch-up
 	// watches, leaving catch-up to events and the periodic bookmark.
 	CatchUpWatchTimeout time.Duration
+
+	// CatchUpDeadline bounds how long after a resume the reflector waits to
+	// reach the sync target. Past it, the resume is given up and the
+	// reflector relists (reason "catch-up"): a server that sends no
+	// bookmarks (kube-apiserver with --watch-cache=false) gives a quiet
+	// resource no other way to catch up, and an informer that never syncs
+	// is worse than one list. Default DefaultCatchUpDeadline, which leaves
+	// room for the watch cache's one-minute periodic bookmark; negative
+	// waits forever.
+	CatchUpDeadline time.Duration
 
 	// Backoff spaces retries after failed lists and watches.
 	Backoff Backoff
@@ -179,6 +190,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.CatchUpWatchTimeout = -1
 	case o.CatchUpWatchTimeout < minCatchUpWatchTimeout:
 		return o, fmt.Errorf("CatchUpWatchTimeout %v is below %v: the server's pre-deadline bookmark would never come", o.CatchUpWatchTimeout, minCatchUpWatchTimeout)
+	}
+	switch {
+	case o.CatchUpDeadline == 0:
+		o.CatchUpDeadline = DefaultCatchUpDeadline
+	case o.CatchUpDeadline < 0:
+		o.CatchUpDeadline = -1
 	}
 	b, err := o.Backoff.withDefaults()
 	if err != nil {

@@ -47,6 +47,7 @@ const (
 	ReasonExpired    = "expired"
 	ReasonTooLarge   = "too-large"
 	ReasonTimeTravel = "time-travel"
+	ReasonCatchUp    = "catch-up"
 )
 
 // Stats are the reflector's counters since New.
@@ -70,7 +71,7 @@ type Stats struct {
 
 // RelistStats counts completed full lists by reason.
 type RelistStats struct {
-	Cold, Expired, TooLarge, TimeTravel int64
+	Cold, Expired, TooLarge, TimeTravel, CatchUp int64
 }
 
 func (s *RelistStats) add(reason string) {
@@ -83,6 +84,8 @@ func (s *RelistStats) add(reason string) {
 		s.TooLarge++
 	case ReasonTimeTravel:
 		s.TimeTravel++
+	case ReasonCatchUp:
+		s.CatchUp++
 	}
 }
 
@@ -225,6 +228,9 @@ type runState struct {
 	catchUpMisses int
 	// noWatchList records that the streaming list failed in auto mode.
 	noWatchList bool
+	// catchUpDeadline, when set, is when a resume that has not reached the
+	// sync target is given up for a relist.
+	catchUpDeadline time.Time
 }
 
 // Run lists and watches until ctx is done, then returns nil. Failed requests
@@ -316,6 +322,9 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 		r.markCaughtUpLocked(ctx, resume)
 	}
 	r.mu.Unlock()
+	if r.opts.CatchUpDeadline > 0 {
+		st.catchUpDeadline = r.opts.Clock.Now().Add(r.opts.CatchUpDeadline)
+	}
 	return true
 }
 
@@ -382,6 +391,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 		return fmt.Errorf("reflector %s: replace %d objects at %s: %w", r.opts.Name, len(items), rv, err)
 	}
 	st.relist, st.relistKV, st.relistLogged = "", nil, false
+	st.catchUpDeadline = time.Time{}
 	st.lastRV = rv
 	st.pending = w
 	st.catchUpMisses = 0
@@ -530,6 +540,20 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	// timeout is the watch's timeoutSeconds, 0 for the watch a streaming
 	// list left open (its timeout started with the list).
 	var timeout int64
+	var deadline <-chan time.Time
+	if !st.catchUpDeadline.IsZero() && !r.isCaughtUp() {
+		left := st.catchUpDeadline.Sub(r.opts.Clock.Now())
+		if left <= 0 {
+			r.giveUpResume(st)
+			if w != nil {
+				w.Stop()
+			}
+			return
+		}
+		t := r.opts.Clock.NewTimer(left)
+		defer t.Stop()
+		deadline = t.C()
+	}
 	if w == nil {
 		catchUp = r.catchingUp(st)
 		timeout = r.watchTimeoutSeconds(catchUp)
@@ -550,9 +574,13 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 			return
 		}
 	}
-	events, bookmarks, err := r.consume(ctx, w, st)
+	events, bookmarks, err := r.consume(ctx, w, st, deadline)
 	w.Stop()
 	if ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, errCatchUpDeadline) {
+		r.giveUpResume(st)
 		return
 	}
 	if err != nil {
@@ -589,6 +617,21 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	logger.V(4).Info("Watch ended", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
 }
 
+// giveUpResume turns a resume that did not reach its sync target in time
+// into a relist.
+func (r *Reflector) giveUpResume(st *runState) {
+	target, _ := r.SyncTarget()
+	st.relist = ReasonCatchUp
+	st.relistKV = []interface{}{"syncTarget", target, "resourceVersion", st.lastRV, "after", r.opts.CatchUpDeadline}
+	st.catchUpDeadline = time.Time{}
+}
+
+func (r *Reflector) isCaughtUp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.caughtUp
+}
+
 // watchFailed reports err and arranges the next step: a relist when the
 // resume point is unusable, else a backoff before the next watch.
 func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
@@ -622,11 +665,16 @@ func (r *Reflector) watchTimeoutSeconds(catchUp bool) int64 {
 }
 
 // consume hands w's events to the queue until w closes, fails or ctx ends.
-func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState) (events, bookmarks int, err error) {
+func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState, deadline <-chan time.Time) (events, bookmarks int, err error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return events, bookmarks, nil
+		case <-deadline:
+			if !r.isCaughtUp() {
+				return events, bookmarks, errCatchUpDeadline
+			}
+			deadline = nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return events, bookmarks, nil
@@ -775,6 +823,9 @@ func (r *Reflector) count(f func(*Stats)) {
 	defer r.mu.Unlock()
 	f(&r.stats)
 }
+
+// errCatchUpDeadline ends a watch when Options.CatchUpDeadline has passed.
+var errCatchUpDeadline = errors.New("sync target not reached by the catch-up deadline")
 
 // errNoWatch is a ListerWatcher bug, reported rather than dereferenced.
 var errNoWatch = errors.New("ListerWatcher returned neither a watch nor an error")

@@ -294,3 +294,52 @@ func TestIntegrationRealAPIServer(t *testing.T) {
 		}
 	})
 }
+
+// TestIntegrationWithoutWatchCache: with --watch-cache=false watches are
+// served by etcd and carry no bookmarks, so a resumed reflector on a quiet
+// resource cannot learn that it has reached its sync target; the catch-up
+// deadline turns the resume into a relist instead of leaving the informer
+// unsynced.
+func TestIntegrationWithoutWatchCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real API server test; skipped under -short")
+	}
+	s := apiserver.Start(t, apiserver.Options{DisableWatchCache: true})
+	c := s.Client()
+	ns := "reflector-nocache"
+	if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	createCM(t, c, ns, "a")
+	list, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	createCM(t, c, ns, "b")
+	// Move the probe's resourceVersion past every ConfigMap event.
+	if _, err := c.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create secret: %v", err)
+	}
+
+	lw := cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+	q := &fakeQueue{n: newNotifier()}
+	const deadline = 20 * time.Second
+	began := time.Now()
+	r, _, stop := runReal(t, lw, q, Options{Name: "it-nocache", ResumeFrom: list.ResourceVersion, CatchUpDeadline: deadline, ExpectedType: &corev1.ConfigMap{}})
+	select {
+	case <-r.CaughtUp():
+	case <-time.After(integrationTimeout):
+		t.Fatalf("not caught up")
+	}
+	took := time.Since(began)
+	stop()
+	st := r.Stats()
+	t.Logf("caught up after %v; stats %+v", took.Round(time.Millisecond), st)
+	calls := objectCalls(q.Calls())
+	if len(calls) == 0 || calls[0].Op != "add" || calls[0].Key != ns+"/b" {
+		t.Errorf("queue calls %+v, want the resumed watch's ADDED b first", calls)
+	}
+	if st.Bookmarks == 0 && st.Relists.CatchUp != 1 {
+		t.Errorf("no bookmark and %d catch-up relists, want 1: without bookmarks only the deadline can end the resume", st.Relists.CatchUp)
+	}
+}

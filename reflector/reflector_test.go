@@ -1013,3 +1013,62 @@ func TestSyncedAt(t *testing.T) {
 		})
 	}
 }
+
+func TestCatchUpDeadline(t *testing.T) {
+	opts := Options{ResumeFrom: "100", CatchUpDeadline: 2 * time.Minute, CatchUpWatchTimeout: -1}
+	t.Run("not reached: the resume is given up for a relist", func(t *testing.T) {
+		h := newHarness(t, opts, []listResult{{obj: cmList("200", "")}, {obj: cmList("210", "", cm("a", "205"))}}, nil)
+		h.start()
+		h.waitLWCalls(2)
+		h.waitFor("the deadline timer", h.clock.HasWaiters)
+		h.clock.Step(2 * time.Minute)
+		got := h.waitLWCalls(4)
+		if d := cmp.Diff([]lwCall{probeCall, watchCall("100", "normal"), fullList, watchCall("210", "normal")}, got); d != "" {
+			t.Errorf("list/watch calls (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff([]qCall{{Op: "replace", RV: "210", Keys: []string{"ns/a"}}}, h.q.Calls()); d != "" {
+			t.Errorf("queue calls (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(RelistStats{CatchUp: 1}, h.r.Stats().Relists); d != "" {
+			t.Errorf("Stats.Relists (-want +got):\n%s", d)
+		}
+		if rv, ok := h.r.CaughtUpResourceVersion(); rv != "210" || !ok {
+			t.Errorf("CaughtUpResourceVersion = %q, %v; want 210, true", rv, ok)
+		}
+		logs := h.rec.Logs()
+		if len(logs) != 2 || !containsAll(logs[1], "Listing", ReasonCatchUp, `"syncTarget"="200"`) {
+			t.Errorf("default-verbosity logs = %q, want the resume line and one Listing line with reason %q", logs, ReasonCatchUp)
+		}
+	})
+	t.Run("reached in time: the deadline does nothing", func(t *testing.T) {
+		w := watcher(false, bookmark("200"))
+		h := newHarness(t, opts, []listResult{{obj: cmList("200", "")}}, []watchResult{{w: w}})
+		h.start()
+		waitClosed(t, h.r.CaughtUp(), "CaughtUp")
+		h.waitFor("the deadline timer", h.clock.HasWaiters)
+		h.clock.Step(2 * time.Minute)
+		w.Add(cm("b", "220"))
+		h.waitQCalls(2)
+		if d := cmp.Diff([]lwCall{probeCall, watchCall("100", "normal")}, h.lw.Calls()); d != "" {
+			t.Errorf("list/watch calls (-want +got):\n%s", d)
+		}
+		if s := h.r.Stats(); s.Relists != (RelistStats{}) {
+			t.Errorf("Stats.Relists = %+v, want none", s.Relists)
+		}
+	})
+	t.Run("passed during a backoff", func(t *testing.T) {
+		h := newHarness(t, opts, []listResult{{obj: cmList("200", "")}, {obj: cmList("210", "")}},
+			[]watchResult{{err: apierrors.NewInternalError(errors.New("boom"))}})
+		h.start()
+		h.waitLWCalls(2)
+		h.waitFor("the backoff timer", h.clock.HasWaiters)
+		h.clock.Step(time.Hour)
+		got := h.waitLWCalls(4)
+		if d := cmp.Diff([]lwCall{probeCall, watchCall("100", "normal"), fullList, watchCall("210", "normal")}, got); d != "" {
+			t.Errorf("list/watch calls (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(RelistStats{CatchUp: 1}, h.r.Stats().Relists); d != "" {
+			t.Errorf("Stats.Relists (-want +got):\n%s", d)
+		}
+	})
+}
