@@ -33,9 +33,9 @@ func genOf(t testing.TB, obj interface{}) string {
 // that disagrees with the objects.
 func TestSnapshotReads(t *testing.T) {
 	const (
-		objects  = 200
+		objects  = 100
 		commits  = 60
-		minReads = 100 // per reader, so reads overlap many commits
+		minReads = 60 // per reader, so reads overlap many commits
 	)
 	codec, err := indexer.NewCodec(&corev1.Pod{})
 	if err != nil {
