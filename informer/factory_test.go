@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -25,9 +27,11 @@ var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "config
 
 // fakeClientset holds ConfigMaps a/x and b/y and the kube-system namespace.
 // The fake tracker gives lists no resourceVersion, which the reflector
-// needs: a reactor sets one.
-func fakeClientset() *fake.Clientset {
-	client := fake.NewClientset(
+// needs: a reactor sets one. The fake's watches do not replay what happened
+// before they started: watching is closed by the first watch of configmaps,
+// and tests create objects only after that.
+func fakeClientset() (client *fake.Clientset, watching <-chan struct{}) {
+	client = fake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "ks-uid"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", ResourceVersion: "5", UID: "uid-x"}, Data: map[string]string{"v": "x1"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "y", ResourceVersion: "6", UID: "uid-y"}, Data: map[string]string{"v": "y1"}},
@@ -44,13 +48,20 @@ func fakeClientset() *fake.Clientset {
 		lm.SetResourceVersion("10")
 		return true, obj, nil
 	})
-	return client
+	ch := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("configmaps", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(configMapsGVR, a.GetNamespace())
+		once.Do(func() { close(ch) }) // the tracker now sends new events to w
+		return true, w, err
+	})
+	return client, ch
 }
 
 func TestFactory(t *testing.T) {
 	ctx := t.Context()
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
-	client := fakeClientset()
+	client, watching := fakeClientset()
 	newFactory := func(t *testing.T, namespace string) *Factory {
 		t.Helper()
 		f, err := NewFactory(ctx, dbURL, client, &FactoryOptions{
@@ -83,6 +94,7 @@ func TestFactory(t *testing.T) {
 	if diff := cmp.Diff(want, h.wait(t, 1)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+	<-watching
 	if _, err := client.CoreV1().ConfigMaps("a").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "z", ResourceVersion: "11", UID: "uid-z"}, Data: map[string]string{"v": "z1"},
 	}, metav1.CreateOptions{}); err != nil {
@@ -161,7 +173,7 @@ func TestTypedListerWatcher(t *testing.T) {
 
 func TestFactoryBadInput(t *testing.T) {
 	ctx := t.Context()
-	client := fakeClientset()
+	client, _ := fakeClientset()
 	var typedNil *fake.Clientset
 	for name, tc := range map[string]struct {
 		url    string
