@@ -25,10 +25,12 @@ const Scheme = "bolt"
 // recorded in its metadata.
 const FormatVersion = 1
 
-// pageSize is the page size of new files. 16 KiB pages hold several
-// 2-4 KiB objects per leaf, which halves the pages a bulk load writes
-// compared with 4 KiB pages. Existing files keep the page size they were
-// created with.
+// pageSize is the page size of new files; existing files keep theirs. With
+// 16 KiB pages a leaf holds several 2-4 KiB objects, so sorted bulk loads
+// (Replace) and the full read at open touch a quarter of the pages that
+// 4 KiB pages need. Random updates rewrite a whole leaf per touched page:
+// measured with BenchmarkCommit, 27 KB written per 3.5 KB Pod with 16 KiB
+// pages against 22 KB with 4 KiB pages, at throughputs within noise.
 const pageSize = 16 << 10
 
 func init() {
@@ -133,16 +135,12 @@ func acquire(path string, o store.Options) (*file, error) {
 		f = &file{path: path, db: db, durability: o.Durability, names: map[string]bool{}}
 		files[path] = f
 	}
+	// A file just opened has no names and the durability asked for, so
+	// these checks only refuse stores joining an open file.
 	if f.names[o.Name] {
-		if f.refs == 0 {
-			closeFileLocked(f)
-		}
 		return nil, fmt.Errorf("store: open %s in %s: %w (close it first)", o.Name, path, store.ErrInUse)
 	}
 	if f.durability != o.Durability {
-		if f.refs == 0 {
-			closeFileLocked(f)
-		}
 		return nil, fmt.Errorf("store: open %s in %s: durability %q, but the file is open with %q; durability is per file: %w",
 			o.Name, path, o.Durability, f.durability, store.ErrInvalid)
 	}
