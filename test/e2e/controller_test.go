@@ -148,6 +148,8 @@ func startController(t *testing.T, srv *apiserver.Server, url string, sel select
 // starts, resumes without a full LIST, and reconciles exactly the current
 // state, deletes included.
 func TestControllerRestart(t *testing.T) {
+	// Each test function has its own API server, so their metrics do not mix.
+	t.Parallel()
 	srv := apiserver.Start(t, apiserver.Options{})
 	c := srv.Client()
 	for _, b := range persistentBackends[:2] {

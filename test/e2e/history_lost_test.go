@@ -19,6 +19,8 @@ const historyLostObjects = 200
 // handler as cache.DeletedFinalStateUnknown carrying the last persisted
 // object.
 func TestHistoryLostAPIServerRestart(t *testing.T) {
+	// Each test function has its own API server, so their metrics do not mix.
+	t.Parallel()
 	srv := apiserver.Start(t, apiserver.Options{})
 	for _, b := range persistentBackends {
 		t.Run(b.name, func(t *testing.T) {
@@ -31,6 +33,8 @@ func TestHistoryLostAPIServerRestart(t *testing.T) {
 // to etcd, and compacting etcd while the informer is down loses the history
 // after its resume point.
 func TestHistoryLostCompaction(t *testing.T) {
+	// Each test function has its own API server, so their metrics do not mix.
+	t.Parallel()
 	srv := apiserver.Start(t, apiserver.Options{DisableWatchCache: true})
 	for _, b := range persistentBackends {
 		t.Run(b.name, func(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 // LIST (only the limit=1 freshness probe) and the API server sends it under
 // 1% of the bytes it sent for the cold start.
 func TestResume(t *testing.T) {
+	// Each test function has its own API server, so their metrics do not mix.
+	t.Parallel()
 	srv := apiserver.Start(t, apiserver.Options{})
 	c := srv.Client()
 	n := objectCount(t)

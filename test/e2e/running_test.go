@@ -15,6 +15,8 @@ import (
 // the server allows) and ends equal to the server, in its store and in what
 // its handler was told.
 func TestAPIServerRestartWhileRunning(t *testing.T) {
+	// Each test function has its own API server, so their metrics do not mix.
+	t.Parallel()
 	srv := apiserver.Start(t, apiserver.Options{})
 	c := srv.Client()
 	for _, b := range persistentBackends[:2] {

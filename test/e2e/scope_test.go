@@ -13,6 +13,8 @@ import (
 // into an empty store and never serve, or hand its handlers, the objects of
 // the old scope (DESIGN invariant 5).
 func TestScopeChange(t *testing.T) {
+	// Each test function has its own API server, so their metrics do not mix.
+	t.Parallel()
 	srv := apiserver.Start(t, apiserver.Options{})
 	c := srv.Client()
 	for _, ns := range []string{"scope-1", "scope-2"} {
