@@ -23,6 +23,8 @@ import (
 )
 
 // FactoryOptions configure a Factory. The zero value means defaults.
+// NewFactory copies it; a FactoryOptions value is not safe for concurrent
+// mutation.
 type FactoryOptions struct {
 	// Namespace restricts namespaced resources to one namespace. Default ""
 	// (all namespaces). Cluster-scoped resources ignore it.

@@ -486,7 +486,8 @@ func (inf *Informer) IsStopped() bool {
 	return inf.stopped
 }
 
-// Stats counts what the informer has applied.
+// Stats counts what the informer has applied. It is a value copied out of
+// the informer.
 type Stats struct {
 	// Commits is the number of store commits (including commits of
 	// notifications only, such as resyncs).

@@ -19,7 +19,8 @@ const (
 	DefaultMaxBatchDelay = 10 * time.Millisecond
 )
 
-// Options configure an Informer. The zero value means defaults.
+// Options configure an Informer. The zero value means defaults. New copies
+// it; an Options value is not safe for concurrent mutation.
 type Options struct {
 	// ResyncPeriod is the resync period of handlers added with
 	// AddEventHandler, and the informer's resync check period, as in

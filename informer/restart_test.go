@@ -3,6 +3,7 @@ package informer
 import (
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -32,6 +33,24 @@ func firstRun(t *testing.T, b backend) (*fakeLW, store.Store) {
 	return lw, b.restart(t, s)
 }
 
+// forEachBackendAndDelay runs f per backend, with group commit off and with
+// the default MaxBatchDelay.
+func forEachBackendAndDelay(t *testing.T, f func(t *testing.T, b backend, opts Options)) {
+	t.Helper()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for _, d := range []struct {
+			name  string
+			delay time.Duration
+		}{{"none", NoBatchDelay}, {"default", 0}} {
+			t.Run("delay="+d.name, func(t *testing.T) {
+				opts := testOptions()
+				opts.MaxBatchDelay = d.delay
+				f(t, b, opts)
+			})
+		}
+	})
+}
+
 // changeWhileDown creates e, updates a, deletes b, deletes and recreates c.
 func changeWhileDown(lw *fakeLW) {
 	lw.create("ns", "e", "e1")
@@ -57,12 +76,12 @@ func sortReplay(got []ev, n int) []ev {
 }
 
 func TestRestartResumesWithoutList(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	forEachBackendAndDelay(t, func(t *testing.T, b backend, opts Options) {
 		lw, s := firstRun(t, b)
 		fullLists, probes := lw.fullLists(), lw.probes()
 		changeWhileDown(lw)
 
-		inf := newInformer(t, lw, s, testOptions())
+		inf := newInformer(t, lw, s, opts)
 		h := newRecorder()
 		reg := addHandler(t, inf, h)
 		start(t, inf)
@@ -95,13 +114,13 @@ func TestRestartResumesWithoutList(t *testing.T) {
 }
 
 func TestRestartAfterCompactionRelists(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	forEachBackendAndDelay(t, func(t *testing.T, b backend, opts Options) {
 		lw, s := firstRun(t, b)
 		fullLists := lw.fullLists()
 		changeWhileDown(lw)
 		lw.compact() // the resume point is now too old: 410 Gone
 
-		inf := newInformer(t, lw, s, testOptions())
+		inf := newInformer(t, lw, s, opts)
 		h := newRecorder()
 		addHandler(t, inf, h)
 		start(t, inf)
