@@ -494,11 +494,21 @@ type Stats struct {
 	Commits int64
 	// Deltas is the number of deltas applied.
 	Deltas int64
+	// Reflector holds the reflector's counters (lists, watches, resumes,
+	// relists by reason); zero before Run.
+	Reflector reflector.Stats
 }
 
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
-	return Stats{Commits: inf.stats.commits.Load(), Deltas: inf.stats.deltas.Load()}
+	st := Stats{Commits: inf.stats.commits.Load(), Deltas: inf.stats.deltas.Load()}
+	inf.applyMu.Lock()
+	src := inf.src
+	inf.applyMu.Unlock()
+	if src != nil {
+		st.Reflector = src.Stats()
+	}
+	return st
 }
 
 type syncedChecker struct{ inf *Informer }

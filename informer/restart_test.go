@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/informerdb/informerdb/reflector"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -106,6 +107,9 @@ func TestRestartResumesWithoutList(t *testing.T) {
 		}
 		if got := lw.probes() - probes; got != 1 {
 			t.Errorf("resume made %d limit=1 probes, want 1", got)
+		}
+		if st := inf.Stats().Reflector; st.Resumes != 1 || st.Relists != (reflector.RelistStats{}) {
+			t.Errorf("reflector stats %+v, want one resume and no relist", st)
 		}
 		if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
 			t.Errorf("resume point = %q, want %q", got, want)
