@@ -70,7 +70,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 }
 
 func open(ctx context.Context, path string, o store.Options) (store.Store, error) {
-	path = filepath.Clean(path)
+	path = canonical(filepath.Clean(path))
 	if o.Codec == nil {
 		return nil, fmt.Errorf("store: open %s in %s: bolt stores need Options.Codec (see indexer.NewCodec): %w", o.Name, path, store.ErrInvalid)
 	}
@@ -99,6 +99,19 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 		return nil, err
 	}
 	return s, nil
+}
+
+// canonical resolves symbolic links in path where it exists, so that two
+// names of one file share one bbolt database instead of the second waiting
+// for the first's lock.
+func canonical(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(dir, filepath.Base(path))
+	}
+	return path
 }
 
 // file is one bbolt database shared by every store open on it in this

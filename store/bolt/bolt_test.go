@@ -238,6 +238,26 @@ func TestStoresShareFile(t *testing.T) {
 	}
 }
 
+// TestSymlinkSharesFile opens one file through a symbolic link to its
+// directory: the stores share the database instead of the second waiting
+// for the first's lock, and one name stays in use across both paths.
+func TestSymlinkSharesFile(t *testing.T) {
+	url := dbURL(t, "?lock_timeout=100ms")
+	path := pathOf(t, url)
+	a := mustOpen(t, url, podOptions("a"))
+	if err := a.Replace([]interface{}{newPod("ns", "x", "1", nil)}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(filepath.Dir(path), link); err != nil {
+		t.Fatal(err)
+	}
+	linked := "bolt://" + filepath.Join(link, filepath.Base(path)) + "?lock_timeout=100ms"
+	mustOpen(t, linked, podOptions("b"))
+	_, err := store.Open(t.Context(), linked, podOptions("a"))
+	wantErr(t, "Open of an open name through a link", err, store.ErrInUse)
+}
+
 func TestDurabilityIsPerFile(t *testing.T) {
 	url := dbURL(t, "")
 	mustOpen(t, url+"?durability=nosync", podOptions("a"))
