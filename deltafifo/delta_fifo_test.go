@@ -322,22 +322,4 @@ func TestDeltaFIFOReadMethods(t *testing.T) {
 	must(t, err)
 	diff(t, "GetByKey of a missing key", false, exists)
 
-	for _, tc := range []struct {
-		name string
-		obj  interface{}
-		want string
-	}{
-		{"object", a1, "ns/a"},
-		{"tombstone", tomb("x", nil), "ns/x"},
-		{"deltas", cache.Deltas{d(cache.Added, b1)}, "ns/b"},
-	} {
-		t.Run("KeyOf "+tc.name, func(t *testing.T) {
-			key, err := q.KeyOf(tc.obj)
-			must(t, err)
-			diff(t, "key", tc.want, key)
-		})
-	}
-	diff(t, "IsClosed before Close", false, q.IsClosed())
-	drain(t, q)
-	diff(t, "IsClosed after Close", true, q.IsClosed())
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/deltafifo"
@@ -249,4 +250,70 @@ func failOnX(obj interface{}) (string, error) {
 		return "", errBoom
 	}
 	return cache.MetaNamespaceKeyFunc(obj)
+}
+
+func TestKeyOfAndIsClosed(t *testing.T) {
+	type keyer interface {
+		KeyOf(obj interface{}) (string, error)
+		IsClosed() bool
+	}
+	cases := []struct {
+		name    string
+		obj     interface{}
+		want    string
+		wantErr error
+	}{
+		{"object", cm("a", "1", "a1"), "ns/a", nil},
+		{"tombstone", tomb("x", nil), "ns/x", nil},
+		{"deltas", cache.Deltas{d(cache.Added, cm("b", "1", "b1"))}, "ns/b", nil},
+		{"empty deltas", cache.Deltas{}, "", deltafifo.ErrInvalid},
+		{"nil", nil, "", deltafifo.ErrInvalid},
+	}
+	for _, impl := range impls {
+		t.Run(impl.name, func(t *testing.T) {
+			q := impl.new(deltafifo.Options{})
+			k := q.(keyer)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					key, err := k.KeyOf(tc.obj)
+					if !errors.Is(err, tc.wantErr) {
+						t.Fatalf("KeyOf: got error %v, want %v", err, tc.wantErr)
+					}
+					if err != nil && !strings.HasPrefix(err.Error(), "deltafifo: key: ") {
+						t.Errorf("error %q does not name the operation", err)
+					}
+					diff(t, "key", tc.want, key)
+				})
+			}
+			diff(t, "IsClosed before Close", false, k.IsClosed())
+			q.Close()
+			diff(t, "IsClosed after Close", true, k.IsClosed())
+		})
+	}
+}
+
+func TestDeltaFIFOGetRejectsBadObject(t *testing.T) {
+	q := deltafifo.NewDeltaFIFO(deltafifo.Options{})
+	_, exists, err := q.Get(nil)
+	if !errors.Is(err, deltafifo.ErrInvalid) || !strings.HasPrefix(err.Error(), "deltafifo: get: ") {
+		t.Errorf("Get(nil): got %v, want a \"deltafifo: get: \" error wrapping ErrInvalid", err)
+	}
+	diff(t, "exists", false, exists)
+}
+
+// metaOnly exposes its metadata only through GetObjectMeta, as some
+// wrapper types do.
+type metaOnly struct{ meta metav1.ObjectMeta }
+
+func (m metaOnly) GetObjectMeta() metav1.Object { return &m.meta }
+
+func TestResourceVersionThroughObjectMetaAccessor(t *testing.T) {
+	obj := metaOnly{metav1.ObjectMeta{Namespace: "ns", Name: "m", ResourceVersion: "42"}}
+	for _, impl := range impls {
+		t.Run(impl.name, func(t *testing.T) {
+			q := impl.new(deltafifo.Options{})
+			must(t, q.Add(obj))
+			diff(t, "resume point", "42", pop(t, q).ResourceVersion)
+		})
+	}
 }
