@@ -177,12 +177,12 @@ func (s *memStore) load(where string, sec *fileSection) error {
 		ops = append(ops, store.Op{Type: store.OpPut, Key: key, Object: obj})
 		data = append(data, d)
 	}
-	txn, rtxn, err := s.writeTxn(op)
+	tx, err := s.begin(op)
 	if err != nil {
 		return err
 	}
-	defer txn.Abort()
-	m := metaOf(rtxn)
+	defer tx.abort() // a no-op after commit
+	m := metaOf(tx.r)
 	// The stored encodings are kept rather than computed again.
 	p := indexer.Preparer{KeyFunc: s.keyFunc, Indexes: m.set}
 	ps, err := p.Prepare(op, ops)
@@ -192,10 +192,10 @@ func (s *memStore) load(where string, sec *fileSection) error {
 	for i := range ps {
 		ps[i].Data = data[i]
 	}
-	if err := apply(txn, rtxn, m, ps, sec.rv, false); err != nil {
+	if err := apply(tx.w, tx.r, m, ps, sec.rv, false); err != nil {
 		return fmt.Errorf("store: %s: memdb: %w", op, err)
 	}
-	txn.Commit()
+	tx.commit()
 	return nil
 }
 

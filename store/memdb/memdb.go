@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-memdb"
@@ -80,6 +81,7 @@ func newStore(o store.Options) (*memStore, error) {
 	txn.Commit()
 
 	s := &memStore{
+		db: db,
 		info: store.Info{
 			Backend:       Scheme,
 			Name:          o.Name,
@@ -95,13 +97,14 @@ func newStore(o store.Options) (*memStore, error) {
 		// them for Export.
 		s.info.Codec, s.info.Type = o.Codec.Name(), o.Codec.Type()
 	}
-	s.db.Store(db)
+	s.view.Store(db.Txn(false))
 	return s, nil
 }
 
 // memStore is a store.Store in a go-memdb database. It is safe for
-// concurrent use: reads run on read transactions, which see an immutable
-// snapshot, and go-memdb lets one write transaction run at a time.
+// concurrent use: reads run on the read transaction of the last commit,
+// which sees an immutable snapshot, and writeMu lets one write run at a
+// time.
 type memStore struct {
 	info    store.Info // static parts; ResourceVersion and Indexes come from the meta row
 	keyFunc cache.KeyFunc
@@ -112,11 +115,21 @@ type memStore struct {
 	fileCodec store.Codec
 	file      *fileHandle // nil without a file
 
-	// db is nil once the store is closed, so a closed store lets its
-	// contents be garbage collected. Writers check it again after taking
-	// the write transaction, which Close also takes: no write commits after
-	// Close has returned.
-	db atomic.Pointer[memdb.MemDB]
+	// writeMu serializes writers and Close. go-memdb has its own writer
+	// lock, but views must be published in commit order, which needs a
+	// lock held across Commit and the publication.
+	writeMu sync.Mutex
+	// db is the database; nil once closed, so a closed store lets its
+	// contents be garbage collected. Guarded by writeMu.
+	db *memdb.MemDB
+	// view is a read transaction of the last committed state, shared by
+	// every reader, or nil once the store is closed. Sharing saves each
+	// read the allocation of two transactions (Get: 4 allocations instead
+	// of 6, about a third faster): go-memdb's read transactions never
+	// change their own fields (v1.3.5; TestSnapshotReads runs many readers
+	// on one view under the race detector), and they see an immutable
+	// snapshot.
+	view atomic.Pointer[memdb.Txn]
 }
 
 var (
@@ -128,14 +141,12 @@ func (s *memStore) closedErr(op string) error {
 	return fmt.Errorf("store: %s %s: %w", op, s.info.Name, store.ErrClosed)
 }
 
-// readTxn starts a read transaction: a consistent snapshot in which objects,
-// entries and the meta row agree, whatever writers do meanwhile.
+// readTxn returns the read transaction of the last committed state: a
+// consistent snapshot in which objects, entries and the meta row agree,
+// whatever writers do meanwhile. It is false once the store is closed.
 func (s *memStore) readTxn() (*memdb.Txn, bool) {
-	db := s.db.Load()
-	if db == nil {
-		return nil, false
-	}
-	return db.Txn(false), true
+	v := s.view.Load()
+	return v, v != nil
 }
 
 // metaOf returns the meta row of txn's snapshot. There is always one: New
@@ -151,24 +162,20 @@ func metaOf(txn *memdb.Txn) *metaRow {
 // Close implements store.Store. In file mode it writes a last snapshot, and
 // returns the error of that write.
 func (s *memStore) Close() error {
-	db := s.db.Load()
-	if db == nil {
-		return nil
-	}
-	// Wait for a running write: it commits before the store closes. A
-	// concurrent Close waits here too, then finds the store closed.
-	txn := db.Txn(true)
-	if s.db.Load() != db {
-		txn.Abort()
+	// Wait for a running write: it commits before the store closes.
+	s.writeMu.Lock()
+	if s.db == nil {
+		s.writeMu.Unlock()
 		return nil
 	}
 	if s.file != nil {
-		// Hand the final state to the file before letting go of the
-		// database, so a snapshot running meanwhile still finds it.
-		s.file.freeze(db.Txn(false))
+		// Hand the final state to the file before letting go of it, so a
+		// snapshot running meanwhile still finds it.
+		s.file.freeze(s.view.Load())
 	}
-	s.db.Store(nil)
-	txn.Abort()
+	s.view.Store(nil)
+	s.db = nil
+	s.writeMu.Unlock()
 	if s.file != nil {
 		return s.file.close()
 	}
@@ -244,7 +251,7 @@ func (s *memStore) LastStoreSyncResourceVersion() string { return s.ResourceVers
 
 // Resync implements cache.Store; it does nothing but report a closed store.
 func (s *memStore) Resync() error {
-	if s.db.Load() == nil {
+	if _, ok := s.readTxn(); !ok {
 		return s.closedErr("resync")
 	}
 	return nil

@@ -1,6 +1,7 @@
 package memdb_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -206,4 +207,53 @@ func TestAddIndexersDuringWrites(t *testing.T) {
 		t.Errorf("%d indexes; want %d", got, added+1)
 	}
 	storetest.CheckIndexes(t, s)
+}
+
+// TestCloseDuringUse closes a store (twice, concurrently) while writers and
+// readers run: every call either works or reports ErrClosed, and nothing
+// panics or races.
+func TestCloseDuringUse(t *testing.T) {
+	s, err := memdb.New(&store.Options{Indexers: cache.Indexers{"app": labelIndexFunc("app")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	started := make(chan struct{}, 3)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				if i == 10 {
+					started <- struct{}{}
+				}
+				err := s.Add(newPod("ns", fmt.Sprintf("w%d-%d", w, i%50), "1", "app=a"))
+				if _, rerr := s.ByIndex("app", "a"); rerr != nil && !errors.Is(rerr, store.ErrClosed) {
+					t.Errorf("ByIndex: %v", rerr)
+				}
+				if err != nil {
+					if !errors.Is(err, store.ErrClosed) {
+						t.Errorf("Add: %v", err)
+					}
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 3; i++ {
+		<-started
+	}
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- s.Close() }()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+	wg.Wait()
+	if err := s.Add(newPod("ns", "late", "1")); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Add after Close: %v; want ErrClosed", err)
+	}
 }

@@ -13,29 +13,48 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// writeTxn starts the write transaction, waiting for a running one, and
-// returns it with a read transaction of the state it starts from. It fails
-// once the store is closed.
-//
-// Writes read the state they change from the read transaction, never from
-// the write transaction: go-memdb answers a read in a write transaction that
-// has changes from a clone of the changed radix tree, and cloning drops the
-// tree's cache of nodes already copied in this transaction, so every later
-// insert would copy its whole path again.
-func (s *memStore) writeTxn(op string) (w, r *memdb.Txn, err error) {
-	db := s.db.Load()
-	if db == nil {
-		return nil, nil, s.closedErr(op)
+// writeTx is a write in progress: the write transaction and the committed
+// state it starts from. It holds the store's writeMu until commit or abort.
+type writeTx struct {
+	s *memStore
+	w *memdb.Txn
+	// r reads the state w starts from. Writes read the state they change
+	// from r, never from w: go-memdb answers a read in a write transaction
+	// that has changes from a clone of the changed radix tree, and cloning
+	// drops the tree's cache of nodes already copied in this transaction,
+	// so every later insert would copy its whole path again.
+	r    *memdb.Txn
+	done bool
+}
+
+// begin starts a write, waiting for a running one. It fails once the store
+// is closed.
+func (s *memStore) begin(op string) (*writeTx, error) {
+	s.writeMu.Lock()
+	if s.db == nil {
+		s.writeMu.Unlock()
+		return nil, s.closedErr(op)
 	}
-	w = db.Txn(true)
-	// Close may have run while we waited for the writer lock.
-	if s.db.Load() != db {
-		w.Abort()
-		return nil, nil, s.closedErr(op)
+	// With writeMu held, the view is exactly the committed state.
+	return &writeTx{s: s, w: s.db.Txn(true), r: s.view.Load()}, nil
+}
+
+// commit commits the write and publishes its state to readers.
+func (t *writeTx) commit() {
+	t.w.Commit()
+	t.s.view.Store(t.s.db.Txn(false))
+	t.done = true
+	t.s.writeMu.Unlock()
+}
+
+// abort drops the write; a no-op after commit or abort.
+func (t *writeTx) abort() {
+	if t.done {
+		return
 	}
-	// No other writer can commit while we hold the writer lock, so this
-	// read transaction sees exactly the state w starts from.
-	return w, db.Txn(false), nil
+	t.w.Abort()
+	t.done = true
+	t.s.writeMu.Unlock()
 }
 
 // write validates ops, then applies them and, when rv is not empty, the new
@@ -60,21 +79,21 @@ func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv stri
 		if err != nil {
 			return err
 		}
-		wtxn, rtxn, err := s.writeTxn(op)
+		tx, err := s.begin(op)
 		if err != nil {
 			return err
 		}
-		m := metaOf(rtxn)
+		m := metaOf(tx.r)
 		if m.set != set {
-			wtxn.Abort()
+			tx.abort()
 			set = m.set
 			continue
 		}
-		if err := apply(wtxn, rtxn, m, ps, rv, replace); err != nil {
-			wtxn.Abort()
+		if err := apply(tx.w, tx.r, m, ps, rv, replace); err != nil {
+			tx.abort()
 			return fmt.Errorf("store: %s: memdb: %w", op, err)
 		}
-		wtxn.Commit()
+		tx.commit()
 		return nil
 	}
 }
@@ -262,11 +281,12 @@ func (s *memStore) Bookmark(rv string) {
 // An index function that fails on any object, or a name already in use
 // (store.ErrIndexExists), leaves the store unchanged.
 func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
-	txn, rtxn, err := s.writeTxn("add indexers")
+	tx, err := s.begin("add indexers")
 	if err != nil {
 		return err
 	}
-	defer txn.Abort() // a no-op after Commit
+	defer tx.abort() // a no-op after commit
+	txn, rtxn := tx.w, tx.r
 	m := metaOf(rtxn)
 	set, err := m.set.With(newIndexers)
 	if err != nil {
@@ -318,6 +338,6 @@ func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
 	if err := txn.Insert(tableMeta, &metaRow{rv: m.rv, set: set, count: m.count}); err != nil {
 		return fmt.Errorf("store: add indexers: memdb: %w", err)
 	}
-	txn.Commit()
+	tx.commit()
 	return nil
 }
