@@ -81,3 +81,37 @@ func ExampleFIFO() {
 	// replace=false deltas=2 persist rv=12
 	// deltafifo: queue is closed
 }
+
+// What a persisting consumer of a DeltaFIFO records with each batch: the
+// watermark (never past an event still queued) and whether a relist is only
+// partly applied (then a restart must relist rather than resume).
+func ExampleDeltaFIFO_resumePoint() {
+	obj := func(name, rv string) *v1.ConfigMap {
+		return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	q := deltafifo.NewDeltaFIFO(deltafifo.Options{EmitDeltaTypeReplaced: true})
+	_ = q.Add(obj("b", "11"))
+	_ = q.Add(obj("a", "12"))
+	_ = q.Update(obj("b", "13"))
+	_ = q.Replace([]interface{}{obj("a", "14")}, "20") // b is gone
+	_ = q.Add(obj("c", "21"))
+	q.Close()
+
+	for {
+		err := q.Pop(context.Background(), func(_ context.Context, b deltafifo.Batch) error {
+			var types []cache.DeltaType
+			for _, d := range b.Deltas {
+				types = append(types, d.Type)
+			}
+			fmt.Printf("%v persist rv=%q relist pending=%v\n", types, b.ResourceVersion, b.RelistPending)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+	}
+	// Output:
+	// [Added Updated Deleted] persist rv="11" relist pending=true
+	// [Added Replaced] persist rv="20" relist pending=false
+	// [Added] persist rv="21" relist pending=false
+}
