@@ -46,7 +46,8 @@
 // # Concurrency
 //
 // Stores are safe for concurrent use. Every read (Get, List, ByIndex, ...)
-// runs in its own go-memdb read transaction: List and ListKeys return the
+// runs on the go-memdb read transaction of the last commit: List and ListKeys
+// return the
 // objects of exactly one committed state even while writes continue, and
 // ByIndex, IndexKeys, Index and ListIndexFuncValues read the index entries and
 // index set of that one state. Two calls may see different states. Writes are
@@ -83,8 +84,8 @@
 // at one common instant. Every snapshot rewrites the whole file.
 //
 // This backend trades speed for snapshot reads. A Get is a radix tree walk
-// plus go-memdb's per-transaction allocations (about 2.5 us and 6
-// allocations, against 60 ns for client-go's map). Writes copy the radix
+// plus go-memdb's per-lookup allocations (about 2.5 us and 4 allocations
+// with 10,000 Pods, against 60 ns and none for client-go's map). Writes copy the radix
 // nodes on the path to every changed row: each put rewrites its object row
 // and all its index entry rows, because entries carry the object so that
 // ByIndex needs no second lookup. Expect tens of microseconds per object;
