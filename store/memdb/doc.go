@@ -46,14 +46,13 @@
 // # Concurrency
 //
 // Stores are safe for concurrent use. Every read (Get, List, ByIndex, ...)
-// runs on the go-memdb read transaction of the last commit: List and ListKeys
-// return the
-// objects of exactly one committed state even while writes continue, and
-// ByIndex, IndexKeys, Index and ListIndexFuncValues read the index entries and
-// index set of that one state. Two calls may see different states. Writes are
-// serialized by go-memdb's writer lock; key and index functions (and, in
-// file mode, encoding) run before it is taken. Snapshots run on read
-// transactions and block neither reads nor commits.
+// runs on the go-memdb read transaction of the last commit: List and
+// ListKeys return the objects of exactly one committed state even while
+// writes continue, and ByIndex, IndexKeys, Index and ListIndexFuncValues read
+// the index entries and index set of that one state. Two calls may see
+// different states. Writes are serialized; key and index functions (and, in
+// file mode, encoding) run before a write takes its lock. Snapshots run on
+// read transactions and block neither reads nor commits.
 //
 // Objects are stored as given, not copied: callers must treat objects they
 // stored or read as read-only, as with client-go's indexer.
