@@ -58,9 +58,13 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				exists = false
 			}
 			op := -1
-			if d.Type != cache.Sync || !exists {
-				// A Sync delta carries the object from the store itself:
-				// nothing to write.
+			unchanged := exists && (d.Type == cache.Sync ||
+				d.Type == cache.Replaced && resourceVersionOf(old) != "" && sameResourceVersion(old, d.Object))
+			if !unchanged {
+				// A Sync delta carries the object from the store itself, and
+				// a relisted object whose resourceVersion did not change is
+				// the stored one: nothing to write. That keeps a relist of a
+				// large, mostly unchanged store cheap.
 				op = len(pc.ops)
 				pc.ops = append(pc.ops, store.Op{Type: store.OpPut, Object: d.Object})
 				pc.seq = inf.view.set(key, d.Object, true)
@@ -299,4 +303,13 @@ func sameResourceVersion(a, b interface{}) bool {
 		return false
 	}
 	return am.GetResourceVersion() == bm.GetResourceVersion()
+}
+
+// resourceVersionOf returns obj's resourceVersion, or "" if it has none.
+func resourceVersionOf(obj interface{}) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
 }

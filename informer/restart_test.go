@@ -1,7 +1,9 @@
 package informer
 
 import (
+	"context"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,7 +126,8 @@ func TestRestartAfterCompactionRelists(t *testing.T) {
 		changeWhileDown(lw)
 		lw.compact() // the resume point is now too old: 410 Gone
 
-		inf := newInformer(t, lw, s, opts)
+		cs := &countingStore{Store: s}
+		inf := newInformer(t, lw, cs, opts)
 		h := newRecorder()
 		addHandler(t, inf, h)
 		start(t, inf)
@@ -148,6 +151,11 @@ func TestRestartAfterCompactionRelists(t *testing.T) {
 		}
 		if got := lw.fullLists() - fullLists; got != 1 {
 			t.Errorf("restart after compaction made %d full LISTs, want 1", got)
+		}
+		// One commit: delete b, put a, put c, put e; d is unchanged and
+		// not written again.
+		if diff := cmp.Diff([]int{4}, cs.commitSizes()); diff != "" {
+			t.Errorf("operations per commit (-want +got):\n%s", diff)
 		}
 	})
 }
@@ -218,4 +226,28 @@ func TestHasSyncedAfterRestart(t *testing.T) {
 			}
 		})
 	})
+}
+
+// countingStore records the number of operations of every commit that
+// writes something.
+type countingStore struct {
+	store.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (c *countingStore) Commit(ctx context.Context, b store.Batch) error {
+	err := c.Store.Commit(ctx, b)
+	if err == nil && len(b.Ops) > 0 {
+		c.mu.Lock()
+		c.sizes = append(c.sizes, len(b.Ops))
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *countingStore) commitSizes() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.sizes...)
 }
