@@ -70,6 +70,11 @@ func TestResume(t *testing.T) {
 			if got := warmCost.Lists["configmaps"]; got != 1 {
 				t.Errorf("restart made %d LIST requests for configmaps, want 1 (the limit=1 probe); metrics delta %+v", got, warmCost)
 			}
+			// The probe's answer holds one object: a few times the average
+			// object size of the cold start is a generous bound.
+			if got, limit := warmCost.ListBytes["configmaps"], 3*bytesSent(coldCost)/int64(n); got > limit {
+				t.Errorf("restart LIST responses were %d bytes, want at most %d (one object and list metadata)", got, limit)
+			}
 			if got, limit := warmCost.WatchEvents["configmaps"], int64(len(changes)+20); got > limit {
 				t.Errorf("restart received %d watch events for configmaps, want at most %d (the %d changes, and bookmarks): a relist?", got, limit, len(changes))
 			}
