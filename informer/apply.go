@@ -45,7 +45,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 	for _, d := range b.Deltas {
 		switch d.Type {
 		case cache.Added, cache.Updated, cache.Replaced, cache.Sync:
-			key, err := inf.opts.KeyFunc(d.Object)
+			key, err := inf.keyOf(d.Object)
 			if err != nil {
 				// The queue computed this key already; this cannot happen
 				// unless Options.KeyFunc is not deterministic.
@@ -59,7 +59,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			}
 			op := -1
 			unchanged := exists && (d.Type == cache.Sync ||
-				d.Type == cache.Replaced && resourceVersionOf(old) != "" && sameResourceVersion(old, d.Object))
+				d.Type == cache.Replaced && sameResourceVersion(old, d.Object))
 			if !unchanged {
 				// A Sync delta carries the object from the store itself, and
 				// a relisted object whose resourceVersion did not change is
@@ -82,7 +82,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			}
 		case cache.Deleted:
 			obj := d.Object
-			key, err := inf.opts.KeyFunc(obj)
+			key, err := inf.keyOf(obj)
 			if err != nil {
 				logger.Error(err, "Dropping a delete whose key cannot be computed", "objectType", typeName(obj))
 				continue
@@ -290,19 +290,22 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.checkSyncedLocked(logger, pc.replace, pc.pop)
 }
 
-// sameResourceVersion reports whether two objects carry the same
+// sameResourceVersion reports whether two objects carry the same non-empty
 // resourceVersion: an update between them is a resync, which client-go
-// delivers only to handlers whose resync is due.
+// delivers only to handlers whose resync is due. Unlike client-go, objects
+// without a resourceVersion (a transform may strip it) never compare equal,
+// so their updates are not mistaken for resyncs.
 func sameResourceVersion(a, b interface{}) bool {
-	am, err := meta.Accessor(a)
-	if err != nil {
-		return false
+	rv := resourceVersionOf(a)
+	return rv != "" && rv == resourceVersionOf(b)
+}
+
+// keyOf computes obj's key as the queue does: a tombstone by its Key.
+func (inf *Informer) keyOf(obj interface{}) (string, error) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return tomb.Key, nil
 	}
-	bm, err := meta.Accessor(b)
-	if err != nil {
-		return false
-	}
-	return am.GetResourceVersion() == bm.GetResourceVersion()
+	return inf.opts.KeyFunc(obj)
 }
 
 // resourceVersionOf returns obj's resourceVersion, or "" if it has none.

@@ -263,11 +263,15 @@ func TestTransform(t *testing.T) {
 	start(t, inf)
 	waitDone(t, "informer sync", inf.HasSyncedChecker())
 	lw.create("ns", "b", "2")
+	// Both versions of a lack a resourceVersion now; the update is still
+	// an update, not a resync.
+	lw.update("ns", "a", "3")
 	want := []ev{
 		{Op: "add", Key: "ns/a", Value: "t-1", UID: "uid-1", Initial: true},
 		{Op: "add", Key: "ns/b", Value: "t-2", UID: "uid-2"},
+		{Op: "update", Key: "ns/a", Value: "t-3", OldVal: "t-1", UID: "uid-1", OldUID: "uid-1"},
 	}
-	if diff := cmp.Diff(want, h.wait(t, 2)); diff != "" {
+	if diff := cmp.Diff(want, h.wait(t, 3)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	for _, obj := range s.List() {
