@@ -405,6 +405,18 @@ func TestAddIndexers(t *testing.T) {
 		}
 		compareWithClientGo(t, s, ref, objs)
 	})
+	t.Run("nothing to add", func(t *testing.T) {
+		before := stateOf(t, s)
+		if err := s.AddIndexers(cache.Indexers{}); err != nil {
+			t.Errorf("AddIndexers of nothing: %v", err)
+		}
+		if err := s.AddIndexers(cache.Indexers{"nil function": nil}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("AddIndexers of a nil function: error = %v; want ErrInvalid", err)
+		}
+		if diff := cmp.Diff(before, stateOf(t, s)); diff != "" {
+			t.Errorf("store changed (-before +after):\n%s", diff)
+		}
+	})
 	t.Run("conflict", func(t *testing.T) {
 		before := stateOf(t, s)
 		err := s.AddIndexers(cache.Indexers{"fresh": tagsIndexFunc, "app": labelIndexFunc("other")})

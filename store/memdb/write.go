@@ -292,6 +292,9 @@ func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
+	if len(newIndexers) == 0 {
+		return nil // nothing to add: do not rewrite every row
+	}
 	// Where each index of the new set was in the old one, or -1.
 	from := make([]int, set.Len())
 	var added []int
