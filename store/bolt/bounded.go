@@ -29,14 +29,15 @@ type bounded struct {
 	kf    cache.KeyFunc
 	lru   *lru.Cache // key -> decoded object; safe for concurrent use
 
-	// writeMu serializes writers (Commit, Add, ..., AddIndexers, Close).
+	// writeMu serializes writers (Commit, Add, ..., AddIndexers, Close)
+	// and guards metaRec.
 	writeMu sync.Mutex
+	metaRec store.Meta // the recorded identity; Indexes follows AddIndexers
 
-	mu      sync.RWMutex // guards rv, closed and set
-	rv      string
-	closed  bool
-	set     *indexer.IndexSet
-	metaRec store.Meta // the recorded identity; guarded by writeMu
+	mu     sync.RWMutex // guards rv, closed and set
+	rv     string
+	closed bool
+	set    *indexer.IndexSet
 
 	// fillMu orders the cache fills of readers against the cache updates of
 	// writers. A reader that misses holds it shared from the start of its
