@@ -120,6 +120,20 @@ func callIndexFunc(f cache.IndexFunc, obj interface{}) (vals []string, err error
 	return f(obj)
 }
 
+// Key computes the key of obj with f, for backends that do not build on Base:
+// a nil object or a key function that fails or panics is an error wrapping
+// store.ErrInvalid, never a panic.
+func Key(f cache.KeyFunc, obj interface{}) (string, error) {
+	if isNil(obj) {
+		return "", fmt.Errorf("indexer: key: nil object: %w", store.ErrInvalid)
+	}
+	k, err := callKeyFunc(f, obj)
+	if err != nil {
+		return "", fmt.Errorf("indexer: key of %T: %w: %w", obj, store.ErrInvalid, err)
+	}
+	return k, nil
+}
+
 // callKeyFunc runs a key function, turning a panic into an error for the same
 // reason as callIndexFunc.
 func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {

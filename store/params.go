@@ -104,9 +104,9 @@ func (p *Params) Duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
-// Common reads the parameters every backend shares into o: durability,
-// lock_timeout, cache and snapshot_interval. A backend that supports only
-// some of them reads those itself instead.
+// Common reads the parameters every persistent backend shares into o:
+// durability, lock_timeout and cache. A backend that supports only some of
+// them reads those itself instead.
 func (p *Params) Common(o *Options) {
 	o.Durability = Durability(p.String("durability", string(o.Durability)))
 	switch o.Durability {
