@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,9 @@ type fakeLW struct {
 	gate chan struct{}
 	// noBookmarks turns off the bookmark sent when a watch starts.
 	noBookmarks bool
+	// opaque makes resourceVersions non-numeric ("r5"), as some aggregated
+	// APIs do: they cannot be compared.
+	opaque bool
 	// muted watches get no more events (the history still records them),
 	// as if the connection had stalled.
 	muted bool
@@ -44,6 +48,17 @@ var _ cache.ListerWatcherWithContext = (*fakeLW)(nil)
 
 func newFakeLW() *fakeLW {
 	return &fakeLW{objs: map[string]*corev1.ConfigMap{}, watchers: map[*fakeWatcher]struct{}{}}
+}
+
+func (f *fakeLW) fmtRV(n int64) string {
+	if f.opaque {
+		return "r" + strconv.FormatInt(n, 10)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func parseRV(s string) (int64, error) {
+	return strconv.ParseInt(strings.TrimPrefix(s, "r"), 10, 64)
 }
 
 func cmKey(ns, name string) string { return ns + "/" + name }
@@ -71,7 +86,7 @@ func (f *fakeLW) create(ns, name, value string) *corev1.ConfigMap {
 	f.uid++
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name, ResourceVersion: strconv.FormatInt(f.rv, 10),
+			Namespace: ns, Name: name, ResourceVersion: f.fmtRV(f.rv),
 			UID: types.UID(fmt.Sprintf("uid-%d", f.uid)), Labels: map[string]string{"app": "test"},
 		},
 		Data: map[string]string{"v": value},
@@ -92,7 +107,7 @@ func (f *fakeLW) update(ns, name, value string) *corev1.ConfigMap {
 	}
 	f.rv++
 	cm := old.DeepCopy()
-	cm.ResourceVersion = strconv.FormatInt(f.rv, 10)
+	cm.ResourceVersion = f.fmtRV(f.rv)
 	cm.Data = map[string]string{"v": value}
 	f.objs[k] = cm
 	f.emitLocked(watch.Event{Type: watch.Modified, Object: cm.DeepCopy()})
@@ -110,7 +125,7 @@ func (f *fakeLW) remove(ns, name string) {
 	}
 	f.rv++
 	cm := old.DeepCopy()
-	cm.ResourceVersion = strconv.FormatInt(f.rv, 10)
+	cm.ResourceVersion = f.fmtRV(f.rv)
 	delete(f.objs, k)
 	f.emitLocked(watch.Event{Type: watch.Deleted, Object: cm})
 }
@@ -153,7 +168,7 @@ func (f *fakeLW) compact() {
 func (f *fakeLW) currentRV() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return strconv.FormatInt(f.rv, 10)
+	return f.fmtRV(f.rv)
 }
 
 // fullLists returns the number of list requests other than the limit=1
@@ -194,7 +209,7 @@ func (f *fakeLW) ListWithContext(_ context.Context, opts metav1.ListOptions) (ru
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(f.rv, 10)}}
+	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: f.fmtRV(f.rv)}}
 	for _, k := range keys {
 		if opts.Limit == 1 && len(list.Items) == 1 {
 			list.Continue = "more"
@@ -215,7 +230,7 @@ func (f *fakeLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		return nil, apierrors.NewBadRequest("fakeLW: sendInitialEvents is not supported")
 	}
-	from, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	from, err := parseRV(opts.ResourceVersion)
 	if err != nil {
 		from = f.rv
 	}
@@ -234,7 +249,7 @@ func (f *fakeLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 	}
 	if opts.AllowWatchBookmarks && !f.noBookmarks {
 		w.send(watch.Event{Type: watch.Bookmark, Object: &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.FormatInt(f.rv, 10)},
+			ObjectMeta: metav1.ObjectMeta{ResourceVersion: f.fmtRV(f.rv)},
 		}})
 	}
 	f.watchers[w] = struct{}{}
@@ -243,7 +258,7 @@ func (f *fakeLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 
 func rvOf(obj runtime.Object) int64 {
 	cm := obj.(*corev1.ConfigMap)
-	n, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+	n, _ := parseRV(cm.ResourceVersion)
 	return n
 }
 

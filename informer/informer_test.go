@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -479,4 +480,29 @@ func sortedStrings(s []string) []string {
 		}
 	}
 	return out
+}
+
+func TestWatchErrorHandler(t *testing.T) {
+	lw := newFakeLW()
+	inf := newInformer(t, lw, openStore(t, "memory://"), testOptions())
+	errs := make(chan error, 16)
+	if err := inf.SetWatchErrorHandler(func(r *cache.Reflector, err error) {
+		if r != nil {
+			t.Errorf("watch error handler got a client-go Reflector %p, want nil", r)
+		}
+		errs <- err
+	}); err != nil {
+		t.Fatalf("SetWatchErrorHandler: %v", err)
+	}
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	lw.expireWatches()
+	select {
+	case err := <-errs:
+		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			t.Errorf("watch error handler got %v, want 410 Expired", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("watch error handler not called")
+	}
 }

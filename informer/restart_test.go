@@ -18,7 +18,12 @@ import (
 // store as a restarted process would find it.
 func firstRun(t *testing.T, b backend) (*fakeLW, store.Store) {
 	t.Helper()
-	lw := newFakeLW()
+	return firstRunOn(t, b, newFakeLW())
+}
+
+// firstRunOn is firstRun with a given source.
+func firstRunOn(t *testing.T, b backend, lw *fakeLW) (*fakeLW, store.Store) {
+	t.Helper()
 	s := b.open(t)
 	inf := newInformer(t, lw, s, testOptions())
 	h := newRecorder()
@@ -190,6 +195,28 @@ func TestHasSyncedAfterRestart(t *testing.T) {
 			want := ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"}
 			if got := h.all(); len(got) != len(replayed)+1 || got[len(replayed)] != want {
 				t.Errorf("handler synced with events %v, want the replay then %v", got, want)
+			}
+		})
+		t.Run("resourceVersions not comparable", func(t *testing.T) {
+			opaque := newFakeLW()
+			opaque.opaque = true
+			lw, s := firstRunOn(t, b, opaque)
+			lw.update("ns", "a", "a2")
+			gate := make(chan struct{})
+			lw.setGate(gate)
+
+			inf := newInformer(t, lw, s, testOptions())
+			h := newRecorder()
+			start(t, inf)
+			addHandler(t, inf, h)
+			h.wait(t, len(replayed))
+			if inf.HasSynced() {
+				t.Errorf("informer HasSynced = true before the server said it had sent everything")
+			}
+			close(gate) // the update, then the bookmark that ends the catch-up
+			waitDone(t, "informer sync", inf.HasSyncedChecker())
+			if diff := cmp.Diff(lw.values(), storeValues(s)); diff != "" {
+				t.Errorf("store when synced (-source +store):\n%s", diff)
 			}
 		})
 		t.Run("nothing changed while down", func(t *testing.T) {
