@@ -6,7 +6,8 @@
 // The binaries are built from Go modules by `make k8s-bin` (module test/k8s)
 // into test/bin, or taken from the directory named by $INFORMERDB_K8S_BIN.
 // Everything listens on 127.0.0.1 only, and every process is killed, with its
-// process group, by t.Cleanup.
+// process group, by t.Cleanup. Programs that are not tests (cmd/demo,
+// test/bench) use Launch and Scrape, which return errors, and call Stop.
 package apiserver
 
 import (
@@ -62,7 +63,7 @@ const (
 	logTail = 8 << 10
 )
 
-// Options configures Start. The zero value is the default server.
+// Options configures Start and Launch. The zero value is the default server.
 type Options struct {
 	// DisableWatchCache starts kube-apiserver with --watch-cache=false, so
 	// that watches are served by etcd and an etcd compaction alone makes a
@@ -74,6 +75,12 @@ type Options struct {
 	// after the harness's own flags, so they override them (for example
 	// "--etcd-compaction-interval=5m").
 	ExtraAPIServerFlags []string
+
+	// Dir holds etcd's data, the keys and the process logs (*.log). Start
+	// sets it to t.TempDir(). For Launch, empty means a new temporary
+	// directory that Stop removes; a directory given here is left in place,
+	// logs included.
+	Dir string
 }
 
 // Server is a running etcd + kube-apiserver pair. Its methods are safe for
@@ -82,7 +89,8 @@ type Options struct {
 type Server struct {
 	opts    Options
 	binDir  string
-	dir     string // t.TempDir: data, keys, logs
+	dir     string // Options.Dir or a temporary directory: data, keys, logs
+	ownDir  bool   // dir was created by Launch; Stop removes it
 	token   string
 	etcdURL string // http://127.0.0.1:port, also the etcd v3 JSON gateway
 	port    int    // kube-apiserver secure port, kept across restarts
@@ -157,41 +165,80 @@ func modulePath(gomod []byte) string {
 // Start starts etcd and kube-apiserver on loopback and waits until the API
 // server reports /readyz. Missing binaries fail the test with the command
 // that builds them. Under `go test -short` it skips: the short loop runs
-// without a real API server (see the Makefile's test-short).
+// without a real API server (see the Makefile's test-short). The data, keys
+// and logs live in t.TempDir(), the processes are killed by t.Cleanup, and
+// the process logs are shown when the test fails.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("apiserver: real API server not started under -short")
 	}
-	binDir, err := BinaryDir()
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-
 	// TempDir before Cleanup: cleanups run last-in first-out, so the
 	// processes are killed before their data directory is removed.
-	s := &Server{opts: opts, binDir: binDir, dir: t.TempDir()}
-	t.Cleanup(func() {
-		if t.Failed() {
+	opts.Dir = t.TempDir()
+	began := time.Now()
+	s, err := launch(t.Context(), opts)
+	if s != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				s.dumpLogs(t)
+			}
+			s.Stop()
+		})
+	}
+	if err != nil {
+		if s != nil {
 			s.dumpLogs(t)
 		}
-		s.Stop()
-	})
-
-	began := time.Now()
-	if err := s.prepare(); err != nil {
-		t.Fatalf("%v", err)
-	}
-	if err := s.startEtcd(t.Context()); err != nil {
-		s.dumpLogs(t)
-		t.Fatalf("%v", err)
-	}
-	if err := s.startAPIServer(t.Context(), true); err != nil {
-		s.dumpLogs(t)
 		t.Fatalf("%v", err)
 	}
 	t.Logf("apiserver: kube-apiserver %s (etcd %s) ready in %v", s.URL(), s.etcdURL, time.Since(began).Round(time.Millisecond))
 	return s
+}
+
+// Launch is Start for programs that are not tests (the demo, the benchmark
+// harness): it starts etcd and kube-apiserver on loopback, waits until the
+// API server reports /readyz and returns errors instead of failing a test.
+// ctx bounds the start only; the processes run until Stop, which the caller
+// must call (it also removes the directory Launch created when opts.Dir is
+// empty). On error, nothing is left running.
+func Launch(ctx context.Context, opts Options) (*Server, error) {
+	s, err := launch(ctx, opts)
+	if err != nil {
+		if s != nil {
+			s.Stop()
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts the pair. It returns the Server even on error (nil only if
+// not even the directory exists), so that Start can show the logs of a
+// failed start; the caller stops it.
+func launch(ctx context.Context, opts Options) (*Server, error) {
+	binDir, err := BinaryDir()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, binDir: binDir, dir: opts.Dir}
+	if s.dir == "" {
+		dir, err := os.MkdirTemp("", "informerdb-apiserver-")
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: data directory: %w", err)
+		}
+		s.dir, s.ownDir = dir, true
+	}
+	if err := s.prepare(); err != nil {
+		return s, err
+	}
+	if err := s.startEtcd(ctx); err != nil {
+		return s, err
+	}
+	if err := s.startAPIServer(ctx, true); err != nil {
+		return s, err
+	}
+	return s, nil
 }
 
 // prepare writes the credentials kube-apiserver reads at start: a token file
@@ -457,7 +504,8 @@ func (s *Server) StartAPIServer(t testing.TB) {
 	t.Logf("apiserver: kube-apiserver started again in %v", time.Since(began).Round(time.Millisecond))
 }
 
-// Stop kills kube-apiserver and etcd and waits for them to exit. It is
+// Stop kills kube-apiserver and etcd and waits for them to exit, then
+// removes the directory Launch created (Options.Dir empty). It is
 // idempotent and also runs from t.Cleanup.
 func (s *Server) Stop() {
 	s.mu.Lock()
@@ -470,7 +518,14 @@ func (s *Server) Stop() {
 	if etcd != nil {
 		etcd.kill()
 	}
+	if s.ownDir {
+		_ = os.RemoveAll(s.dir)
+	}
 }
+
+// Dir returns the directory holding etcd's data, the keys and the process
+// logs (etcd-N.log, kube-apiserver-N.log).
+func (s *Server) Dir() string { return s.dir }
 
 // EtcdRevision returns etcd's current revision, which is the newest
 // resourceVersion the API server can hand out.

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,27 +70,33 @@ func (m Metrics) Sub(before Metrics) Metrics {
 	}
 }
 
-// Metrics scrapes the API server's /metrics.
+// Metrics scrapes the API server's /metrics, failing the test on error.
 func (s *Server) Metrics(t testing.TB) Metrics {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"/metrics", nil)
-	if err != nil {
-		t.Fatalf("apiserver: metrics: %v", err)
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		t.Fatalf("apiserver: metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		t.Fatalf("apiserver: metrics: %s: %s", resp.Status, body)
-	}
-	m, err := parseMetrics(resp.Body)
+	m, err := s.Scrape(t.Context())
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
 	return m
+}
+
+// Scrape is Metrics for programs that are not tests: it scrapes the API
+// server's /metrics and returns an error instead of failing a test.
+func (s *Server) Scrape(ctx context.Context) (Metrics, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/metrics", nil)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("apiserver: metrics: %w", err)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("apiserver: metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return Metrics{}, fmt.Errorf("apiserver: metrics: %s: %s", resp.Status, body)
+	}
+	return parseMetrics(resp.Body)
 }
 
 // parseMetrics reads the Prometheus text format, keeping the few series
