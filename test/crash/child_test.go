@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -141,6 +142,13 @@ func storeOptions(server, ns string) *store.Options {
 func child() int {
 	url, server, token, ns, jpath := os.Getenv(envStoreURL), os.Getenv(envServer), os.Getenv(envToken), os.Getenv(envNamespace), os.Getenv(envJournal)
 	ctx := context.Background()
+	go func() {
+		// The parent holds our stdin open until it is done with us; EOF
+		// means it died, and a child must not outlive it.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		fmt.Fprintln(os.Stderr, "crash child: parent gone (stdin closed)")
+		os.Exit(exitFailed)
+	}()
 	s, err := store.Open(ctx, url, storeOptions(server, ns))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child: open:", err)

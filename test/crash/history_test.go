@@ -32,6 +32,7 @@ type history struct {
 	mu      sync.Mutex // guards the fields below
 	changes []change
 	deleted map[string]bool // UIDs seen deleted
+	states  map[string]bool // "name uid rv" of every state an object had
 	lastRV  int64
 	err     error         // a watch failure that ended the watch
 	changed chan struct{} // closed and replaced on every change
@@ -41,7 +42,7 @@ type history struct {
 }
 
 func newHistory() *history {
-	return &history{deleted: map[string]bool{}, changed: make(chan struct{})}
+	return &history{deleted: map[string]bool{}, states: map[string]bool{}, changed: make(chan struct{})}
 }
 
 // start watches ns from resourceVersion rv until stop. The parent is the
@@ -122,6 +123,8 @@ func (h *history) add(c change) {
 	h.lastRV = c.RV
 	if c.Deleted {
 		h.deleted[c.UID] = true
+	} else {
+		h.states[stateKey(c.Name, c.UID, strconv.FormatInt(c.RV, 10))] = true
 	}
 	close(h.changed)
 	h.changed = make(chan struct{})
@@ -191,13 +194,10 @@ func (h *history) since(rv int64) int {
 func (h *history) known(name, uid, rv string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, c := range h.changes {
-		if !c.Deleted && c.Name == name && c.UID == uid && strconv.FormatInt(c.RV, 10) == rv {
-			return true
-		}
-	}
-	return false
+	return h.states[stateKey(name, uid, rv)]
 }
+
+func stateKey(name, uid, rv string) string { return name + " " + uid + " " + rv }
 
 // state is a set of ConfigMaps by name.
 type state map[string]version
