@@ -120,8 +120,8 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 		return nil, err
 	}
 	info.ResourceVersion = sec.rv
-	fs := &fileStore{db: db, name: o.Name, stop: make(chan struct{})}
-	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: fs, Options: o, Cache: cache})
+	fst := &fileStore{db: db, name: o.Name, stop: make(chan struct{})}
+	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: fst, Options: o, Cache: cache})
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +132,8 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 	db.refs++
 	files[path] = db
 	if o.SnapshotInterval > 0 {
-		fs.done = make(chan struct{})
-		go fs.snapshotEvery(o.SnapshotInterval)
+		fst.done = make(chan struct{})
+		go fst.snapshotEvery(o.SnapshotInterval)
 	}
 	return base, nil
 }
