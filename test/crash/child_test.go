@@ -187,7 +187,10 @@ func child() int {
 			Name: "crash-configmaps",
 			// Full lists are plain LISTs, so the parent tells a relist
 			// from a resume by the API server's LIST count alone.
-			WatchList:           ptr.To(false),
+			WatchList: ptr.To(false),
+			// Small pages: a relist spans several LISTs, so kills land
+			// in the middle of one (DESIGN invariant 2).
+			PageSize:            16,
 			CatchUpWatchTimeout: 3 * time.Second,
 			Backoff:             reflector.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
 		},
