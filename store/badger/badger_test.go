@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -324,9 +325,41 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		}
 		done <- err
 	}()
+	// While that Open waits for the lock, stores of other directories open
+	// and close.
+	for {
+		registryMu.Lock()
+		sh := registry[dir]
+		waiting := sh != nil && sh.opening != nil
+		registryMu.Unlock()
+		if waiting {
+			break
+		}
+		runtime.Gosched()
+	}
+	other := make(chan error, 1)
+	go func() {
+		s, err := Open(context.Background(), t.TempDir(), podOptions(t, "pods", 0))
+		if err == nil {
+			err = s.Close()
+		}
+		other <- err
+	}()
+	blocked := false
+	select {
+	case err := <-other:
+		mustOK(t, "Open of another directory while one waits for its lock", err)
+	case <-time.After(20 * time.Second):
+		blocked = true
+		t.Errorf("Open of another directory blocked behind an Open waiting for a lock")
+	}
+
 	stdin.Close()
 	if err := <-done; err != nil {
 		t.Errorf("Open after the child exited: %v", err)
+	}
+	if blocked {
+		<-other
 	}
 }
 

@@ -52,9 +52,12 @@ type sharedDB struct {
 	db  *badger.DB
 	cfg dbConfig
 
-	// names and refs are guarded by registryMu.
+	// names, refs and opening are guarded by registryMu.
 	names map[string]bool // store names open on db
 	refs  int
+	// opening is closed when badger.Open, run without registryMu, has
+	// returned; nil once the database is open.
+	opening chan struct{}
 
 	stopGC chan struct{}
 	gcDone chan struct{}
@@ -69,10 +72,28 @@ var (
 )
 
 // acquire opens (or shares) the database in dir and reserves the store name.
+// registryMu is not held while badger opens (which may wait for another
+// process's lock): stores of other directories open and close meanwhile, and
+// opens of the same directory wait for the first.
 func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout time.Duration) (*sharedDB, error) {
 	registryMu.Lock()
-	defer registryMu.Unlock()
-	if sh := registry[dir]; sh != nil {
+	for {
+		sh := registry[dir]
+		if sh == nil {
+			break
+		}
+		if sh.opening != nil {
+			ch := sh.opening
+			registryMu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("store: open %s in badger://%s: %w", name, dir, ctx.Err())
+			}
+			registryMu.Lock()
+			continue
+		}
+		defer registryMu.Unlock()
 		if sh.names[name] {
 			return nil, fmt.Errorf("store: open %s in badger://%s: %w (close it first)", name, dir, store.ErrInUse)
 		}
@@ -84,16 +105,25 @@ func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout ti
 		sh.refs++
 		return sh, nil
 	}
+	sh := &sharedDB{dir: dir, cfg: cfg, names: map[string]bool{name: true}, refs: 1, opening: make(chan struct{})}
+	registry[dir] = sh
+	registryMu.Unlock()
+
 	db, err := openDB(ctx, dir, cfg, lockTimeout)
+
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	close(sh.opening)
+	sh.opening = nil
 	if err != nil {
+		delete(registry, dir)
 		return nil, err
 	}
-	sh := &sharedDB{dir: dir, db: db, cfg: cfg, names: map[string]bool{name: true}, refs: 1}
+	sh.db = db
 	if cfg.gcInterval > 0 {
 		sh.stopGC, sh.gcDone = make(chan struct{}), make(chan struct{})
 		go sh.gcLoop()
 	}
-	registry[dir] = sh
 	return sh, nil
 }
 
