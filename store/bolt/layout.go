@@ -393,9 +393,10 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 		p := &ps[i]
 		k := boltKey(p.Key)
 		var old [][]string
-		if data := b.values.Get(k); data != nil {
+		oldRec := b.values.Get(k)
+		if oldRec != nil {
 			var err error
-			if _, old, err = decodeRecord(data, len(names)); err != nil {
+			if _, old, err = decodeRecord(oldRec, len(names)); err != nil {
 				return fmt.Errorf("%s: %w", p.Key, err)
 			}
 		}
@@ -410,8 +411,13 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 			if err := b.objects.Put(k, p.Data); err != nil {
 				return fmt.Errorf("put %s: %w", p.Key, err)
 			}
-			if err := b.values.Put(k, encodeRecord(p.Key, p.Values)); err != nil {
-				return fmt.Errorf("put %s: %w", p.Key, err)
+			// An update that keeps its index values (most do: status
+			// changes) leaves the record alone, so its page stays clean:
+			// every page a commit dirties is rewritten whole.
+			if rec := encodeRecord(p.Key, p.Values); !bytes.Equal(rec, oldRec) {
+				if err := b.values.Put(k, rec); err != nil {
+					return fmt.Errorf("put %s: %w", p.Key, err)
+				}
 			}
 			if err := putEntries(b, names, p.Key, newOnly); err != nil {
 				return err
