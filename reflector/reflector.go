@@ -594,7 +594,7 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	default:
 		st.catchUpMisses++
 		if st.catchUpMisses == maxCatchUpMisses {
-			logger.V(1).Info("Server sent no bookmark on catch-up watches; waiting for an event at or past the sync target instead")
+			logger.V(1).Info("Server sent no bookmark on catch-up watches; waiting for an event at or past the sync target, or the catch-up deadline", "catchUpDeadline", r.opts.CatchUpDeadline)
 		}
 	}
 	elapsed := r.opts.Clock.Since(start)
