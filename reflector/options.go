@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -35,9 +34,6 @@ const (
 	// normal watch timeouts.
 	maxCatchUpMisses = 3
 )
-
-// ErrInvalid is wrapped by the errors New returns for bad arguments.
-var ErrInvalid = errors.New("invalid argument")
 
 // Options configure a Reflector. The zero value means defaults, except that
 // a Queue and a ListerWatcher must be given to New.

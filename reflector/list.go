@@ -1,0 +1,271 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// probe makes the consistent LIST with limit=1 whose RV is the sync target,
+// and decides between resuming and relisting. It returns false when ctx
+// ended first.
+func (r *Reflector) probe(ctx context.Context, st *runState) bool {
+	logger := klog.FromContext(ctx)
+	var p string
+	for {
+		var err error
+		p, err = r.probeOnce(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		r.report(ctx, err)
+		if !r.sleep(ctx, st) {
+			return false
+		}
+	}
+	resume := r.opts.ResumeFrom
+	r.mu.Lock()
+	r.target, r.targetSet = p, true
+	r.mu.Unlock()
+
+	cmp, err := resourceversion.CompareResourceVersion(resume, p)
+	switch {
+	case err != nil:
+		// Some servers (aggregated APIs) use opaque RVs. Time travel cannot
+		// be detected there; say so rather than guess.
+		logger.Info("Resuming watch; time-travel check skipped: resourceVersions are not comparable",
+			"resumeFrom", resume, "syncTarget", p, "err", err)
+	case cmp > 0:
+		st.relist = ReasonTimeTravel
+		st.relistKV = []interface{}{"resumeFrom", resume, "serverResourceVersion", p}
+		return true
+	default:
+		logger.Info("Resuming watch", "resumeFrom", resume, "syncTarget", p)
+	}
+	st.lastRV = resume
+	r.mu.Lock()
+	r.stats.Resumes++
+	if err == nil && cmp == 0 {
+		// Nothing happened since the store was written.
+		r.markCaughtUpLocked(ctx, resume)
+	}
+	r.mu.Unlock()
+	if r.opts.CatchUpDeadline > 0 {
+		st.catchUpDeadline = r.opts.Clock.Now().Add(r.opts.CatchUpDeadline)
+	}
+	return true
+}
+
+func (r *Reflector) probeOnce(ctx context.Context) (string, error) {
+	r.count(func(s *Stats) { s.Lists++ })
+	obj, err := r.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
+	if err != nil {
+		return "", fmt.Errorf("reflector %s: probe list: %w", r.opts.Name, err)
+	}
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		return "", fmt.Errorf("reflector %s: probe list: reading list metadata: %w", r.opts.Name, err)
+	}
+	if lm.GetResourceVersion() == "" {
+		return "", fmt.Errorf("reflector %s: probe list: server returned no resourceVersion", r.opts.Name)
+	}
+	return lm.GetResourceVersion(), nil
+}
+
+// relist makes a full consistent list and hands it to the queue as one
+// Replace.
+func (r *Reflector) relist(ctx context.Context, st *runState) error {
+	logger := klog.FromContext(ctx)
+	reason := st.relist
+	if !st.relistLogged {
+		logger.Info("Listing", append([]interface{}{"reason", reason}, st.relistKV...)...)
+		st.relistLogged = true
+	}
+	if st.pending != nil {
+		st.pending.Stop()
+		st.pending = nil
+	}
+
+	var (
+		items []interface{}
+		rv    string
+		w     watch.Interface
+		err   error
+	)
+	if r.useWatchList(st) {
+		w, items, rv, err = r.watchList(ctx)
+		if err != nil {
+			if ctx.Err() != nil || r.opts.WatchList != nil || !watchListUnsupported(err) {
+				// Forced, or a failure a LIST would share (server down,
+				// throttled): back off and stream again.
+				return err
+			}
+			// Auto mode and the server will not stream: use paginated
+			// LISTs for the rest of this Run.
+			logger.V(2).Info("Streaming list not supported; falling back to paginated LIST", "err", err)
+			st.noWatchList = true
+		}
+	}
+	if w == nil {
+		items, rv, err = r.list(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	if err := r.q.Replace(items, rv); err != nil {
+		if w != nil {
+			w.Stop()
+		}
+		return fmt.Errorf("reflector %s: replace %d objects at %s: %w", r.opts.Name, len(items), rv, err)
+	}
+	st.relist, st.relistKV, st.relistLogged = "", nil, false
+	st.catchUpDeadline = time.Time{}
+	st.lastRV = rv
+	st.pending = w
+	st.catchUpMisses = 0
+	r.mu.Lock()
+	r.lastRV = rv
+	r.stats.Relists.add(reason)
+	if !r.targetSet {
+		r.target, r.targetSet = rv, true
+	}
+	// A consistent list made after the probe is at least as new as the
+	// probe, so it reaches the target without comparing RVs.
+	r.markCaughtUpLocked(ctx, rv)
+	r.mu.Unlock()
+	logger.V(2).Info("Listed", "reason", reason, "objects", len(items), "resourceVersion", rv)
+	return nil
+}
+
+func (r *Reflector) useWatchList(st *runState) bool {
+	if r.opts.WatchList != nil {
+		return *r.opts.WatchList
+	}
+	return !st.noWatchList && !watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+}
+
+// list makes a consistent paginated LIST.
+func (r *Reflector) list(ctx context.Context) ([]interface{}, string, error) {
+	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.opts.PageSize}
+	var (
+		items []interface{}
+		rv    string
+	)
+	for {
+		r.count(func(s *Stats) { s.Lists++ })
+		obj, err := r.lw.ListWithContext(ctx, opts)
+		if err != nil {
+			if opts.Continue != "" && isExpired(err) {
+				// The continue token outlived etcd's compaction: the pages
+				// so far and the rest no longer form one snapshot. Start
+				// over with one unpaginated list, as client-go's pager does.
+				klog.FromContext(ctx).V(2).Info("List continuation expired; listing without pages", "err", err)
+				opts = metav1.ListOptions{ResourceVersion: ""}
+				items, rv = nil, ""
+				continue
+			}
+			return nil, "", fmt.Errorf("reflector %s: list: %w", r.opts.Name, err)
+		}
+		lm, err := meta.ListAccessor(obj)
+		if err != nil {
+			return nil, "", fmt.Errorf("reflector %s: list: reading list metadata: %w", r.opts.Name, err)
+		}
+		if rv == "" {
+			rv = lm.GetResourceVersion()
+		}
+		objs, err := meta.ExtractListWithAlloc(obj)
+		if err != nil {
+			return nil, "", fmt.Errorf("reflector %s: list: extracting items: %w", r.opts.Name, err)
+		}
+		for _, o := range objs {
+			items = append(items, o)
+		}
+		if lm.GetContinue() == "" {
+			break
+		}
+		opts.Continue = lm.GetContinue()
+	}
+	if rv == "" {
+		return nil, "", fmt.Errorf("reflector %s: list: server returned no resourceVersion", r.opts.Name)
+	}
+	if items == nil {
+		items = []interface{}{}
+	}
+	return items, rv, nil
+}
+
+// watchList makes a streaming list: a watch whose initial events are the
+// current state, ended by the initial-events-end bookmark. It returns the
+// watch, left open for the events that follow.
+func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface{}, string, error) {
+	timeout := r.watchTimeoutSeconds(false)
+	r.count(func(s *Stats) { s.WatchLists++ })
+	w, err := r.lw.WatchWithContext(ctx, metav1.ListOptions{
+		ResourceVersion:      "",
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    ptr.To(true),
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       &timeout,
+	})
+	if err == nil && isNilInterface(w) {
+		err = errNoWatch
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, err)
+	}
+	// Initial events are keyed so that a (not expected) update or delete
+	// before the end bookmark is folded in rather than duplicated.
+	tmp := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
+	for {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return nil, nil, "", ctx.Err()
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, errStreamEndedEarly)
+			}
+			if ev.Type == watch.Error {
+				w.Stop()
+				return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, apierrors.FromObject(ev.Object))
+			}
+			if err := r.checkObject(ev.Object); err != nil {
+				r.report(ctx, err)
+				continue
+			}
+			var serr error
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				serr = tmp.Update(ev.Object)
+			case watch.Deleted:
+				serr = tmp.Delete(ev.Object)
+			case watch.Bookmark:
+				m, _ := meta.Accessor(ev.Object) // checkObject made sure it works
+				if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+					continue
+				}
+				if m.GetResourceVersion() == "" {
+					w.Stop()
+					return nil, nil, "", fmt.Errorf("reflector %s: streaming list: initial-events-end bookmark has no resourceVersion", r.opts.Name)
+				}
+				return w, tmp.List(), m.GetResourceVersion(), nil
+			}
+			if serr != nil {
+				r.report(ctx, fmt.Errorf("reflector %s: streaming list: %s event: %w", r.opts.Name, ev.Type, serr))
+			}
+		}
+	}
+}

@@ -1,0 +1,288 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// watch makes one watch from st.lastRV (or continues the one a streaming
+// list left open) and consumes it until it ends, then decides what follows.
+func (r *Reflector) watch(ctx context.Context, st *runState) {
+	logger := klog.FromContext(ctx)
+	start := r.opts.Clock.Now()
+	w := st.pending
+	st.pending = nil
+	catchUp := false
+	// timeout is the watch's timeoutSeconds, 0 for the watch a streaming
+	// list left open (its timeout started with the list).
+	var timeout int64
+	var deadline <-chan time.Time
+	if !st.catchUpDeadline.IsZero() && !r.isCaughtUp() {
+		left := st.catchUpDeadline.Sub(r.opts.Clock.Now())
+		if left <= 0 {
+			r.giveUpResume(st)
+			if w != nil {
+				w.Stop()
+			}
+			return
+		}
+		t := r.opts.Clock.NewTimer(left)
+		defer t.Stop()
+		deadline = t.C()
+	}
+	if w == nil {
+		catchUp = r.catchingUp(st)
+		timeout = r.watchTimeoutSeconds(catchUp)
+		r.count(func(s *Stats) { s.Watches++ })
+		var err error
+		w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
+			ResourceVersion:     st.lastRV,
+			AllowWatchBookmarks: true,
+			TimeoutSeconds:      &timeout,
+		})
+		if err == nil && isNilInterface(w) {
+			err = errNoWatch
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
+			}
+			return
+		}
+	}
+	events, bookmarks, err := r.consume(ctx, w, st, deadline)
+	w.Stop()
+	if ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, errCatchUpDeadline) {
+		r.giveUpResume(st)
+		return
+	}
+	if err != nil {
+		r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
+		return
+	}
+	switch {
+	case !catchUp:
+	case bookmarks > 0:
+		st.catchUpMisses = 0
+	default:
+		st.catchUpMisses++
+		if st.catchUpMisses == maxCatchUpMisses {
+			logger.V(1).Info("Server sent no bookmark on catch-up watches; waiting for an event at or past the sync target, or the catch-up deadline", "catchUpDeadline", r.opts.CatchUpDeadline)
+		}
+	}
+	elapsed := r.opts.Clock.Since(start)
+	if timeout > 0 && elapsed < time.Duration(timeout)*time.Second-time.Second {
+		// The watch closed before its timeout: a dropped connection or a
+		// restarting server. Back off so that many clients do not come
+		// back at once, and so that a watch that keeps closing cannot spin.
+		if events+bookmarks == 0 {
+			r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed after %v with no events", r.opts.Name, st.lastRV, elapsed))
+		}
+		logger.V(2).Info("Watch closed early; backing off", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
+		r.sleep(ctx, st)
+		return
+	}
+	if timeout == 0 && events+bookmarks == 0 && elapsed < time.Second {
+		r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed at once with no events", r.opts.Name, st.lastRV))
+		r.sleep(ctx, st)
+		return
+	}
+	logger.V(4).Info("Watch ended", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
+}
+
+// giveUpResume turns a resume that did not reach its sync target in time
+// into a relist.
+func (r *Reflector) giveUpResume(st *runState) {
+	target, _ := r.SyncTarget()
+	st.relist = ReasonCatchUp
+	st.relistKV = []interface{}{"syncTarget", target, "resourceVersion", st.lastRV, "after", r.opts.CatchUpDeadline}
+	st.catchUpDeadline = time.Time{}
+}
+
+func (r *Reflector) isCaughtUp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.caughtUp
+}
+
+// watchFailed reports err and arranges the next step: a relist when the
+// resume point is unusable, else a backoff before the next watch.
+func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
+	r.report(ctx, err)
+	switch {
+	case isExpired(err):
+		st.relist, st.relistKV = ReasonExpired, []interface{}{"resourceVersion", st.lastRV}
+	case isTooLargeResourceVersion(err):
+		st.relist, st.relistKV = ReasonTooLarge, []interface{}{"resourceVersion", st.lastRV}
+	default:
+		r.sleep(ctx, st)
+	}
+}
+
+// catchingUp says whether the next watch should be a short catch-up watch.
+func (r *Reflector) catchingUp(st *runState) bool {
+	if r.opts.CatchUpWatchTimeout <= 0 || st.catchUpMisses >= maxCatchUpMisses {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.targetSet && !r.caughtUp
+}
+
+func (r *Reflector) watchTimeoutSeconds(catchUp bool) int64 {
+	if catchUp {
+		return int64(r.opts.CatchUpWatchTimeout / time.Second)
+	}
+	lo := r.opts.MinWatchTimeout.Seconds()
+	return int64(lo + rand.Float64()*lo)
+}
+
+// consume hands w's events to the queue until w closes, fails or ctx ends.
+func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState, deadline <-chan time.Time) (events, bookmarks int, err error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return events, bookmarks, nil
+		case <-deadline:
+			if !r.isCaughtUp() {
+				return events, bookmarks, errCatchUpDeadline
+			}
+			deadline = nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return events, bookmarks, nil
+			}
+			if ev.Type == watch.Error {
+				return events, bookmarks, apierrors.FromObject(ev.Object)
+			}
+			if err := r.checkObject(ev.Object); err != nil {
+				r.report(ctx, err)
+				continue
+			}
+			m, _ := meta.Accessor(ev.Object) // checkObject made sure it works
+			rv := m.GetResourceVersion()
+			var qerr error
+			switch ev.Type {
+			case watch.Added:
+				qerr = r.q.Add(ev.Object)
+			case watch.Modified:
+				qerr = r.q.Update(ev.Object)
+			case watch.Deleted:
+				qerr = r.q.Delete(ev.Object)
+			case watch.Bookmark:
+				if rv == "" {
+					continue
+				}
+				qerr = r.q.Bookmark(rv)
+			default:
+				r.report(ctx, fmt.Errorf("reflector %s: watch event of unknown type %q", r.opts.Name, ev.Type))
+				continue
+			}
+			if qerr != nil {
+				r.report(ctx, fmt.Errorf("reflector %s: queue %s %s at %s: %w", r.opts.Name, strings.ToLower(string(ev.Type)), objectName(m), rv, qerr))
+			}
+			isBookmark := ev.Type == watch.Bookmark
+			if isBookmark {
+				bookmarks++
+			} else {
+				events++
+			}
+			if rv != "" {
+				st.lastRV = rv
+			}
+			r.observed(ctx, rv, isBookmark)
+		}
+	}
+}
+
+// observed records an event or bookmark at rv handed to the queue.
+func (r *Reflector) observed(ctx context.Context, rv string, bookmark bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if bookmark {
+		r.stats.Bookmarks++
+	} else {
+		r.stats.Events++
+	}
+	if rv == "" {
+		return
+	}
+	r.lastRV = rv
+	if !r.targetSet || r.caughtUp {
+		return
+	}
+	cmp, err := resourceversion.CompareResourceVersion(rv, r.target)
+	switch {
+	case err != nil:
+		// Opaque RVs: a bookmark is the server saying it has sent
+		// everything up to now, and every event here comes after the
+		// probe; it is the only signal such a server gives.
+		if bookmark {
+			klog.FromContext(ctx).V(2).Info("Caught up by bookmark; resourceVersions are not comparable", "resourceVersion", rv, "syncTarget", r.target)
+			r.markCaughtUpLocked(ctx, rv)
+		}
+	case cmp >= 0:
+		r.markCaughtUpLocked(ctx, rv)
+	}
+}
+
+func (r *Reflector) markCaughtUpLocked(ctx context.Context, rv string) {
+	if r.caughtUp {
+		return
+	}
+	r.caughtUp, r.caughtUpRV = true, rv
+	close(r.caughtUpCh)
+	klog.FromContext(ctx).V(2).Info("Caught up with sync target", "syncTarget", r.target, "resourceVersion", rv)
+}
+
+// checkObject rejects objects the reflector cannot use.
+func (r *Reflector) checkObject(obj runtime.Object) error {
+	if isNilInterface(obj) {
+		return fmt.Errorf("reflector %s: watch event without an object", r.opts.Name)
+	}
+	if r.expType != nil {
+		if got := reflect.TypeOf(obj); got != r.expType {
+			return fmt.Errorf("reflector %s: watch event object of type %v, want %v", r.opts.Name, got, r.expType)
+		}
+	}
+	if r.opts.ExpectedGVK != nil {
+		if got := obj.GetObjectKind().GroupVersionKind(); got != *r.opts.ExpectedGVK {
+			return fmt.Errorf("reflector %s: watch event object of kind %s, want %s", r.opts.Name, gvkString(got), gvkString(*r.opts.ExpectedGVK))
+		}
+	}
+	if _, err := meta.Accessor(obj); err != nil {
+		return fmt.Errorf("reflector %s: watch event object %T has no object metadata: %w", r.opts.Name, obj, err)
+	}
+	return nil
+}
+
+func gvkString(g schema.GroupVersionKind) string {
+	if g.Empty() {
+		return "<empty>"
+	}
+	return g.String()
+}
+
+func objectName(m metav1.Object) string {
+	if m.GetNamespace() == "" {
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
