@@ -77,7 +77,9 @@
 //     processed. Since a consistent LIST is served from the watch cache only
 //     after the cache has caught up with etcd (ConsistentListFromCache, using
 //     etcd progress requests), that resourceVersion is at least P once the
-//     probe has returned.
+//     probe has returned. (If the cache cannot catch up in time the server
+//     answers the probe from etcd instead; a bookmark short of P then only
+//     leads to one more catch-up watch.)
 //
 // So the fastest honest signal is the pre-deadline bookmark of a short
 // watch: after a resume, until the target is reached, the reflector makes
@@ -120,8 +122,8 @@
 //
 // # Concurrency
 //
-// A Reflector's methods are safe for concurrent use. Run runs at most once at
-// a time, and calls the Queue from its own goroutine only.
+// A Reflector's methods are safe for concurrent use. Run may be called once;
+// it calls the Queue from its own goroutine only.
 //
 // # Caveats
 //
