@@ -82,13 +82,8 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if client == nil || reflect.ValueOf(client).IsNil() {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("informer: new factory: database URL %q: %w", rawURL, err)
-	}
-	if !slices.Contains(store.Schemes(), u.Scheme) {
-		return nil, fmt.Errorf("informer: new factory: database URL %q: no backend registered for scheme %q (forgotten import of github.com/informerdb/informerdb/store/%s?); registered: %v",
-			rawURL, u.Scheme, u.Scheme, store.Schemes())
+	if err := checkURL(rawURL); err != nil {
+		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
 	f := &Factory{client: client, url: rawURL, entries: map[schema.GroupVersionResource]*factoryEntry{}}
 	if opts != nil {
@@ -107,6 +102,19 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 		}
 	}
 	return f, nil
+}
+
+// checkURL fails early on a database URL no registered backend serves.
+func checkURL(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("database URL %q: %w", rawURL, err)
+	}
+	if !slices.Contains(store.Schemes(), u.Scheme) {
+		return fmt.Errorf("database URL %q: no backend registered for scheme %q (forgotten import of github.com/informerdb/informerdb/store/%s?); registered: %v",
+			rawURL, u.Scheme, u.Scheme, store.Schemes())
+	}
+	return nil
 }
 
 // StoreName returns the name of the store that holds gvr in the factory's
