@@ -5,10 +5,12 @@ import (
 	gocontext "context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -94,10 +96,38 @@ type model struct {
 
 func newModel() *model { return &model{state: map[string]entry{}} }
 
+// relistEvery makes every so many batches a relist: a Replace of the whole
+// contents, large enough (up to 600 objects) to take the backends' paths
+// for big transactions, which must be atomic too (DESIGN invariant 2).
+const relistEvery = 25
+
+func isRelist(n uint64) bool { return n%relistEvery == 0 }
+
+// relist returns the contents a relist at batch n replaces state with: about
+// half of the objects kept (rewritten by batch n) and a fresh set of bulk
+// objects.
+func relist(state map[string]entry, n uint64) map[string]entry {
+	r := rand.New(rand.NewPCG(n, 0x2e1157))
+	out := map[string]entry{}
+	for _, k := range slices.Sorted(maps.Keys(state)) {
+		if strings.HasPrefix(k, "crash/obj-") && r.IntN(2) == 0 {
+			out[k] = entry{Batch: n, App: state[k].App}
+		}
+	}
+	for i := range r.IntN(600) {
+		out[fmt.Sprintf("crash/bulk-%04d", i)] = entry{Batch: n, App: "bulk"}
+	}
+	return out
+}
+
 // advance applies batches up to n.
 func (m *model) advance(n uint64) {
 	for ; m.n < n; m.n++ {
 		b := m.n + 1
+		if isRelist(b) {
+			m.state = relist(m.state, b)
+			continue
+		}
 		for _, o := range batch(b) {
 			if o.delete {
 				delete(m.state, "crash/"+o.key)
@@ -160,8 +190,24 @@ func child(url string) int {
 	out := bufio.NewWriter(os.Stdout)
 	fmt.Fprintf(out, "open %d\n", n)
 	out.Flush()
+	m := newModel()
+	m.advance(n)
 	for {
 		n++
+		m.advance(n)
+		if isRelist(n) {
+			list := make([]interface{}, 0, len(m.state))
+			for k, e := range m.state {
+				list = append(list, newPod(k, e.Batch, e.App))
+			}
+			if err := s.Replace(list, strconv.FormatUint(n, 10)); err != nil {
+				fmt.Fprintln(os.Stderr, "crashtest child: replace:", err)
+				return 3
+			}
+			fmt.Fprintf(out, "commit %d\n", n)
+			out.Flush()
+			continue
+		}
 		var ops []store.Op
 		for _, o := range batch(n) {
 			if o.delete {
@@ -294,7 +340,14 @@ func runChild(t *testing.T, exe, url string, r *rand.Rand) (uint64, error) {
 		case <-time.After(60 * time.Second):
 		}
 	}
-	time.Sleep(time.Duration(r.IntN(40_000)) * time.Microsecond)
+	// Mostly short lives, so kills land at many points of small commits;
+	// one in six lives long enough for a relist to complete after the slow
+	// open of a race-enabled child.
+	life := 40 * time.Millisecond
+	if r.IntN(6) == 0 {
+		life = 600 * time.Millisecond
+	}
+	time.Sleep(time.Duration(r.Int64N(int64(life))))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return 0, err
 	}
