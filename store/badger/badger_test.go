@@ -78,6 +78,24 @@ func TestOpenURL(t *testing.T) {
 	}
 }
 
+// TestDurability checks which badger setting each durability maps to:
+// SyncWrites on by default (badger's own default is off).
+func TestDurability(t *testing.T) {
+	for _, tc := range []struct {
+		query    string
+		wantSync bool
+	}{{"", true}, {"?durability=sync", true}, {"?durability=nosync", false}} {
+		t.Run(tc.query, func(t *testing.T) {
+			s, err := store.Open(t.Context(), dirURL(t.TempDir(), tc.query), &store.Options{Codec: podCodec(t)})
+			mustOK(t, "Open", err)
+			defer s.Close()
+			if got := spaceOf(t, s).sh.db.Opts().SyncWrites; got != tc.wantSync {
+				t.Errorf("badger SyncWrites = %v, want %v", got, tc.wantSync)
+			}
+		})
+	}
+}
+
 func TestOpenNeedsCodec(t *testing.T) {
 	_, err := Open(t.Context(), t.TempDir(), nil)
 	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "Codec") {
