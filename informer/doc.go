@@ -40,6 +40,15 @@
 // waits until its handler has been handed every notification queued before
 // the informer synced.
 //
+// # Many resources
+//
+// A Factory keeps the informers of many resources of one cluster in one
+// database, one store per resource, listed and watched through a typed
+// clientset; each store records a scope fingerprint (cluster, resource,
+// namespace, selectors), so a database reused for another scope is relisted
+// rather than served. InformerConstructor plugs into controller-runtime as
+// its cache.Options.NewInformer.
+//
 // # Concurrency
 //
 // Informer is safe for concurrent use. Each handler is called from one
