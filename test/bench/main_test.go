@@ -1,12 +1,17 @@
 package bench_test
 
 import (
+	"io"
 	"testing"
 
 	"go.uber.org/goleak"
+	"k8s.io/klog/v2"
 )
 
 func TestMain(m *testing.M) {
+	// The informers' logs would bury benchmark results and test failures.
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
 	goleak.VerifyTestMain(m,
 		// klog's flush daemon is started by the package and never stopped.
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
