@@ -102,11 +102,11 @@ func bigPods(prefix string, n, size int) []interface{} {
 
 func testLargeBatch(t *testing.T, h *harness) {
 	s := h.openPods(t)
-	list := bigPods("r", 3000, 8<<10) // about 24 MiB
+	list := bigPods("r", 2000, 8<<10) // about 16 MiB
 	mustOK(t, "Replace", s.Replace(list, "100"))
 	checkVersions(t, s, list...)
 	checkRV(t, s, "100")
-	more := bigPods("c", 3000, 8<<10)
+	more := bigPods("c", 2000, 8<<10)
 	ops := make([]store.Op, 0, len(more)+1000)
 	for _, o := range more {
 		ops = append(ops, store.Op{Type: store.OpPut, Object: o})
@@ -206,9 +206,9 @@ func testRestartOpaqueRV(t *testing.T, h *harness) {
 func testRestartLargeBatch(t *testing.T, h *harness) {
 	u := h.url(t)
 	s := h.open(t, u, podOptions(t, "pods"))
-	list := bigPods("r", 2000, 8<<10)
+	list := bigPods("r", 1500, 8<<10)
 	mustOK(t, "Replace", s.Replace(list, "100"))
-	more := bigPods("c", 2000, 8<<10)
+	more := bigPods("c", 1500, 8<<10)
 	ops := make([]store.Op, 0, len(more))
 	for _, o := range more {
 		ops = append(ops, store.Op{Type: store.OpPut, Object: o})
