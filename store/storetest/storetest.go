@@ -20,7 +20,8 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Backend describes the backend under test.
+// Backend describes the backend under test. Run only reads it, and calls URL
+// from one goroutine at a time, so a Backend needs no locking.
 type Backend struct {
 	// URL returns a fresh database URL for one test (under t.TempDir() for
 	// persistent backends). Stores opened with the same URL share the

@@ -30,7 +30,8 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Header identifies one store in a snapshot.
+// Header identifies one store in a snapshot. It is a plain value: safe for
+// concurrent reads, not for concurrent writes.
 type Header struct {
 	// Name is the store's name; unique within a file.
 	Name string `json:"name"`
@@ -41,7 +42,9 @@ type Header struct {
 	ResourceVersion string `json:"resourceVersion"`
 }
 
-// Section is one store to write: its header and its records.
+// Section is one store to write: its header and its records. Write ranges
+// over Records once, from the calling goroutine; Records must not change
+// while Write runs.
 type Section struct {
 	Header
 	// Len is the number of records Records yields.
