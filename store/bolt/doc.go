@@ -86,9 +86,11 @@
 //   - Durability is per file, not per store: bbolt's NoSync flag belongs to
 //     the database.
 //   - The file never shrinks (see Durability).
-//   - bbolt memory-maps the file. A file damaged while open (truncated by
-//     another program) can crash the process with SIGBUS outside the guarded
-//     open and load paths.
+//   - bbolt memory-maps the file. Damage found while opening or reading
+//     (bbolt panics, or a page past the end of a truncated file) becomes
+//     store.ErrCorrupt; when bbolt panics inside its own Open, the file is
+//     closed (releasing its lock) but its memory mapping is leaked until the
+//     process exits.
 //   - Keys and index values longer than 1 KiB are stored under their
 //     SHA-256 digest, their full text kept in the object's record; bounded
 //     IndexKeys then sorts the keys in memory.
