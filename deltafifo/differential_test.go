@@ -119,3 +119,89 @@ func TestDeltaFIFOMatchesClientGo(t *testing.T) {
 		})
 	}
 }
+
+// TestFIFOMatchesClientGoRealFIFO feeds the same random operations to this
+// FIFO and to client-go's RealFIFO (non-atomic, its informer default), and
+// requires the same stream of deltas. Each pop drains both queues, so that
+// their known objects stay equal; the batching itself differs by design
+// (RealFIFO closes a batch on a repeated key, this FIFO does not).
+func TestFIFOMatchesClientGoRealFIFO(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			kOurs, kTheirs := newKnown(), newKnown()
+			// RealFIFO always emits Replaced.
+			ours := deltafifo.New(deltafifo.Options{KnownObjects: kOurs, EmitDeltaTypeReplaced: true, MaxBatch: 1 + int(seed%5)})
+			theirs := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KnownObjects: kTheirs})
+
+			drainBoth := func(trace []string) {
+				var got, want cache.Deltas
+				for ours.Len() > 0 {
+					must(t, ours.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
+						kOurs.apply(t, cache.DeletionHandlingMetaNamespaceKeyFunc, b)
+						got = append(got, b.Deltas...)
+						return nil
+					}))
+				}
+				// RealFIFO cannot say how much it holds: pop up to a sentinel,
+				// so that a queue holding less than ours fails, not hangs.
+				sentinel := cm("sentinel", "", "sentinel")
+				must(t, theirs.Add(sentinel))
+				for done := false; !done; {
+					_, err := theirs.Pop(func(obj interface{}, _ bool) error {
+						ds := obj.(cache.Deltas)
+						if ds[0].Object == sentinel {
+							done = true
+							return nil
+						}
+						kTheirs.apply(t, cache.DeletionHandlingMetaNamespaceKeyFunc, deltafifo.Batch{Deltas: ds})
+						want = append(want, ds...)
+						return nil
+					})
+					must(t, err)
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Fatalf("delta stream differs from client-go (-client-go +ours):\n%s\ntrace: %v", d, trace)
+				}
+			}
+
+			rv := 0
+			var trace []string
+			for i, o := range randomOps(rng, 300) {
+				if o.kind == opBookmark {
+					continue
+				}
+				trace = append(trace, o.String())
+				rv++
+				obj := cm(o.key, fmt.Sprint(rv), fmt.Sprintf("ev%d", i))
+				var errOurs, errTheirs error
+				switch o.kind {
+				case opAdd:
+					errOurs, errTheirs = ours.Add(obj), theirs.Add(obj)
+				case opUpdate:
+					errOurs, errTheirs = ours.Update(obj), theirs.Update(obj)
+				case opDelete:
+					errOurs, errTheirs = ours.Delete(obj), theirs.Delete(obj)
+				case opReplace:
+					var list []interface{}
+					for _, name := range o.list {
+						list = append(list, cm(name, fmt.Sprint(rv), fmt.Sprintf("ev%d", i)))
+					}
+					errOurs, errTheirs = ours.Replace(list, fmt.Sprint(rv)), theirs.Replace(list, fmt.Sprint(rv))
+				case opResync:
+					errOurs, errTheirs = ours.Resync(), theirs.Resync()
+				case opPop:
+					drainBoth(trace)
+				}
+				if errOurs != nil || errTheirs != nil {
+					t.Fatalf("%v: ours %v, client-go %v", o, errOurs, errTheirs)
+				}
+			}
+			drainBoth(trace)
+			theirs.Close()
+			if _, err := theirs.Pop(func(interface{}, bool) error { return nil }); !errors.Is(err, cache.ErrFIFOClosed) {
+				t.Fatalf("client-go's RealFIFO has deltas left that ours did not queue (Pop: %v)\ntrace: %v", err, trace)
+			}
+		})
+	}
+}
