@@ -27,7 +27,19 @@ func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 	}
 	info := storeInfo(o, rv, reset)
 	p := &persister{file: f, name: o.Name, meta: store.MetaFor(o, FormatVersion), names: set.Names()}
-	return indexer.NewBase(indexer.BaseConfig{Info: info, Persister: p, Options: o, Cache: c})
+	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: p, Options: o, Cache: c})
+	if err != nil {
+		return nil, err
+	}
+	return &defaultStore{Base: base, file: f}, nil
+}
+
+// defaultStore is a default-mode store: an indexer.Base, which serves every
+// read from memory, together with its file, for what needs the file itself
+// (record-level export). It is safe for concurrent use.
+type defaultStore struct {
+	*indexer.Base
+	file *file
 }
 
 // loaded is one object read from the file, decoded by load's workers.
