@@ -1,0 +1,103 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ErrUnsafe is returned when a database or snapshot path is not private to
+// the user opening it: it is a symbolic link, it (or a file in it) can be
+// written by other users or belongs to another user, or its directory lets
+// other users replace it. The error names the path and what is wrong.
+var ErrUnsafe = errors.New("unsafe file permissions")
+
+// CheckPath refuses a database path that other users could tamper with. A
+// persistent backend calls it in Open before it creates or reads anything;
+// dir says whether the database is a directory (badger) or a file (bolt, a
+// snapshot).
+//
+// The cache holds whatever the API server sent, Secrets included, and a
+// controller acts on what it reads back: a database another user can write
+// lets that user feed the controller forged objects. So, where they exist:
+//
+//   - path must not be a symbolic link: a link can point the database at a
+//     file chosen by whoever wrote the link. Give the real path instead.
+//   - path must be a directory if dir is true, a regular file otherwise.
+//   - path (and, for a directory, every entry in it) must belong to the
+//     current user and must not be writable by group or others.
+//   - the directory holding path must belong to the current user or root,
+//     and must not be writable by group or others unless its sticky bit is
+//     set (as /tmp): otherwise anyone could rename the database away and
+//     put another in its place.
+//
+// A path that does not exist yet passes when its directory passes or does
+// not exist either: the backends create missing directories with mode 0700
+// and files with 0600. Only the database and its own directory are checked,
+// not the directories above.
+//
+// On systems without Unix permissions (Windows) only the symbolic link rule
+// applies. The error wraps ErrUnsafe (or ErrInvalid for an empty path or a
+// file where a directory is expected, and the reverse).
+func CheckPath(path string, dir bool) error {
+	if path == "" {
+		return fmt.Errorf("store: check path: empty path: %w", ErrInvalid)
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return checkParent(path)
+	case err != nil:
+		return fmt.Errorf("store: check path %s: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(path)
+		return fmt.Errorf("store: check path %s: is a symbolic link to %q; give the real path of the database: %w", path, target, ErrUnsafe)
+	}
+	switch {
+	case dir && !fi.IsDir():
+		return fmt.Errorf("store: check path %s: not a directory (%v): %w", path, fi.Mode().Type(), ErrInvalid)
+	case !dir && !fi.Mode().IsRegular():
+		return fmt.Errorf("store: check path %s: not a regular file (%v): %w", path, fi.Mode().Type(), ErrInvalid)
+	}
+	if err := checkPrivate(path, fi); err != nil {
+		return err
+	}
+	if dir {
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return fmt.Errorf("store: check path %s: %w", path, err)
+		}
+		for _, e := range ents {
+			p := filepath.Join(path, e.Name())
+			efi, err := os.Lstat(p)
+			if err != nil {
+				return fmt.Errorf("store: check path %s: %w", p, err)
+			}
+			if efi.Mode()&fs.ModeSymlink != 0 {
+				return fmt.Errorf("store: check path %s: is a symbolic link inside the database directory: %w", p, ErrUnsafe)
+			}
+			if err := checkPrivate(p, efi); err != nil {
+				return err
+			}
+		}
+	}
+	return checkParent(path)
+}
+
+// checkParent checks the directory that holds path, if it exists.
+func checkParent(path string) error {
+	parent := filepath.Dir(path)
+	fi, err := os.Stat(parent)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("store: check path %s: directory: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("store: check path %s: %s is not a directory: %w", path, parent, ErrInvalid)
+	}
+	return checkDirectory(path, parent, fi)
+}

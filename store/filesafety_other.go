@@ -1,0 +1,10 @@
+//go:build !unix
+
+package store
+
+import "io/fs"
+
+// Without Unix permissions only the symbolic link rule of CheckPath applies.
+func checkPrivate(string, fs.FileInfo) error { return nil }
+
+func checkDirectory(string, string, fs.FileInfo) error { return nil }

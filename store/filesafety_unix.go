@@ -1,0 +1,44 @@
+//go:build unix
+
+package store
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// checkPrivate checks that p belongs to the current user and that neither
+// its group nor others may write it.
+func checkPrivate(p string, fi fs.FileInfo) error {
+	if uid, ok := owner(fi); ok && uid != geteuid() {
+		return fmt.Errorf("store: check path %s: owned by uid %d, not by the current user (uid %d): %w", p, uid, geteuid(), ErrUnsafe)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("store: check path %s: mode %v lets other users write it (chmod go-w %s): %w", p, perm, p, ErrUnsafe)
+	}
+	return nil
+}
+
+// checkDirectory checks the directory parent that holds path.
+func checkDirectory(path, parent string, fi fs.FileInfo) error {
+	if uid, ok := owner(fi); ok && uid != geteuid() && uid != 0 {
+		return fmt.Errorf("store: check path %s: its directory %s is owned by uid %d, neither the current user (uid %d) nor root: %w", path, parent, uid, geteuid(), ErrUnsafe)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("store: check path %s: its directory %s has mode %v: other users could replace the database (use a directory of its own, mode 0700): %w", path, parent, fi.Mode().Perm(), ErrUnsafe)
+	}
+	return nil
+}
+
+// geteuid is the current user; tests replace it to pose as another user.
+var geteuid = os.Geteuid
+
+func owner(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}

@@ -1,0 +1,7 @@
+//go:build unix
+
+package store_test
+
+import "syscall"
+
+func umask(m int) int { return syscall.Umask(m) }
