@@ -269,10 +269,15 @@ func TestCrash(t *testing.T) {
 }
 
 func runKills(t *testing.T, exe string, b backend, kills int, r *rand.Rand) {
-	url := b.url(filepath.Join(t.TempDir(), "db"))
+	dir := filepath.Join(t.TempDir(), "db")
+	url := b.url(dir)
 	m := newModel()
 	var lastR, acked uint64
-	violations, checked := 0, uint64(0)
+	violations, checked, done := 0, uint64(0), 0
+	// The summary is logged however the loop ends, a fatal error included.
+	defer func() {
+		t.Logf("summary backend=%s kills=%d batches_checked=%d resume_point=%d violations=%d", b.name, done, checked, lastR, violations)
+	}()
 	for i := range kills {
 		got, err := runChild(t, exe, url, r)
 		if err != nil {
@@ -283,8 +288,10 @@ func runKills(t *testing.T, exe string, b backend, kills int, r *rand.Rand) {
 		ok := t.Run(fmt.Sprintf("kill-%03d", i), func(t *testing.T) {
 			rNow = check(t, url, m, lastR, acked, b.durable)
 		})
+		done++
 		if !ok {
 			violations++
+			keepEvidence(t, dir, b.name, i)
 		}
 		checked += rNow - min(rNow, lastR)
 		lastR = max(lastR, rNow)
@@ -292,10 +299,24 @@ func runKills(t *testing.T, exe string, b backend, kills int, r *rand.Rand) {
 		// lost and will be redone: the child starts again after R.
 		acked = lastR
 	}
-	t.Logf("summary backend=%s kills=%d batches_checked=%d resume_point=%d violations=%d", b.name, kills, checked, lastR, violations)
 	if lastR == 0 {
 		t.Errorf("no batch survived %d kills: the test checked nothing", kills)
 	}
+}
+
+// keepEvidence copies the database a check failed on out of the test's
+// temporary directory, for a post-mortem.
+func keepEvidence(t *testing.T, dir, backend string, kill int) {
+	t.Helper()
+	dst, err := os.MkdirTemp("", fmt.Sprintf("informerdb-crash-%s-kill%03d-", backend, kill))
+	if err == nil {
+		err = os.CopyFS(dst, os.DirFS(dir))
+	}
+	if err != nil {
+		t.Logf("keeping the failed database: %v", err)
+		return
+	}
+	t.Logf("the database of the failed check is kept in %s", dst)
 }
 
 // runChild starts a child on url, kills it at a random instant and returns
