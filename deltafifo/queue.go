@@ -72,8 +72,9 @@ type Queue interface {
 	// closed and empty.
 	Pop(ctx context.Context, process PopFunc) error
 
-	// HasSynced reports whether the first Replace (or, before any Replace,
-	// the first batch of adds) has been fully popped, as in client-go.
+	// HasSynced reports whether what the first Replace queued has been
+	// popped and processed, or an Add, Update or Delete came before any
+	// Replace (then it is true at once), as in client-go.
 	HasSynced() bool
 
 	// Close stops the queue: Pop drains what is queued, then returns
