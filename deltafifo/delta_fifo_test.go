@@ -321,5 +321,4 @@ func TestDeltaFIFOReadMethods(t *testing.T) {
 	_, exists, err = q.GetByKey("ns/zz")
 	must(t, err)
 	diff(t, "GetByKey of a missing key", false, exists)
-
 }
