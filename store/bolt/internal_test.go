@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -263,5 +264,73 @@ func TestBoundedCacheNeverStale(t *testing.T) {
 	}
 	if got := obj.(*corev1.Pod).ResourceVersion; got != fmt.Sprint(updates) {
 		t.Errorf("GetByKey(ns/hot) has resourceVersion %s; want %d (a stale object stayed cached)", got, updates)
+	}
+}
+
+// TestDamagedRecords writes garbage into one object's record and one
+// object's values record of a valid file: the default mode refuses to open
+// (ErrCorrupt naming the file and the key), the bounded mode opens and
+// fails the reads that meet the damage.
+func TestDamagedRecords(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		bucket []byte
+	}{{"object", bucketObjects}, {"values", bucketValues}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "pods.db")
+			s := openBoundedForTest(t, path, codec, 1)
+			for _, n := range []string{"good", "bad"} {
+				if err := s.Add(pod("ns", n, "a", "1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bbolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bbolt.Tx) error {
+				b, err := storeBuckets(tx, "pods")
+				if err != nil {
+					return err
+				}
+				return b.store.Bucket(tc.bucket).Put([]byte("ns/bad"), []byte("\xff\xfe garbage"))
+			})
+			if err2 := db.Close(); err == nil {
+				err = err2
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			o, err := (&store.Options{Name: "pods", Codec: codec, Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app")}}).WithDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = open(t.Context(), path, o)
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "ns/bad") {
+				t.Errorf("default open: error %v; want ErrCorrupt naming %s and ns/bad", err, path)
+			}
+
+			b := openBoundedForTest(t, path, codec, 1)
+			if _, _, err := b.GetByKey("ns/good"); err != nil {
+				t.Errorf("bounded GetByKey(ns/good): %v", err)
+			}
+			var readErr error
+			if tc.name == "object" {
+				_, _, readErr = b.GetByKey("ns/bad")
+			} else {
+				readErr = b.Delete(pod("ns", "bad", "a", "1"))
+			}
+			if !errors.Is(readErr, store.ErrCorrupt) {
+				t.Errorf("bounded read of the damaged record: error %v; want ErrCorrupt", readErr)
+			}
+		})
 	}
 }
