@@ -63,7 +63,7 @@ func Example_resume() {
 		fmt.Println(err)
 	}
 	s := r.Stats()
-	relists := s.Relists.Cold + s.Relists.Expired + s.Relists.TooLarge + s.Relists.TimeTravel + s.Relists.CatchUp
+	relists := s.Relists.Cold + s.Relists.Expired + s.Relists.TooLarge + s.Relists.TimeTravel + s.Relists.CatchUp + s.Relists.ScopeChange + s.Relists.Corrupt
 	fmt.Printf("lists %d, resumes %d, relists %d\n", s.Lists, s.Resumes, relists)
 	// Output:
 	// add default/b at 2

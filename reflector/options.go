@@ -56,6 +56,12 @@ type Options struct {
 	// Empty: cold start with a full list.
 	ResumeFrom string
 
+	// ColdReason is the reason logged and counted (Stats.Relists) for the
+	// list of a cold start (empty ResumeFrom): ReasonCold (the default),
+	// ReasonScopeChange when the store was emptied because its scope
+	// changed, or ReasonCorrupt when its damaged database was deleted.
+	ColdReason string
+
 	// PageSize is the limit of each page of a paginated LIST. Default
 	// DefaultPageSize; negative lists in one request.
 	PageSize int64
@@ -202,6 +208,13 @@ func (o Options) withDefaults() (Options, error) {
 		// "0" means "any resourceVersion" to the API server: a watch from
 		// it replays every object as ADDED, it resumes nothing.
 		return o, fmt.Errorf(`ResumeFrom "0" is not a resume point; use "" for a cold start`)
+	}
+	switch o.ColdReason {
+	case "":
+		o.ColdReason = ReasonCold
+	case ReasonCold, ReasonScopeChange, ReasonCorrupt:
+	default:
+		return o, fmt.Errorf("ColdReason %q: want %q, %q or %q", o.ColdReason, ReasonCold, ReasonScopeChange, ReasonCorrupt)
 	}
 	if o.ExpectedGVK != nil && o.ExpectedGVK.Empty() {
 		return o, fmt.Errorf("ExpectedGVK is empty; leave it nil to accept any GVK")

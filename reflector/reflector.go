@@ -38,7 +38,16 @@ const (
 	ReasonTooLarge   = "too-large"
 	ReasonTimeTravel = "time-travel"
 	ReasonCatchUp    = "catch-up"
+	// ReasonScopeChange and ReasonCorrupt are cold starts with a known
+	// cause, set through Options.ColdReason: the store was emptied because
+	// it was reopened for another scope, or its damaged database was
+	// deleted.
+	ReasonScopeChange = "scope-change"
+	ReasonCorrupt     = "corrupt"
 )
+
+// Reasons lists every relist reason, in the order of RelistStats' fields.
+var Reasons = []string{ReasonCold, ReasonExpired, ReasonTooLarge, ReasonTimeTravel, ReasonCatchUp, ReasonScopeChange, ReasonCorrupt}
 
 // Stats are the reflector's counters since New.
 type Stats struct {
@@ -61,7 +70,17 @@ type Stats struct {
 
 // RelistStats counts completed full lists by reason.
 type RelistStats struct {
-	Cold, Expired, TooLarge, TimeTravel, CatchUp int64
+	Cold, Expired, TooLarge, TimeTravel, CatchUp, ScopeChange, Corrupt int64
+}
+
+// ByReason returns the counters keyed by reason (every reason of Reasons,
+// zeros included).
+func (s RelistStats) ByReason() map[string]int64 {
+	return map[string]int64{
+		ReasonCold: s.Cold, ReasonExpired: s.Expired, ReasonTooLarge: s.TooLarge,
+		ReasonTimeTravel: s.TimeTravel, ReasonCatchUp: s.CatchUp,
+		ReasonScopeChange: s.ScopeChange, ReasonCorrupt: s.Corrupt,
+	}
 }
 
 func (s *RelistStats) add(reason string) {
@@ -76,6 +95,10 @@ func (s *RelistStats) add(reason string) {
 		s.TimeTravel++
 	case ReasonCatchUp:
 		s.CatchUp++
+	case ReasonScopeChange:
+		s.ScopeChange++
+	case ReasonCorrupt:
+		s.Corrupt++
 	}
 }
 
@@ -246,7 +269,7 @@ func (r *Reflector) Run(ctx context.Context) error {
 			return nil
 		}
 	} else {
-		st.relist = ReasonCold
+		st.relist = r.opts.ColdReason
 	}
 	for ctx.Err() == nil {
 		if st.relist != "" {
