@@ -6,7 +6,7 @@
 // prints cold start vs restart, with client-go's SharedIndexInformer cold
 // start as the reference.
 //
-//	go run ./cmd/demo [-n 20000] [-backend bolt|badger|memdb-file|memory-file] [-kubeconfig path]
+//	go run ./cmd/demo [-n 20000] [-backend bolt|badger|memdb-file|memory-file] [-kubeconfig path] [-cpuprofile file]
 //
 // With -kubeconfig it runs against that cluster instead, read-only: it only
 // lists and watches ConfigMaps in all namespaces.
@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -48,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	n := fs.Int("n", 20000, "number of ConfigMaps to create (ignored with -kubeconfig)")
 	backend := fs.String("backend", "bolt", fmt.Sprintf("persistent backend, one of %v, optionally with URL parameters (bolt?cache=1000)", bench.Backends))
 	kubeconfig := fs.String("kubeconfig", "", "run read-only against this cluster instead of a loopback API server")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +61,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if _, err := bench.StoreURL(*backend, "/"); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	// The informers' and client-go's logs would bury the table.
 	klog.SetOutput(io.Discard)
