@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -174,4 +175,43 @@ func TestBoundedReadRacingWrite(t *testing.T) {
 	if got := obj.(*corev1.Pod).ResourceVersion; got != "2" {
 		t.Errorf("GetByKey after the write: version %s, want 2 (a stale decode was cached)", got)
 	}
+}
+
+// TestBoundedCloseUnderReaders closes a bounded store while readers iterate
+// it: they must get empty results or ErrClosed, never a crash (badger
+// unmaps its files on close).
+func TestBoundedCloseUnderReaders(t *testing.T) {
+	s, err := Open(t.Context(), t.TempDir(), podOptions(t, "pods", 2))
+	mustOK(t, "Open", err)
+	list := make([]interface{}, 300)
+	for i := range list {
+		list[i] = newPod(i, "1", "x")
+	}
+	mustOK(t, "Replace", s.Replace(list, "1"))
+	var wg sync.WaitGroup
+	started := make(chan struct{}, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			for {
+				objs := s.List()
+				if _, err := s.ByIndex("app", "x"); err != nil {
+					if !errors.Is(err, store.ErrClosed) {
+						t.Errorf("ByIndex during Close: %v, want ErrClosed", err)
+					}
+					return
+				}
+				if objs == nil {
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-started
+	}
+	mustOK(t, "Close", s.Close())
+	wg.Wait()
 }

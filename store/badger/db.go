@@ -382,7 +382,7 @@ func (l klogAdapter) Errorf(f string, args ...interface{}) {
 }
 
 func (l klogAdapter) Warningf(f string, args ...interface{}) {
-	klog.Background().V(2).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+	klog.Background().V(4).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
 }
 
 func (l klogAdapter) Infof(f string, args ...interface{}) {

@@ -25,7 +25,11 @@ type space struct {
 	sh   *sharedDB
 	name string
 
-	mu      sync.RWMutex // guards k, rec, nextGen and closed
+	mu sync.RWMutex // guards k, rec, nextGen and closed
+	// closeMu is held for reading by view for as long as its transaction
+	// is open, and for writing by Close: badger unmaps its files on close,
+	// which must not happen under a reader.
+	closeMu sync.RWMutex
 	k       keys
 	rec     metaRecord
 	nextGen uint64 // first generation number not used by any key of the store
@@ -489,13 +493,16 @@ func (s *space) scanObjects(fn func(key, suffix string, data []byte) error) erro
 
 // Close implements indexer.Persister.
 func (s *space) Close() error {
+	s.closeMu.Lock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		s.closeMu.Unlock()
 		return nil
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.closeMu.Unlock()
 	return s.sh.release(s.name)
 }
 
@@ -510,6 +517,8 @@ func (s *space) view(fn func(txn *badger.Txn, k keys, names []string) error) (er
 			err = fmt.Errorf("badger panicked reading %s (delete the directory to start over; informers relist): %w: %v", s.where(), store.ErrCorrupt, r)
 		}
 	}()
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()

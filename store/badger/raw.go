@@ -1,0 +1,422 @@
+package badger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// Raw returns the badger driver with record-level access
+// (store.RawDriver), for the snapshot tool. Its Open is the registered
+// driver's.
+func Raw() store.RawDriver { return rawDriver{} }
+
+// rawDriver implements store.RawDriver on the layout of layout.go. It is
+// safe for concurrent use.
+type rawDriver struct{}
+
+var (
+	_ store.RawDriver = rawDriver{}
+	_ store.Exporter  = (*defaultStore)(nil)
+	_ store.Exporter  = (*bounded)(nil)
+)
+
+func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
+	return openURL(ctx, u, opts)
+}
+
+// rawSeq numbers the names under which reads reserve a database in the
+// registry: reads do not reserve a store's name, so they run beside stores
+// open in this process.
+var rawSeq atomic.Uint64
+
+// withDB runs fn on the database at u, shared with the stores this process
+// has open on it, or opened for the call, with name reserved (a read passes
+// ""). Unless create, a missing directory is store.ErrNotFound.
+func withDB(ctx context.Context, op string, u *url.URL, name string, create bool, fn func(sh *sharedDB) error) (err error) {
+	o, err := (&store.Options{}).WithDefaults()
+	if err != nil {
+		return err
+	}
+	p := store.NewParams(u)
+	p.Common(&o)
+	cfg := defaultDBConfig()
+	cfg.gcInterval = 0
+	if err := p.Err(); err != nil {
+		return err
+	}
+	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
+		return fmt.Errorf("store: %s %s: want badger:///absolute/directory (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
+	}
+	dir := filepath.Clean(u.Path)
+	if !create {
+		if _, err := os.Stat(dir); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("store: %s badger://%s: %w: %w", op, dir, store.ErrNotFound, err)
+			}
+			return fmt.Errorf("store: %s badger://%s: %w", op, dir, err)
+		}
+	}
+	cfg.durability = o.Durability
+	if name == "" {
+		// NUL cannot start a name an informer picks; the counter keeps
+		// concurrent reads apart.
+		name = fmt.Sprintf("\x00snapshot-read-%d", rawSeq.Add(1))
+	}
+	sh, err := acquire(ctx, dir, name, cfg, o.LockTimeout)
+	if err != nil && errors.Is(err, store.ErrInvalid) {
+		// The database is open in this process with another durability:
+		// share it as it is.
+		cfg.durability = otherDurability(cfg.durability)
+		sh, err = acquire(ctx, dir, name, cfg, o.LockTimeout)
+	}
+	if err != nil {
+		return err
+	}
+	defer sh.release(name)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: %s badger://%s: badger panicked reading the database: %w: %v", op, dir, store.ErrCorrupt, r)
+		}
+	}()
+	return fn(sh)
+}
+
+func otherDurability(d store.Durability) store.Durability {
+	if d == store.DurabilitySync {
+		return store.DurabilityNoSync
+	}
+	return store.DurabilitySync
+}
+
+// Stores implements store.RawDriver.
+func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
+	var infos []store.Info
+	err := withDB(ctx, "stores", u, "", false, func(sh *sharedDB) error {
+		return sh.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
+			defer it.Close()
+			for it.Seek([]byte{tagStore}); it.Valid(); {
+				name, _, err := readLP(it.Item().Key()[1:])
+				if err != nil {
+					return fmt.Errorf("key %q: %w: %w", it.Item().Key(), store.ErrCorrupt, err)
+				}
+				info, _, err := rawInfo(txn, name)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					// Generations without a meta record: garbage of a
+					// store whose creation did not finish.
+				case err != nil:
+					return err
+				default:
+					infos = append(infos, info)
+				}
+				end := prefixEnd(storePrefix(name))
+				if end == nil {
+					break
+				}
+				it.Seek(end)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return infos, nil
+}
+
+// rawInfo reads the meta record of the store name in txn.
+func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
+	k := newKeys(name, 0)
+	item, err := txn.Get(k.meta())
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Info{}, metaRecord{}, err
+	}
+	raw, err := item.ValueCopy(nil)
+	if err != nil {
+		return store.Info{}, metaRecord{}, err
+	}
+	m, err := decodeMeta(raw)
+	if err != nil {
+		return store.Info{}, m, fmt.Errorf("store %q: %w: %w", name, store.ErrCorrupt, err)
+	}
+	if m.FormatVersion != FormatVersion {
+		return store.Info{}, m, fmt.Errorf("store %q: format version %d, this build reads %d: %w", name, m.FormatVersion, FormatVersion, store.ErrIncompatible)
+	}
+	return store.Info{
+		Backend:         Scheme,
+		Name:            name,
+		FormatVersion:   m.FormatVersion,
+		Codec:           m.Codec,
+		Type:            m.Type,
+		KeyFunc:         m.KeyFunc,
+		Scope:           m.Scope,
+		Indexes:         slices.Clone(m.Indexes),
+		ResourceVersion: m.ResourceVersion,
+	}, m, nil
+}
+
+// Export implements store.RawDriver: one read transaction.
+func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	var info store.Info
+	err := withDB(ctx, "export "+name, u, "", false, func(sh *sharedDB) error {
+		return sh.db.View(func(txn *badger.Txn) error {
+			var err error
+			info, err = exportTxn(ctx, txn, name, fn)
+			return err
+		})
+	})
+	if err != nil {
+		return store.Info{}, fmt.Errorf("store: export %s from %s: %w", name, u.Redacted(), err)
+	}
+	return info, nil
+}
+
+// exportTxn calls fn for every record of the current generation of the
+// store name in txn.
+func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.Record) error) (store.Info, error) {
+	info, m, err := rawInfo(txn, name)
+	if err != nil {
+		return info, err
+	}
+	k := newKeys(name, m.Generation)
+	n := len(m.Indexes)
+	prefix := k.objPrefix()
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return store.Info{}, err
+		}
+		item := it.Item()
+		suffix := item.Key()[len(prefix):]
+		err := item.Value(func(v []byte) error {
+			key, data, err := parseObj(suffix, v)
+			if err != nil {
+				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+			}
+			var vals [][]string
+			if n > 0 {
+				vi, err := txn.Get(k.vals(key))
+				if err != nil {
+					return fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
+				}
+				err = vi.Value(func(b []byte) error {
+					vals, err = decodeValues(b, n)
+					return err
+				})
+				if err != nil {
+					return fmt.Errorf("object %q: %w: %w", key, store.ErrCorrupt, err)
+				}
+			}
+			return fn(store.Record{Key: key, Data: data, Values: vals})
+		})
+		if err != nil {
+			return store.Info{}, err
+		}
+	}
+	return info, nil
+}
+
+// Export implements store.Exporter: one read transaction, so records and
+// resume point agree while the informer writes.
+func (s *defaultStore) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
+	return s.sp.export(ctx, fn)
+}
+
+// Export implements store.Exporter, as defaultStore.Export.
+func (b *bounded) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
+	return b.sp.export(ctx, fn)
+}
+
+func (s *space) export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
+	var info store.Info
+	err := s.view(func(txn *badger.Txn, _ keys, _ []string) error {
+		var err error
+		info, err = exportTxn(ctx, txn, s.name, fn)
+		return err
+	})
+	if err != nil {
+		return store.Info{}, fmt.Errorf("store: export %s: %w", s.name, err)
+	}
+	return info, nil
+}
+
+// Import implements store.RawDriver: the records are written into a new
+// generation through a write batch (bounded memory), and the store switches
+// to it, with info's metadata and resume point, in one final transaction. A
+// failure or a crash before the switch leaves the store as it was.
+func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
+	name := info.Name
+	fail := func(err error) error {
+		return fmt.Errorf("store: import %s into %s: %w", name, u.Redacted(), err)
+	}
+	if name == "" || len(name) > maxNameLen {
+		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
+	}
+	if !slices.IsSorted(info.Indexes) || len(slices.Compact(slices.Clone(info.Indexes))) != len(info.Indexes) {
+		return fail(fmt.Errorf("index names %q are not sorted and unique: %w", info.Indexes, store.ErrInvalid))
+	}
+	for _, idx := range info.Indexes {
+		if len(idx) > maxNameLen {
+			return fail(fmt.Errorf("index name %.64q... longer than %d bytes: %w", idx, maxNameLen, store.ErrInvalid))
+		}
+	}
+	err := withDB(ctx, "import "+name, u, name, true, func(sh *sharedDB) error {
+		return importDB(ctx, sh, info, next)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (store.Record, error)) error {
+	s := &space{sh: sh, name: info.Name}
+	k := newKeys(info.Name, 0)
+	err := sh.db.View(func(txn *badger.Txn) error {
+		_, m, err := rawInfo(txn, info.Name)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, store.ErrIncompatible) {
+			// A damaged meta record is replaced like any other.
+			if !errors.Is(err, store.ErrCorrupt) {
+				return err
+			}
+		}
+		s.rec = m
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.k = k.withGen(s.rec.Generation)
+	gens, err := s.generations()
+	if err != nil {
+		return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
+	}
+	s.nextGen = s.rec.Generation + 1
+	for _, g := range gens {
+		s.nextGen = max(s.nextGen, g+1)
+	}
+	// The first record says whether the records carry index values: a
+	// source that keeps none (a memory snapshot file) yields none, and the
+	// store then records no indexes, so that opening it with indexers
+	// rebuilds them from the objects.
+	first, err := next()
+	if err != nil && err != io.EOF {
+		return err
+	}
+	haveFirst := err == nil
+	meta := store.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
+	if haveFirst && first.Values == nil {
+		meta.Indexes = nil
+	}
+	names := meta.Indexes
+	seen := map[string]struct{}{}
+	put := func(w writer, nk keys, rec store.Record) error {
+		vals := rec.Values
+		if len(names) == 0 {
+			vals = nil
+		}
+		if len(vals) != len(names) {
+			return fmt.Errorf("record %q has values for %d indexes, the store has %d (%q): %w", rec.Key, len(vals), len(names), names, store.ErrInvalid)
+		}
+		if _, dup := seen[rec.Key]; dup {
+			return fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid)
+		}
+		seen[rec.Key] = struct{}{}
+		// The write batch keeps the slices until it flushes.
+		c := indexer.Change{Prepared: indexer.Prepared{Type: store.OpPut, Key: rec.Key, Data: bytes.Clone(rec.Data), Values: vals}}
+		return writeChange(w, nk, names, &c)
+	}
+	return s.rebuild(ctx, false, false, func(w writer, nk keys) error {
+		if !haveFirst {
+			return nil
+		}
+		if err := put(w, nk, first); err != nil {
+			return err
+		}
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rec, err := next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := put(w, nk, rec); err != nil {
+				return err
+			}
+		}
+	}, func(m *metaRecord) {
+		m.Meta = meta
+		m.ResourceVersion = info.ResourceVersion
+	})
+}
+
+// IndexEntries calls fn with every persisted index entry (index name,
+// indexed value, object key) of the current generation of the store name in
+// the database at u, in one read transaction: what the snapshot tool's
+// verify compares with the objects' index values. Its signature is
+// snapshot.IndexEntries.
+func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
+	return withDB(ctx, "index entries of "+name, u, "", false, func(sh *sharedDB) error {
+		return sh.db.View(func(txn *badger.Txn) error {
+			_, m, err := rawInfo(txn, name)
+			if err != nil {
+				return err
+			}
+			k := newKeys(name, m.Generation)
+			prefix := append(append([]byte(nil), k.gen...), tagIndex)
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = prefix
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				item := it.Item()
+				index, rest, err := readLP(item.Key()[len(prefix):])
+				if err != nil {
+					return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
+				}
+				v, err := item.ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				value, key, err := parseEntry(rest, v)
+				if err != nil {
+					return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
+				}
+				if err := fn(index, value, key); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
