@@ -88,4 +88,3 @@ func Import(ctx context.Context, rawURL string, info Info, next func() (Record, 
 	}
 	return d.Import(ctx, u, info, next)
 }
-
