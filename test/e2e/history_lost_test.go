@@ -78,7 +78,12 @@ func historyLost(t *testing.T, srv *apiserver.Server, b backendCase, ns string, 
 	}
 
 	// Each pure delete (not re-created) arrives as one tombstone carrying
-	// the last persisted object; nothing else is deleted.
+	// the last persisted object. A name deleted and re-created while down
+	// is left out: a relist reconciles by key, as client-go's Replace does,
+	// and the informer delivers it as an update from the old UID to the new
+	// one (the handler's view still ends equal to the server, checked
+	// above), not as a tombstone; whether DESIGN invariant 4 asks for a
+	// tombstone there is an open question.
 	wantDeletes := map[string]ev{}
 	recreated := map[string]bool{}
 	for _, e := range changes {
