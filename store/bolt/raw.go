@@ -1,0 +1,648 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Raw returns the bolt driver with record-level access (store.RawDriver),
+// for the snapshot tool. Its Open is the registered driver's.
+func Raw() store.RawDriver { return rawDriver{} }
+
+// rawDriver implements store.RawDriver on the layout of layout.go. It is
+// safe for concurrent use.
+type rawDriver struct{}
+
+var (
+	_ store.RawDriver = rawDriver{}
+	_ store.Exporter  = (*bounded)(nil)
+)
+
+// bucketImport is the top-level bucket where Import builds a store before
+// moving it under bucketStores in one transaction. Only Import uses it; a
+// crash leaves garbage there that the next Import of the name drops.
+var bucketImport = []byte("snapshot-import")
+
+// importBatch bounds the records written per bbolt transaction by Import, so
+// that its memory stays bounded (bbolt keeps a transaction's dirty pages in
+// memory).
+const (
+	importBatch      = 4096
+	importBatchBytes = 32 << 20
+)
+
+func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
+	return openURL(ctx, u, opts)
+}
+
+// rawPath checks u and returns its options and canonical path.
+func rawPath(op string, u *url.URL) (string, store.Options, error) {
+	o, err := (&store.Options{}).WithDefaults()
+	if err != nil {
+		return "", o, err
+	}
+	p := store.NewParams(u)
+	p.Common(&o)
+	if err := p.Err(); err != nil {
+		return "", o, err
+	}
+	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
+		return "", o, fmt.Errorf("store: %s %s: want an absolute file path, bolt:///abs/path/file.db (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
+	}
+	return canonical(filepath.Clean(u.Path)), o, nil
+}
+
+// withFile runs fn on the database at u, shared with the stores this
+// process has open on it, or opened for the call. Unless create, a missing
+// file is store.ErrNotFound rather than created.
+func withFile(op string, u *url.URL, create bool, fn func(f *file) error) error {
+	path, o, err := rawPath(op, u)
+	if err != nil {
+		return err
+	}
+	filesMu.Lock()
+	f := files[path]
+	if f == nil {
+		if !create {
+			if _, err := os.Stat(path); err != nil {
+				filesMu.Unlock()
+				if errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("store: %s %s: %w: %w", op, path, store.ErrNotFound, err)
+				}
+				return fmt.Errorf("store: %s %s: %w", op, path, err)
+			}
+		}
+		db, err := openDB(path, o)
+		if err != nil {
+			filesMu.Unlock()
+			return err
+		}
+		f = &file{path: path, db: db, durability: o.Durability, names: map[string]bool{}}
+		files[path] = f
+	}
+	f.refs++
+	filesMu.Unlock()
+	defer func() {
+		filesMu.Lock()
+		defer filesMu.Unlock()
+		f.refs--
+		if f.refs == 0 {
+			closeFileLocked(f)
+		}
+	}()
+	return fn(f)
+}
+
+// Stores implements store.RawDriver.
+func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
+	var infos []store.Info
+	err := withFile("stores", u, false, func(f *file) error {
+		return guard(func() error {
+			return f.db.View(func(tx *bbolt.Tx) error {
+				root := tx.Bucket(bucketStores)
+				if root == nil {
+					return nil
+				}
+				return root.ForEachBucket(func(k []byte) error {
+					info, _, err := rawInfo(tx, string(k))
+					if err != nil {
+						return err
+					}
+					infos = append(infos, info)
+					return nil
+				})
+			})
+		})
+	})
+	if err != nil {
+		return nil, rawError("stores", u, err)
+	}
+	return infos, nil
+}
+
+func rawError(op string, u *url.URL, err error) error {
+	if errors.Is(err, store.ErrCorrupt) {
+		return fmt.Errorf("store: %s %s: %w (delete the file to start over; informers relist)", op, u.Redacted(), err)
+	}
+	return err
+}
+
+// rawInfo returns the Info and buckets of the store name in tx.
+func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
+	b, err := storeBuckets(tx, name)
+	if err != nil {
+		return store.Info{}, nil, err
+	}
+	if b == nil {
+		return store.Info{}, nil, fmt.Errorf("store %q: %w", name, store.ErrNotFound)
+	}
+	m, err := getMeta(b)
+	if err != nil {
+		return store.Info{}, nil, fmt.Errorf("store %q: %w", name, err)
+	}
+	if m.FormatVersion != FormatVersion {
+		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d: %w", name, m.FormatVersion, FormatVersion, store.ErrIncompatible)
+	}
+	return store.Info{
+		Backend:         Scheme,
+		Name:            name,
+		FormatVersion:   m.FormatVersion,
+		Codec:           m.Codec,
+		Type:            m.Type,
+		KeyFunc:         m.KeyFunc,
+		Scope:           m.Scope,
+		Indexes:         slices.Clone(m.Indexes),
+		ResourceVersion: getRV(b),
+	}, b, nil
+}
+
+// Export implements store.RawDriver: one read transaction.
+func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	var info store.Info
+	err := withFile("export", u, false, func(f *file) error {
+		var err error
+		info, err = exportDB(ctx, f.db, name, fn)
+		return err
+	})
+	if err != nil {
+		return store.Info{}, rawError("export "+name, u, err)
+	}
+	return info, nil
+}
+
+// exportDB calls fn for every record of the store name in one read
+// transaction of db.
+func exportDB(ctx context.Context, db *bbolt.DB, name string, fn func(store.Record) error) (store.Info, error) {
+	var info store.Info
+	var fnErr error
+	err := guard(func() error {
+		return db.View(func(tx *bbolt.Tx) error {
+			var b *buckets
+			var err error
+			if info, b, err = rawInfo(tx, name); err != nil {
+				return err
+			}
+			n := len(info.Indexes)
+			c := b.objects.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				key, vals, err := recordOf(b, k, n)
+				if err != nil {
+					return err
+				}
+				if err := fn(store.Record{Key: key, Data: v, Values: vals}); err != nil {
+					fnErr = err
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		if fnErr != nil {
+			return store.Info{}, fnErr
+		}
+		return store.Info{}, err
+	}
+	return info, nil
+}
+
+// recordOf returns the full key and index values of the object under the
+// bbolt key k.
+func recordOf(b *buckets, k []byte, n int) (string, [][]string, error) {
+	rec := b.values.Get(k)
+	if rec == nil {
+		if isDigest(k) {
+			return "", nil, fmt.Errorf("no values record for long key %q...: %w", k[:64], store.ErrCorrupt)
+		}
+		if n > 0 {
+			return "", nil, fmt.Errorf("object %q has no index values record: %w", k, store.ErrCorrupt)
+		}
+		return string(k), nil, nil
+	}
+	full, vals, err := decodeRecord(rec, n)
+	if err != nil {
+		return "", nil, fmt.Errorf("object %q: %w", k, err)
+	}
+	if full == "" {
+		full = string(k)
+	}
+	return full, vals, nil
+}
+
+// Export implements store.Exporter for an open bounded store: one read
+// transaction, so the records and the resume point agree while the informer
+// writes. (A default-mode store is an indexer.Base, which has no Export; its
+// process exports it through Raw, which shares the process's open file.)
+func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
+	if closed, _ := s.state(); closed {
+		return store.Info{}, s.closedErr("export")
+	}
+	info, err := exportDB(ctx, s.file.db, s.info.Name, fn)
+	if err != nil {
+		return store.Info{}, fmt.Errorf("store: export %s: %w", s.info.Name, err)
+	}
+	return info, nil
+}
+
+// Import implements store.RawDriver. The store is built under bucketImport
+// in transactions of bounded size, then moved over the old one in one
+// final transaction that also records the resume point: a failure or a
+// crash before it leaves the old store untouched.
+func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
+	name := info.Name
+	fail := func(err error) error {
+		return rawError("import "+name, u, fmt.Errorf("store: import %s into %s: %w", name, u.Redacted(), err))
+	}
+	if name == "" || len(name) > maxNameLen {
+		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
+	}
+	if !slices.IsSorted(info.Indexes) || len(slices.Compact(slices.Clone(info.Indexes))) != len(info.Indexes) {
+		return fail(fmt.Errorf("index names %q are not sorted and unique: %w", info.Indexes, store.ErrInvalid))
+	}
+	return withFile("import", u, true, func(f *file) error {
+		filesMu.Lock()
+		if f.names[name] {
+			filesMu.Unlock()
+			return fail(fmt.Errorf("%w (close it first)", store.ErrInUse))
+		}
+		// Reserved for the import, so that no store opens on it meanwhile.
+		f.names[name] = true
+		filesMu.Unlock()
+		defer func() {
+			filesMu.Lock()
+			delete(f.names, name)
+			filesMu.Unlock()
+		}()
+		if err := importDB(ctx, f.db, info, next); err != nil {
+			// Drop what was staged; a failure here only leaves garbage
+			// for the next import.
+			_ = guard(func() error {
+				return f.db.Update(func(tx *bbolt.Tx) error {
+					if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
+						return ib.DeleteBucket([]byte(name))
+					}
+					return nil
+				})
+			})
+			return fail(err)
+		}
+		return nil
+	})
+}
+
+func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (store.Record, error)) error {
+	name := []byte(info.Name)
+	// The first record says whether the records carry index values: a
+	// source that keeps none (a memory snapshot file) yields none, and the
+	// store then records no indexes, so that opening it with indexers
+	// rebuilds them from the objects.
+	first, err := next()
+	if err != nil && err != io.EOF {
+		return err
+	}
+	haveFirst := err == nil
+	m := store.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
+	if haveFirst && first.Values == nil {
+		m.Indexes = nil
+	}
+	names := m.Indexes
+	err = guard(func() error {
+		return db.Update(func(tx *bbolt.Tx) error {
+			ib, err := tx.CreateBucketIfNotExists(bucketImport)
+			if err != nil {
+				return err
+			}
+			if ib.Bucket(name) != nil {
+				if err := ib.DeleteBucket(name); err != nil {
+					return err
+				}
+			}
+			_, err = createStoreIn(ib, name, m)
+			return err
+		})
+	})
+	if err != nil {
+		return err
+	}
+	pending := []store.Record(nil)
+	if haveFirst {
+		pending = append(pending, cloneRecord(first))
+	}
+	done := !haveFirst
+	for {
+		size := 0
+		for !done && len(pending) < importBatch && size < importBatchBytes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rec, err := next()
+			if err == io.EOF {
+				done = true
+				break
+			}
+			if err != nil {
+				return err
+			}
+			pending = append(pending, cloneRecord(rec))
+			size += len(rec.Key) + len(rec.Data)
+		}
+		last := done
+		err := guard(func() error {
+			return db.Update(func(tx *bbolt.Tx) error {
+				ib := tx.Bucket(bucketImport)
+				if ib == nil {
+					return fmt.Errorf("staging bucket vanished: %w", store.ErrCorrupt)
+				}
+				b, err := bucketsIn(ib, name)
+				if err != nil {
+					return err
+				}
+				for _, rec := range pending {
+					if err := putRecord(b, names, rec); err != nil {
+						return err
+					}
+				}
+				if !last {
+					return nil
+				}
+				return putRV(b, info.ResourceVersion)
+			})
+		})
+		if err == nil && last {
+			// The switch runs in a transaction of its own: bbolt's
+			// MoveBucket moves a bucket as last committed, so changes
+			// made to it in the same transaction would be lost
+			// (v1.5.0).
+			err = guard(func() error {
+				return db.Update(func(tx *bbolt.Tx) error {
+					ib := tx.Bucket(bucketImport)
+					if ib == nil || ib.Bucket(name) == nil {
+						return fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
+					}
+					root, err := tx.CreateBucketIfNotExists(bucketStores)
+					if err != nil {
+						return err
+					}
+					if root.Bucket(name) != nil {
+						if err := root.DeleteBucket(name); err != nil {
+							return err
+						}
+					}
+					return tx.MoveBucket(name, ib, root)
+				})
+			})
+		}
+		if err != nil {
+			return err
+		}
+		pending = pending[:0]
+		if last {
+			return nil
+		}
+	}
+}
+
+// createStoreIn creates the buckets of a store named name under parent.
+func createStoreIn(parent *bbolt.Bucket, name []byte, m store.Meta) (*buckets, error) {
+	sb, err := parent.CreateBucket(name)
+	if err != nil {
+		return nil, err
+	}
+	b := &buckets{store: sb}
+	for _, p := range []struct {
+		dst  **bbolt.Bucket
+		name []byte
+	}{{&b.meta, bucketMeta}, {&b.objects, bucketObjects}, {&b.values, bucketValues}, {&b.index, bucketIndex}} {
+		if *p.dst, err = sb.CreateBucket(p.name); err != nil {
+			return nil, err
+		}
+	}
+	for _, idx := range m.Indexes {
+		if _, err := b.index.CreateBucket([]byte(idx)); err != nil {
+			return nil, fmt.Errorf("create index %q: %w", idx, err)
+		}
+	}
+	return b, putMeta(b, m)
+}
+
+// bucketsIn returns the buckets of the store name under parent.
+func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
+	sb := parent.Bucket(name)
+	if sb == nil {
+		return nil, fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
+	}
+	b := &buckets{store: sb, meta: sb.Bucket(bucketMeta), objects: sb.Bucket(bucketObjects), values: sb.Bucket(bucketValues), index: sb.Bucket(bucketIndex)}
+	if b.meta == nil || b.objects == nil || b.values == nil || b.index == nil {
+		return nil, fmt.Errorf("staged store %q lacks one of its buckets: %w", name, store.ErrCorrupt)
+	}
+	return b, nil
+}
+
+// putRecord writes one imported record: object, values record and index
+// entries. A key given twice is an error: the entries of the first would
+// stay.
+func putRecord(b *buckets, names []string, rec store.Record) error {
+	vals := rec.Values
+	if len(names) == 0 {
+		vals = nil
+	}
+	if len(vals) != len(names) {
+		return fmt.Errorf("record %q has values for %d indexes, the store has %d (%q): %w", rec.Key, len(vals), len(names), names, store.ErrInvalid)
+	}
+	k := boltKey(rec.Key)
+	if b.objects.Get(k) != nil {
+		return fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid)
+	}
+	if err := b.objects.Put(k, rec.Data); err != nil {
+		return fmt.Errorf("put %s: %w", rec.Key, err)
+	}
+	if err := b.values.Put(k, encodeRecord(rec.Key, vals)); err != nil {
+		return fmt.Errorf("put %s: %w", rec.Key, err)
+	}
+	return putEntries(b, names, rec.Key, vals)
+}
+
+// cloneRecord copies a record out of the caller's buffers: bbolt needs keys
+// and values to stay valid until the transaction ends.
+func cloneRecord(r store.Record) store.Record {
+	return store.Record{Key: r.Key, Data: bytes.Clone(r.Data), Values: r.Values}
+}
+
+// IndexEntries calls fn with every persisted index entry (index name,
+// indexed value, object key) of the store name in the database at u, in one
+// read transaction: what the snapshot tool's verify compares with the
+// objects' index values. Its signature is snapshot.IndexEntries.
+func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
+	err := withFile("index entries", u, false, func(f *file) error {
+		var fnErr error
+		err := guard(func() error {
+			return f.db.View(func(tx *bbolt.Tx) error {
+				info, b, err := rawInfo(tx, name)
+				if err != nil {
+					return err
+				}
+				return b.index.ForEachBucket(func(idx []byte) error {
+					pos := slices.Index(info.Indexes, string(idx))
+					c := b.index.Bucket(idx).Cursor()
+					for k, _ := c.First(); k != nil; k, _ = c.Next() {
+						if err := ctx.Err(); err != nil {
+							return err
+						}
+						vf, kf, err := splitIndexEntry(k)
+						if err != nil {
+							return err
+						}
+						key, err := fullKey(b, kf)
+						if err != nil {
+							return err
+						}
+						value := string(vf)
+						if isDigest(vf) {
+							if value, err = fullValue(b, kf, pos, len(info.Indexes), vf); err != nil {
+								return err
+							}
+						}
+						if err := fn(string(idx), value, key); err != nil {
+							fnErr = err
+							return err
+						}
+					}
+					return nil
+				})
+			})
+		})
+		if fnErr != nil {
+			return fnErr
+		}
+		return err
+	})
+	return rawError("index entries of "+name, u, err)
+}
+
+// fullValue finds the long value whose digest form is vf among the index
+// values of the object under kf.
+func fullValue(b *buckets, kf []byte, pos, n int, vf []byte) (string, error) {
+	rec := b.values.Get(kf)
+	if rec == nil || pos < 0 {
+		return "", fmt.Errorf("index entry of a long value for %q without a values record: %w", kf, store.ErrCorrupt)
+	}
+	_, vals, err := decodeRecord(rec, n)
+	if err != nil {
+		return "", err
+	}
+	for _, v := range vals[pos] {
+		if bytes.Equal(boltKey(v), vf) {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("index entry of a long value that object %q does not have: %w", kf, store.ErrCorrupt)
+}
+
+// compactTxSize bounds the bytes Compact copies per transaction.
+const compactTxSize = 64 << 20
+
+// Compact rewrites the bbolt file at path without its free pages, the way
+// `bbolt compact` does, and replaces the file atomically: the copy is
+// written to path+".compact.part", fsynced and renamed over path while the
+// original is still locked, then the directory is fsynced. It refuses a file
+// open in this process (store.ErrInUse) or locked by another one
+// (store.ErrLocked, after lockTimeout). It returns the sizes before and
+// after.
+//
+// A process that was already waiting for the file's lock when Compact
+// renamed the copy over it gets the old, unlinked file: stop the informers
+// first.
+func Compact(ctx context.Context, path string, lockTimeout time.Duration) (before, after int64, err error) {
+	fail := func(err error) (int64, int64, error) {
+		return 0, 0, fmt.Errorf("store: compact %s: %w", path, err)
+	}
+	if !filepath.IsAbs(path) {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fail(err)
+		}
+		path = abs
+	}
+	path = canonical(filepath.Clean(path))
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
+		}
+		return fail(err)
+	}
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	if files[path] != nil {
+		return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
+	}
+	o, err := (&store.Options{LockTimeout: lockTimeout}).WithDefaults()
+	if err != nil {
+		return fail(err)
+	}
+	src, err := openDB(path, o)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer src.Close()
+	part := path + ".compact.part"
+	os.Remove(part)
+	dst, err := bbolt.Open(part, fi.Mode().Perm(), &bbolt.Options{PageSize: src.Info().PageSize, FreelistType: bbolt.FreelistMapType, NoSync: true})
+	if err != nil {
+		return fail(err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			dst.Close()
+			os.Remove(part)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if err := guard(func() error { return bbolt.Compact(dst, src, compactTxSize) }); err != nil {
+		return fail(err)
+	}
+	if err := dst.Sync(); err != nil {
+		return fail(fmt.Errorf("fsync: %w", err))
+	}
+	ok = true
+	if err := dst.Close(); err != nil {
+		os.Remove(part)
+		return fail(err)
+	}
+	pi, err := os.Stat(part)
+	if err != nil {
+		os.Remove(part)
+		return fail(err)
+	}
+	if err := os.Rename(part, path); err != nil {
+		os.Remove(part)
+		return fail(err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fail(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fail(fmt.Errorf("fsync directory: %w", err))
+	}
+	return fi.Size(), pi.Size(), nil
+}

@@ -1,0 +1,88 @@
+// Package snapshot saves the stores of an informerdb database to a portable,
+// backend-neutral file, restores such a file into a database of any backend,
+// and describes and verifies files and databases. It is the library behind
+// cmd/snapshot; it reads and writes databases through store.RawDriver, record
+// by record, without the objects' Go types or index functions.
+//
+// # Format
+//
+// All integers are unsigned varints unless said otherwise; lp(x) is the
+// length of x followed by x.
+//
+//	magic "IDBPORT\n" (8 bytes), format version (uint32 big-endian)
+//	lp(file header: JSON {"created": RFC 3339 time})
+//	per store:
+//		'B' lp(store name)
+//		per record: 'R' lp(key) lp(encoded object)
+//			number of indexes, per index: number of values, lp(value)...
+//		'E' lp(store header: JSON StoreHeader: the store's store.Info
+//			(name, codec, type, key function, scope, index names,
+//			resume point), object count, bytes, content hash)
+//	'Z'
+//	SHA-256 of everything above (32 bytes)
+//
+// A store's header follows its records because an online export learns the
+// resume point of its view only once it has read it. The index values of a
+// record are aligned with its store's index names; a record without values
+// comes from a backend that keeps none (memory and memdb snapshot files
+// rebuild their indexes when they load), and restoring it records no index
+// names, so a store opened with indexers rebuilds them.
+//
+// The content hash of a store is the SHA-256 of its records sorted by key,
+// each as lp(key) followed by the SHA-256 of the encoded object: the same
+// for the same objects in any backend and any file, whatever the order in
+// which a backend hands them out, and independent of index values.
+//
+// Readers bound every length (MaxKeyLen, MaxDataLen, MaxIndexes, MaxValues,
+// MaxHeaderLen) and check it against the bytes left in the file before
+// allocating, so a hostile file cannot make them allocate more than the
+// file's size.
+//
+// # URLs
+//
+// Databases are named by the URLs store.Open takes ("bolt:///abs/file.db",
+// "badger:///abs/dir", "memory:///abs/file.snap", "memdb:///abs/file.snap").
+// A backend's record-level driver is found through RegisterDriver, or, when
+// the backend registers a store.RawDriver with the store package, there.
+//
+// # Durability
+//
+// Save writes path+".part" (mode 0600), fsyncs it, renames it over path and
+// fsyncs the directory: a crash leaves the previous file or the new one.
+// Restore verifies the whole file (structure, checksum, counts, content
+// hashes) before it writes anything, refuses stores that hold objects or a
+// resume point unless forced, and replaces each store through the backend's
+// atomic Import: a failed restore leaves every store as it was, or empty
+// without a resume point, so its informer relists. RestoreOptions.DropResumePoint
+// restores objects without their resume point, which makes the next start
+// relist.
+//
+// Bolt and badger databases are locked by the process that opens them. The
+// command reads offline databases. A process that holds its database saves
+// it online with SaveURL (the raw drivers share the process's open database,
+// and each store is read in one read transaction while the informer keeps
+// writing) or with SaveStores for stores that implement store.Exporter.
+//
+// # Concurrency
+//
+// Functions are safe for concurrent use on different files and databases.
+// Two Saves to one path each leave a complete file; which one wins is
+// unspecified. Restores into one database must not overlap with each other
+// or with stores open on it (backends refuse an Import into a store open in
+// the same process with store.ErrInUse).
+//
+// # Errors
+//
+// A truncated, damaged or hostile file yields an error wrapping
+// store.ErrCorrupt that names the file and the byte offset; a file of
+// another format version yields store.ErrIncompatible; a failed verification
+// wraps store.ErrCorrupt and lists the first problems; a restore into a
+// non-empty store yields ErrNotEmpty. Readers never panic on bad input (they
+// are fuzzed: FuzzRead).
+//
+// # Caveats
+//
+// Restore reads the file twice (to verify it, then to import it). A file
+// changed between the two reads is detected by counts only after the
+// affected store has been imported.
+package snapshot

@@ -1,0 +1,58 @@
+package snapshot
+
+import (
+	"context"
+	"net/url"
+	"sync"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Raw drivers registered with this package, by URL scheme. The backends'
+// registered store.Driver values do not implement store.RawDriver (each
+// backend exports its raw driver as Raw()), so the command registers them
+// here; a scheme not registered here goes through store.Stores, store.Export
+// and store.Import, which work for backends whose registered driver is raw.
+var (
+	driversMu sync.RWMutex // guards drivers
+	drivers   = map[string]store.RawDriver{}
+)
+
+// RegisterDriver makes d the driver this package uses for URLs of scheme,
+// replacing any earlier one. It is safe for concurrent use.
+func RegisterDriver(scheme string, d store.RawDriver) {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	drivers[scheme] = d
+}
+
+func lookup(rawURL string) (store.RawDriver, *url.URL) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil
+	}
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	return drivers[u.Scheme], u
+}
+
+func storesOf(ctx context.Context, rawURL string) ([]store.Info, error) {
+	if d, u := lookup(rawURL); d != nil {
+		return d.Stores(ctx, u)
+	}
+	return storesOf(ctx, rawURL)
+}
+
+func exportOf(ctx context.Context, rawURL, name string, fn func(store.Record) error) (store.Info, error) {
+	if d, u := lookup(rawURL); d != nil {
+		return d.Export(ctx, u, name, fn)
+	}
+	return exportOf(ctx, rawURL, name, fn)
+}
+
+func importInto(ctx context.Context, rawURL string, info store.Info, next func() (store.Record, error)) error {
+	if d, u := lookup(rawURL); d != nil {
+		return d.Import(ctx, u, info, next)
+	}
+	return importInto(ctx, rawURL, info, next)
+}

@@ -1,0 +1,175 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// ErrNotEmpty is returned by Restore when a store it would replace holds
+// objects or a resume point, and RestoreOptions.Force is not set.
+var ErrNotEmpty = errors.New("target store is not empty")
+
+// RestoreOptions tune Restore. The zero value is fine.
+type RestoreOptions struct {
+	// Force replaces stores that hold objects or a resume point.
+	Force bool
+	// DropResumePoint restores the objects without their resume point, so
+	// that the informer relists on its next start (and keeps the objects it
+	// finds unchanged, without notifying its handlers of them as new).
+	DropResumePoint bool
+	// Stores, when not empty, selects the stores to restore by name.
+	Stores []string
+	// Progress, when set, is called every few thousand records.
+	Progress func(Progress)
+}
+
+// Restore writes the stores of the snapshot at path into the database at
+// rawURL, which may be of any backend that implements store.RawDriver. The
+// whole file is verified (structure, checksum, counts, content hashes)
+// before anything is written. Each store is replaced atomically by the
+// backend's Import: a failed or interrupted restore leaves each store as it
+// was, or empty without a resume point. Stores of the database that are not
+// in the snapshot are left alone. o may be nil.
+func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Manifest, error) {
+	if o == nil {
+		o = &RestoreOptions{}
+	}
+	m, err := Read(ctx, path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+	}
+	want := map[string]bool{}
+	for _, n := range o.Stores {
+		if m.Store(n) == nil {
+			return nil, fmt.Errorf("snapshot: restore %s: no store %q in the snapshot: %w", path, n, store.ErrNotFound)
+		}
+		want[n] = true
+	}
+	selected := func(name string) bool { return len(want) == 0 || want[name] }
+	var total int64
+	for _, sh := range m.Stores {
+		if selected(sh.Info.Name) {
+			total += sh.Objects
+		}
+	}
+	if !o.Force {
+		if err := checkEmpty(ctx, rawURL, m, selected); err != nil {
+			return nil, fmt.Errorf("snapshot: restore %s to %s: %w", path, redact(rawURL), err)
+		}
+	}
+	fr, err := openFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+	}
+	defer fr.Close()
+	out := &Manifest{Source: rawURL}
+	var done int64
+	for {
+		name, ok, err := fr.nextStore()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+		}
+		if !ok {
+			break
+		}
+		sh := m.Store(name)
+		if sh == nil {
+			return nil, fmt.Errorf("snapshot: restore %s: store %q was not there on the first read: the file changed: %w", path, name, store.ErrCorrupt)
+		}
+		if !selected(name) {
+			for {
+				if _, err := fr.nextRecord(); err == io.EOF {
+					break
+				} else if err != nil {
+					return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+				}
+			}
+			continue
+		}
+		info := sh.Info
+		if o.DropResumePoint {
+			info.ResourceVersion = ""
+		}
+		var n int64
+		err = importInto(ctx, rawURL, info, func() (store.Record, error) {
+			rec, err := fr.nextRecord()
+			if err != nil {
+				return rec, err
+			}
+			n++
+			done++
+			if n > sh.Objects {
+				return rec, fmt.Errorf("more records than on the first read: the file changed: %w", store.ErrCorrupt)
+			}
+			if o.Progress != nil && done%progressEvery == 0 {
+				o.Progress(Progress{Op: "restore", Store: name, Done: done, Total: total})
+			}
+			return rec, nil
+		})
+		if err == nil && n != sh.Objects {
+			// Cannot happen unless the file changed between the reads;
+			// the store is already replaced, so say so loudly.
+			err = fmt.Errorf("restored %d records, the file has %d: the file changed during the restore: %w", n, sh.Objects, store.ErrCorrupt)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: restore %s: store %s to %s: %w", path, name, redact(rawURL), err)
+		}
+		out.Stores = append(out.Stores, StoreHeader{Info: info, Objects: sh.Objects, Bytes: sh.Bytes, ContentHash: sh.ContentHash})
+	}
+	if o.Progress != nil {
+		o.Progress(Progress{Op: "restore", Done: done, Total: total})
+	}
+	return out, nil
+}
+
+// errStop ends an Export early.
+var errStop = errors.New("stop")
+
+// checkEmpty returns ErrNotEmpty if a store of m that would be restored
+// exists in the database at rawURL with objects or a resume point.
+func checkEmpty(ctx context.Context, rawURL string, m *Manifest, selected func(string) bool) error {
+	infos, err := storesOf(ctx, rawURL)
+	if errors.Is(err, store.ErrNotFound) {
+		// No database yet: Import creates it.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var full []string
+	for _, info := range infos {
+		if m.Store(info.Name) == nil || !selected(info.Name) {
+			continue
+		}
+		if info.ResourceVersion != "" {
+			full = append(full, info.Name)
+			continue
+		}
+		_, err := exportOf(ctx, rawURL, info.Name, func(store.Record) error { return errStop })
+		if errors.Is(err, errStop) {
+			full = append(full, info.Name)
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(full) > 0 {
+		slices.Sort(full)
+		return fmt.Errorf("stores %q hold objects or a resume point (use --force / RestoreOptions.Force to replace them): %w", full, ErrNotEmpty)
+	}
+	return nil
+}
+
+// redact hides a password in a URL for messages.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,214 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Progress reports how far a long operation got.
+type Progress struct {
+	// Op is "save", "restore", "status" or "verify".
+	Op string
+	// Store is the store being read or written.
+	Store string
+	// Done is the number of records handled so far in this operation, over
+	// every store.
+	Done int64
+	// Total is the number of records the operation will handle, or 0 when
+	// it is not known (save).
+	Total int64
+}
+
+// progressEvery is how many records pass between Progress calls.
+const progressEvery = 4096
+
+// Source is one store to save: its name (used in errors until Export
+// reports the store's Info) and a function that exports one consistent
+// view of it.
+type Source struct {
+	Name   string
+	Export func(ctx context.Context, fn func(store.Record) error) (store.Info, error)
+}
+
+// SaveOptions tune Save. The zero value is fine.
+type SaveOptions struct {
+	// Progress, when set, is called every few thousand records, from the
+	// goroutine that called Save.
+	Progress func(Progress)
+	// Now returns the creation time written in the header. Default
+	// time.Now.
+	Now func() time.Time
+	// Stores, when not empty, selects the stores to save by name (SaveURL).
+	Stores []string
+}
+
+// Save writes a snapshot of sources to path, each store in its own
+// consistent view, and returns its manifest. The file is written as
+// path+".part" with mode 0600, fsynced, renamed over path and its directory
+// fsynced: a crash leaves the previous file at path or the new one, never a
+// part of one. o may be nil.
+func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m *Manifest, err error) {
+	if o == nil {
+		o = &SaveOptions{}
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	part := path + ".part"
+	// O_TRUNC: a .part left by a crashed save is garbage.
+	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(part)
+		}
+	}()
+	// An existing .part may have had another mode.
+	if err := f.Chmod(0o600); err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
+	}
+	created := now().UTC()
+	w := newWriter(f)
+	w.start(fileHeader{Created: created})
+	m = &Manifest{Source: path, FormatVersion: FormatVersion, Created: created}
+	var done int64
+	seen := map[string]bool{}
+	for _, src := range sources {
+		var h hasher
+		w.begin(src.Name)
+		info, err := src.Export(ctx, func(rec store.Record) error {
+			if w.err != nil {
+				return w.err
+			}
+			w.record(rec)
+			h.add(rec)
+			done++
+			if o.Progress != nil && done%progressEvery == 0 {
+				o.Progress(Progress{Op: "save", Store: src.Name, Done: done})
+			}
+			return w.err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: save %s: store %s: %w", path, src.Name, err)
+		}
+		if info.Name != src.Name {
+			if src.Name != "" {
+				return nil, fmt.Errorf("snapshot: save %s: store %s exported as %q: %w", path, src.Name, info.Name, store.ErrInvalid)
+			}
+			// An Exporter's name is known only now; the begin block
+			// already went out, so the file would disagree with itself.
+			return nil, fmt.Errorf("snapshot: save %s: a source needs its Name: %w", path, store.ErrInvalid)
+		}
+		if seen[info.Name] {
+			return nil, fmt.Errorf("snapshot: save %s: store %s given twice: %w", path, info.Name, store.ErrInvalid)
+		}
+		seen[info.Name] = true
+		sh := h.header(info)
+		if sh.ContentHash == "" {
+			return nil, fmt.Errorf("snapshot: save %s: store %s exported one key twice: %w", path, info.Name, store.ErrCorrupt)
+		}
+		if k := h.misaligned(len(info.Indexes)); k != "" {
+			return nil, fmt.Errorf("snapshot: save %s: store %s: record %q has index values not aligned with the indexes %q: %w", path, info.Name, k, info.Indexes, store.ErrCorrupt)
+		}
+		w.end(sh)
+		m.Stores = append(m.Stores, sh)
+	}
+	if err := w.finish(); err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: write: %w", path, err)
+	}
+	if o.Progress != nil {
+		o.Progress(Progress{Op: "save", Done: done, Total: done})
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: fsync: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
+	}
+	m.Size = fi.Size()
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: close: %w", path, err)
+	}
+	if err := os.Rename(part, path); err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: rename: %w", path, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// SaveStores writes a snapshot of open stores to path: the online mode, for
+// a process that holds its database (a bolt or badger database is locked by
+// the process that opened it). Each store is read in one consistent view
+// while its informer keeps writing. o may be nil.
+func SaveStores(ctx context.Context, path string, stores []store.Store, o *SaveOptions) (*Manifest, error) {
+	sources := make([]Source, 0, len(stores))
+	for _, s := range stores {
+		e, ok := s.(store.Exporter)
+		name := s.Info().Name
+		if !ok {
+			return nil, fmt.Errorf("snapshot: save %s: store %s (%s) cannot export its records: %w", path, name, s.Info().Backend, store.ErrInvalid)
+		}
+		sources = append(sources, Source{Name: name, Export: e.Export})
+	}
+	return Save(ctx, path, sources, o)
+}
+
+// SaveURL writes a snapshot of the stores of the database at rawURL (all of
+// them, or o.Stores) to path. The database must not be held by another
+// process. o may be nil.
+func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifest, error) {
+	infos, err := storesOf(ctx, rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
+	}
+	var names []string
+	for _, info := range infos {
+		names = append(names, info.Name)
+	}
+	if o != nil && len(o.Stores) > 0 {
+		for _, n := range o.Stores {
+			if !slices.Contains(names, n) {
+				return nil, fmt.Errorf("snapshot: save %s: no store %q in %s (it has %q): %w", path, n, rawURL, names, store.ErrNotFound)
+			}
+		}
+		names = o.Stores
+	}
+	slices.Sort(names)
+	sources := make([]Source, 0, len(names))
+	for _, name := range names {
+		sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
+			return exportOf(ctx, rawURL, name, fn)
+		}})
+	}
+	return Save(ctx, path, sources, o)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

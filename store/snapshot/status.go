@@ -1,0 +1,282 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// IsURL reports whether target names a database (scheme://...) rather than
+// a snapshot file.
+func IsURL(target string) bool { return strings.Contains(target, "://") }
+
+// Status describes target, a snapshot file or a database URL: per store its
+// identity, resume point, object count, bytes and content hash. A file is
+// verified as by Read; a database is read one consistent view per store.
+// progress may be nil.
+func Status(ctx context.Context, target string, progress func(Progress)) (*Manifest, error) {
+	if !IsURL(target) {
+		return Read(ctx, target, nil)
+	}
+	m := &Manifest{Source: redact(target)}
+	err := eachStore(ctx, target, "status", progress, func(info store.Info, h *hasher) error {
+		m.Stores = append(m.Stores, h.header(info))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.Size = diskSize(target)
+	return m, nil
+}
+
+// eachStore exports every store of the database at rawURL, feeding each
+// record to a hasher, then calls done.
+func eachStore(ctx context.Context, rawURL, op string, progress func(Progress), done func(store.Info, *hasher) error) error {
+	infos, err := storesOf(ctx, rawURL)
+	if err != nil {
+		return fmt.Errorf("snapshot: %s %s: %w", op, redact(rawURL), err)
+	}
+	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
+	var n int64
+	for _, si := range infos {
+		var h hasher
+		info, err := exportOf(ctx, rawURL, si.Name, func(rec store.Record) error {
+			h.add(rec)
+			n++
+			if progress != nil && n%progressEvery == 0 {
+				progress(Progress{Op: op, Store: si.Name, Done: n})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("snapshot: %s %s: %w", op, redact(rawURL), err)
+		}
+		if err := done(info, &h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// diskSize returns the bytes of the file or directory tree a URL's path
+// names, or 0.
+func diskSize(rawURL string) int64 {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Path == "" {
+		return 0
+	}
+	var n int64
+	filepath.WalkDir(u.Path, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// IndexEntries reads the persisted index entries of the store named name in
+// the database at u: fn is called with each entry's index name, indexed
+// value and object key. Backends that keep index entries provide one (see
+// bolt.IndexEntries, badger.IndexEntries); the command wires them, since
+// this package imports no backend.
+type IndexEntries func(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error
+
+// VerifyOptions tune Verify. The zero value checks what it can without
+// backend help.
+type VerifyOptions struct {
+	// Entries maps URL schemes to the reader of their index entries. For a
+	// database of another scheme only the records are checked.
+	Entries map[string]IndexEntries
+	// Progress, when set, is called every few thousand records.
+	Progress func(Progress)
+}
+
+// maxProblems bounds the problems Verify lists in its error.
+const maxProblems = 10
+
+// Verify checks target, a snapshot file or a database URL. For a file: its
+// structure, checksum, record counts and content hashes, and that every
+// record's index values are aligned with its store's indexes. For a
+// database: that keys are unique and index values aligned, and, when
+// o.Entries has a reader for its scheme, that every index agrees with the
+// objects: for every index name and value, the keys of its entries are
+// exactly the keys of the records having that value. A failed check is an
+// error wrapping store.ErrCorrupt that lists the first problems. o may be
+// nil.
+func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, error) {
+	if o == nil {
+		o = &VerifyOptions{}
+	}
+	if !IsURL(target) {
+		return Read(ctx, target, nil)
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: verify %s: %w: %w", target, store.ErrInvalid, err)
+	}
+	entries := o.Entries[u.Scheme]
+	m := &Manifest{Source: redact(target)}
+	var problems []string
+	// want holds, per store, every (index, value, key) triple the records
+	// say should be indexed.
+	var want map[string]struct{}
+	var idxNames []string
+	infos, err := storesOf(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
+	}
+	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
+	var n int64
+	for _, si := range infos {
+		var h hasher
+		want = map[string]struct{}{}
+		info, err := exportOf(ctx, target, si.Name, func(rec store.Record) error {
+			h.add(rec)
+			for i, vs := range rec.Values {
+				for _, v := range vs {
+					want[triple(i, v, rec.Key)] = struct{}{}
+				}
+			}
+			n++
+			if o.Progress != nil && n%progressEvery == 0 {
+				o.Progress(Progress{Op: "verify", Store: si.Name, Done: n})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
+		}
+		sh := h.header(info)
+		m.Stores = append(m.Stores, sh)
+		if sh.ContentHash == "" {
+			problems = append(problems, fmt.Sprintf("store %s: a key appears twice", info.Name))
+		}
+		if k := h.misaligned(len(info.Indexes)); k != "" {
+			problems = append(problems, fmt.Sprintf("store %s: object %q has index values not aligned with the indexes %q", info.Name, k, info.Indexes))
+			continue
+		}
+		if entries == nil {
+			continue
+		}
+		idxNames = info.Indexes
+		pos := map[string]int{}
+		for i, name := range idxNames {
+			pos[name] = i
+		}
+		err = entries(ctx, u, info.Name, func(index, value, key string) error {
+			i, ok := pos[index]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("store %s: entry of unknown index %q (value %q, key %q)", info.Name, index, value, key))
+				return nil
+			}
+			t := triple(i, value, key)
+			if _, ok := want[t]; !ok {
+				problems = append(problems, fmt.Sprintf("store %s: index %q value %q lists %q, whose object does not have that value", info.Name, index, value, key))
+				return nil
+			}
+			delete(want, t)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: verify %s: store %s: index entries: %w", redact(target), info.Name, err)
+		}
+		var missing []string
+		for t := range want {
+			i, v, k := splitTriple(t)
+			missing = append(missing, fmt.Sprintf("store %s: index %q value %q lacks %q, whose object has that value", info.Name, idxNames[i], v, k))
+		}
+		slices.Sort(missing)
+		problems = append(problems, missing...)
+	}
+	m.Size = diskSize(target)
+	if len(problems) > 0 {
+		more := ""
+		if len(problems) > maxProblems {
+			more = fmt.Sprintf("; and %d more", len(problems)-maxProblems)
+			problems = problems[:maxProblems]
+		}
+		return m, fmt.Errorf("snapshot: verify %s: %s%s: %w", redact(target), strings.Join(problems, "; "), more, store.ErrCorrupt)
+	}
+	return m, nil
+}
+
+// triple encodes (index position, value, key) as one map key.
+func triple(i int, value, key string) string {
+	b := binary.AppendUvarint(nil, uint64(i))
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	b = append(b, value...)
+	return string(append(b, key...))
+}
+
+func splitTriple(t string) (int, string, string) {
+	b := []byte(t)
+	i, w := binary.Uvarint(b)
+	b = b[w:]
+	l, w := binary.Uvarint(b)
+	b = b[w:]
+	return int(i), string(b[:l]), string(b[l:])
+}
+
+// Stores returns the Info of every store of target, a snapshot file (read
+// and verified in full) or a database URL.
+func Stores(ctx context.Context, target string) ([]store.Info, error) {
+	if !IsURL(target) {
+		m, err := Read(ctx, target, nil)
+		if err != nil {
+			return nil, err
+		}
+		infos := make([]store.Info, 0, len(m.Stores))
+		for _, s := range m.Stores {
+			infos = append(infos, s.Info)
+		}
+		return infos, nil
+	}
+	infos, err := storesOf(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: stores of %s: %w", redact(target), err)
+	}
+	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
+	return infos, nil
+}
+
+// Records calls fn with every record of the store name of target, a
+// snapshot file or a database URL, and returns the store's Info. A file is
+// verified in full before fn sees a record. fn must not retain rec.Data.
+func Records(ctx context.Context, target, name string, fn func(rec store.Record) error) (store.Info, error) {
+	if IsURL(target) {
+		info, err := exportOf(ctx, target, name, fn)
+		if err != nil {
+			return store.Info{}, fmt.Errorf("snapshot: read %s from %s: %w", name, redact(target), err)
+		}
+		return info, nil
+	}
+	m, err := Read(ctx, target, nil)
+	if err != nil {
+		return store.Info{}, err
+	}
+	sh := m.Store(name)
+	if sh == nil {
+		return store.Info{}, fmt.Errorf("snapshot: read %s: no store %q: %w", target, name, store.ErrNotFound)
+	}
+	_, err = Read(ctx, target, func(n string, rec store.Record) error {
+		if n != name {
+			return nil
+		}
+		return fn(rec)
+	})
+	if err != nil {
+		return store.Info{}, err
+	}
+	return sh.Info, nil
+}
