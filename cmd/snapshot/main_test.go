@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/snapshot"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/dgraph-io/ristretto/v2/z.(*AllocatorPool).freeupAllocators"),
+		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
+
+// cli runs the command in-process and returns its exit code and outputs.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+const podsName = "v1/pods"
+
+func podOptions(t *testing.T) *store.Options {
+	t.Helper()
+	c, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &store.Options{
+		Name:       podsName,
+		Codec:      c,
+		Indexers:   cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		Durability: store.DurabilityNoSync,
+	}
+}
+
+func pod(i int) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace:       fmt.Sprintf("ns-%d", i%3),
+		Name:            fmt.Sprintf("pod-%03d", i),
+		ResourceVersion: fmt.Sprint(10 + i),
+	}, Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%2)}}
+}
+
+// fill writes n Pods with resume point rv into the store podsName at url.
+func fill(t *testing.T, url string, n int, rv string) {
+	t.Helper()
+	s, err := store.Open(context.Background(), url, podOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := make([]interface{}, n)
+	for i := range list {
+		list[i] = pod(i)
+	}
+	if err := s.Replace(list, rv); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// savedFile fills a bolt database with n Pods and saves it; it returns the
+// database URL and the file.
+func savedFile(t *testing.T, n int) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	src := "bolt://" + filepath.Join(dir, "src.db")
+	fill(t, src, n, "77")
+	file := filepath.Join(dir, "snap.idb")
+	if code, _, stderr := cli(t, "save", src, file); code != 0 {
+		t.Fatalf("save: exit %d: %s", code, stderr)
+	}
+	return src, file
+}
+
+func statusJSON(t *testing.T, target string) *snapshot.Manifest {
+	t.Helper()
+	code, out, stderr := cli(t, "status", "-w", "json", target)
+	if code != 0 {
+		t.Fatalf("status %s: exit %d: %s", target, code, stderr)
+	}
+	var m snapshot.Manifest
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("status -w json: %v\n%s", err, out)
+	}
+	return &m
+}
+
+func TestSaveRestoreStatus(t *testing.T) {
+	src, file := savedFile(t, 30)
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("snapshot mode %v, want 0600", fi.Mode().Perm())
+	}
+	if _, err := os.Stat(file + ".part"); !os.IsNotExist(err) {
+		t.Errorf("%s.part left behind: %v", file, err)
+	}
+	want := statusJSON(t, src).Store(podsName)
+	fromFile := statusJSON(t, file).Store(podsName)
+	if want == nil || fromFile == nil {
+		t.Fatalf("status lacks %s", podsName)
+	}
+	if diff := cmp.Diff(want.ContentHash, fromFile.ContentHash); diff != "" || fromFile.Objects != 30 || fromFile.Info.ResourceVersion != "77" {
+		t.Errorf("file status %+v, want hash %s, 30 objects, rv 77", fromFile, want.ContentHash)
+	}
+	for _, dst := range []string{
+		"badger://" + filepath.Join(t.TempDir(), "db"),
+		"memory://" + filepath.Join(t.TempDir(), "m.snap"),
+	} {
+		t.Run(strings.SplitN(dst, ":", 2)[0], func(t *testing.T) {
+			code, out, stderr := cli(t, "restore", file, dst)
+			if code != 0 {
+				t.Fatalf("restore: exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(out, "30 objects") {
+				t.Errorf("restore output %q does not count 30 objects", out)
+			}
+			got := statusJSON(t, dst).Store(podsName)
+			if got == nil || got.ContentHash != want.ContentHash || got.Info.ResourceVersion != "77" {
+				t.Errorf("restored status %+v, want hash %s, rv 77", got, want.ContentHash)
+			}
+			// A second restore meets a full target.
+			code, _, stderr = cli(t, "restore", file, dst)
+			if code != exitNotEmpty {
+				t.Errorf("restore into a full target: exit %d (%s), want %d", code, stderr, exitNotEmpty)
+			}
+			code, _, stderr = cli(t, "restore", "--force", "--drop-resume-point", file, dst)
+			if code != 0 {
+				t.Fatalf("forced restore: exit %d: %s", code, stderr)
+			}
+			got = statusJSON(t, dst).Store(podsName)
+			if got == nil || got.Info.ResourceVersion != "" || got.Objects != 30 {
+				t.Errorf("after --drop-resume-point: %+v, want 30 objects and no resume point", got)
+			}
+			code, out, stderr = cli(t, "verify", dst)
+			if code != 0 || !strings.HasPrefix(out, "OK") {
+				t.Errorf("verify %s: exit %d: %s%s", dst, code, out, stderr)
+			}
+		})
+	}
+}
+
+func TestStatusFormats(t *testing.T) {
+	_, file := savedFile(t, 5)
+	for _, tc := range []struct {
+		format string
+		want   []string
+	}{
+		{"simple", []string{podsName + ", 5 objects", "resume point 77", "type k8s.io/api/core/v1.Pod", "codec protobuf", "indexes [namespace]"}},
+		{"table", []string{"STORE", "OBJECTS", "RESUME POINT", podsName, "k8s.io/api/core/v1.Pod", "namespace"}},
+		{"json", []string{`"objects": 5`, `"ResourceVersion": "77"`, `"contentHash"`}},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			code, out, stderr := cli(t, "status", "-w", tc.format, file)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestObjects(t *testing.T) {
+	src, file := savedFile(t, 6)
+	for _, target := range []string{file, src} {
+		t.Run(strings.SplitN(target, ":", 2)[0], func(t *testing.T) {
+			code, out, stderr := cli(t, "get", target, "ns-1/pod-004", "-o", "yaml")
+			if code != 0 {
+				t.Fatalf("get: exit %d: %s", code, stderr)
+			}
+			var got corev1.Pod
+			if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("get -o yaml: %v\n%s", err, out)
+			}
+			want := pod(4)
+			want.APIVersion, want.Kind = "v1", "Pod"
+			if diff := cmp.Diff(want, &got); diff != "" {
+				t.Errorf("get (-want +got):\n%s", diff)
+			}
+
+			code, out, stderr = cli(t, "by-index", target, "namespace", "ns-2", "-o", "json")
+			if code != 0 {
+				t.Fatalf("by-index: exit %d: %s", code, stderr)
+			}
+			var names []string
+			dec := json.NewDecoder(strings.NewReader(out))
+			for dec.More() {
+				var p corev1.Pod
+				if err := dec.Decode(&p); err != nil {
+					t.Fatalf("by-index -o json: %v\n%s", err, out)
+				}
+				names = append(names, p.Name)
+			}
+			if diff := cmp.Diff([]string{"pod-002", "pod-005"}, names); diff != "" {
+				t.Errorf("by-index namespace ns-2 (-want +got):\n%s", diff)
+			}
+
+			code, out, stderr = cli(t, "ls", target)
+			if code != 0 {
+				t.Fatalf("ls: exit %d: %s", code, stderr)
+			}
+			if n := strings.Count(out, "kind: Pod"); n != 6 {
+				t.Errorf("ls printed %d Pods, want 6:\n%s", n, out)
+			}
+
+			code, _, _ = cli(t, "get", target, "ns-0/absent")
+			if code != exitError {
+				t.Errorf("get of an absent key: exit %d, want %d", code, exitError)
+			}
+			code, _, _ = cli(t, "by-index", target, "no-such-index", "x")
+			if code != exitError {
+				t.Errorf("by-index of an unknown index: exit %d, want %d", code, exitError)
+			}
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	_, file := savedFile(t, 1)
+	for _, args := range [][]string{
+		{},
+		{"save", "only-one-arg"},
+		{"save", file, filepath.Join(t.TempDir(), "x")}, // not a URL
+		{"restore", file},
+		{"status", "-w", "xml", file},
+		{"status", "--no-such-flag", file},
+		{"get", file, "k", "-o", "toml"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, _, stderr := cli(t, args...)
+			want := exitUsage
+			if len(args) == 0 {
+				// cobra prints the help of a root without RunE.
+				want = exitOK
+			}
+			if code != want {
+				t.Errorf("exit %d (%s), want %d", code, stderr, want)
+			}
+		})
+	}
+}
+
+func TestCompact(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.db")
+	url := "bolt://" + path
+	fill(t, url, 300, "5")
+	fill(t, url, 3, "6") // leaves free pages behind
+	before := statusJSON(t, url).Store(podsName)
+	code, out, stderr := cli(t, "compact", path)
+	if code != 0 {
+		t.Fatalf("compact: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "Compacted") {
+		t.Errorf("compact output %q", out)
+	}
+	after := statusJSON(t, url).Store(podsName)
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("compact changed the contents (-before +after):\n%s", diff)
+	}
+	if _, err := os.Stat(path + ".compact.part"); !os.IsNotExist(err) {
+		t.Errorf("compact left its copy: %v", err)
+	}
+
+	// Refused while the file is in use.
+	s, err := store.Open(t.Context(), url, podOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if code, _, stderr := cli(t, "compact", path); code != exitLocked {
+		t.Errorf("compact of a file in use: exit %d (%s), want %d", code, stderr, exitLocked)
+	}
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/informerdb/informerdb/store/badger"
+	"github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/store/memdb"
+	"github.com/informerdb/informerdb/store/memory"
+	"github.com/informerdb/informerdb/store/snapshot"
+)
+
+func init() {
+	// The backends' registered drivers do not implement store.RawDriver;
+	// their raw drivers are wired here, the one place that imports every
+	// backend.
+	snapshot.RegisterDriver(bolt.Scheme, bolt.Raw())
+	snapshot.RegisterDriver(badger.Scheme, badger.Raw())
+	snapshot.RegisterDriver(memory.Scheme, memory.Raw())
+	snapshot.RegisterDriver(memdb.Scheme, memdb.Raw())
+}
+
+// indexEntries are the readers of persisted index entries, for verify.
+var indexEntries = map[string]snapshot.IndexEntries{
+	bolt.Scheme:   bolt.IndexEntries,
+	badger.Scheme: badger.IndexEntries,
+}
+
+// globals are the flags every command has.
+type globals struct {
+	quiet bool
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Save, restore, inspect and verify informerdb databases",
+		Long: `snapshot copies the stores of an informerdb database (objects, index values,
+identity and resume point) to a portable, checksummed file, and restores such a
+file into a database of any backend. Store URLs are those of store.Open:
+bolt:///abs/file.db, badger:///abs/dir, memory:///abs/file.snap,
+memdb:///abs/file.snap. Bolt and badger databases must not be open in another
+process.
+
+Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or incompatible data,
+4 restore target not empty, 5 database locked or in use.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress on stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newSave(g), newRestore(g), newStatus(g), newVerify(g),
+		newLs(), newGet(), newByIndex(), newCompact(),
+	)
+	return root
+}
+
+// args wraps a cobra argument check so that its errors are usage errors.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// absURL makes the path of a store URL absolute, so that users may type
+// bolt://cache.db; files are used as given.
+func absURL(target string) (string, error) {
+	if !snapshot.IsURL(target) {
+		return target, nil
+	}
+	for _, scheme := range []string{"bolt", "badger", "memory", "memdb"} {
+		prefix := scheme + "://"
+		if len(target) > len(prefix) && target[:len(prefix)] == prefix && target[len(prefix)] != '/' {
+			abs, err := filepath.Abs(target[len(prefix):])
+			if err != nil {
+				return "", usageError{err}
+			}
+			return prefix + abs, nil
+		}
+	}
+	return target, nil
+}
+
+func newSave(g *globals) *cobra.Command {
+	var stores []string
+	cmd := &cobra.Command{
+		Use:   "save <store-url> <file>",
+		Short: "Write a snapshot of a database's stores to a file",
+		Long: `save reads each store of the database in one consistent view and writes them
+to <file> (as <file>.part, fsynced, then renamed; mode 0600).`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			src, err := absURL(a[0])
+			if err != nil {
+				return err
+			}
+			if !snapshot.IsURL(src) {
+				return usageError{fmt.Errorf("save: %q is not a store URL (scheme://...)", a[0])}
+			}
+			p := newProgress(cmd, g, "save")
+			m, err := snapshot.SaveURL(cmd.Context(), a[1], src, &snapshot.SaveOptions{Stores: stores, Progress: p.report})
+			p.done()
+			if err != nil {
+				return err
+			}
+			var n int64
+			for _, s := range m.Stores {
+				n += s.Objects
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Saved %d stores, %d objects, to %s (%d bytes).\n", len(m.Stores), n, a[1], m.Size)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&stores, "store", nil, "save only this store (repeatable)")
+	return cmd
+}
+
+func newRestore(g *globals) *cobra.Command {
+	var o snapshot.RestoreOptions
+	cmd := &cobra.Command{
+		Use:   "restore <file> <store-url>",
+		Short: "Restore a snapshot file into a database of any backend",
+		Long: `restore verifies the whole file (checksum, counts, content hashes) before it
+writes anything, refuses stores that hold objects or a resume point unless
+--force, and replaces each store atomically. --drop-resume-point makes the
+informer relist on its next start.`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dst, err := absURL(a[1])
+			if err != nil {
+				return err
+			}
+			if !snapshot.IsURL(dst) {
+				return usageError{fmt.Errorf("restore: %q is not a store URL (scheme://...)", a[1])}
+			}
+			p := newProgress(cmd, g, "restore")
+			o.Progress = p.report
+			m, err := snapshot.Restore(cmd.Context(), a[0], dst, &o)
+			p.done()
+			if err != nil {
+				return err
+			}
+			var n int64
+			for _, s := range m.Stores {
+				n += s.Objects
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Restored %d stores, %d objects, into %s.\n", len(m.Stores), n, m.Source)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&o.Force, "force", false, "replace stores that hold objects or a resume point")
+	cmd.Flags().BoolVar(&o.DropResumePoint, "drop-resume-point", false, "restore without resume points, so that informers relist")
+	cmd.Flags().StringArrayVar(&o.Stores, "store", nil, "restore only this store (repeatable)")
+	return cmd
+}
+
+func newStatus(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "status <file|store-url>",
+		Short: "Describe the stores of a snapshot file or a database",
+		Long: `status prints per store the object count, resume point, index names, type,
+codec, scope, bytes and a content hash that is the same for the same objects in
+any backend or file. A file is verified on the way.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			target, err := absURL(a[0])
+			if err != nil {
+				return err
+			}
+			p := newProgress(cmd, g, "status")
+			m, err := snapshot.Status(cmd.Context(), target, p.report)
+			p.done()
+			if err != nil {
+				return err
+			}
+			return printManifest(cmd.OutOrStdout(), format, m)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "write-out", "w", "simple", "output format: simple, json or table")
+	return cmd
+}
+
+func newVerify(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "verify <file|store-url>",
+		Short: "Check a snapshot file's checksum, or a database's indexes against its objects",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			target, err := absURL(a[0])
+			if err != nil {
+				return err
+			}
+			p := newProgress(cmd, g, "verify")
+			m, err := snapshot.Verify(cmd.Context(), target, &snapshot.VerifyOptions{Entries: indexEntries, Progress: p.report})
+			p.done()
+			if err != nil {
+				return err
+			}
+			if format == "simple" {
+				fmt.Fprintf(cmd.OutOrStdout(), "OK: %s: %d stores verified.\n", m.Source, len(m.Stores))
+				return nil
+			}
+			return printManifest(cmd.OutOrStdout(), format, m)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "write-out", "w", "simple", "output format: simple, json or table")
+	return cmd
+}
+
+func newCompact() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "compact <bolt-file>",
+		Short: "Rewrite a bolt file without its free pages, replacing it atomically",
+		Long: `compact copies a bolt database into a new file without free pages, as
+"bbolt compact" does, and renames it over the original. It refuses a file that
+another process holds.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			path := a[0]
+			if len(path) > len("bolt://") && path[:len("bolt://")] == "bolt://" {
+				path = path[len("bolt://"):]
+			}
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				return usageError{fmt.Errorf("compact: %s is a directory; compact works on bolt files", path)}
+			}
+			before, after, err := bolt.Compact(cmd.Context(), path, timeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Compacted %s: %d -> %d bytes.\n", path, before, after)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "lock-timeout", time.Second, "how long to wait for another process's lock")
+	return cmd
+}
+
+func checkFormat(f string) error {
+	switch f {
+	case "simple", "json", "table":
+		return nil
+	}
+	return usageError{fmt.Errorf("-w %q: want simple, json or table", f)}
+}
