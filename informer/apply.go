@@ -233,9 +233,11 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
 	if len(pc.ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
+		t0 := inf.opts.Clock.Now()
 		if err := inf.store.Commit(ctx, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv}); err != nil {
 			return err
 		}
+		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), len(pc.ops))
 	}
 	inf.appliedLocked(logger, pc, nil)
 	return nil
@@ -250,7 +252,11 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 	defer inf.applyMu.Unlock()
 	rejected := map[int]bool{}
 	for i, op := range pc.ops {
+		t0 := inf.opts.Clock.Now()
 		err := inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}})
+		if err == nil {
+			inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 1)
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, store.ErrInvalid):
@@ -261,9 +267,11 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 		}
 	}
 	if pc.rv != "" && pc.rv != inf.store.ResourceVersion() {
+		t0 := inf.opts.Clock.Now()
 		if err := inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv}); err != nil {
 			return err
 		}
+		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 0)
 	}
 	inf.appliedLocked(logger, pc, rejected)
 	return nil
@@ -285,6 +293,9 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 		inf.proc.distribute(n, qn.resync)
 	}
 	if pc.rv != "" {
+		if pc.rv != inf.appliedRV {
+			inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())
+		}
 		inf.appliedRV = pc.rv
 	}
 	inf.checkSyncedLocked(logger, pc.replace, pc.pop)

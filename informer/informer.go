@@ -74,6 +74,13 @@ type Informer struct {
 	syncedCh chan struct{} // closed when synced turns true
 	pops     atomic.Int64  // batches popped, numbering the pops
 
+	name    string           // Options.Name, defaulted
+	metrics *informerMetrics // nil without Options.Metrics
+	// rvAdvanced is when the committed resume point last advanced (or
+	// the informer started), in Unix nanoseconds of the informer's clock;
+	// 0 before start. Atomic so that a scrape never waits for a commit.
+	rvAdvanced atomic.Int64
+
 	stats struct {
 		commits, deltas atomic.Int64
 	}
@@ -95,7 +102,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 	if err != nil {
 		return nil, err
 	}
-	return &Informer{
+	inf := &Informer{
 		lw:                lw,
 		example:           exampleObject,
 		store:             s,
@@ -107,8 +114,25 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 		watchErrorHandler: o.WatchErrorHandler,
 		resyncCheckPeriod: o.ResyncPeriod,
 		syncedCh:          make(chan struct{}),
-	}, nil
+		name:              o.Name,
+	}
+	if inf.name == "" {
+		inf.name = o.Reflector.Name
+	}
+	if inf.name == "" {
+		inf.name = s.Info().Name
+	}
+	if o.Metrics != nil {
+		if inf.metrics, err = o.Metrics.add(inf.name, inf); err != nil {
+			return nil, err
+		}
+	}
+	return inf, nil
 }
+
+// Name returns the informer's name (Options.Name, defaulted), its label in
+// metrics.
+func (inf *Informer) Name() string { return inf.name }
 
 // Run runs the informer until stopCh is closed; see RunWithContext.
 func (inf *Informer) Run(stopCh <-chan struct{}) {
@@ -125,6 +149,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	}
 	logger := klog.FromContext(ctx)
 
+	if inf.metrics != nil {
+		defer inf.metrics.m.remove(inf.name, inf)
+	}
 	q, src, err := inf.start(logger)
 	if err != nil {
 		logger.Error(err, "Informer not started")
@@ -186,6 +213,14 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	})
 	ropts := inf.opts.Reflector
 	ropts.ResumeFrom = inf.store.ResourceVersion()
+	if ropts.Name == "" {
+		ropts.Name = inf.name
+	}
+	if ropts.ResumeFrom == "" && ropts.ColdReason == "" && inf.store.Info().Reset != "" {
+		// The store was emptied when it was opened (its scope changed):
+		// say so instead of calling it a plain cold start.
+		ropts.ColdReason = reflector.ReasonScopeChange
+	}
 	if inf.example != nil && ropts.ExpectedType == nil {
 		ropts.ExpectedType = inf.example
 	}
@@ -203,6 +238,7 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	inf.src = src
 	inf.resuming = ropts.ResumeFrom != ""
 	inf.appliedRV = ropts.ResumeFrom
+	inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())
 	inf.applyMu.Unlock()
 	inf.replay(logger)
 	return q, src, nil
@@ -358,6 +394,7 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 		}
 	}
 	l := newListener(logger, handler, requested, effectiveResync(logger, requested, inf.resyncCheckPeriod), inf.opts.Clock.Now())
+	l.now = inf.opts.Clock.Now
 	if !inf.started {
 		inf.proc.add(l)
 		return l, nil

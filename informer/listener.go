@@ -29,6 +29,9 @@ type notification struct {
 	// the initial list of a handler added later); the registration is
 	// synced once every counted notification has been handled.
 	counted bool
+	// queued is when the notification was queued for the handler, for the
+	// handler lag metric; set by listener.add.
+	queued time.Time
 }
 
 // initialBufferSize is the initial capacity of a listener's buffer; it
@@ -51,6 +54,9 @@ type listener struct {
 	requestedResync time.Duration
 	resyncPeriod    time.Duration
 	nextResync      time.Time
+
+	// now stamps queued notifications; nil means time.Now.
+	now func() time.Time
 
 	mu      sync.Mutex // guards buf and closed
 	buf     ring
@@ -97,6 +103,13 @@ func (l *listener) add(n notification) bool {
 	if n.counted {
 		l.pending.Add(1)
 	}
+	if n.queued.IsZero() {
+		if l.now != nil {
+			n.queued = l.now()
+		} else {
+			n.queued = time.Now()
+		}
+	}
 	l.buf.push(n)
 	l.mu.Unlock()
 	select {
@@ -104,6 +117,18 @@ func (l *listener) add(n notification) bool {
 	default:
 	}
 	return true
+}
+
+// queue returns how many notifications wait for the handler and when the
+// oldest of them was queued (zero when none waits).
+func (l *listener) queue() (depth int, oldest time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, ok := l.buf.peek()
+	if !ok {
+		return 0, time.Time{}
+	}
+	return l.buf.len(), n.queued
 }
 
 // run calls the handler for each queued notification, in order, until the

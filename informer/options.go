@@ -22,6 +22,16 @@ const (
 // Options configure an Informer. The zero value means defaults. New copies
 // it; an Options value is not safe for concurrent mutation.
 type Options struct {
+	// Name identifies the informer in metrics (label "informer") and in
+	// logs. Default Reflector.Name if set, else the store's name
+	// (store.Info().Name, "core/v1/configmaps" in a Factory).
+	Name string
+
+	// Metrics, if set, exports the informer's metrics (see NewMetrics);
+	// informers sharing one Metrics need distinct names. Default nil: no
+	// metrics.
+	Metrics *Metrics
+
 	// ResyncPeriod is the resync period of handlers added with
 	// AddEventHandler, and the informer's resync check period, as in
 	// cache.NewSharedIndexInformer. A resync delivers OnUpdate(obj, obj) for

@@ -99,6 +99,21 @@ func (p *processor) distribute(n notification, resync bool) {
 	}
 }
 
+// queue returns the notifications waiting in every listener's buffer, and
+// when the oldest of them was queued (zero when none waits).
+func (p *processor) queue() (depth int, oldest time.Time) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for l := range p.listeners {
+		d, o := l.queue()
+		depth += d
+		if d > 0 && (oldest.IsZero() || o.Before(oldest)) {
+			oldest = o
+		}
+	}
+	return depth, oldest
+}
+
 // each calls f for every listener.
 func (p *processor) each(f func(*listener)) {
 	p.mu.RLock()

@@ -29,6 +29,14 @@ func (r *ring) push(n notification) {
 	r.count++
 }
 
+// peek returns the oldest element without removing it.
+func (r *ring) peek() (notification, bool) {
+	if r.count == 0 {
+		return notification{}, false
+	}
+	return r.buf[r.head], true
+}
+
 func (r *ring) pop() (notification, bool) {
 	if r.count == 0 {
 		return notification{}, false
