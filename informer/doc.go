@@ -49,6 +49,24 @@
 // rather than served. InformerConstructor plugs into controller-runtime as
 // its cache.Options.NewInformer.
 //
+// # Metrics
+//
+// NewMetrics registers the informers' Prometheus metrics on a registry the
+// caller supplies (never the global one by default); Options.Metrics hands
+// it to each informer, which reports under the label informer=Options.Name
+// from New until its Run returns. The metrics and their labels are listed
+// in the README. Reflector counters and gauges are read at scrape time;
+// commit latency and size histograms are observed as commits happen.
+//
+// # Logs
+//
+// The informer and its reflector log through the logr.Logger of the
+// context given to RunWithContext (Options.Logger or klog's otherwise). At
+// the default verbosity they say one line per resume ("Resuming watch") or
+// relist ("Listing", with reason=cold, expired, too-large, time-travel,
+// catch-up, scope-change or corrupt), and otherwise only failures; V(2)
+// adds syncs and list results, V(4) every watch.
+//
 // # Concurrency
 //
 // Informer is safe for concurrent use. Each handler is called from one

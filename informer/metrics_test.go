@@ -478,3 +478,41 @@ func TestLogOneLinePerResumeOrRelist(t *testing.T) {
 }
 
 var _ cache.ResourceEventHandler = (*blockingHandler)(nil)
+
+// sizedStore hides its store's Len (so the informer counts keys) and
+// reports a disk size.
+type sizedStore struct {
+	store.Store
+	size int64
+}
+
+func (s sizedStore) DiskSize() (int64, error) { return s.size, nil }
+
+func TestMetricsStoreSize(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := newFakeLW()
+	s := openStore(t, "memory://")
+	if _, ok := s.(store.Lener); !ok {
+		t.Fatalf("%T does not implement store.Lener", s)
+	}
+	for _, n := range []string{"a", "b"} {
+		if err := s.Add(lw.create("ns", n, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := testOptions()
+	o.Metrics, o.Name = m, "plain"
+	if _, err := New(lw, &corev1.ConfigMap{}, s, o); err != nil {
+		t.Fatal(err)
+	}
+	o.Name = "sized"
+	if _, err := New(lw, &corev1.ConfigMap{}, sizedStore{Store: s, size: 12345}, o); err != nil {
+		t.Fatal(err)
+	}
+	checkMetrics(t, reg, "plain", map[string]float64{MetricStoreObjects: 2, MetricStoreBytes: -1})
+	checkMetrics(t, reg, "sized", map[string]float64{MetricStoreObjects: 2, MetricStoreBytes: 12345})
+}
