@@ -394,7 +394,9 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 		}
 	}
 	l := newListener(logger, handler, requested, effectiveResync(logger, requested, inf.resyncCheckPeriod), inf.opts.Clock.Now())
-	l.now = inf.opts.Clock.Now
+	if inf.metrics != nil {
+		l.now = inf.opts.Clock.Now
+	}
 	if !inf.started {
 		inf.proc.add(l)
 		return l, nil

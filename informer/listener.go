@@ -55,7 +55,9 @@ type listener struct {
 	resyncPeriod    time.Duration
 	nextResync      time.Time
 
-	// now stamps queued notifications; nil means time.Now.
+	// now stamps queued notifications for the handler lag metric; nil
+	// (an informer without metrics) leaves them unstamped, sparing a clock
+	// read per notification.
 	now func() time.Time
 
 	mu      sync.Mutex // guards buf and closed
@@ -103,12 +105,8 @@ func (l *listener) add(n notification) bool {
 	if n.counted {
 		l.pending.Add(1)
 	}
-	if n.queued.IsZero() {
-		if l.now != nil {
-			n.queued = l.now()
-		} else {
-			n.queued = time.Now()
-		}
+	if l.now != nil && n.queued.IsZero() {
+		n.queued = l.now()
 	}
 	l.buf.push(n)
 	l.mu.Unlock()
