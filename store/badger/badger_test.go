@@ -638,3 +638,58 @@ func TestKillDuringLargeWrites(t *testing.T) {
 		mustOK(t, "Close", s.Close())
 	}
 }
+
+// TestFailedLargeWriteLeavesNoTrace makes a large write fail after it has
+// written part of its new generation: the store keeps its contents and
+// resume point, and the partial generation is deleted.
+func TestFailedLargeWriteLeavesNoTrace(t *testing.T) {
+	ctx := t.Context()
+	s, err := open(ctx, t.TempDir(), podOptions(t, "pods", 0), smallConfig())
+	mustOK(t, "Open", err)
+	defer func() { s.Close() }() // the s of the reopen at the end
+	mustOK(t, "Replace", s.Replace([]interface{}{newPod(1, "1", "x"), newPod(2, "1", "y")}, "1"))
+	before := contents(t, s)
+	sp := spaceOf(t, s)
+	gensBefore := generationsOf(t, s)
+
+	boom := errors.New("boom")
+	err = sp.rebuild(ctx, true, false, func(w writer, nk keys) error {
+		for i := range 3000 { // more than one badger transaction
+			p := newPod(i, "9", "partial")
+			data, err := podCodec(t).Encode(p)
+			if err != nil {
+				return err
+			}
+			if err := w.Set(nk.obj(p.Namespace+"/"+p.Name), data); err != nil {
+				return err
+			}
+		}
+		return boom
+	}, func(m *metaRecord) { m.ResourceVersion = "9" })
+	if !errors.Is(err, boom) {
+		t.Fatalf("rebuild = %v, want the fill error", err)
+	}
+	if diff := cmp.Diff(gensBefore, generationsOf(t, s)); diff != "" {
+		t.Errorf("generations after the failed write (-before +after):\n%s", diff)
+	}
+	if got := s.ResourceVersion(); got != "1" {
+		t.Errorf("ResourceVersion = %q, want 1", got)
+	}
+	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+		t.Errorf("contents changed (-before +after):\n%s", diff)
+	}
+	// What is stored agrees: reopen and read it back from badger.
+	dir := sp.sh.dir
+	mustOK(t, "Close", s.Close())
+	s, err = open(ctx, dir, podOptions(t, "pods", 2), smallConfig())
+	mustOK(t, "reopen", err)
+	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+		t.Errorf("contents after reopen (-before +after):\n%s", diff)
+	}
+	if got := s.ResourceVersion(); got != "1" {
+		t.Errorf("ResourceVersion after reopen = %q, want 1", got)
+	}
+	if diff := cmp.Diff(gensBefore, generationsOf(t, s)); diff != "" {
+		t.Errorf("generations after reopen (-before +after):\n%s", diff)
+	}
+}
