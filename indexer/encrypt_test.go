@@ -21,8 +21,8 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
-	_ "github.com/informerdb/informerdb/store/badger"
-	_ "github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/store/badger"
+	"github.com/informerdb/informerdb/store/bolt"
 )
 
 // marker is the secret payload whose plaintext must never reach the disk of
@@ -587,5 +587,52 @@ func TestRekey(t *testing.T) {
 	}
 	if f.imports != before {
 		t.Errorf("a refused Rekey imported")
+	}
+}
+
+// TestRekeyBackends encrypts, then rotates, real bolt and badger stores
+// through their raw drivers, and reopens them with the new key alone: the
+// objects, their index and the resume point are intact, and no record
+// needs the old key.
+func TestRekeyBackends(t *testing.T) {
+	raws := map[string]store.RawDriver{"bolt": bolt.Raw(), "badger": badger.Raw()}
+	for _, b := range persistentBackends {
+		t.Run(b.name, func(t *testing.T) {
+			k1, k2 := mustKey(t, 1), mustKey(t, 2)
+			u := b.url(t.TempDir())
+			writeSecrets(t, u, mustCodec(t, &corev1.Secret{}))
+
+			res, err := indexer.Rekey(t.Context(), raws[b.name], u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k1))
+			if err != nil {
+				t.Fatalf("Rekey to encrypt: %v", err)
+			}
+			if diff := cmp.Diff(indexer.RekeyResult{Records: 3, Encrypted: true, From: map[string]int{"": 3}}, res); diff != "" {
+				t.Errorf("encrypting (-want +got):\n%s", diff)
+			}
+			res, err = indexer.Rekey(t.Context(), raws[b.name], u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k2, k1))
+			if err != nil {
+				t.Fatalf("Rekey to rotate: %v", err)
+			}
+			if diff := cmp.Diff(indexer.RekeyResult{Records: 3, From: map[string]int{k1.ID(): 3}}, res); diff != "" {
+				t.Errorf("rotating (-want +got):\n%s", diff)
+			}
+
+			s, err := openSecrets(t, u, mustEncrypted(t, &corev1.Secret{}, k2))
+			if err != nil {
+				t.Fatalf("open with the new key alone: %v", err)
+			}
+			if rv := s.ResourceVersion(); rv != "5" {
+				t.Errorf("resume point %q after rekey, want 5", rv)
+			}
+			for _, name := range []string{"a", "b", "c"} {
+				got, ok, err := s.GetByKey("default/" + name)
+				if err != nil || !ok {
+					t.Fatalf("GetByKey(default/%s): %v %v", name, ok, err)
+				}
+				if diff := cmp.Diff(secretObj(name, "5"), got); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }
