@@ -27,7 +27,11 @@ var ErrUnsafe = errors.New("unsafe file permissions")
 //     file chosen by whoever wrote the link. Give the real path instead.
 //   - path must be a directory if dir is true, a regular file otherwise.
 //   - path (and, for a directory, every entry in it) must belong to the
-//     current user and must not be writable by group or others.
+//     current user and must not be writable by group or others. The modes
+//     of the entries of a directory that others cannot enter (no execute
+//     bit for group and others, as the 0700 the backends make) do not
+//     matter, and are not checked: badger creates its files with 0666
+//     less the umask as it goes.
 //   - the directory holding path must belong to the current user or root,
 //     and must not be writable by group or others unless its sticky bit is
 //     set (as /tmp): otherwise anyone could rename the database away and
@@ -66,6 +70,8 @@ func CheckPath(path string, dir bool) error {
 		return err
 	}
 	if dir {
+		// Nobody else can open a file in a directory they cannot enter.
+		enterable := fi.Mode().Perm()&0o011 != 0
 		ents, err := os.ReadDir(path)
 		if err != nil {
 			return fmt.Errorf("store: check path %s: %w", path, err)
@@ -79,8 +85,13 @@ func CheckPath(path string, dir bool) error {
 			if efi.Mode()&fs.ModeSymlink != 0 {
 				return fmt.Errorf("store: check path %s: is a symbolic link inside the database directory: %w", p, ErrUnsafe)
 			}
-			if err := checkPrivate(p, efi); err != nil {
+			if err := checkOwner(p, efi); err != nil {
 				return err
+			}
+			if enterable {
+				if err := checkPrivate(p, efi); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -107,12 +107,19 @@ func TestCheckPath(t *testing.T) {
 			mkdir(t, p, 0o770)
 			return p
 		}, want: ErrUnsafe, wantText: "lets other users write it"},
-		{name: "directory holding a file writable by others", dir: true, setup: func(t *testing.T, root string) string {
+		{name: "enterable directory holding a file writable by others", dir: true, setup: func(t *testing.T, root string) string {
+			p := filepath.Join(root, "db")
+			mkdir(t, p, 0o711)
+			mkfile(t, filepath.Join(p, "000001.sst"), 0o666)
+			return p
+		}, want: ErrUnsafe, wantText: "000001.sst: mode -rw-rw-rw-"},
+		{name: "private directory holding a file writable by others", dir: true, setup: func(t *testing.T, root string) string {
+			// Nobody else can enter the directory to reach the file.
 			p := filepath.Join(root, "db")
 			mkdir(t, p, 0o700)
 			mkfile(t, filepath.Join(p, "000001.sst"), 0o666)
 			return p
-		}, want: ErrUnsafe, wantText: "000001.sst"},
+		}},
 		{name: "directory holding a symbolic link", dir: true, setup: func(t *testing.T, root string) string {
 			p := filepath.Join(root, "db")
 			mkdir(t, p, 0o700)

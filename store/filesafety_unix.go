@@ -9,11 +9,19 @@ import (
 	"syscall"
 )
 
+// checkOwner checks that p belongs to the current user.
+func checkOwner(p string, fi fs.FileInfo) error {
+	if uid, ok := owner(fi); ok && uid != geteuid() {
+		return fmt.Errorf("store: check path %s: owned by uid %d, not by the current user (uid %d): %w", p, uid, geteuid(), ErrUnsafe)
+	}
+	return nil
+}
+
 // checkPrivate checks that p belongs to the current user and that neither
 // its group nor others may write it.
 func checkPrivate(p string, fi fs.FileInfo) error {
-	if uid, ok := owner(fi); ok && uid != geteuid() {
-		return fmt.Errorf("store: check path %s: owned by uid %d, not by the current user (uid %d): %w", p, uid, geteuid(), ErrUnsafe)
+	if err := checkOwner(p, fi); err != nil {
+		return err
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
 		return fmt.Errorf("store: check path %s: mode %v lets other users write it (chmod go-w %s): %w", p, perm, p, ErrUnsafe)
