@@ -239,25 +239,18 @@ func FuzzRead(f *testing.F) {
 	f.Add(valid[:len(valid)/2])
 	f.Add(resum(valid[:40]))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "f.idb")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
 		// Also with a valid checksum, so that the structure checks past
 		// it are reached.
 		for _, d := range [][]byte{data, resumSafe(data)} {
-			if err := os.WriteFile(path, d, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			m, err := snapshot.Read(context.Background(), path, func(string, store.Record) error { return nil })
+			m, err := snapshot.ReadFrom(context.Background(), "fuzz", bytes.NewReader(d), int64(len(d)), func(string, store.Record) error { return nil })
 			if err == nil {
 				if m == nil {
-					t.Fatal("Read returned neither a manifest nor an error")
+					t.Fatal("ReadFrom returned neither a manifest nor an error")
 				}
 				continue
 			}
 			if !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrIncompatible) {
-				t.Fatalf("Read: %v, want ErrCorrupt or ErrIncompatible", err)
+				t.Fatalf("ReadFrom: %v, want ErrCorrupt or ErrIncompatible", err)
 			}
 		}
 	})

@@ -45,7 +45,7 @@ func (m *Manifest) Store(name string) *StoreHeader {
 // fileReader reads a snapshot file block by block. It is not safe for
 // concurrent use.
 type fileReader struct {
-	f   *os.File
+	c   io.Closer // nil for streams that need no closing
 	r   *reader
 	hdr fileHeader
 	// in a store's records: its name, and its header once read
@@ -71,20 +71,36 @@ func openFile(path string) (*fileReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("snapshot: open %s: not a regular file: %w", path, store.ErrInvalid)
 	}
-	r := &reader{name: path, br: bufio.NewReaderSize(f, 1<<20), sum: sha256.New(), end: fi.Size() - trailerLen}
-	if r.end < int64(len(magic))+4 {
+	fr, err := newFileReader(path, f, fi.Size())
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("snapshot: read %s: %d bytes, too short to be a snapshot (truncated?): %w", path, fi.Size(), store.ErrCorrupt)
+		return nil, err
 	}
-	fr := &fileReader{f: f, r: r}
-	if fr.hdr, err = r.start(); err != nil {
-		f.Close()
+	fr.c = f
+	return fr, nil
+}
+
+// newFileReader reads the start of a snapshot of size bytes from r; name
+// goes into errors.
+func newFileReader(name string, r io.Reader, size int64) (*fileReader, error) {
+	rd := &reader{name: name, br: bufio.NewReaderSize(r, 1<<20), sum: sha256.New(), end: size - trailerLen}
+	if rd.end < int64(len(magic))+4 {
+		return nil, fmt.Errorf("snapshot: read %s: %d bytes, too short to be a snapshot (truncated?): %w", name, size, store.ErrCorrupt)
+	}
+	fr := &fileReader{r: rd}
+	var err error
+	if fr.hdr, err = rd.start(); err != nil {
 		return nil, err
 	}
 	return fr, nil
 }
 
-func (fr *fileReader) Close() error { return fr.f.Close() }
+func (fr *fileReader) Close() error {
+	if fr.c == nil {
+		return nil
+	}
+	return fr.c.Close()
+}
 
 // nextStore moves to the next store's records and returns its name, or
 // ok=false after the last store, once the checksum has been verified.
@@ -175,6 +191,20 @@ func Read(ctx context.Context, path string, fn func(name string, rec store.Recor
 		return nil, err
 	}
 	defer fr.Close()
+	return readAll(ctx, fr, path, fn)
+}
+
+// ReadFrom is Read for a snapshot of size bytes in r; name goes into
+// errors and the manifest's Source.
+func ReadFrom(ctx context.Context, name string, r io.Reader, size int64, fn func(name string, rec store.Record) error) (*Manifest, error) {
+	fr, err := newFileReader(name, r, size)
+	if err != nil {
+		return nil, err
+	}
+	return readAll(ctx, fr, name, fn)
+}
+
+func readAll(ctx context.Context, fr *fileReader, path string, fn func(name string, rec store.Record) error) (*Manifest, error) {
 	m := &Manifest{Source: path, FormatVersion: FormatVersion, Created: fr.hdr.Created, Size: fr.r.end + trailerLen}
 	seen := map[string]bool{}
 	for {

@@ -1,0 +1,133 @@
+package snapshot_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/snapshot"
+)
+
+// editBolt runs fn on the index bucket of podsName in the bolt file at
+// rawURL, behind the backend's back, to damage it.
+func editBolt(t *testing.T, rawURL string, fn func(index *bbolt.Bucket) error) {
+	t.Helper()
+	db, err := bbolt.Open(strings.TrimPrefix(rawURL, "bolt://"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		return fn(tx.Bucket([]byte("stores")).Bucket([]byte(podsName)).Bucket([]byte("index")))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyFindsIndexDamage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(index *bbolt.Bucket) error
+		want   string
+	}{
+		{"missing entry", func(index *bbolt.Bucket) error {
+			// Entry keys are uvarint(len(value)) value key.
+			return index.Bucket([]byte("namespace")).Delete([]byte("\x04ns-3ns-3/pod-00003"))
+		}, `index "namespace" value "ns-3" lacks "ns-3/pod-00003"`},
+		{"extra entry", func(index *bbolt.Bucket) error {
+			return index.Bucket([]byte("node")).Put([]byte("\x06node-9ns-3/pod-00003"), nil)
+		}, `index "node" value "node-9" lists "ns-3/pod-00003"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := boltURL(t)
+			fill(t, u, 20, 0, "5")
+			if _, err := snapshot.Verify(t.Context(), u, &snapshot.VerifyOptions{Entries: entries}); err != nil {
+				t.Fatalf("verify before the damage: %v", err)
+			}
+			editBolt(t, u, tc.damage)
+			_, err := snapshot.Verify(t.Context(), u, &snapshot.VerifyOptions{Entries: entries})
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("verify after the damage: %v, want ErrCorrupt", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("verify error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A process saves its own open stores while writing to them: each store's
+// records and resume point come from one view.
+func TestSaveOnline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{
+		{"bolt default mode through its URL", boltURL},
+		{"bolt bounded mode", func(t testing.TB) string { return boltURL(t) + "?cache=10" }},
+		{"badger", badgerURL},
+		{"memdb", func(testing.TB) string { return "memdb://" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			u := tc.url(t)
+			s, err := store.Open(ctx, u, podOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Batches of 10 Pods, each with the resume point of its
+			// last Pod: the snapshot must hold exactly the Pods up to its
+			// resume point.
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for b := 0; b < 40; b++ {
+					var ops []store.Op
+					for i := b * 10; i < b*10+10; i++ {
+						ops = append(ops, store.Op{Type: store.OpPut, Object: pod(i, 0)})
+					}
+					if err := s.Commit(ctx, store.Batch{ResourceVersion: fmt.Sprint(b*10 + 9), Ops: ops}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			file := filepath.Join(t.TempDir(), "online.idb")
+			var m *snapshot.Manifest
+			if _, isExporter := s.(store.Exporter); isExporter {
+				m, err = snapshot.SaveStores(ctx, file, []store.Store{s}, nil)
+			} else {
+				m, err = snapshot.SaveURL(ctx, file, strings.Split(u, "?")[0], nil)
+			}
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh := m.Store(podsName)
+			if sh == nil {
+				t.Fatalf("no store in %+v", m.Stores)
+			}
+			var want int64
+			if sh.Info.ResourceVersion != "" {
+				var last int64
+				fmt.Sscan(sh.Info.ResourceVersion, &last)
+				want = last + 1
+			}
+			if sh.Objects != want {
+				t.Errorf("snapshot at resume point %q holds %d objects, want %d", sh.Info.ResourceVersion, sh.Objects, want)
+			}
+			if _, err := snapshot.Read(ctx, file, nil); err != nil {
+				t.Errorf("the online snapshot does not verify: %v", err)
+			}
+		})
+	}
+}
