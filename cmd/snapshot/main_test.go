@@ -14,6 +14,8 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
@@ -297,5 +299,85 @@ func TestCompact(t *testing.T) {
 	defer s.Close()
 	if code, _, stderr := cli(t, "compact", path); code != exitLocked {
 		t.Errorf("compact of a file in use: exit %d (%s), want %d", code, stderr, exitLocked)
+	}
+}
+
+func TestBadFileExitCodes(t *testing.T) {
+	_, file := savedFile(t, 10)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"truncated", data[:len(data)-10]},
+		{"flipped byte", func() []byte {
+			b := bytes.Clone(data)
+			b[len(b)/2] ^= 0xff
+			return b
+		}()},
+		{"not a snapshot", []byte("hello, this is not a snapshot file at all, but long enough")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := filepath.Join(dir, tc.name+".idb")
+			if err := os.WriteFile(bad, tc.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"status", bad}, {"verify", bad}, {"ls", bad}} {
+				if code, _, stderr := cli(t, args...); code != exitCorrupt {
+					t.Errorf("%v: exit %d (%s), want %d", args, code, stderr, exitCorrupt)
+				}
+			}
+			dst := filepath.Join(t.TempDir(), "dst.db")
+			code, _, stderr := cli(t, "restore", bad, "bolt://"+dst)
+			if code != exitCorrupt {
+				t.Errorf("restore: exit %d (%s), want %d", code, stderr, exitCorrupt)
+			}
+			if !strings.Contains(stderr, bad) {
+				t.Errorf("restore error %q does not name the file", stderr)
+			}
+			if _, err := os.Stat(dst); !os.IsNotExist(err) {
+				t.Errorf("a refused restore created the target: %v", err)
+			}
+		})
+	}
+}
+
+func TestUnstructuredObjects(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	url := "bolt://" + filepath.Join(t.TempDir(), "u.db")
+	s, err := store.Open(t.Context(), url, &store.Options{Name: "widgets", Codec: indexer.NewUnstructuredCodec(gvk), Durability: store.DurabilityNoSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "w1", "namespace": "default"},
+		"spec":     map[string]interface{}{"size": int64(3)},
+	}}
+	if err := s.Add(obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := cli(t, "get", url, "default/w1", "-o", "json")
+	if code != 0 {
+		t.Fatalf("get: exit %d: %s", code, stderr)
+	}
+	var got map[string]interface{}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "w1", "namespace": "default"},
+		"spec":     map[string]interface{}{"size": float64(3)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("get (-want +got):\n%s", diff)
 	}
 }
