@@ -85,4 +85,21 @@
 // Restore reads the file twice (to verify it, then to import it). A file
 // changed between the two reads is detected by counts only after the
 // affected store has been imported.
+//
+// Atomicity is per store: a restore of several stores that fails on the
+// second has already replaced the first. Every store is still whole (the
+// old contents or the new), and rerunning the restore with --force
+// finishes it.
+//
+// The backends register store.Driver values that do not implement
+// store.RawDriver, so store.Stores, store.Export and store.Import cannot
+// reach their raw drivers; programs (cmd/snapshot, tests) register each
+// backend's Raw() here with RegisterDriver. Once a backend registers a
+// driver that is also a RawDriver, the registration here becomes
+// unnecessary.
+//
+// Memory and memdb snapshot files keep no index values: their records are
+// exported without Values, and a store restored from them records no index
+// names, so the informer's store rebuilds its indexes when it opens.
+// Verify of such a file or database checks records only.
 package snapshot
