@@ -516,3 +516,70 @@ func TestMetricsStoreSize(t *testing.T) {
 	checkMetrics(t, reg, "plain", map[string]float64{MetricStoreObjects: 2, MetricStoreBytes: -1})
 	checkMetrics(t, reg, "sized", map[string]float64{MetricStoreObjects: 2, MetricStoreBytes: 12345})
 }
+
+// TestMetricsRelistReasons restarts an informer on a stored resume point in
+// situations that each force a relist for one reason, and checks that the
+// relist is counted under that reason alone.
+func TestMetricsRelistReasons(t *testing.T) {
+	tests := []struct {
+		reason string
+		// restart prepares the source and options of the second run,
+		// given the first run's source.
+		restart func(t *testing.T, lw *fakeLW, o *Options) *fakeLW
+		// wipe starts the second run on an empty store, as an
+		// application that deleted a damaged database does.
+		wipe bool
+		// resumes is how many resumes the second run counts.
+		resumes float64
+	}{
+		{reason: reflector.ReasonTimeTravel, restart: func(t *testing.T, lw *fakeLW, o *Options) *fakeLW {
+			// The server was restored from a backup older than the
+			// resume point.
+			older := newFakeLW()
+			older.create("ns", "a", "a")
+			return older
+		}},
+		{reason: reflector.ReasonCatchUp, restart: func(t *testing.T, lw *fakeLW, o *Options) *fakeLW {
+			// A change the informer must catch up with, on a server
+			// whose watches hold back every event.
+			lw.create("ns", "late", "x")
+			gate := make(chan struct{})
+			lw.setGate(gate)
+			t.Cleanup(func() { close(gate) })
+			o.Reflector.CatchUpDeadline = time.Millisecond
+			return lw
+		}, resumes: 1},
+		{reason: reflector.ReasonCorrupt, wipe: true, restart: func(t *testing.T, lw *fakeLW, o *Options) *fakeLW {
+			o.Reflector.ColdReason = reflector.ReasonCorrupt
+			return lw
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			lw := newFakeLW()
+			for _, n := range []string{"a", "b", "c"} {
+				lw.create("ns", n, n)
+			}
+			s := openStore(t, "memory://")
+			inf := newInformer(t, lw, s, testOptions())
+			r := start(t, inf)
+			waitDone(t, "first run", inf.HasSyncedChecker())
+			r.stop()
+			if tc.wipe {
+				s = openStore(t, "memory://")
+			}
+
+			reg := prometheus.NewPedanticRegistry()
+			m, err := NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := metricOptions(m, testingclock.NewFakeClock(time.Unix(1, 0)))
+			lw2 := tc.restart(t, lw, &o)
+			inf = newInformer(t, lw2, s, o)
+			start(t, inf)
+			waitMetric(t, reg, 1, MetricRelists, "cms", "reason", tc.reason)
+			checkMetrics(t, reg, "cms", merge(relistsWant(tc.reason, 1), map[string]float64{MetricResumes: tc.resumes}))
+		})
+	}
+}
