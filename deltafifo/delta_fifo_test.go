@@ -1,7 +1,6 @@
 package deltafifo_test
 
 import (
-	"context"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -264,10 +263,7 @@ func TestDeltaFIFOHasSynced(t *testing.T) {
 	var got []bool
 	for range 3 {
 		diff(t, "HasSynced before the pop", false, q.HasSynced())
-		must(t, q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
-			got = append(got, b.InInitialList)
-			return nil
-		}))
+		got = append(got, pop(t, q).InInitialList)
 	}
 	diff(t, "HasSynced after the initial list", true, q.HasSynced())
 	b := pop(t, q)

@@ -1,7 +1,6 @@
 package deltafifo_test
 
 import (
-	"context"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -178,10 +177,7 @@ func TestFIFOHasSynced(t *testing.T) {
 	diff(t, "HasSynced before", false, q.HasSynced())
 	var got []deltafifo.Batch
 	for range 2 {
-		must(t, q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
-			got = append(got, b)
-			return nil
-		}))
+		got = append(got, pop(t, q))
 	}
 	diff(t, "HasSynced after the replace", true, q.HasSynced())
 	diff(t, "InInitialList", []bool{true, true, false}, initialFlags(append(got, pop(t, q))))

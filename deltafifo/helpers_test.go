@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -86,9 +87,14 @@ func (k *known) apply(t *testing.T, keyOf func(interface{}) (string, error), b d
 	}
 }
 
-// pop pops one batch, failing the test on error.
+// pop pops one batch, failing the test on error. It fails at once when q
+// holds nothing, since Pop would then wait for a write that never comes and
+// hang the test binary instead of failing the test.
 func pop(t *testing.T, q deltafifo.Queue) deltafifo.Batch {
 	t.Helper()
+	if queueLen(q) == 0 {
+		t.Fatalf("pop: the queue is empty (Pop would wait forever)")
+	}
 	var got deltafifo.Batch
 	if err := q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
 		got = b
@@ -116,6 +122,25 @@ func drain(t *testing.T, q deltafifo.Queue) []deltafifo.Batch {
 			t.Fatalf("Pop: %v", err)
 		}
 	}
+}
+
+// watchdog returns a context, done with t, that is also done a while before
+// the test binary's -timeout (or after two minutes without one). A Pop that
+// waits on another goroutine (a Reflector) takes it, so that a batch that
+// never comes fails this test with a clear message instead of hanging the
+// binary. It bounds a wait; it asserts nothing about speed.
+func watchdog(t *testing.T) context.Context {
+	t.Helper()
+	limit := time.Now().Add(2 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		// Leave the binary time to report the failure and the other tests.
+		if early := d.Add(-time.Until(d) / 10); early.Before(limit) {
+			limit = early
+		}
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), limit)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func must(t *testing.T, err error) {

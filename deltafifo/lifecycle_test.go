@@ -86,7 +86,13 @@ func popBlocked(t *testing.T, ctx context.Context, q deltafifo.Queue, act func()
 		})
 		done <- r
 	}()
-	<-blocked
+	// A Pop that returns instead of waiting never reaches the hook: fail,
+	// rather than wait for it forever.
+	select {
+	case <-blocked:
+	case r := <-done:
+		t.Fatalf("Pop on an empty queue returned without waiting: %v, %+v", r.err, r.b)
+	}
 	act()
 	r := <-done
 	return r.b, r.err
@@ -144,6 +150,7 @@ func TestPopProcessErrorConsumesBatch(t *testing.T) {
 		t.Run(impl.name, func(t *testing.T) {
 			q := impl.new(deltafifo.Options{})
 			must(t, q.Add(cm("a", "1", "a1")))
+			diff(t, "Len before the pop", 1, queueLen(q)) // else Pop would wait forever
 			err := q.Pop(t.Context(), func(context.Context, deltafifo.Batch) error { return errApply })
 			diff(t, "errors.Is(err, errApply)", true, errors.Is(err, errApply))
 			diff(t, "Len", 0, queueLen(q))

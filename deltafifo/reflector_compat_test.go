@@ -56,13 +56,22 @@ func TestClientGoReflectorFeedsQueues(t *testing.T) {
 			fw.Delete(b13)
 			fw.Action(watch.Bookmark, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "14"}})
 
+			// The queue is popped while the Reflector writes, so a Pop may
+			// wait for it; the watchdog turns a resume point 14 that never
+			// comes into a failure instead of a hang.
+			popCtx := watchdog(t)
 			var batches []deltafifo.Batch
 			for len(batches) == 0 || batches[len(batches)-1].ResourceVersion != "14" {
-				must(t, q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
+				err := q.Pop(popCtx, func(_ context.Context, b deltafifo.Batch) error {
 					k.apply(t, cache.DeletionHandlingMetaNamespaceKeyFunc, b)
 					batches = append(batches, b)
 					return nil
-				}))
+				})
+				if err != nil {
+					cancel()
+					<-done
+					t.Fatalf("waiting for the batch with resume point 14: %v; batches so far: %+v", err, batches)
+				}
 			}
 			cancel()
 			<-done
