@@ -211,6 +211,7 @@ func BenchmarkCommit(b *testing.B) {
 		}
 		defer db.Close()
 		round := 0
+		written := writeBytes()
 		for b.Loop() {
 			b.StopTimer()
 			objs := batch(round)
@@ -237,6 +238,9 @@ func BenchmarkCommit(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.N*perCommit)/b.Elapsed().Seconds(), "objects/s")
+		if w := writeBytes(); w > 0 {
+			b.ReportMetric(float64(w-written)/float64(b.N*perCommit), "written-B/object")
+		}
 	})
 	b.Run("impl=client-go", func(b *testing.B) {
 		idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, benchIndexers())
