@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -87,7 +86,7 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	} else if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
 		name = StoreName(gvk.GroupVersion().WithResource(gvk.Kind))
 	}
-	codec, err := indexer.NewCodec(obj)
+	codec, err := codecFor(obj, c.opts.Encryption)
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
@@ -109,6 +108,7 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	}
 	iopts := c.opts.Informer
 	iopts.ResyncPeriod = resync
+	iopts.Name = name
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -203,5 +206,73 @@ func TestFactoryBadInput(t *testing.T) {
 		if _, err := f.InformerFor(ctx, gvr); err == nil || !strings.Contains(err.Error(), StoreName(gvr)) {
 			t.Errorf("InformerFor(%v) = %v, want an error naming the resource", gvr, err)
 		}
+	}
+}
+
+// TestFactoryEncryption makes a factory encrypt its stores and report
+// metrics: each informer is labelled with its store's name, the store is
+// written with the encrypted codec, and it cannot be opened without it.
+func TestFactoryEncryption(t *testing.T) {
+	ctx := t.Context()
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	client, _ := fakeClientset()
+	key, err := indexer.NewEncryptionKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := indexer.NewKeyRing(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iopts := testOptions()
+	iopts.Metrics = m
+	iopts.Name = "ignored: set per informer"
+	f, err := NewFactory(ctx, dbURL, client, &FactoryOptions{
+		Informer: iopts, Encryption: ring,
+		Store: store.Options{Durability: store.DurabilityNoSync},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, {Version: "v1", Resource: "secrets"}} {
+		if _, err := f.InformerFor(ctx, gvr); err != nil {
+			t.Fatalf("InformerFor %v: %v", gvr, err)
+		}
+	}
+	inf, err := f.InformerFor(ctx, configMapsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := inf.Store().Info().Codec, "protobuf+aes256gcm"; got != want {
+		t.Errorf("store codec %q, want %q", got, want)
+	}
+	f.Start(ctx)
+	f.WaitForCacheSync(ctx)
+	for _, name := range []string{"core/v1/configmaps", "core/v1/secrets"} {
+		if v, ok := metricValue(t, reg, MetricSynced, name); !ok || v != 1 {
+			t.Errorf("%s{informer=%q} = %v (present %v), want 1", MetricSynced, name, v, ok)
+		}
+	}
+	if n := len(inf.GetStore().ListKeys()); n != 2 {
+		t.Errorf("%d ConfigMaps stored, want 2", n)
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := indexer.NewCodec(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := store.Open(ctx, dbURL, &store.Options{Name: "core/v1/configmaps", Codec: plain}); !errors.Is(err, store.ErrIncompatible) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("open the encrypted store without encryption: %v, want ErrIncompatible", err)
 	}
 }
