@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -234,18 +235,16 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
-	if existed {
-		if err := verifyTables(dir); err != nil {
-			return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %v", dir, store.ErrCorrupt, err)
-		}
-	}
 	deadline := time.Now().Add(lockTimeout)
 	delay := 10 * time.Millisecond
 	for {
-		db, err := tryOpen(dir, cfg)
+		db, err := checkAndOpen(dir, cfg, existed)
 		if err == nil {
 			chmodFiles(dir)
 			return db, nil
+		}
+		if errors.Is(err, errDamaged) {
+			return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
 		}
 		if !isLockError(err) {
 			if existed && !errors.Is(err, fs.ErrPermission) {
@@ -265,23 +264,153 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 	}
 }
 
-// verifyTables opens every table file of dir and verifies its checksums
-// before badger does. Badger opens tables in goroutines of its own, where a
-// panic on a damaged table cannot be recovered and ends the process; and it
-// skips a table whose checksum does not match, which would silently lose
-// objects or index entries. Tables hold keys and small values only, so this
-// reads little.
-func verifyTables(dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+// errDamaged marks what checkFiles finds: damage a crash cannot leave.
+var errDamaged = errors.New("damaged")
+
+// checkAndOpen checks the files of an existing directory (checkFiles) and
+// opens badger on it. The check runs under badger's own directory lock, so
+// it never reads (or removes) files another process is writing: a busy
+// directory fails with badger's lock error, which the caller retries, and a
+// retry checks again, since the other process may have been killed
+// meanwhile. The lock is dropped just before badger.Open takes it again; a
+// process slipping into that gap makes badger.Open fail on the lock, and
+// the whole step is retried.
+func checkAndOpen(dir string, cfg dbConfig, existed bool) (*badger.DB, error) {
+	if existed {
+		unlock, err := lockDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		err = checkFiles(dir)
+		unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return tryOpen(dir, cfg)
+}
+
+// checkFiles prepares a directory for badger.Open after a crash, and
+// rejects damage, which badger would either panic on in goroutines of its
+// own (ending the process) or silently skip (losing objects or index
+// entries).
+//
+// A kill -9 can leave behind, and badger copes with on its own:
+//   - table files the MANIFEST does not list: the output of a flush or
+//     compaction whose MANIFEST change was never written (possibly empty or
+//     cut short), or the inputs of a compaction whose change was written
+//     but whose files were not yet removed. Badger deletes them on open;
+//     they are not read here, since nothing in them is live.
+//   - a torn last MANIFEST change: badger truncates it (the change never
+//     happened).
+//   - torn tails of the memtable logs (.mem) and the value log (.vlog):
+//     badger replays up to the first damaged entry.
+//   - empty (0-byte) .mem and .vlog files: killed between creating the
+//     file and sizing it. Badger fails the first Open on such a file ("Create
+//     a new file", after sizing it) and succeeds on the second. They hold
+//     nothing, so they are removed here.
+//
+// Damage is reported as errDamaged: a MANIFEST that is missing while
+// tables exist, unreadable, or has a bad header or checksum; a table it
+// lists that is missing or fails its checksums; a value-log header naming an
+// encryption key.
+func checkFiles(dir string) error {
+	listed, err := listedTables(dir)
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		if err := verifyTable(f); err != nil {
-			return fmt.Errorf("table %s: %w", f, err)
+	for _, id := range listed {
+		path := table.NewFilename(id, dir)
+		if err := verifyTable(path); err != nil {
+			return fmt.Errorf("%w: table %s, listed in the MANIFEST: %w", errDamaged, path, err)
 		}
 	}
+	if err := removeEmptyLogs(dir); err != nil {
+		return err
+	}
 	return verifyValueLogHeaders(dir)
+}
+
+// listedTables returns the ids of the tables the MANIFEST of dir lists,
+// read with badger's own replay (which stops at a torn last change, as
+// badger.Open does).
+func listedTables(dir string) ([]uint64, error) {
+	path := filepath.Join(dir, badger.ManifestFilename)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Badger writes a new MANIFEST (to a temporary file, renamed)
+		// when there is none: a directory killed while it was first
+		// opened has none. But then it has no tables either; tables
+		// without a MANIFEST would all be deleted.
+		tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+		if err != nil {
+			return nil, err
+		}
+		if len(tables) > 0 {
+			return nil, fmt.Errorf("%w: no %s, but %d table files", errDamaged, path, len(tables))
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir).WithLogger(klogAdapter{dir: dir}))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errDamaged, path, err)
+	}
+	ids := make([]uint64, 0, len(m.Tables))
+	for id := range m.Tables {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// removeEmptyLogs removes the 0-byte memtable and value-log files of dir
+// (see checkFiles). A file badger has created is never empty: it sizes it
+// (to twice the memtable or value-log file size) right after creating it,
+// and writes a header.
+func removeEmptyLogs(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || (!strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog")) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Size() != 0 {
+			continue
+		}
+		klog.Background().V(2).Info("Removing an empty badger log file left by a crash", "file", filepath.Join(dir, name))
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		removed = true
+	}
+	if removed {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // verifyValueLogHeaders checks the header of every value-log file: its
@@ -301,24 +430,38 @@ func verifyValueLogHeaders(dir string) error {
 		var hdr [8]byte
 		_, err = io.ReadFull(f, hdr[:])
 		f.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// Badger sizes a new file before writing to it: a crash
+			// leaves it empty or full-sized, never this short.
+			return fmt.Errorf("%w: value log %s: shorter than its header", errDamaged, path)
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("value log %s: %w", path, err)
 		}
 		if err == nil && hdr != [8]byte{} {
-			return fmt.Errorf("value log %s: bad header (encryption key id %x)", path, hdr)
+			return fmt.Errorf("%w: value log %s: bad header (encryption key id %x)", errDamaged, path, hdr)
 		}
 	}
 	return nil
 }
 
+// verifyTable opens the table file at path and verifies its checksums. Tables
+// hold keys and small values only, so this reads little.
 func verifyTable(path string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("badger panicked: %v", r)
 		}
 	}()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() == 0 {
+		return errors.New("empty file")
+	}
 	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
-	if err != nil && !errors.Is(err, z.NewFile) {
+	if err != nil {
 		return err
 	}
 	t, err := table.OpenTable(mf, table.Options{

@@ -109,13 +109,24 @@
 //     that is at least half garbage; a directory may hold about twice its
 //     live data. Badger only learns about garbage from compactions, so a
 //     small, quiet database may not shrink at all.
-//   - Damaged files: before badger opens a directory, its table files are
-//     verified (checksums) and its value-log headers checked, because
-//     badger opens tables in its own goroutines, where a damaged one panics
-//     the process, and skips a table whose checksum fails, which would
-//     silently drop objects or index entries. Damage badger finds later
-//     while opening (in the value log's tail) makes it leak a few
-//     goroutines (badger v4.9.6) besides failing with store.ErrCorrupt.
+//   - Damaged files: before badger opens a directory (holding badger's
+//     directory lock, so never while another process writes), the table
+//     files the MANIFEST lists are verified (checksums) and the value-log
+//     headers checked, because badger opens tables in its own goroutines,
+//     where a damaged one panics the process, and skips a table whose
+//     checksum fails, which would silently drop objects or index entries.
+//     A missing or unreadable MANIFEST, or a listed table that is missing
+//     or damaged, is store.ErrCorrupt. What a kill -9 leaves behind is
+//     not damage and opens as badger handles it: tables the MANIFEST does
+//     not list (an unfinished flush or compaction, whole, partial or empty)
+//     are not read and badger deletes them, a torn last MANIFEST change is
+//     dropped, log tails are replayed up to the first torn entry, and empty
+//     .mem and .vlog files (killed between creating and sizing them; badger
+//     fails its first open on them) are removed. A MANIFEST cut at a change
+//     boundary looks like a crash before that change and is not detected.
+//     Damage badger finds later while opening (in the value log's tail)
+//     makes it leak a few goroutines (badger v4.9.6) besides failing with
+//     store.ErrCorrupt.
 //   - File modes: the directory is made 0700. Badger creates its data files
 //     0666 less the umask; they are made 0600 when the database opens and
 //     closes, but files created meanwhile keep the umask's mode (the
