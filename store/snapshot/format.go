@@ -51,7 +51,7 @@ type fileHeader struct {
 
 // StoreHeader describes one store of a snapshot. In the file it follows the
 // store's records, because an online Export reports the resume point of its
-// view only when the view has been read.
+// view only when the view has been read. It is a plain value.
 type StoreHeader struct {
 	// Info is the store's identity and resume point, as exported.
 	Info store.Info `json:"info"`

@@ -17,7 +17,8 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Manifest describes the stores of a snapshot file or of a database.
+// Manifest describes the stores of a snapshot file or of a database. It is
+// a plain value: safe for concurrent reads, not for concurrent changes.
 type Manifest struct {
 	// Source is the file path or the database URL.
 	Source string `json:"source"`

@@ -15,7 +15,8 @@ import (
 // objects or a resume point, and RestoreOptions.Force is not set.
 var ErrNotEmpty = errors.New("target store is not empty")
 
-// RestoreOptions tune Restore. The zero value is fine.
+// RestoreOptions tune Restore. The zero value is fine. Restore only reads
+// them.
 type RestoreOptions struct {
 	// Force replaces stores that hold objects or a resume point.
 	Force bool

@@ -12,7 +12,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Progress reports how far a long operation got.
+// Progress reports how far a long operation got. It is a plain value.
 type Progress struct {
 	// Op is "save", "restore", "status" or "verify".
 	Op string
@@ -31,13 +31,13 @@ const progressEvery = 4096
 
 // Source is one store to save: its name (used in errors until Export
 // reports the store's Info) and a function that exports one consistent
-// view of it.
+// view of it. Save calls Export from its own goroutine, once.
 type Source struct {
 	Name   string
 	Export func(ctx context.Context, fn func(store.Record) error) (store.Info, error)
 }
 
-// SaveOptions tune Save. The zero value is fine.
+// SaveOptions tune Save. The zero value is fine. Save only reads them.
 type SaveOptions struct {
 	// Progress, when set, is called every few thousand records, from the
 	// goroutine that called Save.

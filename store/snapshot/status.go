@@ -89,11 +89,12 @@ func diskSize(rawURL string) int64 {
 // the database at u: fn is called with each entry's index name, indexed
 // value and object key. Backends that keep index entries provide one (see
 // bolt.IndexEntries, badger.IndexEntries); the command wires them, since
-// this package imports no backend.
+// this package imports no backend. Implementations must be safe for
+// concurrent use.
 type IndexEntries func(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error
 
 // VerifyOptions tune Verify. The zero value checks what it can without
-// backend help.
+// backend help. Verify only reads them.
 type VerifyOptions struct {
 	// Entries maps URL schemes to the reader of their index entries. For a
 	// database of another scheme only the records are checked.
