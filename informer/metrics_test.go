@@ -202,6 +202,7 @@ func TestMetricsMove(t *testing.T) {
 	}))
 
 	// An expired watch relists.
+	waitWatching(t, lw)
 	lw.compact()
 	lw.expireWatches()
 	waitMetric(t, reg, 1, MetricRelists, "cms", "reason", reflector.ReasonExpired)
@@ -250,6 +251,25 @@ func checkFamilies(t *testing.T, reg prometheus.Gatherer) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("metric families (-want +got):\n%s", diff)
+	}
+}
+
+// waitWatching waits until lw has an open watch, so that expireWatches
+// reaches the informer (a resumed informer may sync before it watches).
+func waitWatching(t *testing.T, lw *fakeLW) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		lw.mu.Lock()
+		n := len(lw.watchers)
+		lw.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no watch opened")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -458,6 +478,7 @@ func TestLogOneLinePerResumeOrRelist(t *testing.T) {
 	inf = newInformer(t, lw, s, opts)
 	r = startLogged(t, inf, logs)
 	waitDone(t, "resume", inf.HasSyncedChecker())
+	waitWatching(t, lw)
 	lw.compact()
 	lw.expireWatches()
 	deadline := time.Now().Add(waitLimit)
