@@ -66,8 +66,9 @@
 // # Concurrency
 //
 // Functions are safe for concurrent use on different files and databases.
-// Two Saves to one path each leave a complete file; which one wins is
-// unspecified. Restores into one database must not overlap with each other
+// Saves to one path must not overlap: they share path+".part" (truncated
+// on start, as etcdutl does, so that a crashed save's leftover does not
+// block the next). Restores into one database must not overlap with each other
 // or with stores open on it (backends refuse an Import into a store open in
 // the same process with store.ErrInUse).
 //
