@@ -21,8 +21,9 @@ type RestoreOptions struct {
 	// Force replaces stores that hold objects or a resume point.
 	Force bool
 	// DropResumePoint restores the objects without their resume point, so
-	// that the informer relists on its next start (and keeps the objects it
-	// finds unchanged, without notifying its handlers of them as new).
+	// that the informer relists on its next start instead of resuming its
+	// watch: for a snapshot too old for the API server's watch cache, or
+	// restored into another cluster's informer.
 	DropResumePoint bool
 	// Stores, when not empty, selects the stores to restore by name.
 	Stores []string
