@@ -20,19 +20,6 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Encryption at rest.
-//
-// An EncryptedCodec wraps another codec and seals each encoded object with
-// AES-256-GCM under the key ring's primary key. Each record is
-//
-//	version (1 byte, 0x01) | key id (8 bytes) | nonce (12 bytes) | ciphertext and tag
-//
-// The key id is the first 8 bytes of SHA-256 of a fixed label and the key,
-// so it names a key without revealing it, and records sealed under an older
-// key still decrypt once that key is in the ring. The authenticated data
-// binds the record to its header and to the inner codec's name and type, so
-// a record cannot be passed off as one of another codec or type.
-
 // KeySize is the size in bytes of an encryption key (AES-256).
 const KeySize = 32
 
@@ -174,7 +161,18 @@ func (r *KeyRing) IDs() []string {
 }
 
 // EncryptedCodec seals the encodings of another codec with AES-256-GCM (see
-// NewEncryptedCodec). It is safe for concurrent use.
+// NewEncryptedCodec): encryption at rest. Each record is
+//
+//	version (1 byte, 0x01) | key id (8 bytes) | nonce (12 bytes) | ciphertext and tag
+//
+// The key id is the first 8 bytes of SHA-256 of a fixed label and the key,
+// so it names a key without revealing it, and records sealed under an older
+// key still decrypt once that key is in the ring. The authenticated data
+// binds the record to its header and to the inner codec's name and type, so
+// a record cannot be passed off as one of another codec or type. Nonces are
+// random: rotate the key before 2^32 records have been sealed under it.
+//
+// It is safe for concurrent use.
 type EncryptedCodec struct {
 	inner store.Codec
 	keys  *KeyRing
