@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -15,21 +16,47 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// populated returns a closed database directory holding 2000 Pods (enough
-// for table files and a value log with smallConfig), and its contents.
-func populated(t *testing.T) (dir string, want map[string]string) {
+// populated returns a copy of a closed database directory holding 2000
+// Pods (enough for table files and a value log with smallConfig), and its
+// contents. The database is written once per test and copied for each
+// case: writing it with fsync is most of a case's time.
+func populated(t *testing.T, tmpl *template) (dir string, want map[string]string) {
 	t.Helper()
+	tmpl.once.Do(func() {
+		tmpl.dir = tmpl.t.TempDir()
+		s, err := open(tmpl.t.Context(), tmpl.dir, podOptions(tmpl.t, "pods", 0), smallConfig())
+		if err != nil {
+			tmpl.err = err
+			return
+		}
+		list := make([]interface{}, 2000)
+		for i := range list {
+			list[i] = newPod(i, "1", "x")
+		}
+		tmpl.err = s.Replace(list, "1")
+		tmpl.want = contents(tmpl.t, s)
+		if err := s.Close(); tmpl.err == nil {
+			tmpl.err = err
+		}
+	})
+	mustOK(t, "populate the template database", tmpl.err)
 	dir = t.TempDir()
-	s, err := open(t.Context(), dir, podOptions(t, "pods", 0), smallConfig())
-	mustOK(t, "Open", err)
-	list := make([]interface{}, 2000)
-	for i := range list {
-		list[i] = newPod(i, "1", "x")
+	ents, err := os.ReadDir(tmpl.dir)
+	mustOK(t, "ReadDir", err)
+	for _, e := range ents {
+		writeFile(t, filepath.Join(dir, e.Name()), readFile(t, filepath.Join(tmpl.dir, e.Name())))
 	}
-	mustOK(t, "Replace", s.Replace(list, "1"))
-	want = contents(t, s)
-	mustOK(t, "Close", s.Close())
-	return dir, want
+	return dir, tmpl.want
+}
+
+// template is a database populated once per test (by the test's t, so
+// it is removed with the test).
+type template struct {
+	t    *testing.T
+	once sync.Once
+	dir  string
+	want map[string]string
+	err  error
 }
 
 // listedIDs returns the table ids the MANIFEST of dir lists, failing the
@@ -84,6 +111,7 @@ func readFile(t *testing.T, path string) []byte {
 // leave behind, as the crash test found them: each must open (the first
 // time, and again), with every object, and the leftover gone.
 func TestCrashLeftovers(t *testing.T) {
+	tmpl := &template{t: t}
 	tests := []struct {
 		name string
 		// leave puts a leftover into dir and returns its path.
@@ -143,7 +171,7 @@ func TestCrashLeftovers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, want := populated(t)
+			dir, want := populated(t, tmpl)
 			listed := listedIDs(t, dir)
 			leftover := tc.leave(t, dir)
 			for i := range 2 {
@@ -197,6 +225,7 @@ func fmtID(id uint64, width int) string {
 // Open must fail with ErrCorrupt naming the directory and the file, leave
 // the files as they were, and start no goroutine (goleak in TestMain).
 func TestDamagedFiles(t *testing.T) {
+	tmpl := &template{t: t}
 	manifest := func(dir string) string { return filepath.Join(dir, badger.ManifestFilename) }
 	tests := []struct {
 		name   string
@@ -244,7 +273,7 @@ func TestDamagedFiles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, _ := populated(t)
+			dir, _ := populated(t, tmpl)
 			tc.damage(t, dir)
 			before := dirListing(t, dir)
 			for i := range 2 {
