@@ -52,9 +52,13 @@ func (p *progress) line(r snapshot.Progress) string {
 	if el > 0 {
 		rate = float64(r.Done) / el
 	}
-	s := fmt.Sprintf("%s: %d objects", p.op, r.Done)
+	op := p.op
+	if r.Op != "" && r.Op != p.op {
+		op += " (" + r.Op + ")"
+	}
+	s := fmt.Sprintf("%s: %d objects", op, r.Done)
 	if r.Total > 0 {
-		s = fmt.Sprintf("%s: %d/%d objects", p.op, r.Done, r.Total)
+		s = fmt.Sprintf("%s: %d/%d objects", op, r.Done, r.Total)
 	}
 	s += fmt.Sprintf(", %.0f/s", rate)
 	if r.Total > 0 && rate > 0 && r.Done < r.Total {

@@ -21,6 +21,7 @@ func TestProgressLine(t *testing.T) {
 		{2 * time.Second, snapshot.Progress{Done: 50, Total: 100, Store: "v1/pods"}, "restore: 50/100 objects, 25/s, ETA 2s (v1/pods)"},
 		{4 * time.Second, snapshot.Progress{Done: 100, Total: 100}, "restore: 100/100 objects, 25/s"},
 		{4 * time.Second, snapshot.Progress{Done: 40}, "restore: 40 objects, 10/s"},
+		{4 * time.Second, snapshot.Progress{Op: "verify", Done: 40}, "restore (verify): 40 objects, 10/s"},
 	} {
 		now = t0.Add(tc.after)
 		if got := p.line(tc.r); got != tc.want {

@@ -42,7 +42,14 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 	if o == nil {
 		o = &RestoreOptions{}
 	}
-	m, err := Read(ctx, path, nil)
+	var checked int64
+	m, err := Read(ctx, path, func(name string, _ store.Record) error {
+		checked++
+		if o.Progress != nil && checked%progressEvery == 0 {
+			o.Progress(Progress{Op: "verify", Store: name, Done: checked})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
 	}

@@ -14,7 +14,8 @@ import (
 
 // Progress reports how far a long operation got. It is a plain value.
 type Progress struct {
-	// Op is "save", "restore", "status" or "verify".
+	// Op is "save", "restore", "status" or "verify" (also the first pass
+	// of a restore, which verifies the file before writing).
 	Op string
 	// Store is the store being read or written.
 	Store string

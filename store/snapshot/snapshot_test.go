@@ -154,3 +154,37 @@ func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
 		t.Errorf("after a forced restore without resume point: %+v", got.Stores)
 	}
 }
+
+func TestRestoreProgress(t *testing.T) {
+	ctx := t.Context()
+	src := boltURL(t)
+	fill(t, src, 9000, 0, "1")
+	file := snapPath(t)
+	var saves []snapshot.Progress
+	if _, err := snapshot.SaveURL(ctx, file, src, &snapshot.SaveOptions{Progress: func(p snapshot.Progress) { saves = append(saves, p) }}); err != nil {
+		t.Fatal(err)
+	}
+	var got []snapshot.Progress
+	_, err := snapshot.Restore(ctx, file, memoryURL(t), &snapshot.RestoreOptions{Progress: func(p snapshot.Progress) { got = append(got, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []snapshot.Progress{
+		{Op: "verify", Store: podsName, Done: 4096},
+		{Op: "verify", Store: podsName, Done: 8192},
+		{Op: "restore", Store: podsName, Done: 4096, Total: 9000},
+		{Op: "restore", Store: podsName, Done: 8192, Total: 9000},
+		{Op: "restore", Done: 9000, Total: 9000},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("restore progress (-want +got):\n%s", diff)
+	}
+	wantSaves := []snapshot.Progress{
+		{Op: "save", Store: podsName, Done: 4096},
+		{Op: "save", Store: podsName, Done: 8192},
+		{Op: "save", Done: 9000, Total: 9000},
+	}
+	if diff := cmp.Diff(wantSaves, saves); diff != "" {
+		t.Errorf("save progress (-want +got):\n%s", diff)
+	}
+}
