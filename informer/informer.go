@@ -76,6 +76,9 @@ type Informer struct {
 
 	name    string           // Options.Name, defaulted
 	metrics *informerMetrics // nil without Options.Metrics
+	// srcPub is src, published for Stats without applyMu, which a
+	// long commit holds: a metrics scrape must not wait for it.
+	srcPub atomic.Pointer[reflector.Reflector]
 	// rvAdvanced is when the committed resume point last advanced (or
 	// the informer started), in Unix nanoseconds of the informer's clock;
 	// 0 before start. Atomic so that a scrape never waits for a commit.
@@ -236,6 +239,7 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	inf.started = true
 	inf.applyMu.Lock()
 	inf.src = src
+	inf.srcPub.Store(src)
 	inf.resuming = ropts.ResumeFrom != ""
 	inf.appliedRV = ropts.ResumeFrom
 	inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())
@@ -541,10 +545,7 @@ type Stats struct {
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
 	st := Stats{Commits: inf.stats.commits.Load(), Deltas: inf.stats.deltas.Load()}
-	inf.applyMu.Lock()
-	src := inf.src
-	inf.applyMu.Unlock()
-	if src != nil {
+	if src := inf.srcPub.Load(); src != nil {
 		st.Reflector = src.Stats()
 	}
 	return st
