@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	bbolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +29,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv("SNAPSHOT_TEST_HOLD"); path != "" {
+		holdLock(path)
+		return
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/dgraph-io/ristretto/v2/z.(*AllocatorPool).freeupAllocators"),
 		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
@@ -379,5 +387,53 @@ func TestUnstructuredObjects(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("get (-want +got):\n%s", diff)
+	}
+}
+
+// holdLock is the child process of TestLockedByAnotherProcess: it holds the
+// bolt file's lock until its stdin closes.
+func holdLock(path string) {
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	db.Close()
+}
+
+func TestLockedByAnotherProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held.db")
+	fill(t, "bolt://"+path, 5, "3")
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "SNAPSHOT_TEST_HOLD="+path)
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		child.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	for _, args := range [][]string{
+		{"compact", "--lock-timeout", "100ms", path},
+		{"save", "bolt://" + path + "?lock_timeout=100ms", filepath.Join(t.TempDir(), "s.idb")},
+		{"status", "bolt://" + path + "?lock_timeout=100ms"},
+	} {
+		if code, _, stderr := cli(t, args...); code != exitLocked {
+			t.Errorf("%v while another process holds the file: exit %d (%s), want %d", args, code, stderr, exitLocked)
+		}
 	}
 }
