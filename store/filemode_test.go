@@ -16,9 +16,12 @@ import (
 	"github.com/informerdb/informerdb/store"
 	_ "github.com/informerdb/informerdb/store/badger"
 	_ "github.com/informerdb/informerdb/store/bolt"
+	_ "github.com/informerdb/informerdb/store/memdb"
+	_ "github.com/informerdb/informerdb/store/memory"
 )
 
-// TestPersistentFileModes opens each persistent backend in a fresh
+// TestPersistentFileModes opens each persistent backend (and the in-memory
+// ones with a snapshot file) in a fresh
 // directory, under a permissive umask, writes a Secret and closes it: the
 // database directory must be 0700, every file in it 0600, and CheckPath must
 // accept what the backend made.
@@ -37,6 +40,14 @@ func TestPersistentFileModes(t *testing.T) {
 		{name: "badger", dir: true, url: func(root string) (string, string) {
 			p := filepath.Join(root, "cache")
 			return "badger://" + p, p
+		}},
+		{name: "memory snapshot file", url: func(root string) (string, string) {
+			p := filepath.Join(root, "new", "cache.snap")
+			return "memory://" + p, p
+		}},
+		{name: "memdb snapshot file", url: func(root string) (string, string) {
+			p := filepath.Join(root, "new", "cache.snap")
+			return "memdb://" + p, p
 		}},
 	}
 	for _, tt := range tests {
