@@ -116,8 +116,10 @@
 //
 // Contextual logging through klog.FromContext. At default verbosity a
 // reflector logs one line per resume ("Resuming watch") and one per full list
-// ("Listing" with its reason: cold, expired, too-large, time-travel or
-// catch-up); details are at V(2) and above. Errors go to
+// ("Listing" with its reason: cold, expired, too-large, time-travel,
+// catch-up, or the cause of a cold start given as Options.ColdReason:
+// scope-change or corrupt); details are at V(2) and above. Stats counts the
+// same reasons, for metrics. Errors go to
 // Options.WatchErrorHandler.
 //
 // # Concurrency
