@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -602,5 +603,45 @@ func TestMetricsRelistReasons(t *testing.T) {
 			waitMetric(t, reg, 1, MetricRelists, "cms", "reason", tc.reason)
 			checkMetrics(t, reg, "cms", merge(relistsWant(tc.reason, 1), map[string]float64{MetricResumes: tc.resumes}))
 		})
+	}
+}
+
+// TestREADMEListsEveryMetric keeps the README's metric table in step with
+// what NewMetrics registers.
+func TestREADMEListsEveryMetric(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `informerdb_"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			listed["informerdb_"+name] = true
+		}
+	}
+	ch := make(chan *prometheus.Desc, 64)
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []prometheus.Collector{m.commitDuration, m.commitObjects, collector{m}} {
+		c.Describe(ch)
+	}
+	close(ch)
+	registered := map[string]bool{}
+	for d := range ch {
+		// Desc has no name accessor; its String form starts with it.
+		s := d.String()
+		i := strings.Index(s, `fqName: "`)
+		if i < 0 {
+			t.Fatalf("cannot read the name of %s", s)
+		}
+		name, _, _ := strings.Cut(s[i+len(`fqName: "`):], `"`)
+		registered[name] = true
+	}
+	if diff := cmp.Diff(registered, listed); diff != "" {
+		t.Errorf("README metric table (-registered +listed):\n%s", diff)
 	}
 }
