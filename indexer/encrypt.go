@@ -305,7 +305,8 @@ func (c *EncryptedCodec) additional(header []byte) []byte {
 	return append(bytes.Clone(c.aad), header...)
 }
 
-// RekeyResult says what Rekey did.
+// RekeyResult says what Rekey did. It is a plain value, owned by the
+// caller.
 type RekeyResult struct {
 	// Records is the number of records rewritten.
 	Records int
