@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	snapshot.RegisterDriver(badger.Scheme, badger.Raw())
 	snapshot.RegisterDriver(memory.Scheme, memory.Raw())
 	snapshot.RegisterDriver(memdb.Scheme, memdb.Raw())
+	if arg := os.Getenv("SNAPSHOT_TEST_CRASH"); arg != "" {
+		crashChild(arg)
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"),
 		goleak.IgnoreAnyFunction("github.com/dgraph-io/ristretto/v2/z.(*AllocatorPool).freeupAllocators"),
 		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
