@@ -165,16 +165,24 @@ func TestCrash(t *testing.T) {
 			h := newHarness(t, srv, exe, b, rand.New(rand.NewPCG(sd, uint64(i))))
 			defer h.hist.stop()
 			for c := range n {
-				h.cycle(fmt.Sprintf("cycle-%04d", c), true)
+				// After a failed cycle the database or the child may be
+				// unusable, and every later cycle would fail the same
+				// way: the first failure has the details.
+				if !h.cycle(fmt.Sprintf("cycle-%04d", c), true) {
+					t.Errorf("stopped after cycle %d failed", c)
+					break
+				}
 			}
-			t.Run("locked", func(t *testing.T) {
-				defer h.use(t)()
-				h.locked(t)
-			})
-			t.Run("corrupt", func(t *testing.T) {
-				defer h.use(t)()
-				h.corrupted(t)
-			})
+			if !t.Failed() {
+				t.Run("locked", func(t *testing.T) {
+					defer h.use(t)()
+					h.locked(t)
+				})
+				t.Run("corrupt", func(t *testing.T) {
+					defer h.use(t)()
+					h.corrupted(t)
+				})
+			}
 			s := h.stats
 			t.Logf("summary backend=%s seed=%d cycles=%d kills=%d events_checked=%d deletes_checked=%d relists=%d resumes=%d cold_starts=%d api_restarts=%d replaced_on_relist=%d violations=%d",
 				b.name, sd, s.cycles, s.kills, s.events, s.deletes, s.relists, s.resumes, s.colds, s.apiRestarts, s.replaced, s.violations)
@@ -347,8 +355,8 @@ func (h *harness) serverState() state {
 // changes while it runs, a SIGKILL at a random instant, and the checks of
 // what it left behind. With early, the kill may come at a random instant
 // before the child synced.
-func (h *harness) cycle(name string, early bool) {
-	h.t.Run(name, func(t *testing.T) {
+func (h *harness) cycle(name string, early bool) bool {
+	return h.t.Run(name, func(t *testing.T) {
 		defer h.use(t)()
 		h.stats.cycles++
 		for range h.rng.IntN(12) {
@@ -687,6 +695,9 @@ type childProc struct {
 	killed   chan struct{} // closed by killNow
 	once     sync.Once
 
+	waitOnce sync.Once
+	waitErr  error // of cmd.Wait, set by waitOnce
+
 	mu   sync.Mutex // guards open
 	open string     // the quoted resume point of the "open" line
 }
@@ -725,6 +736,12 @@ func (h *harness) startChild(t *testing.T, name, url string) *childProc {
 	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("start child: %v", err)
 	}
+	// A test that fails while the child runs must not leave it running,
+	// nor unreaped.
+	t.Cleanup(func() {
+		c.killNow()
+		_ = c.wait()
+	})
 	go func() {
 		defer close(c.readDone)
 		defer close(c.lines)
@@ -740,6 +757,16 @@ func (h *harness) startChild(t *testing.T, name, url string) *childProc {
 		}
 	}()
 	return c
+}
+
+// wait waits for the child to exit, once; later calls return the same.
+func (c *childProc) wait() error {
+	c.waitOnce.Do(func() {
+		// exec.Cmd wants the pipe drained before Wait.
+		<-c.readDone
+		c.waitErr = c.cmd.Wait()
+	})
+	return c.waitErr
 }
 
 func (c *childProc) openRV() string {
@@ -770,9 +797,7 @@ func (c *childProc) kill(t *testing.T) {
 // not of an error of its own before.
 func (c *childProc) waitKilled(t *testing.T) {
 	t.Helper()
-	// exec.Cmd wants the pipe drained before Wait.
-	<-c.readDone
-	err := c.cmd.Wait()
+	err := c.wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child did not die of SIGKILL (%v); stderr:\n%s", err, c.stderr())
@@ -785,10 +810,7 @@ func (c *childProc) waitKilled(t *testing.T) {
 func (c *childProc) waitExit(t *testing.T) int {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() {
-		<-c.readDone
-		done <- c.cmd.Wait()
-	}()
+	go func() { done <- c.wait() }()
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
@@ -812,6 +834,11 @@ func (c *childProc) waitOpen(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for c.openRV() == "" {
+		select {
+		case <-c.readDone:
+			t.Fatalf("child exited before it opened its store; stderr:\n%s", c.stderr())
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("child did not open its store within %v; stderr:\n%s", waitLimit, c.stderr())
 		}
