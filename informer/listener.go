@@ -66,6 +66,11 @@ type listener struct {
 	wake    chan struct{} // capacity 1: something was added, or closed
 	stopped chan struct{} // closed when run has returned (or will never run)
 
+	// inflight is when the notification the handler is running was
+	// queued, in Unix nanoseconds; 0 when it runs none (or metrics are
+	// off). Atomic: run sets it without mu.
+	inflight atomic.Int64
+
 	// pending counts counted notifications not yet handled (or dropped).
 	pending  atomic.Int64
 	upstream atomic.Bool // the informer has synced
@@ -117,16 +122,22 @@ func (l *listener) add(n notification) bool {
 	return true
 }
 
-// queue returns how many notifications wait for the handler and when the
-// oldest of them was queued (zero when none waits).
+// queue returns how many notifications the handler has not finished
+// (queued, and the one it runs) and when the oldest of them was queued
+// (zero when there is none).
 func (l *listener) queue() (depth int, oldest time.Time) {
+	if at := l.inflight.Load(); at != 0 {
+		depth, oldest = 1, time.Unix(0, at)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n, ok := l.buf.peek()
-	if !ok {
-		return 0, time.Time{}
+	if n, ok := l.buf.peek(); ok {
+		depth += l.buf.len()
+		if oldest.IsZero() {
+			oldest = n.queued
+		}
 	}
-	return l.buf.len(), n.queued
+	return depth, oldest
 }
 
 // run calls the handler for each queued notification, in order, until the
@@ -146,7 +157,11 @@ func (l *listener) run() {
 			<-l.wake
 			continue
 		}
+		if !n.queued.IsZero() {
+			l.inflight.Store(n.queued.UnixNano())
+		}
 		l.deliver(n)
+		l.inflight.Store(0)
 		if n.counted {
 			l.finishedOne()
 		}

@@ -56,9 +56,9 @@ var (
 	descStoreBytes = prometheus.NewDesc(MetricStoreBytes,
 		"Bytes the store's database takes on disk, for backends that can tell cheaply (store.DiskSizer).", []string{labelInformer}, nil)
 	descHandlerQueue = prometheus.NewDesc(MetricHandlerQueue,
-		"Notifications queued for the informer's handlers and not yet handed to them, summed over handlers.", []string{labelInformer}, nil)
+		"Notifications the informer's handlers have not finished (queued or running), summed over handlers.", []string{labelInformer}, nil)
 	descHandlerLag = prometheus.NewDesc(MetricHandlerLag,
-		"Age of the oldest notification queued for any handler of the informer; 0 when none waits.", []string{labelInformer}, nil)
+		"Age of the oldest notification a handler of the informer has not finished; 0 when there is none.", []string{labelInformer}, nil)
 	descResumePointAge = prometheus.NewDesc(MetricResumePointAge,
 		"Seconds since the committed resume point (resourceVersion) last advanced, or since the informer started if it has not; servers send a bookmark about every minute, so a value well above that means the informer is stuck.",
 		[]string{labelInformer}, nil)

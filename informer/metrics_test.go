@@ -305,11 +305,17 @@ func TestMetricsHandlerQueue(t *testing.T) {
 	addHandler(t, inf, h)
 	start(t, inf)
 	t.Cleanup(h.open) // runs before the informer's stop
-	// The handler holds the first add; the other two wait.
-	waitMetric(t, reg, 2, MetricHandlerQueue, "cms")
+	// The handler runs the first add and does not return; the other two
+	// wait: three unfinished.
+	waitMetric(t, reg, 3, MetricHandlerQueue, "cms")
 	checkMetrics(t, reg, "cms", map[string]float64{MetricHandlerLag: 0})
 	fc.Step(5 * time.Second)
-	checkMetrics(t, reg, "cms", map[string]float64{MetricHandlerLag: 5, MetricHandlerQueue: 2})
+	checkMetrics(t, reg, "cms", map[string]float64{MetricHandlerLag: 5, MetricHandlerQueue: 3})
+	lw.create("ns", "d", "d")
+	waitMetric(t, reg, 4, MetricHandlerQueue, "cms")
+	fc.Step(2 * time.Second)
+	// The oldest unfinished notification sets the lag.
+	checkMetrics(t, reg, "cms", map[string]float64{MetricHandlerLag: 7})
 	h.open()
 	waitMetric(t, reg, 0, MetricHandlerQueue, "cms")
 	checkMetrics(t, reg, "cms", map[string]float64{MetricHandlerLag: 0})
