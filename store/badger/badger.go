@@ -18,7 +18,7 @@ import (
 const Scheme = "badger"
 
 func init() {
-	store.Register(Scheme, store.DriverFunc(openURL))
+	store.Register(Scheme, rawDriver{})
 }
 
 func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {

@@ -34,7 +34,7 @@ const FormatVersion = 1
 const pageSize = 16 << 10
 
 func init() {
-	store.Register(Scheme, store.DriverFunc(openURL))
+	store.Register(Scheme, rawDriver{})
 }
 
 func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
