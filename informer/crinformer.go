@@ -108,7 +108,7 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	}
 	iopts := c.opts.Informer
 	iopts.ResyncPeriod = resync
-	iopts.Name = name
+	iopts.Name = informerName(c.opts.Informer.Name, name)
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}

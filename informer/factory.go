@@ -40,9 +40,11 @@ type FactoryOptions struct {
 	// kube-system namespace if it can be read, else "" (and a log line).
 	Cluster string
 
-	// Informer is the template of every informer's options. Its Name is
-	// set per informer (the store's name), so that informers sharing
-	// Informer.Metrics report under distinct labels.
+	// Informer is the template of every informer's options. Each
+	// informer's Name is its store's name ("core/v1/configmaps"), after
+	// Informer.Name and a "/" when Informer.Name is set: informers sharing
+	// Informer.Metrics report under distinct labels, and two factories
+	// sharing one Metrics (two clusters) tell theirs apart by prefix.
 	Informer Options
 
 	// Encryption, when set, encrypts every store's objects at rest
@@ -164,7 +166,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", StoreName(gvr), err)
 	}
 	iopts := f.opts.Informer
-	iopts.Name = StoreName(gvr)
+	iopts.Name = informerName(f.opts.Informer.Name, StoreName(gvr))
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = StoreName(gvr)
 	}
@@ -175,6 +177,14 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	f.entries[gvr] = &factoryEntry{inf: inf, store: s}
 	return inf, nil
+}
+
+// informerName is the Name of a factory-made informer.
+func informerName(prefix, storeName string) string {
+	if prefix == "" {
+		return storeName
+	}
+	return prefix + "/" + storeName
 }
 
 // codecFor returns the codec of example's type, encrypted under keys when

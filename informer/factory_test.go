@@ -231,7 +231,7 @@ func TestFactoryEncryption(t *testing.T) {
 	}
 	iopts := testOptions()
 	iopts.Metrics = m
-	iopts.Name = "ignored: set per informer"
+	iopts.Name = "prod" // a prefix
 	f, err := NewFactory(ctx, dbURL, client, &FactoryOptions{
 		Informer: iopts, Encryption: ring,
 		Store: store.Options{Durability: store.DurabilityNoSync},
@@ -254,7 +254,7 @@ func TestFactoryEncryption(t *testing.T) {
 	}
 	f.Start(ctx)
 	f.WaitForCacheSync(ctx)
-	for _, name := range []string{"core/v1/configmaps", "core/v1/secrets"} {
+	for _, name := range []string{"prod/core/v1/configmaps", "prod/core/v1/secrets"} {
 		if v, ok := metricValue(t, reg, MetricSynced, name); !ok || v != 1 {
 			t.Errorf("%s{informer=%q} = %v (present %v), want 1", MetricSynced, name, v, ok)
 		}
