@@ -1,13 +1,16 @@
 package badger
 
 import (
+	"bufio"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/table"
@@ -124,6 +127,18 @@ func TestCrashLeftovers(t *testing.T) {
 			return p
 		}},
 		{"empty vlog", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, fmtID(nextID(t, dir, ".vlog"), 6)+".vlog")
+			writeFile(t, p, nil)
+			return p
+		}},
+		{"empty DISCARD", func(t *testing.T, dir string) string {
+			// Killed as badger created its discard statistics (first open).
+			p := filepath.Join(dir, "DISCARD")
+			mustOK(t, "Truncate", os.Truncate(p, 0))
+			return ""
+		}},
+		{"empty mem and vlog", func(t *testing.T, dir string) string {
+			writeFile(t, filepath.Join(dir, fmtID(nextID(t, dir, ".mem"), 5)+".mem"), nil)
 			p := filepath.Join(dir, fmtID(nextID(t, dir, ".vlog"), 6)+".vlog")
 			writeFile(t, p, nil)
 			return p
@@ -315,4 +330,44 @@ func dirListing(t *testing.T, dir string) map[string]int64 {
 		out[e.Name()] = fi.Size()
 	}
 	return out
+}
+
+// TestCheckLeavesAnotherProcessAlone makes the files another process is
+// in the middle of writing (an empty value log, a partial table not listed
+// yet) appear in a directory it holds: Open must wait for the lock and fail
+// with ErrLocked, neither calling them damage nor removing them.
+func TestCheckLeavesAnotherProcessAlone(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
+	stdin, err := cmd.StdinPipe()
+	mustOK(t, "StdinPipe", err)
+	stdout, err := cmd.StdoutPipe()
+	mustOK(t, "StdoutPipe", err)
+	mustOK(t, "start child", cmd.Start())
+	defer func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("child said %q, %v; want ready", line, err)
+	}
+	writeFile(t, filepath.Join(dir, fmtID(nextID(t, dir, ".vlog"), 6)+".vlog"), nil)
+	writeFile(t, table.NewFilename(nextID(t, dir, ".sst"), dir), []byte(strings.Repeat("\xde\xad\xbe\xef", 1024)))
+	before := dirListing(t, dir)
+
+	o := podOptions(t, "pods", 0)
+	o.LockTimeout = 300 * time.Millisecond
+	s, err := Open(t.Context(), dir, o)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open of a directory held by another process succeeded")
+	}
+	if !errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("Open = %v, want ErrLocked", err)
+	}
+	if diff := cmp.Diff(before, dirListing(t, dir)); diff != "" {
+		t.Errorf("Open changed the files of a directory another process holds (-before +after):\n%s", diff)
+	}
 }
