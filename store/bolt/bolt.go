@@ -25,13 +25,18 @@ const Scheme = "bolt"
 // recorded in its metadata.
 const FormatVersion = 1
 
-// pageSize is the page size of new files; existing files keep theirs. With
-// 16 KiB pages a leaf holds several 2-4 KiB objects, so sorted bulk loads
-// (Replace) and the full read at open touch a quarter of the pages that
-// 4 KiB pages need. Random updates rewrite a whole leaf per touched page:
-// measured with BenchmarkCommit, 27 KB written per 3.5 KB Pod with 16 KiB
-// pages against 22 KB with 4 KiB pages, at throughputs within noise.
-const pageSize = 16 << 10
+// pageSize is the page size of new files; existing files keep theirs (the
+// layout of buckets does not depend on it). bbolt rewrites every page a
+// transaction dirties whole, and a Commit of new objects dirties about one
+// leaf per object in each of the values bucket and the index buckets, whose
+// records are small: with 16 KiB pages those leaves cost 16 KiB per object
+// per tree once a store outgrows a few thousand objects. Measured with
+// BenchmarkCommit, 100 Commits of 1,000 new Pods (3.5 KB in protobuf) into
+// one store: 45.9 KB written per Pod with 16 KiB pages, 38.7 KB with 8 KiB,
+// 33.0 KB with 4 KiB (raw bbolt with one bucket: 22.2 KB), and 4 KiB pages
+// were 1.6x as fast. Opening, Replace and reads measured the same or
+// faster with 4 KiB pages.
+const pageSize = 4 << 10
 
 func init() {
 	store.Register(Scheme, rawDriver{})
