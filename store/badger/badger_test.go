@@ -567,12 +567,13 @@ func TestKillDuringLargeWrites(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	lastDone := 0
-	for kill := range 3 {
+	for kill := range 4 {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
 		stdout, err := cmd.StdoutPipe()
 		mustOK(t, "StdoutPipe", err)
 		mustOK(t, "start child", cmd.Start())
+		started := time.Now()
 		lines := make(chan string)
 		go func() {
 			defer close(lines)
@@ -582,12 +583,14 @@ func TestKillDuringLargeWrites(t *testing.T) {
 			}
 		}()
 		// Let at least one round finish, then kill at a random instant
-		// of the following ones.
+		// of the following two (a Replace and a Commit): the first
+		// round, open included, tells how long a round takes here.
 		first, ok := <-lines
 		if !ok || strings.HasPrefix(first, "error") {
 			t.Fatalf("child %d: %q", kill, first)
 		}
-		deadline := time.After(time.Duration(rng.IntN(300)) * time.Millisecond)
+		round := time.Since(started)
+		deadline := time.After(time.Duration(rng.Int64N(int64(2 * round))))
 		done := first
 	wait:
 		for {
@@ -611,6 +614,9 @@ func TestKillDuringLargeWrites(t *testing.T) {
 		_ = cmd.Wait()
 		n, err := strconv.Atoi(done)
 		mustOK(t, "round number", err)
+		if n <= lastDone {
+			t.Errorf("kill %d: child went from round %d back to %d", kill, lastDone, n)
+		}
 		lastDone = n
 
 		s, err := open(t.Context(), dir, podOptions(t, "pods", 0), smallConfig())

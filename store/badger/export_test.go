@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -55,7 +56,8 @@ const crashObjects = 1500
 
 // runCrashChild alternates Replace and a large Commit updating every
 // object; round r labels every object app=r and sets the resume point to r.
-// It prints r once the round has returned.
+// It prints r once the round has returned. It starts with the round after
+// the stored resume point.
 func runCrashChild(dir string) {
 	codec, err := indexer.NewCodec(&corev1.Pod{})
 	if err != nil {
@@ -67,7 +69,19 @@ func runCrashChild(dir string) {
 		fmt.Println("error:", err)
 		return
 	}
-	for r := 1; ; r++ {
+	// Go on from the round the last child got to, so that rounds are
+	// told apart across kills (every child writing round 1 again would
+	// leave nothing to check but the first round).
+	first := 1
+	if rv := s.ResourceVersion(); rv != "" {
+		n, err := strconv.Atoi(rv)
+		if err != nil {
+			fmt.Println("error: resume point:", err)
+			return
+		}
+		first = n + 1
+	}
+	for r := first; ; r++ {
 		rv := fmt.Sprint(r)
 		if r%2 == 1 {
 			list := make([]interface{}, crashObjects)
