@@ -238,7 +238,10 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 	deadline := time.Now().Add(lockTimeout)
 	delay := 10 * time.Millisecond
 	for {
-		db, err := checkAndOpen(dir, cfg, existed)
+		// A directory that was empty may have been filled meanwhile by
+		// the process whose lock made the last attempt fail (and that
+		// process may have been killed): check it then too.
+		db, err := checkAndOpen(dir, cfg, existed || dirHasFiles(dir))
 		if err == nil {
 			chmodFiles(dir)
 			return db, nil
