@@ -399,8 +399,12 @@ func holdLock(path string) {
 		os.Exit(1)
 	}
 	fmt.Println("ready")
-	io.Copy(io.Discard, os.Stdin)
-	db.Close()
+	// Any end of stdin, EOF or an error, means the parent is done with us.
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := db.Close(); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
 }
 
 func TestLockedByAnotherProcess(t *testing.T) {
@@ -420,8 +424,12 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		stdin.Close()
-		child.Wait()
+		// Closing stdin tells the child to release the lock and exit; its exit
+		// status is checked so a child that failed to close the database shows.
+		_ = stdin.Close()
+		if err := child.Wait(); err != nil {
+			t.Errorf("child holding the lock: %v", err)
+		}
 	}()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || line != "ready\n" {

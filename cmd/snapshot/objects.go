@@ -45,12 +45,6 @@ func (f *objectFlags) pick(cmd *cobra.Command, target string, all bool) ([]store
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, info := range infos {
-		if f.store == "" || info.Name == f.store {
-			names = append(names, info.Name)
-		}
-	}
 	if f.store != "" {
 		i := slices.IndexFunc(infos, func(info store.Info) bool { return info.Name == f.store })
 		if i < 0 {
@@ -242,8 +236,8 @@ func goTypes() map[string]schema.GroupVersionKind {
 // type: protobuf types through client-go's scheme, unstructured objects and
 // other JSON as their JSON.
 func decoderFor(info store.Info) (decoder, error) {
-	switch {
-	case info.Codec == "protobuf":
+	switch info.Codec {
+	case "protobuf":
 		gvk, ok := goTypes()[info.Type]
 		if !ok {
 			return nil, fmt.Errorf("store %s: type %q is not one client-go's scheme knows; cannot decode its protobuf: %w", info.Name, info.Type, store.ErrIncompatible)
@@ -267,7 +261,7 @@ func decoderFor(info store.Info) (decoder, error) {
 			}
 			return json.Marshal(o)
 		}, nil
-	case info.Codec == "json":
+	case "json":
 		return func(data []byte) ([]byte, error) {
 			if !json.Valid(data) {
 				return nil, fmt.Errorf("not valid JSON: %w", store.ErrCorrupt)
