@@ -73,8 +73,9 @@ func BenchmarkSave(b *testing.B) {
 					b.Fatal(err)
 				}
 				buf = binary.AppendUvarint(buf[:0], uint64(len(data)))
-				w.Write(buf)
-				w.Write(data)
+				// A bufio.Writer's errors are sticky: the Flush below reports them.
+				_, _ = w.Write(buf)
+				_, _ = w.Write(data)
 			}
 			if err := w.Flush(); err != nil {
 				b.Fatal(err)

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,14 +66,21 @@ func TestRestoreKilled(t *testing.T) {
 			}
 			line, err := bufio.NewReader(out).ReadString('\n')
 			if line != "ready\n" {
-				child.Process.Kill()
-				child.Wait()
+				// The test fails below either way; kill and reap so no child
+				// outlives it. Their errors would only repeat the failure.
+				_ = child.Process.Kill()
+				_ = child.Wait()
 				t.Fatalf("child: %q, %v", line, err)
 			}
 			if err := child.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
-			child.Wait()
+			// The child must have died of the kill, not finished (or failed) on
+			// its own, or the checks below test no interrupted restore.
+			var exitErr *exec.ExitError
+			if err := child.Wait(); !errors.As(err, &exitErr) || exitErr.ExitCode() != -1 {
+				t.Fatalf("child after SIGKILL: %v, want killed by the signal", err)
+			}
 
 			after, err := snapshot.Verify(ctx, dst, &snapshot.VerifyOptions{Entries: entries})
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -229,7 +230,7 @@ func readAll(ctx context.Context, fr *fileReader, path string, fn func(name stri
 				return nil, fmt.Errorf("snapshot: read %s: %w", path, err)
 			}
 			rec, err := fr.nextRecord()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {

@@ -93,7 +93,7 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 		}
 		if !selected(name) {
 			for {
-				if _, err := fr.nextRecord(); err == io.EOF {
+				if _, err := fr.nextRecord(); errors.Is(err, io.EOF) {
 					break
 				} else if err != nil {
 					return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)

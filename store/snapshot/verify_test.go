@@ -119,7 +119,9 @@ func TestSaveOnline(t *testing.T) {
 			var want int64
 			if sh.Info.ResourceVersion != "" {
 				var last int64
-				fmt.Sscan(sh.Info.ResourceVersion, &last)
+				if _, err := fmt.Sscan(sh.Info.ResourceVersion, &last); err != nil {
+					t.Fatalf("resume point %q: %v", sh.Info.ResourceVersion, err)
+				}
 				want = last + 1
 			}
 			if sh.Objects != want {
