@@ -29,14 +29,23 @@ const FormatVersion = 1
 // layout of buckets does not depend on it). bbolt rewrites every page a
 // transaction dirties whole, and a Commit of new objects dirties about one
 // leaf per object in each of the values bucket and the index buckets, whose
-// records are small: with 16 KiB pages those leaves cost 16 KiB per object
-// per tree once a store outgrows a few thousand objects. Measured with
-// BenchmarkCommit, 100 Commits of 1,000 new Pods (3.5 KB in protobuf) into
-// one store: 45.9 KB written per Pod with 16 KiB pages, 38.7 KB with 8 KiB,
-// 33.0 KB with 4 KiB (raw bbolt with one bucket: 22.2 KB), and 4 KiB pages
-// were 1.6x as fast. Opening, Replace and reads measured the same or
-// faster with 4 KiB pages.
-const pageSize = 4 << 10
+// records are small: large pages make those leaves expensive once a store
+// outgrows a few thousand objects. Small pages cost CPU instead: a 3.5 KB
+// object's leaf (bbolt keeps at least two keys per leaf) spans several
+// 4 KiB pages, allocated afresh and written with one syscall per leaf.
+// Measured with BenchmarkCommit, 100 durable Commits of 1,000 new Pods
+// (3.5 KB in protobuf, three indexes) into one store, on a quiet machine:
+//
+//	page    written per Pod   time per Commit (two runs)
+//	16 KiB  45.8 KB           182, 155 ms
+//	 8 KiB  38.8 KB           148, 155 ms
+//	 4 KiB  33.4 KB           223, 163 ms
+//
+// with raw bbolt (one bucket, 16 KiB pages) writing 22.2 KB per Pod in
+// 48-62 ms. On a loaded machine, where fsync waits on the disk, bytes
+// written decide: 4 KiB pages were 1.6x as fast as 16 KiB there, 8 KiB in
+// between. 8 KiB is the compromise.
+const pageSize = 8 << 10
 
 func init() {
 	store.Register(Scheme, rawDriver{})
