@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"iter"
 	"maps"
 	"net/url"
 	"path/filepath"
@@ -188,7 +187,7 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 			return fail(err)
 		}
 		rec, err := next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -210,7 +209,7 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 	out := make([]snapfile.Section, 0, len(secs))
 	for _, name := range slices.Sorted(maps.Keys(secs)) {
 		s := secs[name]
-		out = append(out, snapfile.Section{Header: s.h, Len: len(s.data), Records: iter.Seq2[string, []byte](maps.All(s.data))})
+		out = append(out, snapfile.Section{Header: s.h, Len: len(s.data), Records: maps.All(s.data)})
 	}
 	if err := snapfile.Write(path, out); err != nil {
 		return fail(err)
