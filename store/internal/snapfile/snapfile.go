@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -281,7 +282,7 @@ type parser struct {
 func (p *parser) uvarint(what string, max uint64) (uint64, error) {
 	v, err := binary.ReadUvarint(&countingReader{p})
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v", what, err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if v > max {
 		return 0, fmt.Errorf("%s %d exceeds the bound %d", what, v, max)
@@ -301,7 +302,7 @@ func (p *parser) bytes(what string, max int64, buf []byte) ([]byte, error) {
 		buf = make([]byte, n)
 	}
 	if _, err := io.ReadFull(p.r, buf); err != nil {
-		return nil, fmt.Errorf("%s: %v", what, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	p.left -= int64(n)
 	return buf, nil
@@ -314,9 +315,11 @@ func (c *countingReader) ReadByte() (byte, error) {
 		return 0, io.ErrUnexpectedEOF
 	}
 	b, err := c.p.r.ReadByte()
-	if err == nil {
+	switch {
+	case err == nil:
 		c.p.left--
-	} else if err == io.EOF {
+	case errors.Is(err, io.EOF):
+		// The checksum still follows: a file ending here is cut short.
 		err = io.ErrUnexpectedEOF
 	}
 	return b, err
