@@ -44,7 +44,7 @@ func (p *Params) take(name string) (string, bool) {
 
 func (p *Params) fail(name, v, want string, err error) {
 	if p.err == nil {
-		p.err = fmt.Errorf("store: open %s: parameter %s=%q: want %s: %w: %v", redact(p.u), name, v, want, ErrInvalid, err)
+		p.err = fmt.Errorf("store: open %s: parameter %s=%q: want %s: %w: %w", redact(p.u), name, v, want, ErrInvalid, err)
 	}
 }
 
