@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -103,9 +104,10 @@ func testCommitAtomic(t *testing.T, h *harness) {
 					{Type: store.OpPut, Object: newPod("ns", "a", "9", "app=moved")},
 					{Type: store.OpDelete, Object: objs[1]},
 				}
-				ops := append([]store.Op{bad.op}, good...)
+				// Concat copies, so good stays as it is for the retry below.
+				ops := slices.Concat([]store.Op{bad.op}, good)
 				if pos == "last" {
-					ops = append(good, bad.op)
+					ops = slices.Concat(good, []store.Op{bad.op})
 				}
 				err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "9"})
 				wantErr(t, "Commit of a batch with a bad op", err, store.ErrInvalid)

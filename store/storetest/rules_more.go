@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -120,7 +121,7 @@ func testLargeBatch(t *testing.T, h *harness) {
 	CheckIndexes(t, s)
 	// A large batch that fails at its end leaves no trace.
 	before := versions(t, s)
-	bad := append(ops[:len(more):len(more)], store.Op{Type: store.OpPut, Object: newPod("ns", "x", "1", labelFail+"=1")})
+	bad := slices.Concat(ops[:len(more)], []store.Op{{Type: store.OpPut, Object: newPod("ns", "x", "1", labelFail+"=1")}})
 	wantErr(t, "large Commit with a bad last op", s.Commit(t.Context(), store.Batch{Ops: bad, ResourceVersion: "102"}), store.ErrInvalid)
 	if diff := cmp.Diff(before, versions(t, s)); diff != "" {
 		t.Errorf("a failed large Commit changed the store (-before +after):\n%s", diff)
