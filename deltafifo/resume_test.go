@@ -265,7 +265,7 @@ func (h *harness) do(o op) {
 	}
 	// An event that queued nothing is applied as soon as it arrives. A FIFO
 	// queues a Replace even when it is empty: it still carries the list RV.
-	e.popped = len(e.keys) == 0 && len(e.deltas) == 0 && !(h.fifo && e.replace)
+	e.popped = len(e.keys) == 0 && len(e.deltas) == 0 && (!h.fifo || !e.replace)
 	h.events = append(h.events, e)
 }
 
@@ -303,7 +303,6 @@ func (h *harness) pop() {
 func (h *harness) checkFIFOBatch(b deltafifo.Batch) {
 	h.t.Helper()
 	var want cache.Deltas
-	units := 0
 	i := 0
 	next := func() *event {
 		for ; i < len(h.events); i++ {
@@ -322,8 +321,8 @@ func (h *harness) checkFIFOBatch(b deltafifo.Batch) {
 			want = append(want, kd.d)
 		}
 		e.popped = true
-		units = 1
 	} else {
+		units := 0
 		for len(want) < len(b.Deltas) {
 			e := next()
 			if e == nil {
