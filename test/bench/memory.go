@@ -121,8 +121,8 @@ func ProbeMain(ctx context.Context, args []string) error {
 	}
 	res := MemResult{Impl: impl, N: n, How: "loaded"}
 	var keep interface{}
-	switch {
-	case impl == "client-go":
+	switch impl {
+	case "client-go":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		for i := range n {
 			if err := idx.Add(memObject(i)); err != nil {
@@ -227,7 +227,7 @@ func memObject(i int) *corev1.ConfigMap {
 		APIVersion: "v1",
 		Time:       &cm.CreationTimestamp,
 		FieldsType: "FieldsV1",
-		FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:data":{},"f:payload":{}},"f:metadata":{"f:labels":{".":{},"f:app":{}}}}`)},
+		FieldsV1:   metav1.NewFieldsV1(`{"f:data":{".":{},"f:data":{},"f:payload":{}},"f:metadata":{"f:labels":{".":{},"f:app":{}}}}`),
 	}}
 	return cm
 }

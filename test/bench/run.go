@@ -20,6 +20,7 @@ import (
 	"github.com/informerdb/informerdb/informer"
 	"github.com/informerdb/informerdb/reflector"
 	"github.com/informerdb/informerdb/store"
+
 	// The backends a scenario can name.
 	_ "github.com/informerdb/informerdb/store/badger"
 	_ "github.com/informerdb/informerdb/store/bolt"
