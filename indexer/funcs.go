@@ -155,9 +155,10 @@ func ResourceVersion(obj interface{}) (string, error) {
 	if isNil(obj) {
 		return "", fmt.Errorf("indexer: resource version: nil object")
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", nil
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetResourceVersion(), nil
 	}
-	return m.GetResourceVersion(), nil
+	// Accessor fails only for objects without metadata, which have no
+	// resource version: not an error.
+	return "", nil
 }
