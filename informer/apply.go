@@ -69,6 +69,16 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				pc.ops = append(pc.ops, store.Op{Type: store.OpPut, Object: d.Object})
 				pc.seq = inf.view.set(key, d.Object, true)
 			}
+			if exists && b.Replace && recreated(old, d.Object) {
+				// The name was deleted and created again while the watch was
+				// not looking (a relist after lost history): the old object
+				// is gone, and handlers keyed by UID must hear so (DESIGN
+				// invariant 4), not take the new object for an update of it.
+				pc.notes = append(pc.notes,
+					queuedNote{n: notification{kind: notifyDelete, oldObj: cache.DeletedFinalStateUnknown{Key: key, Obj: old}}, op: op},
+					queuedNote{n: notification{kind: notifyAdd, newObj: d.Object, initial: b.InInitialList}, op: op})
+				continue
+			}
 			if exists {
 				pc.notes = append(pc.notes, queuedNote{
 					n:      notification{kind: notifyUpdate, oldObj: old, newObj: d.Object},
@@ -106,6 +116,20 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 	if b.ResourceVersion != "" {
 		pc.rv = b.ResourceVersion
 	}
+}
+
+// recreated reports whether cur is another object than old under the same
+// key: both have UIDs, and they differ.
+func recreated(old, cur interface{}) bool {
+	o, err := meta.Accessor(old)
+	if err != nil {
+		return false
+	}
+	c, err := meta.Accessor(cur)
+	if err != nil {
+		return false
+	}
+	return o.GetUID() != "" && c.GetUID() != "" && o.GetUID() != c.GetUID()
 }
 
 // popLoop pops batches, commits them and notifies the handlers until ctx is

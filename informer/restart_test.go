@@ -144,7 +144,8 @@ func TestRestartAfterCompactionRelists(t *testing.T) {
 		want := append(append([]ev(nil), replayed...),
 			ev{Op: "delete", Key: "ns/b", Value: "b1", UID: "uid-2", Tomb: true},
 			ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"},
-			ev{Op: "update", Key: "ns/c", Value: "c2", OldVal: "c1", UID: "uid-6", OldUID: "uid-3"},
+			ev{Op: "delete", Key: "ns/c", Value: "c1", UID: "uid-3", Tomb: true},
+			ev{Op: "add", Key: "ns/c", Value: "c2", UID: "uid-6", Initial: true},
 			ev{Op: "add", Key: "ns/e", Value: "e1", UID: "uid-5", Initial: true},
 		)
 		if diff := cmp.Diff(want, sortReplay(h.wait(t, len(want)), 4)); diff != "" {

@@ -184,8 +184,8 @@ func TestCrash(t *testing.T) {
 				})
 			}
 			s := h.stats
-			t.Logf("summary backend=%s seed=%d cycles=%d kills=%d events_checked=%d deletes_checked=%d relists=%d resumes=%d cold_starts=%d api_restarts=%d replaced_on_relist=%d violations=%d",
-				b.name, sd, s.cycles, s.kills, s.events, s.deletes, s.relists, s.resumes, s.colds, s.apiRestarts, s.replaced, s.violations)
+			t.Logf("summary backend=%s seed=%d cycles=%d kills=%d events_checked=%d deletes_checked=%d relists=%d resumes=%d cold_starts=%d api_restarts=%d violations=%d",
+				b.name, sd, s.cycles, s.kills, s.events, s.deletes, s.relists, s.resumes, s.colds, s.apiRestarts, s.violations)
 			if s.violations > 0 {
 				t.Errorf("%d violations (details above)", s.violations)
 			}
@@ -218,7 +218,7 @@ type harness struct {
 	persistedRV string
 
 	stats struct {
-		cycles, kills, events, deletes, relists, resumes, colds, apiRestarts, replaced, violations int
+		cycles, kills, events, deletes, relists, resumes, colds, apiRestarts, violations int
 	}
 }
 
@@ -602,14 +602,12 @@ func (h *harness) checkJournal(t *testing.T, path string, run *runInfo) {
 		case "delete":
 			h.stats.deletes++
 		case "update to a new UID":
-			// A relist reconciles by key, as client-go's Replace does: a
-			// name deleted and re-created while down arrives as an update
-			// to the new UID, not as OnDelete + OnAdd. A resumed watch
-			// has the DELETED event and must deliver it.
-			if !run.relisted {
-				h.violation(t, "%s (uid %s) was deleted and re-created while the child was down; the child resumed its watch, yet its handler got an update to the new UID instead of OnDelete", name, v.UID)
-			}
-			h.stats.replaced++
+			// A name deleted and re-created while down must reach handlers
+			// as OnDelete + OnAdd, from the resumed watch's DELETED event or,
+			// after a relist, as a tombstone for the old UID (DESIGN
+			// invariant 4): an update to the new UID hides the delete from
+			// handlers keyed by UID.
+			h.violation(t, "%s (uid %s) was deleted and re-created while the child was down (relisted: %v), yet its handler got an update to the new UID instead of OnDelete", name, v.UID, run.relisted)
 		default:
 			h.violation(t, "%s (uid %s) was deleted while the child was down, but its handler never got OnDelete", name, v.UID)
 		}

@@ -77,22 +77,13 @@ func historyLost(t *testing.T, srv *apiserver.Server, b backendCase, ns string, 
 		t.Errorf("replay of the persisted objects (-want +got):\n%s", diff)
 	}
 
-	// Each pure delete (not re-created) arrives as one tombstone carrying
-	// the last persisted object. A name deleted and re-created while down
-	// is left out: a relist reconciles by key, as client-go's Replace does,
-	// and the informer delivers it as an update from the old UID to the new
-	// one (the handler's view still ends equal to the server, checked
-	// above), not as a tombstone; whether DESIGN invariant 4 asks for a
-	// tombstone there is an open question.
+	// Each delete arrives as one tombstone carrying the last persisted
+	// object, a name deleted and re-created while down included: the relist
+	// reports the old UID gone before the new object's add (DESIGN
+	// invariant 4), so handlers keyed by UID see the delete.
 	wantDeletes := map[string]ev{}
-	recreated := map[string]bool{}
 	for _, e := range changes {
-		if e.Op == "add" {
-			recreated[e.Name] = true
-		}
-	}
-	for _, e := range changes {
-		if e.Op == "delete" && !recreated[e.Name] {
+		if e.Op == "delete" {
 			p := persisted[e.Name]
 			wantDeletes[e.Name] = ev{Op: "delete", Name: e.Name, UID: p.UID, RV: p.RV, Tomb: true}
 		}
