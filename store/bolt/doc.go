@@ -55,6 +55,29 @@
 // during a large Replace keeps its size (compacting it is a later job for the
 // snapshot tool).
 //
+// # Performance
+//
+// bbolt rewrites every page a transaction dirties, whole. A Commit writes
+// each key's net effect (an object put and deleted in one batch costs
+// nothing) in key order. A new object dirties a leaf of the objects
+// bucket, one of the values bucket and one of each index bucket; an update
+// that keeps its index values dirties only its object's leaf. Once a store
+// outgrows a few thousand objects, each index therefore costs about one
+// page written (and its entries decoded and re-encoded by bbolt) per new
+// object: that, and the garbage collector scanning the decoded objects of
+// the default mode, separate a store from raw bbolt. New files use 8 KiB
+// pages (see pageSize in bolt.go for the trade-off); files created with
+// 16 KiB pages keep them.
+//
+// Measured with BenchmarkCommit -benchtime 100x -count 6 (100 durable
+// Commits of 1,000 new Pods of 3.5 KB in protobuf, three indexes, so the
+// store grows to 100,000 Pods), on a shared two-core machine: the store
+// committed a median of 7,300 Pods/s writing 38.8 KB per Pod, raw bbolt
+// putting the same Pods into one bucket in the same run 20,600 Pods/s
+// writing 22.2 KB, a ratio of 2.8 (before 8 KiB pages and sorted writes:
+// 3.0, and 45.9 KB per Pod). Throughput drifts with the machine's load by
+// a factor of two or more; compare the ratio.
+//
 // # Concurrency
 //
 // Stores are safe for concurrent use. Writes to one store are serialized,
