@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -435,7 +436,11 @@ func waitReady(ctx context.Context, p *process, check func(context.Context) erro
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before ready: %v (log %s)", filepath.Base(p.cmd.Path), p.err, p.logPath)
+			err := p.err
+			if err == nil {
+				err = errors.New("exit status 0") // what %w would print as %!w(<nil>)
+			}
+			return fmt.Errorf("%s exited before ready: %w (log %s)", filepath.Base(p.cmd.Path), err, p.logPath)
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready: %w (last check: %w; log %s)", filepath.Base(p.cmd.Path), ctx.Err(), last, p.logPath)
 		case <-tick.C:
