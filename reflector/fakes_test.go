@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -401,6 +402,18 @@ func cmList(rv, cont string, items ...*corev1.ConfigMap) *corev1.ConfigMapList {
 		l.Items = append(l.Items, *i)
 	}
 	return l
+}
+
+// goneErr is the 410 Gone that servers before 1.18 send for an expired
+// resourceVersion; built by hand because apierrors.NewGone is deprecated,
+// yet the reflector must still recognize the reason.
+func goneErr() *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusGone,
+		Reason:  metav1.StatusReasonGone,
+		Message: "gone",
+	}}
 }
 
 func expiredErr() *apierrors.StatusError {

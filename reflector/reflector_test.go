@@ -65,7 +65,9 @@ func defaultLogs(h *harness) []string {
 			continue
 		}
 		rest := l[i+len(`"msg"="`):]
-		msgs = append(msgs, rest[:strings.Index(rest, `"`)])
+		// A message without its closing quote (cut short) is kept whole.
+		msg, _, _ := strings.Cut(rest, `"`)
+		msgs = append(msgs, msg)
 	}
 	return msgs
 }
@@ -306,7 +308,7 @@ func TestUnusableResumePointRelists(t *testing.T) {
 			lists:      []listResult{probe150, full160},
 			watches: []watchResult{
 				{w: watcher(true, added("c", "120"), modified("a", "150"))},
-				{w: watcher(true, errEvent(apierrors.NewGone("gone")))},
+				{w: watcher(true, errEvent(goneErr()))},
 			},
 			wantLW: []lwCall{probeCall, watchCall("100", "5"), watchCall("150", "normal"), fullList, watchCall("160", "normal")},
 			wantQ: []qCall{
