@@ -228,12 +228,21 @@ func checkErr(t *testing.T, err, want error, wantText string) {
 func snapshotTree(t *testing.T, dir string) string {
 	t.Helper()
 	var b strings.Builder
-	_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+	// A missing tree is a state like any other (CheckPath must not create it).
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return dir + " missing"
+	}
+	// An entry the walk cannot read would be left out of the description,
+	// hiding a change to it: fail instead.
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
-			return nil
+			return err
 		}
 		b.WriteString(p + " " + fi.Mode().String() + ";")
 		return nil
 	})
+	if err != nil {
+		t.Fatalf("describe the tree under %s: %v", dir, err)
+	}
 	return b.String()
 }
