@@ -376,7 +376,10 @@ func runChild(t *testing.T, exe, url string, r *rand.Rand) (uint64, error) {
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		return 0, fmt.Errorf("child did not die of SIGKILL (%v); stderr:\n%s", err, stderr.String())
+		if err == nil {
+			err = errors.New("exit status 0") // what %w would print as %!w(<nil>)
+		}
+		return 0, fmt.Errorf("child did not die of SIGKILL (%w); stderr:\n%s", err, stderr.String())
 	}
 	return last.Load(), nil
 }
