@@ -84,6 +84,12 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 }
 
 func open(ctx context.Context, path string, o store.Options) (store.Store, error) {
+	// Before links are resolved: a database path that is itself a link,
+	// or that other users can write, is refused (links in the directories
+	// above it are followed).
+	if err := store.CheckPath(filepath.Clean(path), false); err != nil {
+		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+	}
 	path = canonical(filepath.Clean(path))
 	if o.Codec == nil {
 		return nil, fmt.Errorf("store: open %s in %s: bolt stores need Options.Codec (see indexer.NewCodec): %w", o.Name, path, store.ErrInvalid)
