@@ -226,6 +226,11 @@ func badgerOptions(dir string, cfg dbConfig) badger.Options {
 // openDB opens badger in dir, retrying while another process holds the
 // directory lock, and maps failures to store errors.
 func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration) (*badger.DB, error) {
+	// Before the chmod below would hide it: a directory that is a link,
+	// or that other users can write, is refused.
+	if err := store.CheckPath(dir, true); err != nil {
+		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	}
 	existed := dirHasFiles(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: create directory: %w", dir, err)
