@@ -67,7 +67,7 @@ func (b *bounded) computeValues(set *indexer.IndexSet) (map[string][][]string, e
 	err := b.sp.scanObjects(func(key, _ string, data []byte) error {
 		obj, err := b.codec.Decode(data)
 		if err != nil {
-			return fmt.Errorf("decode object %q with %s codec: %w: %v", key, b.codec.Name(), store.ErrCorrupt, err)
+			return fmt.Errorf("decode object %q with %s codec: %w: %w", key, b.codec.Name(), store.ErrCorrupt, err)
 		}
 		v, err := set.Values(key, obj)
 		if err != nil {

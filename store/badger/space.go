@@ -45,7 +45,12 @@ type writer interface {
 func (s *space) where() string { return "badger://" + s.sh.dir }
 
 func (s *space) corrupt(what string, err error) error {
-	return fmt.Errorf("store: open %s in %s: %s: %w (delete the directory to start over; informers relist): %v",
+	if errors.Is(err, indexer.ErrUnknownKey) {
+		// A wrong encryption key is not damage: deleting the directory
+		// would be the wrong advice.
+		return fmt.Errorf("store: open %s in %s: %s: %w", s.name, s.where(), what, err)
+	}
+	return fmt.Errorf("store: open %s in %s: %s: %w (delete the directory to start over; informers relist): %w",
 		s.name, s.where(), what, store.ErrCorrupt, err)
 }
 
