@@ -25,7 +25,7 @@ const Scheme = "memdb"
 const FormatVersion = 1
 
 func init() {
-	store.Register(Scheme, rawDriver{})
+	store.Register(Scheme, rawDriver)
 }
 
 func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {

@@ -1,0 +1,226 @@
+package snapfile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net/url"
+	"path/filepath"
+	"slices"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// RawDriver implements store.RawDriver on snapshot files, for the backends
+// whose persistent form is one (memory:///file.snap, memdb:///file.snap):
+// the snapshot tool reads and writes their stores record by record.
+//
+// Snapshot files keep no index entries or values (a store rebuilds them
+// when it loads the file), so exported records have no Values and the
+// stores' Info lists no indexes. A store without a file has nothing another
+// process could read, so URLs without a path are refused.
+//
+// A RawDriver is safe for concurrent use.
+type RawDriver struct {
+	// Scheme and FormatVersion are the backend's.
+	Scheme        string
+	FormatVersion int
+	// OpenStore is the backend's registered Open.
+	OpenStore func(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error)
+	// WithFileLocked runs f with the backend's registry of open files
+	// locked, telling it whether path is open in this process, so that no
+	// store opens the file while Import rewrites it.
+	WithFileLocked func(path string, f func(open bool) error) error
+}
+
+var _ store.RawDriver = (*RawDriver)(nil)
+
+// Open implements store.Driver.
+func (d *RawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
+	return d.OpenStore(ctx, u, opts)
+}
+
+// rawPath checks u and returns its file path.
+func (d *RawDriver) rawPath(op string, u *url.URL) (string, error) {
+	if u.Host != "" || u.Opaque != "" || len(u.Query()) > 0 {
+		return "", fmt.Errorf("store: %s %s: want %s:///absolute/path/file.snap (three slashes, no parameters): %w", op, u.Redacted(), d.Scheme, store.ErrInvalid)
+	}
+	if u.Path == "" || u.Path == "/" {
+		return "", fmt.Errorf("store: %s %s: a store without a file lives only in its process: %w", op, u.Redacted(), store.ErrInvalid)
+	}
+	return filepath.Clean(u.Path), nil
+}
+
+// rawSection is one store of a file as read by the raw driver.
+type rawSection struct {
+	h    Header
+	data map[string][]byte // nil unless loaded
+}
+
+func (d *RawDriver) infoOf(h Header) store.Info {
+	return store.Info{
+		Backend:         d.Scheme,
+		Name:            h.Name,
+		FormatVersion:   h.Meta.FormatVersion,
+		Codec:           h.Meta.Codec,
+		Type:            h.Meta.Type,
+		KeyFunc:         h.Meta.KeyFunc,
+		Scope:           h.Meta.Scope,
+		ResourceVersion: h.ResourceVersion,
+	}
+}
+
+// Stores implements store.RawDriver: the stores of the file as last
+// written.
+func (d *RawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
+	path, err := d.rawPath("stores", u)
+	if err != nil {
+		return nil, err
+	}
+	headers, err := Read(path, func(*Header, string, []byte) error { return ctx.Err() })
+	if err != nil {
+		return nil, d.readError("stores", path, err)
+	}
+	infos := make([]store.Info, 0, len(headers))
+	for _, h := range headers {
+		infos = append(infos, d.infoOf(h))
+	}
+	return infos, nil
+}
+
+func (d *RawDriver) readError(op, path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: %s %s://%s: %w: %w", op, d.Scheme, path, store.ErrNotFound, err)
+	}
+	return fmt.Errorf("store: %s %s://%s: %w", op, d.Scheme, path, err)
+}
+
+// Export implements store.RawDriver: the records of the store name in the
+// file as last written. The file's checksum is verified only once it has
+// been read to the end: fn may see records of a damaged file before Export
+// returns its error.
+func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	path, err := d.rawPath("export "+name, u)
+	if err != nil {
+		return store.Info{}, err
+	}
+	var fnErr error
+	headers, err := Read(path, func(h *Header, key string, data []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if h.Name != name {
+			return nil
+		}
+		if err := fn(store.Record{Key: key, Data: data}); err != nil {
+			fnErr = err
+			return err
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return store.Info{}, fnErr
+	}
+	if err != nil {
+		return store.Info{}, d.readError("export "+name, path, err)
+	}
+	for _, h := range headers {
+		if h.Name == name {
+			return d.infoOf(h), nil
+		}
+	}
+	return store.Info{}, fmt.Errorf("store: export %s from %s://%s: %w", name, d.Scheme, path, store.ErrNotFound)
+}
+
+// Import implements store.RawDriver: the file is rewritten with the store
+// replaced, atomically (snapfile.Write). Index values are dropped: the
+// store rebuilds them when it loads. A file open in this process is
+// refused with store.ErrInUse, since its stores would overwrite the import
+// with their next snapshot.
+func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
+	path, err := d.rawPath("import "+info.Name, u)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("store: import %s into %s://%s: %w", info.Name, d.Scheme, path, err)
+	}
+	if info.Name == "" {
+		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
+	}
+	// Held throughout, so that no store of this process opens the file
+	// while it is rewritten.
+	return d.WithFileLocked(path, func(open bool) error {
+		if open {
+			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
+		}
+		secs := map[string]*rawSection{}
+		headers, err := Read(path, func(h *Header, key string, data []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if h.Name == info.Name {
+				return nil
+			}
+			s := secs[h.Name]
+			if s == nil {
+				s = &rawSection{data: map[string][]byte{}}
+				secs[h.Name] = s
+			}
+			s.data[key] = bytes.Clone(data)
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail(err)
+		}
+		for _, h := range headers {
+			if h.Name == info.Name {
+				continue
+			}
+			s := secs[h.Name]
+			if s == nil {
+				s = &rawSection{data: map[string][]byte{}}
+				secs[h.Name] = s
+			}
+			s.h = h
+		}
+		data := map[string][]byte{}
+		for {
+			if err := ctx.Err(); err != nil {
+				return fail(err)
+			}
+			rec, err := next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fail(err)
+			}
+			if _, dup := data[rec.Key]; dup {
+				return fail(fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid))
+			}
+			data[rec.Key] = bytes.Clone(rec.Data)
+		}
+		secs[info.Name] = &rawSection{
+			h: Header{
+				Name:            info.Name,
+				Meta:            store.Meta{FormatVersion: d.FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)},
+				ResourceVersion: info.ResourceVersion,
+			},
+			data: data,
+		}
+		out := make([]Section, 0, len(secs))
+		for _, name := range slices.Sorted(maps.Keys(secs)) {
+			s := secs[name]
+			out = append(out, Section{Header: s.h, Len: len(s.data), Records: maps.All(s.data)})
+		}
+		if err := Write(path, out); err != nil {
+			return fail(err)
+		}
+		return nil
+	})
+}
