@@ -50,7 +50,7 @@ lint: vet
 
 ## bench: everything measured against client-go in the same run. First the harness (test/bench/report): restarts of
 ## BENCH_N ConfigMaps on a real kube-apiserver (informerdb resume on bolt vs client-go's cold start; 100000 adds
-## ~5 minutes, mostly informerdb's quadratic bolt cold start (BENCHMARKS.md), so the default stops at 50000;
+## several minutes, mostly creating the ConfigMaps, so the default stops at 50000;
 ## BENCH_N=10000,50000,100000 for the full table) and heap/RSS of every backend holding BENCH_MEM_N ConfigMaps, each in a
 ## fresh process; it rewrites the tables of BENCHMARKS.md and docs/bench/*.svg. Then the Go benchmarks of
 ## BENCH_PKGS (pipeline events/s per backend; Get/ByIndex/List per backend), results in bench.txt, compared by
