@@ -197,7 +197,11 @@ func TestFactoryBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Shutdown()
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
 	for _, gvr := range []schema.GroupVersionResource{
 		{Version: "v1", Resource: "nosuchthings"},
 		{Group: "example.com", Version: "v1", Resource: "widgets"},
@@ -239,7 +243,11 @@ func TestFactoryEncryption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Shutdown()
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
 	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, {Version: "v1", Resource: "secrets"}} {
 		if _, err := f.InformerFor(ctx, gvr); err != nil {
 			t.Fatalf("InformerFor %v: %v", gvr, err)
