@@ -73,8 +73,9 @@ func (j *journal) write(r record) {
 	if err != nil {
 		panic(err) // record has only strings and booleans
 	}
+	// On a failed write the child exits holding the lock, so that no record
+	// follows one that may be missing or torn; hence no deferred Unlock.
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		fmt.Fprintln(os.Stderr, "crash child: journal:", err)
 		os.Exit(exitFailed)
@@ -83,6 +84,7 @@ func (j *journal) write(r record) {
 		fmt.Fprintln(os.Stderr, "crash child: journal sync:", err)
 		os.Exit(exitFailed)
 	}
+	j.mu.Unlock()
 }
 
 func configMapOf(obj interface{}) *corev1.ConfigMap {

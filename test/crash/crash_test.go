@@ -821,8 +821,8 @@ func (c *childProc) waitExit(t *testing.T) int {
 		t.Fatalf("child: %v", err)
 	case <-time.After(waitLimit):
 		c.killNow()
-		<-done
-		t.Fatalf("child still running after %v; stderr:\n%s", waitLimit, c.stderr())
+		err := <-done
+		t.Fatalf("child still running after %v (killed: %v); stderr:\n%s", waitLimit, err, c.stderr())
 	}
 	return -1
 }
