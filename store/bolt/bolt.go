@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -115,7 +116,9 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 		s, err = openDefault(f, o, set)
 	}
 	if err != nil {
-		f.release(o.Name)
+		if rerr := f.release(o.Name); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 		return nil, err
 	}
 	return s, nil
@@ -235,7 +238,7 @@ func openDB(path string, o store.Options) (db *bbolt.DB, err error) {
 		}
 		var pathErr *fs.PathError
 		var errno syscall.Errno
-		if !errors.Is(err, bbolt.ErrTimeout) && !errors.Is(err, store.ErrCorrupt) && !errors.As(err, &pathErr) && !errors.As(err, &errno) {
+		if !errors.Is(err, berrors.ErrTimeout) && !errors.Is(err, store.ErrCorrupt) && !errors.As(err, &pathErr) && !errors.As(err, &errno) {
 			// bbolt reports most damage with plain errors ("file size
 			// too small", "invalid database"); what is not the system's
 			// complaint about the file or the lock is the contents'.
@@ -268,10 +271,10 @@ func openDB(path string, o store.Options) (db *bbolt.DB, err error) {
 // fileError explains an error opening or reading path.
 func fileError(path string, o store.Options, err error) error {
 	switch {
-	case errors.Is(err, bbolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("store: open %s: another process holds the file (waited %v; see Options.LockTimeout, lock_timeout=): %w", path, o.LockTimeout, store.ErrLocked)
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, bbolt.ErrInvalid), errors.Is(err, bbolt.ErrChecksum),
-		errors.Is(err, bbolt.ErrVersionMismatch), errors.Is(err, bbolt.ErrInvalidMapping):
+	case errors.Is(err, store.ErrCorrupt), errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
 		return corruptError(path, err)
 	}
 	return fmt.Errorf("store: open %s: %w", path, err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/lru"
@@ -95,7 +96,7 @@ func (s *bounded) view(op string, fn func(b *buckets) error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, bbolt.ErrDatabaseNotOpen):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return s.closedErr(op)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
 		return err

@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -109,15 +110,22 @@ func TestKillDuringCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
+			// The test fails below either way; kill and reap the writer so it
+			// outlives nothing. Their errors would only repeat the failure.
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 			t.Fatalf("round %d: writer said %q, %v; want ready", round, line, err)
 		}
 		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Wait()
+		// The writer must have died of the kill, not stopped on its own, or
+		// the round tests no interrupted write.
+		var exitErr *exec.ExitError
+		if err := cmd.Wait(); !errors.As(err, &exitErr) || exitErr.ExitCode() != -1 {
+			t.Fatalf("round %d: writer after SIGKILL: %v, want killed by the signal", round, err)
+		}
 
 		query := ""
 		if round%2 == 1 {

@@ -246,8 +246,12 @@ func TestBoundedCacheNeverStale(t *testing.T) {
 				default:
 				}
 				// Evict, then miss on the hot key.
-				s.GetByKey("ns/other")
-				s.GetByKey("ns/hot")
+				for _, key := range []string{"ns/other", "ns/hot"} {
+					if _, _, err := s.GetByKey(key); err != nil {
+						t.Errorf("GetByKey(%q) during updates: %v", key, err)
+						return
+					}
+				}
 			}
 		}()
 	}

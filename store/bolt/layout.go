@@ -138,7 +138,7 @@ func getMeta(b *buckets) (store.Meta, error) {
 		return m, fmt.Errorf("metadata record missing: %w", store.ErrCorrupt)
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return m, fmt.Errorf("metadata record: %w: %v", store.ErrCorrupt, err)
+		return m, fmt.Errorf("metadata record: %w: %w", store.ErrCorrupt, err)
 	}
 	return m, nil
 }

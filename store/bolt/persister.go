@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -170,9 +171,9 @@ func updateStore(f *file, name string, fn func(b *buckets) error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, bbolt.ErrDatabaseNotOpen):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("%s: %w", f.path, store.ErrClosed)
-	case errors.Is(err, bbolt.ErrKeyTooLarge), errors.Is(err, bbolt.ErrValueTooLarge), errors.Is(err, bbolt.ErrKeyRequired):
+	case errors.Is(err, berrors.ErrKeyTooLarge), errors.Is(err, berrors.ErrValueTooLarge), errors.Is(err, berrors.ErrKeyRequired):
 		return fmt.Errorf("bolt %s: %w: %w", f.path, store.ErrInvalid, err)
 	case errors.Is(err, store.ErrCorrupt):
 		return fmt.Errorf("bolt %s: %w (delete the file to start over; informers relist)", f.path, err)

@@ -70,7 +70,7 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 // withFile runs fn on the database at u, shared with the stores this
 // process has open on it, or opened for the call. Unless create, a missing
 // file is store.ErrNotFound rather than created.
-func withFile(op string, u *url.URL, create bool, fn func(f *file) error) error {
+func withFile(op string, u *url.URL, create bool, fn func(f *file) error) (err error) {
 	path, o, err := rawPath(op, u)
 	if err != nil {
 		return err
@@ -102,7 +102,9 @@ func withFile(op string, u *url.URL, create bool, fn func(f *file) error) error 
 		defer filesMu.Unlock()
 		f.refs--
 		if f.refs == 0 {
-			closeFileLocked(f)
+			if cerr := closeFileLocked(f); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
 		}
 	}()
 	return fn(f)
@@ -315,7 +317,7 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 	// store then records no indexes, so that opening it with indexers
 	// rebuilds them from the objects.
 	first, err := next()
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	haveFirst := err == nil
@@ -354,7 +356,7 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 				return err
 			}
 			rec, err := next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				done = true
 				break
 			}
