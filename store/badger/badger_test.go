@@ -377,7 +377,9 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		t.Errorf("Open after the child exited: %v", err)
 	}
 	if blocked {
-		<-other
+		if err := <-other; err != nil {
+			t.Errorf("Open of another directory, late: %v", err)
+		}
 	}
 }
 

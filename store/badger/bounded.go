@@ -188,7 +188,7 @@ func (b *bounded) changes(ps []indexer.Prepared, set *indexer.IndexSet, replace 
 func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) {
 	item, err := txn.Get(k.vals(key))
 	if err != nil {
-		return nil, fmt.Errorf("index values of %q: %w: %v", key, store.ErrCorrupt, err)
+		return nil, fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
 	}
 	var vals [][]string
 	err = item.Value(func(v []byte) error {
@@ -196,7 +196,7 @@ func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) 
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("index values of %q: %w: %v", key, store.ErrCorrupt, err)
+		return nil, fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
 	}
 	return vals, nil
 }
@@ -338,7 +338,7 @@ func (b *bounded) decode(item *badger.Item, prefixLen int) (interface{}, error) 
 		}
 		obj, err = b.codec.Decode(data)
 		if err != nil {
-			return fmt.Errorf("decode %q with %s codec: %w: %v", key, b.codec.Name(), store.ErrCorrupt, err)
+			return fmt.Errorf("decode %q with %s codec: %w: %w", key, b.codec.Name(), store.ErrCorrupt, err)
 		}
 		return nil
 	})

@@ -256,7 +256,7 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 		}
 		if !isLockError(err) {
 			if existed && !errors.Is(err, fs.ErrPermission) {
-				return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %v", dir, store.ErrCorrupt, err)
+				return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
 			}
 			return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 		}
@@ -483,7 +483,7 @@ func verifyTable(path string) (err error) {
 	}
 	// Not t.DecrRef: dropping a table's last reference deletes its file.
 	// Close the read-only mapping without truncating (-1).
-	return t.MmapFile.Close(-1)
+	return t.Close(-1)
 }
 
 // tryOpen calls badger.Open, turning a panic (badger panics on some damaged
@@ -497,10 +497,14 @@ func tryOpen(dir string, cfg dbConfig) (db *badger.DB, err error) {
 	return badger.Open(badgerOptions(dir, cfg))
 }
 
-// isLockError tells badger's directory-lock failure apart. badger formats
-// the flock error into a string, so the message is all there is.
+// errDirLocked is lockDir's failure: another process holds the directory.
+var errDirLocked = errors.New("another process is using this badger database")
+
+// isLockError tells a directory-lock failure apart: lockDir's, or badger's,
+// which formats the flock error into a string, so the message is all there
+// is.
 func isLockError(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock")
+	return errors.Is(err, errDirLocked) || (err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock"))
 }
 
 func dirHasFiles(dir string) bool {

@@ -85,7 +85,11 @@ func withDB(ctx context.Context, op string, u *url.URL, name string, create bool
 	if err != nil {
 		return err
 	}
-	defer sh.release(name)
+	defer func() {
+		if rerr := sh.release(name); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("store: %s badger://%s: badger panicked reading the database: %w: %v", op, dir, store.ErrCorrupt, r)
@@ -323,7 +327,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	// store then records no indexes, so that opening it with indexers
 	// rebuilds them from the objects.
 	first, err := next()
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	haveFirst := err == nil
@@ -361,7 +365,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 				return err
 			}
 			rec, err := next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			if err != nil {
