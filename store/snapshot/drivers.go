@@ -8,11 +8,10 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Raw drivers registered with this package, by URL scheme. The backends'
-// registered store.Driver values do not implement store.RawDriver (each
-// backend exports its raw driver as Raw()), so the command registers them
-// here; a scheme not registered here goes through store.Stores, store.Export
-// and store.Import, which work for backends whose registered driver is raw.
+// Raw drivers registered with this package, by URL scheme, override the
+// store registry's: a scheme not registered here goes through store.Stores,
+// store.Export and store.Import, which reach every bundled backend (each
+// registers its raw driver with store.Register).
 var (
 	driversMu sync.RWMutex // guards drivers
 	drivers   = map[string]store.RawDriver{}
@@ -40,19 +39,19 @@ func storesOf(ctx context.Context, rawURL string) ([]store.Info, error) {
 	if d, u := lookup(rawURL); d != nil {
 		return d.Stores(ctx, u)
 	}
-	return storesOf(ctx, rawURL)
+	return store.Stores(ctx, rawURL)
 }
 
 func exportOf(ctx context.Context, rawURL, name string, fn func(store.Record) error) (store.Info, error) {
 	if d, u := lookup(rawURL); d != nil {
 		return d.Export(ctx, u, name, fn)
 	}
-	return exportOf(ctx, rawURL, name, fn)
+	return store.Export(ctx, rawURL, name, fn)
 }
 
 func importInto(ctx context.Context, rawURL string, info store.Info, next func() (store.Record, error)) error {
 	if d, u := lookup(rawURL); d != nil {
 		return d.Import(ctx, u, info, next)
 	}
-	return importInto(ctx, rawURL, info, next)
+	return store.Import(ctx, rawURL, info, next)
 }
