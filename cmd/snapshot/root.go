@@ -57,7 +57,7 @@ Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or incompatible data,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newSave(g), newRestore(g), newStatus(g), newVerify(g),
-		newLs(), newGet(), newByIndex(), newCompact(),
+		newLs(), newGet(), newByIndex(), newCompact(), newRekey(),
 	)
 	return root
 }
