@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/store"
 )
@@ -43,6 +42,8 @@ type Persister interface {
 // Base implements store.Store over a Persister, serving every read from a
 // Cache of decoded objects. It is safe for concurrent use.
 type Base struct {
+	Writes
+
 	info      store.Info // static parts; ResourceVersion and Indexes are filled in by Info
 	persister Persister
 	prep      Preparer // KeyFunc and Codec are fixed; Indexes follows the cache
@@ -89,6 +90,7 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		cache:     c,
 		rv:        cfg.Info.ResourceVersion,
 	}
+	b.Writes = NewWrites(cfg.Info.Name, b.write)
 	return b, nil
 }
 
@@ -187,36 +189,6 @@ func sortChanges(cs []Change) {
 	slices.SortStableFunc(cs, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 }
 
-// Commit implements store.Store.
-func (b *Base) Commit(ctx context.Context, batch store.Batch) error {
-	return b.write(ctx, "commit", batch.Ops, batch.ResourceVersion, false)
-}
-
-// Add implements cache.Store.
-func (b *Base) Add(obj interface{}) error {
-	return b.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
-}
-
-// Update implements cache.Store.
-func (b *Base) Update(obj interface{}) error {
-	return b.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
-}
-
-// Delete implements cache.Store.
-func (b *Base) Delete(obj interface{}) error {
-	return b.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
-}
-
-// Replace implements cache.Store: the contents become list and the resume
-// point resourceVersion, in one commit.
-func (b *Base) Replace(list []interface{}, resourceVersion string) error {
-	ops := make([]store.Op, len(list))
-	for i, obj := range list {
-		ops[i] = store.Op{Type: store.OpPut, Object: obj}
-	}
-	return b.write(context.Background(), "replace", ops, resourceVersion, true)
-}
-
 // Resync implements cache.Store; it does nothing but report a closed store,
 // as every method with an error result does.
 func (b *Base) Resync() error {
@@ -224,18 +196,6 @@ func (b *Base) Resync() error {
 		return b.closedErr("resync")
 	}
 	return nil
-}
-
-// Bookmark implements cache.Store: it persists rv as the resume point. The
-// interface has no error result; a failure is logged and leaves the resume
-// point behind, which is safe.
-func (b *Base) Bookmark(rv string) {
-	if rv == "" {
-		return
-	}
-	if err := b.write(context.Background(), "bookmark", nil, rv, false); err != nil {
-		klog.Background().Error(err, "Persisting bookmark failed; the resume point stays behind", "store", b.info.Name, "resourceVersion", rv)
-	}
 }
 
 // ResourceVersion implements store.Store.

@@ -22,6 +22,8 @@ import (
 // badger, and index queries read the persisted index entries. It is safe for
 // concurrent use.
 type bounded struct {
+	indexer.Writes
+
 	info  store.Info // static parts
 	sp    *space
 	codec store.Codec
@@ -49,6 +51,7 @@ type bounded struct {
 
 func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, info store.Info, rebuild bool) (store.Store, error) {
 	b := &bounded{info: info, sp: sp, codec: o.Codec, keyFn: o.KeyFunc, set: set, lru: lru.New(o.CacheSize)}
+	b.Writes = indexer.NewWrites(info.Name, b.write)
 	if rebuild {
 		vals, err := b.computeValues(set)
 		if err != nil {
@@ -201,51 +204,12 @@ func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) 
 	return vals, nil
 }
 
-// Commit implements store.Store.
-func (b *bounded) Commit(ctx context.Context, batch store.Batch) error {
-	return b.write(ctx, "commit", batch.Ops, batch.ResourceVersion, false)
-}
-
-// Add implements cache.Store.
-func (b *bounded) Add(obj interface{}) error {
-	return b.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
-}
-
-// Update implements cache.Store.
-func (b *bounded) Update(obj interface{}) error {
-	return b.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
-}
-
-// Delete implements cache.Store.
-func (b *bounded) Delete(obj interface{}) error {
-	return b.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
-}
-
-// Replace implements cache.Store.
-func (b *bounded) Replace(list []interface{}, resourceVersion string) error {
-	ops := make([]store.Op, len(list))
-	for i, obj := range list {
-		ops[i] = store.Op{Type: store.OpPut, Object: obj}
-	}
-	return b.write(context.Background(), "replace", ops, resourceVersion, true)
-}
-
 // Resync implements cache.Store; it does nothing but fail on a closed store.
 func (b *bounded) Resync() error {
 	if _, closed := b.state(); closed {
 		return b.closedErr("resync")
 	}
 	return nil
-}
-
-// Bookmark implements cache.Store, like indexer.Base.Bookmark.
-func (b *bounded) Bookmark(rv string) {
-	if rv == "" {
-		return
-	}
-	if err := b.write(context.Background(), "bookmark", nil, rv, false); err != nil {
-		klog.Background().Error(err, "Persisting bookmark failed; the resume point stays behind", "store", b.info.Name, "resourceVersion", rv)
-	}
 }
 
 // ResourceVersion implements store.Store.

@@ -24,6 +24,8 @@ import (
 // index lookups from the persisted index entries. It is safe for concurrent
 // use.
 type bounded struct {
+	indexer.Writes
+
 	file  *file
 	info  store.Info // static parts
 	codec store.Codec
@@ -54,7 +56,7 @@ func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 	if err != nil {
 		return nil, err
 	}
-	return &bounded{
+	s := &bounded{
 		file:    f,
 		info:    storeInfo(o, "", reset),
 		codec:   o.Codec,
@@ -63,7 +65,9 @@ func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 		rv:      rv,
 		set:     set,
 		metaRec: store.MetaFor(o, FormatVersion),
-	}, nil
+	}
+	s.Writes = indexer.NewWrites(s.info.Name, s.write)
+	return s, nil
 }
 
 func (s *bounded) state() (closed bool, set *indexer.IndexSet) {
@@ -196,52 +200,12 @@ func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 	return nil
 }
 
-// Commit implements store.Store.
-func (s *bounded) Commit(ctx context.Context, batch store.Batch) error {
-	return s.write(ctx, "commit", batch.Ops, batch.ResourceVersion, false)
-}
-
-// Add implements cache.Store.
-func (s *bounded) Add(obj interface{}) error {
-	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
-}
-
-// Update implements cache.Store.
-func (s *bounded) Update(obj interface{}) error {
-	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
-}
-
-// Delete implements cache.Store.
-func (s *bounded) Delete(obj interface{}) error {
-	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
-}
-
-// Replace implements cache.Store.
-func (s *bounded) Replace(list []interface{}, resourceVersion string) error {
-	ops := make([]store.Op, len(list))
-	for i, obj := range list {
-		ops[i] = store.Op{Type: store.OpPut, Object: obj}
-	}
-	return s.write(context.Background(), "replace", ops, resourceVersion, true)
-}
-
 // Resync implements cache.Store; it does nothing but report a closed store.
 func (s *bounded) Resync() error {
 	if closed, _ := s.state(); closed {
 		return s.closedErr("resync")
 	}
 	return nil
-}
-
-// Bookmark implements cache.Store: it persists rv as the resume point; a
-// failure is logged and leaves the resume point behind, which is safe.
-func (s *bounded) Bookmark(rv string) {
-	if rv == "" {
-		return
-	}
-	if err := s.write(context.Background(), "bookmark", nil, rv, false); err != nil {
-		klog.Background().Error(err, "Persisting bookmark failed; the resume point stays behind", "store", s.info.Name, "resourceVersion", rv)
-	}
 }
 
 // ResourceVersion implements store.Store.

@@ -1,0 +1,69 @@
+package indexer
+
+import (
+	"context"
+
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// WriteFunc applies ops and, when rv is not empty, the resume point in one
+// commit; with replace, ops are the complete new contents. op names the
+// operation for errors ("add", "commit", ...).
+type WriteFunc func(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error
+
+// Writes implements the write methods of store.Store (Commit, and Add,
+// Update, Delete, Replace and Bookmark of cache.Store) over one WriteFunc,
+// so that every store maps them onto its commit the same way. Embed it.
+type Writes struct {
+	write WriteFunc
+	name  string // the store's name, for logs
+}
+
+// NewWrites returns the write methods of the store named name over write.
+func NewWrites(name string, write WriteFunc) Writes {
+	return Writes{write: write, name: name}
+}
+
+// Commit implements store.Store.
+func (w Writes) Commit(ctx context.Context, batch store.Batch) error {
+	return w.write(ctx, "commit", batch.Ops, batch.ResourceVersion, false)
+}
+
+// Add implements cache.Store.
+func (w Writes) Add(obj interface{}) error {
+	return w.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Update implements cache.Store.
+func (w Writes) Update(obj interface{}) error {
+	return w.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+}
+
+// Delete implements cache.Store.
+func (w Writes) Delete(obj interface{}) error {
+	return w.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
+}
+
+// Replace implements cache.Store: the contents become list and the resume
+// point resourceVersion, in one commit.
+func (w Writes) Replace(list []interface{}, resourceVersion string) error {
+	ops := make([]store.Op, len(list))
+	for i, obj := range list {
+		ops[i] = store.Op{Type: store.OpPut, Object: obj}
+	}
+	return w.write(context.Background(), "replace", ops, resourceVersion, true)
+}
+
+// Bookmark implements cache.Store: it persists rv as the resume point. The
+// interface has no error result; a failure is logged and leaves the resume
+// point behind, which is safe.
+func (w Writes) Bookmark(rv string) {
+	if rv == "" {
+		return
+	}
+	if err := w.write(context.Background(), "bookmark", nil, rv, false); err != nil {
+		klog.Background().Error(err, "Persisting bookmark failed; the resume point stays behind", "store", w.name, "resourceVersion", rv)
+	}
+}
