@@ -125,6 +125,11 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 			return err
 		}
 	}
+	// Counted before it is queued: the informer may apply the relist, and
+	// report synced, before Replace returns here.
+	r.mu.Lock()
+	r.stats.Relists.add(reason)
+	r.mu.Unlock()
 	if err := r.q.Replace(items, rv); err != nil {
 		if w != nil {
 			w.Stop()
@@ -138,7 +143,6 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	st.catchUpMisses = 0
 	r.mu.Lock()
 	r.lastRV = rv
-	r.stats.Relists.add(reason)
 	if !r.targetSet {
 		r.target, r.targetSet = rv, true
 	}

@@ -60,7 +60,8 @@ type Stats struct {
 	// Resumes counts starts that chose to watch from ResumeFrom without a
 	// list (the watch may still end in a relist).
 	Resumes int64
-	// Relists counts completed full lists by reason.
+	// Relists counts completed full lists by reason, counted as they are
+	// handed to the queue (so before the informer applies them).
 	Relists RelistStats
 	// Events counts ADDED, MODIFIED and DELETED events handed to the queue.
 	Events int64
