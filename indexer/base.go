@@ -123,7 +123,7 @@ func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, 
 		return err
 	}
 	changes := b.changes(ps, replace)
-	sortChanges(changes)
+	changes = sortChanges(changes)
 	if err := b.persister.Persist(ctx, changes, rv, replace); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -182,11 +182,28 @@ const sortThreshold = 64
 // order a list arrives in (a relist's map order), bbolt shifts every key
 // after each insert point within a page that only splits at commit, which
 // made a 100,000-object relist quadratic.
-func sortChanges(cs []Change) {
+func sortChanges(cs []Change) []Change {
 	if len(cs) < sortThreshold {
-		return
+		return cs
 	}
-	slices.SortStableFunc(cs, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
+	// Sort positions, not the changes: a Change is over a hundred bytes,
+	// and a stable sort moves elements O(n log n) times. Ties keep batch
+	// order through the position.
+	order := make([]int32, len(cs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := strings.Compare(cs[a].Key, cs[b].Key); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	sorted := make([]Change, len(cs))
+	for i, j := range order {
+		sorted[i] = cs[j]
+	}
+	return sorted
 }
 
 // Resync implements cache.Store; it does nothing but report a closed store,

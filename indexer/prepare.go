@@ -3,6 +3,8 @@ package indexer
 import (
 	"fmt"
 	"reflect"
+	"runtime"
+	"sync"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -36,14 +38,72 @@ type Preparer struct {
 // encodings. It changes nothing: a write whose Prepare fails must not be
 // applied at all, which is how a failed batch leaves no trace. op names the
 // operation for error messages ("add", "commit", ...).
+//
+// Large batches are encoded on every CPU: encoding dominates a commit's CPU
+// time (about 5 us per Pod in protobuf), and the informer commits up to
+// thousands of objects at once. Codecs are safe for concurrent use; key and
+// index functions still run on the calling goroutine, in order, as
+// client-go calls them. The error reported is that of the first failing
+// operation, whatever the worker that found it.
 func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 	out := make([]Prepared, len(ops))
+	codec := p.Codec
+	parallel := codec != nil && len(ops) >= parallelEncodeMin && runtime.GOMAXPROCS(0) > 1
+	if parallel {
+		// Encode below, once every operation is known to be valid.
+		p2 := *p
+		p2.Codec = nil
+		p = &p2
+	}
 	for i := range ops {
 		if err := p.prepareOne(op, &ops[i], &out[i]); err != nil {
 			return nil, err
 		}
 	}
+	if parallel {
+		if err := encodeAll(op, codec, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// parallelEncodeMin is the batch size from which Prepare encodes in
+// parallel: below it, starting workers costs more than it saves.
+const parallelEncodeMin = 128
+
+// encodeAll encodes the puts of ps with codec, in parallel chunks.
+func encodeAll(op string, codec store.Codec, ps []Prepared) error {
+	workers := min(runtime.GOMAXPROCS(0), (len(ps)+parallelEncodeMin/2-1)/(parallelEncodeMin/2))
+	chunk := (len(ps) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(ps))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				r := &ps[i]
+				if r.Type != store.OpPut {
+					continue
+				}
+				data, err := codec.Encode(r.Object)
+				if err != nil {
+					// Chunks are in order, and each stops at its first
+					// failure: the first chunk's error is the batch's first.
+					errs[w] = fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, codec.Name(), store.ErrInvalid, err)
+					return
+				}
+				r.Data = data
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PrepareOne is Prepare for a single operation, without the slice.

@@ -2,6 +2,8 @@ package indexer_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,5 +199,56 @@ func TestIndexSetWith(t *testing.T) {
 	}
 	if _, err := s.With(cache.Indexers{"e": nil}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("With a nil function: %v; want ErrInvalid", err)
+	}
+}
+
+// TestPrepareLargeBatch covers the parallel encoding of large batches: every
+// put gets its codec's encoding, deletes get none, and the error reported
+// is the first failing operation's, whichever worker found it.
+func TestPrepareLargeBatch(t *testing.T) {
+	codec := mustCodec(t, &corev1.Pod{})
+	p := newPreparer(t, codec)
+	const n = 1000
+	ops := make([]store.Op, n)
+	for i := range ops {
+		if i%10 == 3 {
+			ops[i] = store.Op{Type: store.OpDelete, Key: fmt.Sprintf("ns/gone-%d", i)}
+			continue
+		}
+		ops[i] = store.Op{Type: store.OpPut, Object: pod("ns", fmt.Sprintf("p-%04d", i), "app=web")}
+	}
+	ps, err := p.Prepare("commit", ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range ps {
+		if ops[i].Type == store.OpDelete {
+			if r.Data != nil {
+				t.Fatalf("op %d: a delete got data", i)
+			}
+			continue
+		}
+		want, err := codec.Encode(ops[i].Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cmp.Equal(want, r.Data) || r.Key != fmt.Sprintf("ns/p-%04d", i) {
+			t.Fatalf("op %d: key %q, data not the codec's encoding of its object", i, r.Key)
+		}
+	}
+	// Objects the codec cannot encode (a ConfigMap for a Pod codec) at
+	// positions that land in different workers' chunks.
+	for _, bad := range [][]int{{n - 1}, {n / 2, n - 1}, {7, n / 2, n - 2}} {
+		ops := slices.Clone(ops)
+		for _, i := range bad {
+			ops[i] = store.Op{Type: store.OpPut, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("bad-%d", i)}}}
+		}
+		ps, err := p.Prepare("commit", ops)
+		if !errors.Is(err, store.ErrInvalid) || ps != nil {
+			t.Fatalf("bad at %v: Prepare = %d ops, %v; want no ops and ErrInvalid", bad, len(ps), err)
+		}
+		if want := fmt.Sprintf("ns/bad-%d:", bad[0]); !strings.Contains(err.Error(), want) {
+			t.Errorf("bad at %v: error %q does not name the first bad object (%s)", bad, err, want)
+		}
 	}
 }
