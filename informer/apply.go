@@ -134,15 +134,50 @@ func recreated(old, cur interface{}) bool {
 
 // popLoop pops batches, commits them and notifies the handlers until ctx is
 // done or the queue is closed and drained.
+//
+// Popping and committing overlap: a committer goroutine commits one group
+// (and notifies its handlers) while this goroutine pops and prepares the
+// next, which keeps growing until the commit is over (up to MaxBatchSize).
+// A store that is slow to commit (an fsync) thus gets fewer, larger commits
+// instead of a growing queue: group commit that adapts to the store. Groups
+// are committed, and notified, in the order they were popped; the view
+// (store plus popped, uncommitted objects) lets the next group be prepared
+// before the previous one is in the store.
 func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	logger := klog.FromContext(ctx)
-	for {
-		pc, carry, err := inf.gather(ctx, logger, q)
-		if pc != nil && !inf.commit(ctx, logger, pc) {
-			return
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan commitJob)
+	committerDone := make(chan struct{})
+	go func() {
+		defer close(committerDone)
+		// A commit that gives up (ctx ended, store closed) stops the
+		// popping too: nothing popped after it may be committed.
+		defer cancel()
+		for j := range jobs {
+			ok := inf.commit(ctx, logger, j.pc) && (j.carry == nil || inf.commit(ctx, logger, j.carry))
+			close(j.done)
+			if !ok {
+				return
+			}
 		}
-		if carry != nil && !inf.commit(ctx, logger, carry) {
-			return
+	}()
+	// Runs before cancel: the committer finishes the last group first.
+	defer func() {
+		close(jobs)
+		<-committerDone
+	}()
+	var inflight chan struct{} // closed once the last group handed over is committed
+	for {
+		pc, carry, err := inf.gather(ctx, logger, q, inflight)
+		if pc != nil {
+			j := commitJob{pc: pc, carry: carry, done: make(chan struct{})}
+			select {
+			case jobs <- j:
+				inflight = j.done
+			case <-ctx.Done():
+				return
+			}
 		}
 		switch {
 		case err == nil:
@@ -154,12 +189,19 @@ func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	}
 }
 
+// commitJob is a group handed to the committer: pc, then carry if any.
+type commitJob struct {
+	pc, carry *pendingCommit
+	done      chan struct{} // closed when both are committed, or given up
+}
+
 // gather pops one batch and, unless it is a relist or group commit is off,
-// more batches for up to MaxBatchDelay, as long as their deltas fit in
-// MaxBatchSize. A batch that must not join the commit (a relist, or one that
-// would not fit) comes back as carry, to be committed on its own right after
-// pc.
-func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo.Queue) (pc, carry *pendingCommit, err error) {
+// more batches for up to MaxBatchDelay, and beyond that for as long as the
+// previous group is still being committed (inflight is not closed), as long
+// as their deltas fit in MaxBatchSize. A batch that must not join the
+// commit (a relist, or one that would not fit) comes back as carry, to be
+// committed on its own right after pc.
+func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo.Queue, inflight <-chan struct{}) (pc, carry *pendingCommit, err error) {
 	first := &pendingCommit{}
 	popped := false
 	err = q.Pop(ctx, func(_ context.Context, b deltafifo.Batch) error {
@@ -187,15 +229,48 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 			inf.prepare(logger, b, pc)
 			return nil
 		})
-		if perr != nil {
-			if dctx.Err() != nil && ctx.Err() == nil {
-				// The delay is over: commit what we have.
-				return pc, carry, nil
-			}
+		if perr == nil {
+			continue
+		}
+		if dctx.Err() == nil || ctx.Err() != nil {
 			return pc, carry, perr
 		}
+		// The delay is over. While the previous group is still being
+		// committed, this one could not be committed anyway: keep
+		// gathering until that commit is over.
+		if inflight == nil || isClosed(inflight) {
+			return pc, carry, nil
+		}
+		cancel()
+		dctx, cancel = untilClosed(ctx, inflight)
+		defer cancel()
+		inflight = nil // the next expiry of dctx ends the gathering
 	}
 	return pc, carry, nil
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// untilClosed returns a context that is done when ctx is done or ch is
+// closed.
+func untilClosed(ctx context.Context, ch <-chan struct{}) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	return cctx, cancel
 }
 
 // Commit retry backoff bounds.

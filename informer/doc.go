@@ -16,7 +16,10 @@
 // (or a group of batches, see Options.MaxBatchDelay) in ONE store commit,
 // together with the resourceVersion up to which everything is then applied.
 // Only after the commit are the handlers notified. A relist is always its
-// own commit, so the store never holds half of one. A failed commit is
+// own commit, so the store never holds half of one. Commits run on their own
+// goroutine, in pop order: while one commit waits for its fsync, the next
+// group is popped and prepared, and grows until that commit is over, so the
+// size of commits adapts to how fast the store commits. A failed commit is
 // logged and retried with backoff; nothing is notified for it and the resume
 // point does not move.
 //

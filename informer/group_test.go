@@ -1,15 +1,19 @@
 package informer
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // waitPending waits until n keys are popped but not committed.
@@ -164,5 +168,87 @@ func TestRejectedObjectIsSkipped(t *testing.T) {
 	}
 	if got := h.wait(t, 5)[2]; got.Key != "ns/good3" {
 		t.Errorf("event after the rejected object = %v, want an add of ns/good3", got)
+	}
+}
+
+// gatedStore holds every commit until the test lets it through, once
+// closed is set.
+type gatedStore struct {
+	store.Store
+	closed  atomic.Bool
+	entered chan int // receives the number of ops of each held commit
+	release chan struct{}
+}
+
+func (g *gatedStore) Commit(ctx context.Context, b store.Batch) error {
+	if g.closed.Load() {
+		g.entered <- len(b.Ops)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Store.Commit(ctx, b)
+}
+
+// TestGroupGrowsDuringCommit checks that the informer pops and prepares the
+// next group while a commit runs, that this group keeps growing past
+// MaxBatchDelay until the commit is over, and that groups are committed and
+// notified in order, each only after its commit.
+func TestGroupGrowsDuringCommit(t *testing.T) {
+	lw := newFakeLW()
+	lw.noBookmarks = true
+	g := &gatedStore{Store: openStore(t, "memory://"), entered: make(chan int, 10), release: make(chan struct{})}
+	opts := testOptions()
+	opts.MaxBatchDelay = time.Millisecond
+	opts.MaxBatchSize = 100
+	inf := newInformer(t, lw, g, opts)
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	commits := inf.Stats().Commits
+
+	g.closed.Store(true)
+	lw.create("ns", "first", "1")
+	if n := <-g.entered; n != 1 {
+		t.Fatalf("first held commit has %d ops, want 1", n)
+	}
+	// While that commit is held, the next events are popped and prepared
+	// (the view has them), over far more than MaxBatchDelay.
+	lw.create("ns", "a", "1")
+	waitPending(t, inf, 2)
+	time.Sleep(50 * opts.MaxBatchDelay)
+	lw.create("ns", "b", "1")
+	lw.create("ns", "c", "1")
+	waitPending(t, inf, 4)
+	if got := h.all(); len(got) != 0 {
+		t.Fatalf("handler notified while the first commit is held: %v", got)
+	}
+	g.release <- struct{}{}
+	// The second group holds all three: it grew until the first commit
+	// was over.
+	if n := <-g.entered; n != 3 {
+		t.Errorf("second commit has %d ops, want 3 (the events popped while the first commit ran)", n)
+	}
+	if got := h.wait(t, 1); len(got) != 1 || got[0].Key != "ns/first" {
+		t.Errorf("after the first commit, handler saw %v; want ns/first only", got)
+	}
+	g.closed.Store(false)
+	g.release <- struct{}{}
+	got := h.wait(t, 4)
+	var keys []string
+	for _, e := range got {
+		keys = append(keys, e.Key)
+	}
+	if diff := cmp.Diff([]string{"ns/first", "ns/a", "ns/b", "ns/c"}, keys); diff != "" {
+		t.Errorf("notification order (-want +got):\n%s", diff)
+	}
+	if got := inf.Stats().Commits - commits; got != 2 {
+		t.Errorf("4 events took %d commits, want 2", got)
+	}
+	if got, want := g.ResourceVersion(), lw.currentRV(); got != want {
+		t.Errorf("resume point = %q, want %q", got, want)
 	}
 }

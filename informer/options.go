@@ -14,7 +14,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultMaxBatchSize is the default of Options.MaxBatchSize.
-	DefaultMaxBatchSize = 1000
+	DefaultMaxBatchSize = 5000
 	// DefaultMaxBatchDelay is the default of Options.MaxBatchDelay.
 	DefaultMaxBatchDelay = 10 * time.Millisecond
 )
@@ -40,16 +40,27 @@ type Options struct {
 	ResyncPeriod time.Duration
 
 	// MaxBatchSize bounds how many deltas are applied in one store commit.
-	// Default DefaultMaxBatchSize (1000). A relist is always committed whole,
+	// Default DefaultMaxBatchSize (5000). A relist is always committed whole,
 	// whatever its size (DESIGN invariant 2).
+	//
+	// Commits are only that large when events arrive faster than the store
+	// commits them: then a larger group costs the same fsyncs as a small
+	// one, and a key changed several times in a group is written once, so
+	// the bound sets the throughput of a durable store under load. A commit
+	// holds its group's objects (already in memory) and, for bolt, its dirty
+	// pages until it is done.
 	MaxBatchSize int
 
 	// MaxBatchDelay bounds how long a popped batch waits for further batches
-	// to share its commit (group commit): the first batch of a commit is
-	// notified at most MaxBatchDelay (plus the commit time) after it was
-	// popped. Default DefaultMaxBatchDelay (10ms); NoBatchDelay (or any
-	// negative value) commits every pop on its own, which is the right
-	// choice for the memory backend, where commits cost nothing.
+	// to share its commit (group commit) while no commit is running: the
+	// first batch of a commit is notified at most MaxBatchDelay after it was
+	// popped, plus the time of its own commit and of the commit that was
+	// running when it was popped. While a commit runs, the next group keeps
+	// growing (up to MaxBatchSize) until it is over, as it could not be
+	// committed earlier anyway. Default DefaultMaxBatchDelay (10ms);
+	// NoBatchDelay (or any negative value) commits every pop on its own,
+	// which is the right choice for the memory backend, where commits cost
+	// nothing.
 	MaxBatchDelay time.Duration
 
 	// ServeStale, when true and the store holds a resume point, makes the
