@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,27 +26,30 @@ import (
 	_ "github.com/informerdb/informerdb/store/memory"
 )
 
-// pipelineKeys is the number of distinct ConfigMaps the events update.
-const pipelineKeys = 1000
+// hotKeys is the number of distinct ConfigMaps the events update in the
+// hot-keys variant: each ConfigMap is updated many times, as status-heavy
+// objects are, and a group commit writes each once. The other variant
+// updates as many ConfigMaps as there are events, each once.
+const hotKeys = 1000
 
 var pipelinePayload = strings.Repeat("x", 1000)
 
-func pipelineCM(i, rv int) *corev1.ConfigMap {
+func pipelineCM(i, keys, rv int) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "cm-" + strconv.Itoa(i%pipelineKeys), ResourceVersion: strconv.Itoa(rv)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "cm-" + strconv.Itoa(i%keys), ResourceVersion: strconv.Itoa(rv)},
 		Data:       map[string]string{"payload": pipelinePayload},
 	}
 }
 
-// pipelineLW lists pipelineKeys ConfigMaps at resourceVersion pipelineKeys,
-// and its one watch relays the events sent on events.
-func pipelineLW(events chan watch.Event, watching chan struct{}) *cache.ListWatch {
+// pipelineLW lists keys ConfigMaps at resourceVersion keys, and its one
+// watch relays the events sent on events.
+func pipelineLW(keys int, events chan watch.Event, watching chan struct{}) *cache.ListWatch {
 	var once atomic.Bool
 	return &cache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(pipelineKeys)}}
-			for i := range pipelineKeys {
-				list.Items = append(list.Items, *pipelineCM(i, i+1))
+			list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(keys)}}
+			for i := range keys {
+				list.Items = append(list.Items, *pipelineCM(i, keys, i+1))
 			}
 			return list, nil
 		},
@@ -63,14 +67,15 @@ func pipelineLW(events chan watch.Event, watching chan struct{}) *cache.ListWatc
 	}
 }
 
-// pipelineRate sends n MODIFIED events to the informer newInf makes, after
-// it synced, and returns events per second until the handler saw the last.
+// pipelineRate sends n MODIFIED events, updating keys ConfigMaps round
+// robin, to the informer newInf makes, after it synced, and returns events
+// per second until the handler saw the last.
 // With timed, b's timer runs for exactly that span; otherwise it stays
 // stopped, so a paired run does not count in ns/op.
-func pipelineRate(b *testing.B, n int, timed bool, newInf func(lw *cache.ListWatch) (cache.SharedIndexInformer, error)) float64 {
+func pipelineRate(b *testing.B, n, keys int, timed bool, newInf func(lw *cache.ListWatch) (cache.SharedIndexInformer, error)) float64 {
 	b.Helper()
 	events, watching := make(chan watch.Event, 1024), make(chan struct{})
-	inf, err := newInf(pipelineLW(events, watching))
+	inf, err := newInf(pipelineLW(keys, events, watching))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +109,7 @@ func pipelineRate(b *testing.B, n int, timed bool, newInf func(lw *cache.ListWat
 	go func() {
 		for i := range n {
 			select {
-			case events <- watch.Event{Type: watch.Modified, Object: pipelineCM(i, pipelineKeys+1+i)}:
+			case events <- watch.Event{Type: watch.Modified, Object: pipelineCM(i, keys, keys+1+i)}:
 			case <-ctx.Done():
 				return
 			}
@@ -122,11 +127,15 @@ func newClientGoInformer(lw *cache.ListWatch) (cache.SharedIndexInformer, error)
 
 // BenchmarkPipeline measures steady-state events per second from watch
 // event to handler through the whole pipeline, for every backend with its
-// default options (durable commits for bolt; badger's default, no fsync),
-// against client-go's SharedIndexInformer. Each backend's sub-benchmark
-// runs client-go on the same number of events right after its own timed
-// run and reports the paired ratio as x-client-go (above 1: informerdb is
-// faster), so that the drift of a shared machine cancels out.
+// default options (durable commits for bolt and badger), against client-go's
+// SharedIndexInformer. Each backend's sub-benchmark runs client-go on the
+// same events right after its own timed run and reports the paired ratio as
+// x-client-go (above 1: informerdb is faster), so that the drift of a shared
+// machine cancels out.
+//
+// keys=1000 updates 1,000 ConfigMaps round robin (a group commit writes each
+// key once however often it changed); keys=all updates b.N ConfigMaps once
+// each, so every event is a write of its own.
 //
 //	go test -run '^$' -bench BenchmarkPipeline -benchtime 20000x -count 3 ./test/bench/
 func BenchmarkPipeline(b *testing.B) {
@@ -134,36 +143,60 @@ func BenchmarkPipeline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// client-go first: benchstat -col /impl compares against the first.
-	b.Run("impl=client-go", func(b *testing.B) {
-		b.StopTimer()
-		b.ReportAllocs()
-		b.ReportMetric(pipelineRate(b, b.N, true, newClientGoInformer), "events/s")
-	})
-	for _, be := range []struct{ name, url string }{
-		{"memory", "memory://"},
-		{"memdb", "memdb://"},
-		{"bolt", "bolt://%s/cache.db"},
-		{"badger", "badger://%s/badger"},
-	} {
-		b.Run("impl=informerdb-"+be.name, func(b *testing.B) {
+	for _, keys := range []string{"1000", "all"} {
+		nkeys := func(b *testing.B) int {
+			if keys == "all" {
+				return b.N
+			}
+			return hotKeys
+		}
+		// client-go first: benchstat -col /impl compares against the first.
+		b.Run("impl=client-go/keys="+keys, func(b *testing.B) {
 			b.StopTimer()
 			b.ReportAllocs()
-			url := strings.Replace(be.url, "%s", filepath.ToSlash(b.TempDir()), 1)
-			rate := pipelineRate(b, b.N, true, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
-				s, err := store.Open(b.Context(), url, &store.Options{
-					Name: "v1/configmaps", Codec: codec,
-					Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-				})
-				if err != nil {
-					return nil, err
-				}
-				b.Cleanup(func() { _ = s.Close() })
-				return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{})
-			})
-			clientGo := pipelineRate(b, b.N, false, newClientGoInformer)
-			b.ReportMetric(rate, "events/s")
-			b.ReportMetric(rate/clientGo, "x-client-go")
+			b.ReportMetric(pipelineRate(b, b.N, nkeys(b), true, newClientGoInformer), "events/s")
 		})
+		for _, be := range []struct{ name, url string }{
+			{"memory", "memory://"},
+			{"memdb", "memdb://"},
+			{"bolt", "bolt://%s/cache.db"},
+			{"badger", "badger://%s/badger"},
+		} {
+			b.Run("impl=informerdb-"+be.name+"/keys="+keys, func(b *testing.B) {
+				b.StopTimer()
+				b.ReportAllocs()
+				url := strings.Replace(be.url, "%s", filepath.ToSlash(b.TempDir()), 1)
+				rate := pipelineRate(b, b.N, nkeys(b), true, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
+					s, err := store.Open(b.Context(), url, &store.Options{
+						Name: "v1/configmaps", Codec: codec,
+						Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+					})
+					if err != nil {
+						return nil, err
+					}
+					b.Cleanup(func() { _ = s.Close() })
+					return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{MaxBatchSize: maxBatchSize(b)})
+				})
+				clientGo := pipelineRate(b, b.N, nkeys(b), false, newClientGoInformer)
+				b.ReportMetric(rate, "events/s")
+				b.ReportMetric(rate/clientGo, "x-client-go")
+			})
+		}
 	}
+}
+
+// maxBatchSizeEnv overrides informer.Options.MaxBatchSize in
+// BenchmarkPipeline, to measure other group sizes than the default.
+const maxBatchSizeEnv = "INFORMERDB_BENCH_MAX_BATCH"
+
+func maxBatchSize(b *testing.B) int {
+	v := os.Getenv(maxBatchSizeEnv)
+	if v == "" {
+		return 0 // the default
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", maxBatchSizeEnv, v)
+	}
+	return n
 }
