@@ -217,11 +217,12 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		return first, nil, err
 	}
 	pc = first
+	limit := inf.groupLimit()
 	dctx, cancel := context.WithTimeout(ctx, inf.opts.MaxBatchDelay)
 	defer cancel()
-	for carry == nil && pc.deltas < inf.opts.MaxBatchSize {
+	for carry == nil && pc.deltas < limit {
 		perr := q.Pop(dctx, func(_ context.Context, b deltafifo.Batch) error {
-			if b.Replace || pc.deltas+len(b.Deltas) > inf.opts.MaxBatchSize {
+			if b.Replace || pc.deltas+len(b.Deltas) > limit {
 				carry = &pendingCommit{pop: inf.pops.Add(1)}
 				inf.prepare(logger, b, carry)
 				return nil
@@ -247,6 +248,19 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		inflight = nil // the next expiry of dctx ends the gathering
 	}
 	return pc, carry, nil
+}
+
+// groupLimit returns how many deltas a group may hold: MaxBatchSize, or
+// less when the store says a commit that large would cost far more than in
+// proportion (store.BatchLimiter; badger's transaction limit).
+func (inf *Informer) groupLimit() int {
+	n := inf.opts.MaxBatchSize
+	if l, ok := inf.store.(store.BatchLimiter); ok {
+		if m := l.MaxBatchOps(); m > 0 && m < n {
+			n = m
+		}
+	}
+	return n
 }
 
 // isClosed reports whether ch is closed.

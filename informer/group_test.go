@@ -252,3 +252,51 @@ func TestGroupGrowsDuringCommit(t *testing.T) {
 		t.Errorf("resume point = %q, want %q", got, want)
 	}
 }
+
+// limitedStore is a store that asks for commits of at most limit
+// operations (store.BatchLimiter) and reports the size of each commit.
+type limitedStore struct {
+	store.Store
+	limit int
+	sizes chan int
+}
+
+func (l *limitedStore) MaxBatchOps() int { return l.limit }
+
+func (l *limitedStore) Commit(ctx context.Context, b store.Batch) error {
+	l.sizes <- len(b.Ops)
+	return l.Store.Commit(ctx, b)
+}
+
+// TestGroupRespectsStoreLimit checks that groups stay within the limit a
+// store.BatchLimiter gives, below MaxBatchSize, in pops and in groups.
+func TestGroupRespectsStoreLimit(t *testing.T) {
+	lw := newFakeLW()
+	lw.noBookmarks = true
+	ls := &limitedStore{Store: openStore(t, "memory://"), limit: 3, sizes: make(chan int, 100)}
+	opts := testOptions()
+	opts.MaxBatchDelay = 20 * time.Millisecond
+	opts.MaxBatchSize = 100
+	inf := newInformer(t, lw, ls, opts)
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	<-ls.sizes // the initial relist
+	const n = 20
+	for i := range n {
+		lw.create("ns", "o"+strconv.Itoa(i), "1")
+	}
+	h.wait(t, n)
+	total := 0
+	for total < n {
+		size := <-ls.sizes
+		if size > 3 {
+			t.Errorf("commit of %d ops, want at most 3 (the store's limit)", size)
+		}
+		total += size
+	}
+	if total != n {
+		t.Errorf("commits hold %d ops, want %d", total, n)
+	}
+}

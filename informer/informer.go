@@ -212,7 +212,8 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 		KnownObjects:          inf.view,
 		EmitDeltaTypeReplaced: true,
 		Transformer:           inf.transform,
-		MaxBatch:              inf.opts.MaxBatchSize,
+		// A single pop cannot be split across commits.
+		MaxBatch: inf.groupLimit(),
 	})
 	ropts := inf.opts.Reflector
 	ropts.ResumeFrom = inf.store.ResourceVersion()

@@ -48,7 +48,9 @@ type Options struct {
 	// one, and a key changed several times in a group is written once, so
 	// the bound sets the throughput of a durable store under load. A commit
 	// holds its group's objects (already in memory) and, for bolt, its dirty
-	// pages until it is done.
+	// pages until it is done. A store that implements store.BatchLimiter
+	// lowers the bound to what it commits at its usual cost (badger: what
+	// fits one badger transaction, about 1,300 operations with one index).
 	MaxBatchSize int
 
 	// MaxBatchDelay bounds how long a popped batch waits for further batches

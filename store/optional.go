@@ -16,3 +16,14 @@ type DiskSizer interface {
 	// error naming the cause.
 	DiskSize() (int64, error)
 }
+
+// BatchLimiter is implemented by stores whose Commit has a size beyond which
+// it costs far more than in proportion: badger commits a batch too large for
+// one badger transaction by rewriting the whole store. Writers that group
+// operations into commits (the informer's group commit) keep groups within
+// MaxBatchOps when they can.
+type BatchLimiter interface {
+	// MaxBatchOps returns how many operations one Commit holds at its usual
+	// cost, with the store's current indexes; 0 means no such limit.
+	MaxBatchOps() int
+}

@@ -209,7 +209,7 @@ func badgerOptions(dir string, cfg dbConfig) badger.Options {
 		WithIndexCacheSize(8 << 20).
 		// Objects above 1 KiB go to the value log, so the LSM tree (and
 		// compaction) only moves keys and small values.
-		WithValueThreshold(1 << 10).
+		WithValueThreshold(valueThreshold).
 		// The default 1 GiB value-log file is mmap'd at twice its size and
 		// is what made a fresh directory report 2.3 GiB.
 		WithValueLogFileSize(cfg.valueLogFileSize).

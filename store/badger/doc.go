@@ -42,6 +42,12 @@
 // switches to an empty generation the same way, and an index-set change
 // rebuilds the entries into a new generation from the stored objects.
 //
+// A Commit that does not fit one badger transaction therefore costs as much
+// as the whole store. Stores implement store.BatchLimiter: MaxBatchOps is a
+// conservative count of operations that always fits (about 1,300 with one
+// index and badger's 16 MiB memtables here), and the informer keeps its
+// group commits within it.
+//
 // # Modes
 //
 // By default every object is decoded into memory when the store opens, and
