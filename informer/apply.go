@@ -15,13 +15,32 @@ import (
 
 // pendingCommit gathers popped batches until they are committed together.
 type pendingCommit struct {
+	// ops holds one operation per key, the newest: the store needs only
+	// each key's final state, and a key changed many times in a group is
+	// written once.
 	ops     []store.Op
+	opOf    map[string]int // index in ops by key
 	notes   []queuedNote
 	rv      string // resume point reached once everything above is applied
 	deltas  int
 	replace bool   // one relist, committed alone
 	seq     uint64 // newest view entry written by ops
 	pop     int64  // number of the pop that started it
+}
+
+// addOp records op as key's operation in pc, replacing an earlier one of
+// the same key, and returns its index in pc.ops.
+func (pc *pendingCommit) addOp(key string, op store.Op) int {
+	if i, ok := pc.opOf[key]; ok {
+		pc.ops[i] = op
+		return i
+	}
+	if pc.opOf == nil {
+		pc.opOf = map[string]int{}
+	}
+	pc.opOf[key] = len(pc.ops)
+	pc.ops = append(pc.ops, op)
+	return len(pc.ops) - 1
 }
 
 type queuedNote struct {
@@ -65,8 +84,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				// a relisted object whose resourceVersion did not change is
 				// the stored one: nothing to write. That keeps a relist of a
 				// large, mostly unchanged store cheap.
-				op = len(pc.ops)
-				pc.ops = append(pc.ops, store.Op{Type: store.OpPut, Object: d.Object})
+				op = pc.addOp(key, store.Op{Type: store.OpPut, Object: d.Object})
 				pc.seq = inf.view.set(key, d.Object, true)
 			}
 			if exists && b.Replace && recreated(old, d.Object) {
@@ -104,8 +122,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 					obj = tomb
 				}
 			}
-			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}, op: len(pc.ops)})
-			pc.ops = append(pc.ops, store.Op{Type: store.OpDelete, Object: obj})
+			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}, op: pc.addOp(key, store.Op{Type: store.OpDelete, Object: obj})})
 			pc.seq = inf.view.set(key, nil, false)
 		case cache.Bookmark:
 			// Moves the resume point only, through b.ResourceVersion.
@@ -217,12 +234,16 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		return first, nil, err
 	}
 	pc = first
-	limit := inf.groupLimit()
+	// MaxBatchSize bounds the deltas of a group, the store's limit the
+	// operations of its commit (one per key).
+	opLimit := inf.storeLimit()
 	dctx, cancel := context.WithTimeout(ctx, inf.opts.MaxBatchDelay)
 	defer cancel()
-	for carry == nil && pc.deltas < limit {
+	// A group whose operations reached opLimit still takes batches that
+	// only change its keys; the first that would add one ends it, as carry.
+	for carry == nil && pc.deltas < inf.opts.MaxBatchSize {
 		perr := q.Pop(dctx, func(_ context.Context, b deltafifo.Batch) error {
-			if b.Replace || pc.deltas+len(b.Deltas) > limit {
+			if b.Replace || pc.deltas+len(b.Deltas) > inf.opts.MaxBatchSize || len(pc.ops)+inf.newKeys(pc, b) > opLimit {
 				carry = &pendingCommit{pop: inf.pops.Add(1)}
 				inf.prepare(logger, b, carry)
 				return nil
@@ -250,10 +271,31 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	return pc, carry, nil
 }
 
-// groupLimit returns how many deltas a group may hold: MaxBatchSize, or
-// less when the store says a commit that large would cost far more than in
-// proportion (store.BatchLimiter; badger's transaction limit).
-func (inf *Informer) groupLimit() int {
+// newKeys returns at least how many keys b would add to pc's operations:
+// its object deltas whose keys pc has no operation for (a key repeated in
+// b counts each time).
+func (inf *Informer) newKeys(pc *pendingCommit, b deltafifo.Batch) int {
+	n := 0
+	for _, d := range b.Deltas {
+		if d.Type == cache.Bookmark {
+			continue
+		}
+		key, err := inf.keyOf(d.Object)
+		if err != nil {
+			n++ // prepare drops it; count it to be safe
+			continue
+		}
+		if _, ok := pc.opOf[key]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// storeLimit returns how many operations a commit may hold: MaxBatchSize,
+// or less when the store says a commit that large would cost far more than
+// in proportion (store.BatchLimiter; badger's transaction limit).
+func (inf *Informer) storeLimit() int {
 	n := inf.opts.MaxBatchSize
 	if l, ok := inf.store.(store.BatchLimiter); ok {
 		if m := l.MaxBatchOps(); m > 0 && m < n {

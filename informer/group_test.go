@@ -300,3 +300,45 @@ func TestGroupRespectsStoreLimit(t *testing.T) {
 		t.Errorf("commits hold %d ops, want %d", total, n)
 	}
 }
+
+// TestGroupWritesEachKeyOnce checks that a group commits one operation per
+// key, the newest, while every change is still notified in order, and that
+// the store's operation limit counts keys, not deltas.
+func TestGroupWritesEachKeyOnce(t *testing.T) {
+	lw := newFakeLW()
+	lw.noBookmarks = true
+	ls := &limitedStore{Store: openStore(t, "memory://"), limit: 2, sizes: make(chan int, 100)}
+	opts := testOptions()
+	opts.MaxBatchDelay = time.Hour // only the bounds close a group
+	opts.MaxBatchSize = 7
+	inf := newInformer(t, lw, ls, opts)
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	<-ls.sizes // the initial relist
+	// Seven changes to two keys: one group (7 deltas, 2 keys), one commit
+	// of 2 operations.
+	lw.create("ns", "a", "1")
+	lw.create("ns", "b", "1")
+	for i := 2; i <= 4; i++ {
+		lw.update("ns", "a", strconv.Itoa(i))
+	}
+	lw.update("ns", "b", "2")
+	lw.remove("ns", "b")
+	got := h.wait(t, 7)
+	if n := <-ls.sizes; n != 2 {
+		t.Errorf("commit of %d ops, want 2 (one per key)", n)
+	}
+	var ops []string
+	for _, e := range got {
+		ops = append(ops, e.Op+" "+e.Key+" "+e.Value)
+	}
+	want := []string{"add ns/a 1", "add ns/b 1", "update ns/a 2", "update ns/a 3", "update ns/a 4", "update ns/b 2", "delete ns/b 2"}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(lw.values(), storeValues(ls)); diff != "" {
+		t.Errorf("store (-source +store):\n%s", diff)
+	}
+}

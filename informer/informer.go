@@ -213,7 +213,7 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 		EmitDeltaTypeReplaced: true,
 		Transformer:           inf.transform,
 		// A single pop cannot be split across commits.
-		MaxBatch: inf.groupLimit(),
+		MaxBatch: inf.storeLimit(),
 	})
 	ropts := inf.opts.Reflector
 	ropts.ResumeFrom = inf.store.ResourceVersion()

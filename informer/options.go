@@ -45,12 +45,14 @@ type Options struct {
 	//
 	// Commits are only that large when events arrive faster than the store
 	// commits them: then a larger group costs the same fsyncs as a small
-	// one, and a key changed several times in a group is written once, so
-	// the bound sets the throughput of a durable store under load. A commit
+	// one, and a key changed several times in a group is written once (a
+	// commit holds one operation per key, its newest), so the bound sets
+	// the throughput of a durable store under load. A commit
 	// holds its group's objects (already in memory) and, for bolt, its dirty
 	// pages until it is done. A store that implements store.BatchLimiter
-	// lowers the bound to what it commits at its usual cost (badger: what
-	// fits one badger transaction, about 1,300 operations with one index).
+	// bounds the operations (distinct keys) of a commit by what it commits
+	// at its usual cost (badger: what fits one badger transaction, about
+	// 1,300 operations with one index); pops are then no larger either.
 	MaxBatchSize int
 
 	// MaxBatchDelay bounds how long a popped batch waits for further batches
