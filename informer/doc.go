@@ -31,7 +31,10 @@
 // down, deletes included. If the API server no longer has the resume point
 // (410 Gone), the reflector relists and the objects deleted meanwhile reach
 // handlers as cache.DeletedFinalStateUnknown carrying the last stored
-// object.
+// object. If the API server no longer serves the resource at all (404: its
+// CRD was deleted), before or after the restart, the store is emptied the
+// same way, every object reaching handlers as deleted, and the resource is
+// listed afresh once it is served again.
 //
 // # HasSynced
 //
@@ -67,7 +70,8 @@
 // context given to RunWithContext (Options.Logger or klog's otherwise). At
 // the default verbosity they say one line per resume ("Resuming watch") or
 // relist ("Listing", with reason=cold, expired, too-large, time-travel,
-// catch-up, scope-change or corrupt), and otherwise only failures; V(2)
+// catch-up, scope-change, corrupt), one when the resource is not served
+// (the store is emptied, reason gone), and otherwise only failures; V(2)
 // adds syncs and list results, V(4) every watch.
 //
 // # Concurrency

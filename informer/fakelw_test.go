@@ -42,6 +42,9 @@ type fakeLW struct {
 	// muted watches get no more events (the history still records them),
 	// as if the connection had stalled.
 	muted bool
+	// gone makes lists and watches fail with 404, as for a resource whose
+	// CRD was deleted.
+	gone bool
 }
 
 var _ cache.ListerWatcherWithContext = (*fakeLW)(nil)
@@ -130,6 +133,24 @@ func (f *fakeLW) remove(ns, name string) {
 	f.emitLocked(watch.Event{Type: watch.Deleted, Object: cm})
 }
 
+// setGone makes the resource unserved (lists and watches get 404) or
+// served again; going away ends the open watches, as the API server does
+// when a CRD is deleted. Objects stay, as for a CRD re-created with them.
+func (f *fakeLW) setGone(gone bool) {
+	f.mu.Lock()
+	f.gone = gone
+	var open []*fakeWatcher
+	if gone {
+		for w := range f.watchers {
+			open = append(open, w)
+		}
+	}
+	f.mu.Unlock()
+	for _, w := range open {
+		w.Stop() // takes f.mu to unregister
+	}
+}
+
 // setGate makes watches opened from now on hold their events until gate is
 // closed.
 func (f *fakeLW) setGate(gate chan struct{}) {
@@ -204,6 +225,9 @@ func (f *fakeLW) ListWithContext(_ context.Context, opts metav1.ListOptions) (ru
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists = append(f.lists, opts)
+	if f.gone {
+		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), "")
+	}
 	keys := make([]string, 0, len(f.objs))
 	for k := range f.objs {
 		keys = append(keys, k)
@@ -227,6 +251,9 @@ func (f *fakeLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.watches = append(f.watches, opts)
+	if f.gone {
+		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), "")
+	}
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		return nil, apierrors.NewBadRequest("fakeLW: sendInitialEvents is not supported")
 	}

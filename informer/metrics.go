@@ -39,7 +39,7 @@ var (
 	descResumes = prometheus.NewDesc(MetricResumes,
 		"Starts that resumed the watch from the persisted resourceVersion instead of listing.", []string{labelInformer}, nil)
 	descRelists = prometheus.NewDesc(MetricRelists,
-		"Completed full lists, by reason: cold (empty store), expired (410 from the server), too-large (resume point newer than the server knows), time-travel (server older than the resume point), catch-up (resume did not catch up in time), scope-change (store reopened for another scope), corrupt (damaged database deleted).",
+		"Completed full lists, by reason: cold (empty store), expired (410 from the server), too-large (resume point newer than the server knows), time-travel (server older than the resume point), catch-up (resume did not catch up in time), scope-change (store reopened for another scope), corrupt (damaged database deleted), gone (resource not served: store emptied).",
 		[]string{labelInformer, labelReason}, nil)
 	descListRequests = prometheus.NewDesc(MetricListRequests,
 		"LIST requests made (freshness probes and every page).", []string{labelInformer}, nil)

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -278,4 +279,97 @@ func (c *countingStore) commitSizes() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]int(nil), c.sizes...)
+}
+
+// TestResourceGone checks DESIGN invariant 5's last case: a resource the
+// server no longer serves (a CRD deleted) empties the store with deletions,
+// whether it went away while the process was down or while it runs, and is
+// listed afresh when it is served again.
+func TestResourceGone(t *testing.T) {
+	tombs := func(vals ...string) []ev {
+		var out []ev
+		for i, v := range vals {
+			out = append(out, ev{Op: "delete", Key: "ns/" + v[:1], Value: v, UID: "uid-" + strconv.Itoa(i+1), Tomb: true})
+		}
+		return out
+	}
+	sortFrom := func(got []ev, from int) []ev {
+		sort.SliceStable(got[from:], func(i, j int) bool { return got[from+i].Key < got[from+j].Key })
+		return got
+	}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		t.Run("while down", func(t *testing.T) {
+			lw, s := firstRun(t, b)
+			lw.setGone(true)
+			inf := newInformer(t, lw, s, testOptions())
+			h := newRecorder()
+			reg := addHandler(t, inf, h)
+			start(t, inf)
+			want := append(append([]ev(nil), replayed...), tombs("a1", "b1", "c1", "d1")...)
+			got := sortFrom(sortReplay(h.wait(t, len(want)), 4), 4)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			waitDone(t, "handler sync", reg.HasSyncedChecker())
+			if keys := s.ListKeys(); len(keys) != 0 {
+				t.Errorf("store holds %v after the resource went away, want nothing", keys)
+			}
+			if st := inf.Stats().Reflector; st.Relists.Gone != 1 || st.Resumes != 0 {
+				t.Errorf("reflector stats %+v, want one relist for gone and no resume", st)
+			}
+			// Served again: listed from scratch.
+			lists := lw.fullLists()
+			lw.update("ns", "a", "a2")
+			lw.setGone(false)
+			want = append(want,
+				ev{Op: "add", Key: "ns/a", Value: "a2", UID: "uid-1"},
+				ev{Op: "add", Key: "ns/b", Value: "b1", UID: "uid-2"},
+				ev{Op: "add", Key: "ns/c", Value: "c1", UID: "uid-3"},
+				ev{Op: "add", Key: "ns/d", Value: "d1", UID: "uid-4"})
+			got = h.wait(t, len(want))
+			sortReplay(got, 4)
+			sortFrom(got[:8], 4)
+			sortFrom(got, 8)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events once served again (-want +got):\n%s", diff)
+			}
+			if lw.fullLists() == lists {
+				t.Error("no full LIST once the resource was served again")
+			}
+			waitEqual(t, lw, s)
+		})
+		t.Run("while running", func(t *testing.T) {
+			lw, s := firstRun(t, b)
+			inf := newInformer(t, lw, s, testOptions())
+			h := newRecorder()
+			addHandler(t, inf, h)
+			start(t, inf)
+			waitDone(t, "informer sync", inf.HasSyncedChecker())
+			h.wait(t, 4) // the replay
+			lw.setGone(true)
+			want := append(append([]ev(nil), replayed...), tombs("a1", "b1", "c1", "d1")...)
+			got := sortFrom(sortReplay(h.wait(t, len(want)), 4), 4)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if keys := s.ListKeys(); len(keys) != 0 {
+				t.Errorf("store holds %v after the resource went away, want nothing", keys)
+			}
+			lw.setGone(false)
+			h.wait(t, len(want)+4)
+			waitEqual(t, lw, s)
+		})
+	})
+}
+
+// waitEqual waits until s holds what lw serves.
+func waitEqual(t *testing.T, lw *fakeLW, s store.Store) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cmp.Equal(lw.values(), storeValues(s)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("store (-source +store):\n%s", cmp.Diff(lw.values(), storeValues(s)))
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

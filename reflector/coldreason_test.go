@@ -52,7 +52,7 @@ func TestColdReasonInvalid(t *testing.T) {
 }
 
 func TestRelistStatsByReason(t *testing.T) {
-	s := RelistStats{Cold: 1, Expired: 2, TooLarge: 3, TimeTravel: 4, CatchUp: 5, ScopeChange: 6, Corrupt: 7}
+	s := RelistStats{Cold: 1, Expired: 2, TooLarge: 3, TimeTravel: 4, CatchUp: 5, ScopeChange: 6, Corrupt: 7, Gone: 8}
 	got := s.ByReason()
 	if len(got) != len(Reasons) {
 		t.Fatalf("ByReason has %d reasons, Reasons %d", len(got), len(Reasons))

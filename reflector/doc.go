@@ -118,7 +118,8 @@
 // reflector logs one line per resume ("Resuming watch") and one per full list
 // ("Listing" with its reason: cold, expired, too-large, time-travel,
 // catch-up, or the cause of a cold start given as Options.ColdReason:
-// scope-change or corrupt); details are at V(2) and above. Stats counts the
+// scope-change or corrupt), and one when a LIST gets 404 for the resource
+// and the store is emptied (reason gone); details are at V(2) and above. Stats counts the
 // same reasons, for metrics. Errors go to
 // Options.WatchErrorHandler.
 //

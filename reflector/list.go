@@ -32,6 +32,7 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 			return false
 		}
 		r.report(ctx, err)
+		r.resourceGone(ctx, st, err)
 		if !r.sleep(ctx, st) {
 			return false
 		}
@@ -41,6 +42,11 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 	r.target, r.targetSet = p, true
 	r.mu.Unlock()
 
+	if st.gone {
+		// The store was emptied while the resource was not served: list
+		// it afresh rather than resume.
+		return true
+	}
 	cmp, err := resourceversion.CompareResourceVersion(resume, p)
 	switch {
 	case err != nil:
@@ -137,6 +143,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 		return fmt.Errorf("reflector %s: replace %d objects at %s: %w", r.opts.Name, len(items), rv, err)
 	}
 	st.relist, st.relistKV, st.relistLogged = "", nil, false
+	st.gone = false
 	st.catchUpDeadline = time.Time{}
 	st.lastRV = rv
 	st.pending = w
@@ -272,4 +279,27 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 			}
 		}
 	}
+}
+
+// resourceGone empties the store when err says the server does not serve
+// the resource (404 on a LIST: its CRD was deleted, or its API group
+// removed), once per absence: handlers then see every object deleted, as
+// tombstones carrying the last stored object, rather than a cache of
+// objects that no longer exist (DESIGN invariant 5). The resume point is
+// kept; the reflector keeps retrying with backoff and lists from scratch
+// once the resource is served again.
+func (r *Reflector) resourceGone(ctx context.Context, st *runState, err error) {
+	if st.gone || !apierrors.IsNotFound(err) {
+		return
+	}
+	klog.FromContext(ctx).Info("The server does not serve the resource; emptying the store", "err", err)
+	r.mu.Lock()
+	r.stats.Relists.add(ReasonGone)
+	r.mu.Unlock()
+	if qerr := r.q.Replace(nil, ""); qerr != nil {
+		r.report(ctx, fmt.Errorf("reflector %s: empty the store of a resource the server does not serve: %w", r.opts.Name, qerr))
+		return
+	}
+	st.gone = true
+	st.relist, st.relistKV, st.relistLogged = ReasonCold, []interface{}{"after", "resource not served"}, false
 }

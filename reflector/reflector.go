@@ -44,10 +44,17 @@ const (
 	// deleted.
 	ReasonScopeChange = "scope-change"
 	ReasonCorrupt     = "corrupt"
+	// ReasonGone counts the times a LIST found the resource not served
+	// (404: its CRD was deleted, or its API group removed) and the store
+	// was emptied, every object reaching handlers as deleted (DESIGN
+	// invariant 5). A watch that gets 404 relists with this reason to
+	// find out. When the resource is served again it is listed from
+	// scratch (reason cold).
+	ReasonGone = "gone"
 )
 
 // Reasons lists every relist reason, in the order of RelistStats' fields.
-var Reasons = []string{ReasonCold, ReasonExpired, ReasonTooLarge, ReasonTimeTravel, ReasonCatchUp, ReasonScopeChange, ReasonCorrupt}
+var Reasons = []string{ReasonCold, ReasonExpired, ReasonTooLarge, ReasonTimeTravel, ReasonCatchUp, ReasonScopeChange, ReasonCorrupt, ReasonGone}
 
 // Stats are the reflector's counters since New.
 type Stats struct {
@@ -71,7 +78,7 @@ type Stats struct {
 
 // RelistStats counts completed full lists by reason.
 type RelistStats struct {
-	Cold, Expired, TooLarge, TimeTravel, CatchUp, ScopeChange, Corrupt int64
+	Cold, Expired, TooLarge, TimeTravel, CatchUp, ScopeChange, Corrupt, Gone int64
 }
 
 // ByReason returns the counters keyed by reason (every reason of Reasons,
@@ -80,7 +87,7 @@ func (s RelistStats) ByReason() map[string]int64 {
 	return map[string]int64{
 		ReasonCold: s.Cold, ReasonExpired: s.Expired, ReasonTooLarge: s.TooLarge,
 		ReasonTimeTravel: s.TimeTravel, ReasonCatchUp: s.CatchUp,
-		ReasonScopeChange: s.ScopeChange, ReasonCorrupt: s.Corrupt,
+		ReasonScopeChange: s.ScopeChange, ReasonCorrupt: s.Corrupt, ReasonGone: s.Gone,
 	}
 }
 
@@ -100,6 +107,8 @@ func (s *RelistStats) add(reason string) {
 		s.ScopeChange++
 	case ReasonCorrupt:
 		s.Corrupt++
+	case ReasonGone:
+		s.Gone++
 	}
 }
 
@@ -245,6 +254,9 @@ type runState struct {
 	// catchUpDeadline, when set, is when a resume that has not reached the
 	// sync target is given up for a relist.
 	catchUpDeadline time.Time
+	// gone records that the store was emptied because the server does not
+	// serve the resource, until a list succeeds again.
+	gone bool
 }
 
 // Run lists and watches until ctx is done, then returns nil. Failed requests
@@ -279,6 +291,7 @@ func (r *Reflector) Run(ctx context.Context) error {
 					return nil
 				}
 				r.report(ctx, err)
+				r.resourceGone(ctx, st, err)
 				r.sleep(ctx, st)
 				continue
 			}

@@ -131,6 +131,11 @@ func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 		st.relist, st.relistKV = ReasonExpired, []interface{}{"resourceVersion", st.lastRV}
 	case isTooLargeResourceVersion(err):
 		st.relist, st.relistKV = ReasonTooLarge, []interface{}{"resourceVersion", st.lastRV}
+	case apierrors.IsNotFound(err):
+		// The resource may no longer be served: a LIST tells (and empties
+		// the store if so; see resourceGone).
+		st.relist, st.relistKV = ReasonGone, []interface{}{"resourceVersion", st.lastRV}
+		r.sleep(ctx, st)
 	default:
 		r.sleep(ctx, st)
 	}
