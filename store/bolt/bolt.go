@@ -23,8 +23,10 @@ import (
 const Scheme = "bolt"
 
 // FormatVersion is the version of the on-disk layout of a store's buckets,
-// recorded in its metadata.
-const FormatVersion = 1
+// recorded in its metadata. Version 1 keyed objects by their key, version 2
+// (layout.go) by a sequence number. A store of another version opens with
+// store.ErrIncompatible, naming both versions.
+const FormatVersion = 2
 
 // pageSize is the page size of new files; existing files keep theirs (the
 // layout of buckets does not depend on it). bbolt rewrites every page a
@@ -311,7 +313,9 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
-			b, err := storeBuckets(tx, o.Name)
+			// The metadata first: a store of another format version
+			// may have other buckets, and must be reported as such.
+			b, err := lookupStore(tx.Bucket(bucketStores), []byte(o.Name))
 			if err != nil || b == nil {
 				return err
 			}
@@ -321,6 +325,9 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 				return err
 			}
 			if reopen, err = store.CompareMeta(o.Name, f.path, stored, want); err != nil {
+				return err
+			}
+			if err := b.complete(o.Name); err != nil {
 				return err
 			}
 			rv = getRV(b)
