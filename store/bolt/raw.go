@@ -466,7 +466,6 @@ func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 		if err != nil {
 			return err
 		}
-		ib.FillPercent = fillAppend
 		for _, v := range vs {
 			if err := ib.Put(indexEntryKey(v, seq), []byte(rec.Key)); err != nil {
 				return fmt.Errorf("index %q value %q: %w", names[i], v, err)
