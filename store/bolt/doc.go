@@ -99,7 +99,8 @@
 // mode holds every object decoded, and each collection, triggered by what
 // bbolt allocates for the nodes a Commit dirties (about 20 MB per Commit
 // here: keys/ and the index buckets), scans them all. The bounded mode
-// (impl=bolt-bounded) committed at 0.95 of raw bbolt's rate in one run.
+// (impl=bolt-bounded), which holds few, committed at 0.88 to 0.95 of raw
+// bbolt's rate (three runs).
 // Throughput drifts with the machine's load by a factor of two or more;
 // compare the ratio.
 //
