@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -114,9 +115,17 @@ func (s *bounded) getLocked(b *buckets, key string) (interface{}, bool, error) {
 	if obj, ok := s.lru.Get(key); ok {
 		return obj, true, nil
 	}
-	data := b.objects.Get(boltKey(key))
-	if data == nil {
+	rec := b.keys.Get(boltKey(key))
+	if rec == nil {
 		return nil, false, nil
+	}
+	seq, err := recordSeq(rec)
+	if err != nil {
+		return nil, false, fmt.Errorf("key %q: %w", shorten(key), err)
+	}
+	data, err := objectOf(b, key, seq)
+	if err != nil {
+		return nil, false, err
 	}
 	obj, err := s.codec.Decode(data)
 	if err != nil {
@@ -126,17 +135,16 @@ func (s *bounded) getLocked(b *buckets, key string) (interface{}, bool, error) {
 	return obj, true, nil
 }
 
-// peekLocked is getLocked for bulk reads (List, ByIndex): it uses cached
-// objects but does not add what it decodes, so one large read does not
-// evict the working set.
-func (s *bounded) peekLocked(b *buckets, key string, data []byte) (interface{}, error) {
+// peekLocked is getLocked for bulk reads (List, ByIndex) of the object key
+// numbered seq: it uses cached objects but does not add what it decodes, so
+// one large read does not evict the working set.
+func (s *bounded) peekLocked(b *buckets, key string, seq uint64) (interface{}, error) {
 	if obj, ok := s.lru.Get(key); ok {
 		return obj, nil
 	}
-	if data == nil {
-		if data = b.objects.Get(boltKey(key)); data == nil {
-			return nil, fmt.Errorf("index entry for missing object %q: %w", key, store.ErrCorrupt)
-		}
+	data, err := objectOf(b, key, seq)
+	if err != nil {
+		return nil, err
 	}
 	obj, err := s.codec.Decode(data)
 	if err != nil {
@@ -274,13 +282,17 @@ func (s *bounded) List() []interface{} {
 	var list []interface{}
 	err := s.view("list", func(b *buckets) error {
 		list = []interface{}{}
-		c := b.objects.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			key, err := fullKey(b, k)
+		c := b.keys.Cursor()
+		for k, rec := c.First(); k != nil; k, rec = c.Next() {
+			seq, err := recordSeq(rec)
+			if err != nil {
+				return fmt.Errorf("key %q: %w", shorten(string(k)), err)
+			}
+			key, err := recordKey(k, rec)
 			if err != nil {
 				return err
 			}
-			obj, err := s.peekLocked(b, key, v)
+			obj, err := s.peekLocked(b, key, seq)
 			if err != nil {
 				return err
 			}
@@ -302,9 +314,9 @@ func (s *bounded) ListKeys() []string {
 	}
 	var keys []string
 	err := s.view("list keys", func(b *buckets) error {
-		c := b.objects.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			key, err := fullKey(b, k)
+		c := b.keys.Cursor()
+		for k, rec := c.First(); k != nil; k, rec = c.Next() {
+			key, err := recordKey(k, rec)
 			if err != nil {
 				return err
 			}
@@ -334,17 +346,23 @@ func indexBucket(b *buckets, set *indexer.IndexSet, name string) (*bbolt.Bucket,
 	return ib, nil
 }
 
-// keysWithValue appends the keys of the objects having value in index ib,
-// in the order of their bbolt keys (sorted, unless some are long).
-func keysWithValue(b *buckets, ib *bbolt.Bucket, value string, out []string) ([]string, error) {
+// hit is an object found through an index entry.
+type hit struct {
+	key string
+	seq uint64
+}
+
+// keysWithValue appends the objects having value in index ib, in the order
+// of their sequence numbers (which is also the order of their objects in
+// the file).
+func keysWithValue(ib *bbolt.Bucket, value string, out []hit) ([]hit, error) {
 	prefix := indexEntryPrefix(value)
 	c := ib.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		key, err := fullKey(b, k[len(prefix):])
-		if err != nil {
-			return nil, err
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) != len(prefix)+seqLen {
+			return nil, fmt.Errorf("malformed index entry %q: %w", k, store.ErrCorrupt)
 		}
-		out = append(out, key)
+		out = append(out, hit{key: string(v), seq: binary.BigEndian.Uint64(k[len(prefix):])})
 	}
 	return out, nil
 }
@@ -361,8 +379,11 @@ func (s *bounded) IndexKeys(indexName, indexedValue string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		keys, err = keysWithValue(b, ib, indexedValue, keys)
-		// Keys stored under a digest sort by their digest.
+		hits, err := keysWithValue(ib, indexedValue, nil)
+		for _, h := range hits {
+			keys = append(keys, h.key)
+		}
+		// Entries are in sequence number order.
 		slices.Sort(keys)
 		return err
 	})
@@ -385,13 +406,13 @@ func (s *bounded) ByIndex(indexName, indexedValue string) ([]interface{}, error)
 		if err != nil {
 			return err
 		}
-		keys, err := keysWithValue(b, ib, indexedValue, nil)
+		hits, err := keysWithValue(ib, indexedValue, nil)
 		if err != nil {
 			return err
 		}
-		list = make([]interface{}, 0, len(keys))
-		for _, k := range keys {
-			obj, err := s.peekLocked(b, k, nil)
+		list = make([]interface{}, 0, len(hits))
+		for _, h := range hits {
+			obj, err := s.peekLocked(b, h.key, h.seq)
 			if err != nil {
 				return err
 			}
@@ -429,20 +450,20 @@ func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 		if err != nil {
 			return err
 		}
-		var keys []string
+		var hits []hit
 		for _, v := range vals {
-			if keys, err = keysWithValue(b, ib, v, keys); err != nil {
+			if hits, err = keysWithValue(ib, v, hits); err != nil {
 				return err
 			}
 		}
-		seen := make(map[string]bool, len(keys))
-		list = make([]interface{}, 0, len(keys))
-		for _, k := range keys {
-			if seen[k] {
+		seen := make(map[string]bool, len(hits))
+		list = make([]interface{}, 0, len(hits))
+		for _, h := range hits {
+			if seen[h.key] {
 				continue
 			}
-			seen[k] = true
-			obj, err := s.peekLocked(b, k, nil)
+			seen[h.key] = true
+			obj, err := s.peekLocked(b, h.key, h.seq)
 			if err != nil {
 				return err
 			}
@@ -475,23 +496,23 @@ func (s *bounded) ListIndexFuncValues(indexName string) []string {
 		}
 		out = []string{}
 		c := ib.Cursor()
-		for k, _ := c.First(); k != nil; {
-			v, key, err := splitIndexEntry(k)
+		for k, key := c.First(); k != nil; {
+			v, _, err := splitIndexEntry(k)
 			if err != nil {
 				return err
 			}
 			value := string(v)
 			if isDigest(v) {
-				if value, err = longValue(b, key, pos, set.Len(), v); err != nil {
+				if value, err = longValue(b, string(key), pos, set.Len(), v); err != nil {
 					return err
 				}
 			}
 			out = append(out, value)
-			end := prefixEnd(k[:len(k)-len(key)])
+			end := prefixEnd(k[:len(k)-seqLen])
 			if end == nil {
 				break
 			}
-			k, _ = c.Seek(end)
+			k, key = c.Seek(end)
 		}
 		return nil
 	})
@@ -500,25 +521,6 @@ func (s *bounded) ListIndexFuncValues(indexName string) []string {
 		return nil
 	}
 	return out
-}
-
-// longValue returns the index value whose digest form is v, from the values
-// record of an object (bbolt key key) that has it in index pos.
-func longValue(b *buckets, key []byte, pos, nindexes int, v []byte) (string, error) {
-	rec := b.values.Get(key)
-	if rec == nil {
-		return "", fmt.Errorf("index entry for missing object: %w", store.ErrCorrupt)
-	}
-	_, vals, err := decodeRecord(rec, nindexes)
-	if err != nil {
-		return "", err
-	}
-	for _, s := range vals[pos] {
-		if bytes.Equal(boltKey(s), v) {
-			return s, nil
-		}
-	}
-	return "", fmt.Errorf("index entry without a matching value in its object's record: %w", store.ErrCorrupt)
 }
 
 // GetIndexers implements cache.Indexer.

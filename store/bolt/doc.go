@@ -55,28 +55,63 @@
 // during a large Replace keeps its size (compacting it is a later job for the
 // snapshot tool).
 //
+// # Layout
+//
+// Each store's bucket holds meta/ (its identity, resume point and next
+// sequence number), keys/ (object key -> the object's sequence number and
+// index values), objects/ (sequence number -> encoded object) and one
+// bucket per index ((value, sequence number) -> object key); layout.go has
+// the details. This is format version 2: a file written with format
+// version 1 (objects keyed by their key) opens with store.ErrIncompatible
+// naming both versions; delete it and let the informers relist.
+//
 // # Performance
 //
-// bbolt rewrites every page a transaction dirties, whole. A Commit writes
-// each key's net effect (an object put and deleted in one batch costs
-// nothing) in key order. A new object dirties a leaf of the objects
-// bucket, one of the values bucket and one of each index bucket; an update
-// that keeps its index values dirties only its object's leaf. Once a store
-// outgrows a few thousand objects, each index therefore costs about one
-// page written (and its entries decoded and re-encoded by bbolt) per new
-// object: that, and the garbage collector scanning the decoded objects of
-// the default mode, separate a store from raw bbolt. New files use 8 KiB
-// pages (see pageSize in bolt.go for the trade-off); files created with
-// 16 KiB pages keep them.
+// bbolt rewrites every page a transaction dirties, whole, and materializes
+// (allocates and later garbage-collects) every node it dirties. So a new
+// object takes the next sequence number instead of being filed under its
+// random key: objects/ is appended to (full pages, FillPercent 1.0), and
+// each index grows at the end of each value's range. Only keys/, whose
+// records are small, takes a random insert per new object. A Commit
+// writes each key's net effect (an object put and deleted in one batch
+// costs nothing), each bucket in its own key order. An update keeps its
+// number and rewrites its object in place, and its key record only if its
+// index values changed; a delete removes the object, its record and its
+// entries. Replace (a relist) numbers objects in key order into fresh
+// buckets at 100% fill, bbolt's bulk-load fast path.
 //
-// Measured with BenchmarkCommit -benchtime 100x -count 6 (100 durable
-// Commits of 1,000 new Pods of 3.5 KB in protobuf, three indexes, so the
-// store grows to 100,000 Pods), on a shared two-core machine: the store
-// committed a median of 7,300 Pods/s writing 38.8 KB per Pod, raw bbolt
-// putting the same Pods into one bucket in the same run 20,600 Pods/s
-// writing 22.2 KB, a ratio of 2.8 (before 8 KiB pages and sorted writes:
-// 3.0, and 45.9 KB per Pod). Throughput drifts with the machine's load by
-// a factor of two or more; compare the ratio.
+// Measured with
+//
+//	cd store/bolt && go test -c -o /tmp/bolt.test . && /tmp/bolt.test -test.run '^$' \
+//	  -test.bench 'BenchmarkCommit$/impl=(bolt|bbolt-raw)$/durability=sync$' -test.count 3 -test.benchtime 100x
+//
+// (100 durable Commits of 1,000 new Pods of 3.5 KB in protobuf, three
+// indexes, so the store grows to 100,000 Pods), on a shared two-core
+// machine: the store committed a median of 15,340 Pods/s writing 16.3 KB
+// per Pod, raw bbolt putting the same Pods into one bucket (random key
+// order, 16 KiB pages) in the same run 23,580 Pods/s writing 22.2 KB: a
+// ratio of 0.65. Format version 1 (objects, index values and index entries
+// all filed by object key), measured the same way on the same machine
+// an hour earlier: 7,450 Pods/s writing 38.7 KB per Pod, raw bbolt 18,810
+// Pods/s, a ratio of 0.40.
+//
+// What remains of the gap is mostly the garbage collector: the default
+// mode holds every object decoded, and each collection, triggered by what
+// bbolt allocates for the nodes a Commit dirties (about 20 MB per Commit
+// here: keys/ and the index buckets), scans them all. The bounded mode
+// (impl=bolt-bounded), which holds few, committed at 0.88 to 0.95 of raw
+// bbolt's rate (three runs).
+// Throughput drifts with the machine's load by a factor of two or more;
+// compare the ratio.
+//
+// The same layout changed little elsewhere (INFORMERDB_BENCH_PODS=100000,
+// -test.benchtime 3x, format 1 then 2): BenchmarkCommitUpdates 24,050 and
+// 23,430 updates/s (4.8 and 4.1 KB written per update), BenchmarkReplace
+// 20,750 and 19,820 Pods/s, BenchmarkOpen (decode all) 0.92 and 0.89 of
+// client-go's time to list the same Pods into its indexer.
+//
+// New files use 8 KiB pages (see pageSize in bolt.go for the trade-off);
+// files created with 16 KiB pages keep them.
 //
 // # Concurrency
 //
@@ -115,8 +150,14 @@
 //     closed (releasing its lock) but its memory mapping is leaked until the
 //     process exits.
 //   - Keys and index values longer than 1 KiB are stored under their
-//     SHA-256 digest, their full text kept in the object's record; bounded
-//     IndexKeys then sorts the keys in memory.
+//     SHA-256 digest, their full text kept in the object's key record
+//     (index entries hold the full key).
+//   - Index entries are ordered by sequence number (creation order), so
+//     bounded IndexKeys sorts the keys in memory, and bounded ByIndex returns
+//     objects in the order they were created (client-go's order is
+//     unspecified too).
+//   - Sequence numbers are never reused, except that Replace and a scope
+//     reset start them over; 2^64 of them do not run out.
 //   - Opening a file holds a process-wide lock while bbolt waits for another
 //     process's lock, so opens of other files wait too.
 package bolt

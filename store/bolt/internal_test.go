@@ -98,14 +98,17 @@ func TestIndexEntryKeys(t *testing.T) {
 			if v == w {
 				continue
 			}
-			if k := indexEntryKey(w, "ns/x"); strings.HasPrefix(string(k), string(indexEntryPrefix(v))) {
+			if k := indexEntryKey(w, 7); strings.HasPrefix(string(k), string(indexEntryPrefix(v))) {
 				t.Errorf("entry of value %q starts with the prefix of value %q", short(w), short(v))
 			}
 		}
-		k := indexEntryKey(v, "ns/x")
-		gotV, gotK, err := splitIndexEntry(k)
-		if err != nil || string(gotV) != string(boltKey(v)) || string(gotK) != "ns/x" {
-			t.Errorf("splitIndexEntry(entry of %q) = %q, %q, %v", short(v), gotV, gotK, err)
+		k := indexEntryKey(v, 1<<40+7)
+		gotV, gotSeq, err := splitIndexEntry(k)
+		if err != nil || string(gotV) != string(boltKey(v)) || gotSeq != 1<<40+7 {
+			t.Errorf("splitIndexEntry(entry of %q) = %q, %d, %v", short(v), gotV, gotSeq, err)
+		}
+		if _, _, err := splitIndexEntry(k[:len(k)-1]); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("splitIndexEntry(truncated entry of %q): error %v; want ErrCorrupt", short(v), err)
 		}
 	}
 	for _, tc := range []struct{ in, want string }{{"ab", "ac"}, {"a\xff", "b"}, {"\xff\xff", ""}} {
@@ -271,8 +274,8 @@ func TestBoundedCacheNeverStale(t *testing.T) {
 	}
 }
 
-// TestDamagedRecords writes garbage into one object's record and one
-// object's values record of a valid file: the default mode refuses to open
+// TestDamagedRecords writes garbage into one object and one object's key
+// record of a valid file: the default mode refuses to open
 // (ErrCorrupt naming the file and the key), the bounded mode opens and
 // fails the reads that meet the damage.
 func TestDamagedRecords(t *testing.T) {
@@ -283,7 +286,7 @@ func TestDamagedRecords(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		bucket []byte
-	}{{"object", bucketObjects}, {"values", bucketValues}} {
+	}{{"object", bucketObjects}, {"key record", bucketKeys}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "pods.db")
 			s := openBoundedForTest(t, path, codec, 1)
@@ -304,7 +307,15 @@ func TestDamagedRecords(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return b.store.Bucket(tc.bucket).Put([]byte("ns/bad"), []byte("\xff\xfe garbage"))
+				k := []byte("ns/bad")
+				if tc.name == "object" {
+					seq, err := recordSeq(b.keys.Get(k))
+					if err != nil {
+						return err
+					}
+					k = seqKey(seq)
+				}
+				return b.store.Bucket(tc.bucket).Put(k, []byte("\xff\xfe garbage"))
 			})
 			if err2 := db.Close(); err == nil {
 				err = err2

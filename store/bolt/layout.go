@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -14,61 +15,107 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// On-disk layout. One file holds any number of stores:
+// On-disk layout (FormatVersion 2). One file holds any number of stores:
 //
 //	stores/                      top-level bucket
 //	  <store name>/              one bucket per store (any string)
-//	    meta/  "meta" -> JSON store.Meta, "rv" -> resume point
-//	    objects/  boltKey(key) -> encoded object
-//	    values/   key -> the object's index values (encodeRecord)
+//	    meta/     "meta" -> JSON store.Meta, "rv" -> resume point,
+//	              "seq" -> the next object sequence number (8-byte big-endian)
+//	    keys/     boltKey(key) -> key record (encodeKeyRecord): the object's
+//	              sequence number, its full key when boltKey is a digest,
+//	              and its index values
+//	    objects/  seq (8-byte big-endian) -> encoded object
 //	    index/
-//	      <index name>/  indexEntryKey(value, key) -> empty
+//	      <index name>/  indexEntryPrefix(value) ++ seq -> the object key
 //
-// The values bucket lets updates and deletes remove old index entries without
-// decoding old objects, and lets a store load its indexes without running
-// index functions.
+// Why sequence numbers: bbolt rewrites, whole, every page a transaction
+// dirties, and a new object keyed by its (random) object key dirties a page
+// at a random place of every bucket. A new object takes the next sequence
+// number instead (kept in meta, written in the same transaction), so new
+// objects are appended at the end of objects/ (a Commit of many new objects
+// adds a few full pages there), and their entries at the end of each
+// value's range in every index (a Commit dirties one page per value it
+// touches, not one per new object). Only keys/, whose records are small,
+// takes one random insert per new object. An update keeps its sequence
+// number and rewrites its object in place; a delete removes its record,
+// object and entries, and an object created again gets a new number.
+//
+// The key records let updates and deletes find an object's number and remove
+// its old index entries without decoding the old object, and let a store
+// load its indexes without running index functions. Index entries hold the
+// object key, so bounded IndexKeys reads only the index bucket.
 var (
 	bucketStores  = []byte("stores")
 	bucketMeta    = []byte("meta")
+	bucketKeys    = []byte("keys")
 	bucketObjects = []byte("objects")
-	bucketValues  = []byte("values")
 	bucketIndex   = []byte("index")
 
 	keyMeta = []byte("meta")
 	keyRV   = []byte("rv")
+	keySeq  = []byte("seq")
 )
+
+// fillAppend is the FillPercent of objects/, where new objects are
+// appended: a page splits when full rather than half full, since later
+// objects go after it. Index buckets keep bbolt's default (half full): a
+// Commit appends to the end of each value's range, hundreds of places in
+// the middle of the bucket, and a page split in halves takes the next
+// Commits' entries without splitting again; measured with BenchmarkCommit,
+// full index pages wrote 8% more bytes per object and were slower. See
+// doc.go, Performance.
+const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
 type buckets struct {
 	store   *bbolt.Bucket
 	meta    *bbolt.Bucket
+	keys    *bbolt.Bucket
 	objects *bbolt.Bucket
-	values  *bbolt.Bucket
 	index   *bbolt.Bucket
 }
 
 // storeBuckets returns name's buckets in tx, or nil if the store does not
 // exist. A store bucket missing one of its parts is corrupt.
 func storeBuckets(tx *bbolt.Tx, name string) (*buckets, error) {
-	root := tx.Bucket(bucketStores)
-	if root == nil {
+	b, err := lookupStore(tx.Bucket(bucketStores), []byte(name))
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return b, b.complete(name)
+}
+
+// lookupStore returns the buckets of the store name under parent that
+// exist, or nil if the store does not exist. Only its meta bucket is
+// required: a store of another format version may lack the others, and its
+// metadata must still be read to say so (store.ErrIncompatible).
+func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
+	if parent == nil {
 		return nil, nil
 	}
-	sb := root.Bucket([]byte(name))
+	sb := parent.Bucket(name)
 	if sb == nil {
 		return nil, nil
 	}
 	b := &buckets{
 		store:   sb,
 		meta:    sb.Bucket(bucketMeta),
+		keys:    sb.Bucket(bucketKeys),
 		objects: sb.Bucket(bucketObjects),
-		values:  sb.Bucket(bucketValues),
 		index:   sb.Bucket(bucketIndex),
 	}
-	if b.meta == nil || b.objects == nil || b.values == nil || b.index == nil {
-		return nil, fmt.Errorf("store %q lacks one of its buckets: %w", name, store.ErrCorrupt)
+	if b.meta == nil {
+		return nil, fmt.Errorf("store %q lacks its meta bucket: %w", name, store.ErrCorrupt)
 	}
 	return b, nil
+}
+
+// complete checks that b has all its buckets.
+func (b *buckets) complete(name string) error {
+	if b.keys == nil || b.objects == nil || b.index == nil {
+		return fmt.Errorf("store %q lacks one of its buckets: %w", name, store.ErrCorrupt)
+	}
+	return nil
 }
 
 // createStore creates name's buckets, with one index bucket per index in m,
@@ -78,15 +125,25 @@ func createStore(tx *bbolt.Tx, name string, m store.Meta) (*buckets, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := root.CreateBucket([]byte(name))
+	b, err := createStoreIn(root, []byte(name), m)
 	if err != nil {
-		return nil, fmt.Errorf("create bucket for store %q: %w", name, err)
+		return nil, fmt.Errorf("create store %q: %w", name, err)
+	}
+	return b, nil
+}
+
+// createStoreIn creates the buckets of a store named name under parent,
+// with one index bucket per index in m, and records m.
+func createStoreIn(parent *bbolt.Bucket, name []byte, m store.Meta) (*buckets, error) {
+	sb, err := parent.CreateBucket(name)
+	if err != nil {
+		return nil, err
 	}
 	b := &buckets{store: sb}
 	for _, p := range []struct {
 		dst  **bbolt.Bucket
 		name []byte
-	}{{&b.meta, bucketMeta}, {&b.objects, bucketObjects}, {&b.values, bucketValues}, {&b.index, bucketIndex}} {
+	}{{&b.meta, bucketMeta}, {&b.keys, bucketKeys}, {&b.objects, bucketObjects}, {&b.index, bucketIndex}} {
 		if *p.dst, err = sb.CreateBucket(p.name); err != nil {
 			return nil, err
 		}
@@ -99,13 +156,14 @@ func createStore(tx *bbolt.Tx, name string, m store.Meta) (*buckets, error) {
 	return b, putMeta(b, m)
 }
 
-// clear drops every object, index entry and value, keeping the index buckets
-// of indexes (empty), and the meta bucket.
+// clear drops every object, key record and index entry, keeping the index
+// buckets of indexes (empty), and the meta bucket; sequence numbers start
+// over.
 func (b *buckets) clear(indexes []string) error {
 	for _, p := range []struct {
 		dst  **bbolt.Bucket
 		name []byte
-	}{{&b.objects, bucketObjects}, {&b.values, bucketValues}, {&b.index, bucketIndex}} {
+	}{{&b.keys, bucketKeys}, {&b.objects, bucketObjects}, {&b.index, bucketIndex}} {
 		if err := b.store.DeleteBucket(p.name); err != nil {
 			return err
 		}
@@ -120,7 +178,7 @@ func (b *buckets) clear(indexes []string) error {
 			return fmt.Errorf("create index %q: %w", idx, err)
 		}
 	}
-	return nil
+	return b.meta.Delete(keySeq)
 }
 
 func putMeta(b *buckets, m store.Meta) error {
@@ -152,6 +210,36 @@ func putRV(b *buckets, rv string) error {
 	return b.meta.Put(keyRV, []byte(rv))
 }
 
+// seqLen is the length of a sequence number: 8 bytes, big-endian, so that
+// bbolt's byte order is numeric order.
+const seqLen = 8
+
+func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, seqLen), n) }
+
+// nextSeq returns the store's next sequence number. It must exceed every
+// stored object's: a smaller one (a damaged file) would make new objects
+// overwrite old ones.
+func nextSeq(b *buckets) (uint64, error) {
+	var n uint64
+	if v := b.meta.Get(keySeq); v != nil {
+		if len(v) != seqLen {
+			return 0, fmt.Errorf("malformed sequence number record %q: %w", v, store.ErrCorrupt)
+		}
+		n = binary.BigEndian.Uint64(v)
+	}
+	if last, _ := b.objects.Cursor().Last(); last != nil {
+		if len(last) != seqLen {
+			return 0, fmt.Errorf("malformed object key %q: %w", last, store.ErrCorrupt)
+		}
+		if l := binary.BigEndian.Uint64(last); l >= n {
+			return 0, fmt.Errorf("object %d is not below the next sequence number %d: %w", l, n, store.ErrCorrupt)
+		}
+	}
+	return n, nil
+}
+
+func putSeq(b *buckets, n uint64) error { return b.meta.Put(keySeq, seqKey(n)) }
+
 // maxInline is the length above which keys and index values are stored
 // under a digest: bbolt keys are limited to 32 KiB, object keys and index
 // values are not, and long keys would bloat branch pages.
@@ -160,7 +248,7 @@ const maxInline = 1024
 // boltKey returns the bbolt key standing for s: s itself when it is at most
 // maxInline bytes, else its first maxInline bytes followed by its SHA-256.
 // The digest form is longer than any inline form, so the two never collide;
-// its full text is kept in the object's values record (see encodeRecord).
+// its full text is kept in the object's key record (see encodeKeyRecord).
 func boltKey(s string) []byte {
 	if len(s) <= maxInline {
 		return []byte(s)
@@ -185,20 +273,22 @@ func indexEntryPrefix(value string) []byte {
 	return append(p, v...)
 }
 
-// indexEntryKey is the key of the index entry of (value, key): sorted by
-// value, then by object key.
-func indexEntryKey(value, key string) []byte {
-	return append(indexEntryPrefix(value), boltKey(key)...)
+// indexEntryKey is the key of the index entry of (value, the object numbered
+// seq): sorted by value, then by sequence number, so that a new object's
+// entry goes at the end of its value's range. The entry's value is the
+// object key.
+func indexEntryKey(value string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(indexEntryPrefix(value), seq)
 }
 
-// splitIndexEntry returns the bbolt forms of the value and the object key of
-// an index entry key.
-func splitIndexEntry(k []byte) (value, key []byte, err error) {
+// splitIndexEntry returns the bbolt form of the value and the sequence
+// number of an index entry key.
+func splitIndexEntry(k []byte) (value []byte, seq uint64, err error) {
 	n, w := binary.Uvarint(k)
-	if w <= 0 || uint64(len(k)-w) < n {
-		return nil, nil, fmt.Errorf("malformed index entry %q: %w", k, store.ErrCorrupt)
+	if w <= 0 || uint64(len(k)-w) != n+seqLen {
+		return nil, 0, fmt.Errorf("malformed index entry %q: %w", k, store.ErrCorrupt)
 	}
-	return k[w : w+int(n)], k[w+int(n):], nil
+	return k[w : w+int(n)], binary.BigEndian.Uint64(k[w+int(n):]), nil
 }
 
 // prefixEnd returns the smallest key greater than every key starting with p,
@@ -214,16 +304,20 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// Values records start with a flag: recordInline, or recordFullKey followed
-// by the length and text of the object key whose bbolt key is a digest.
+// A key record (encodeKeyRecord) is the object's sequence number followed
+// by an index values record (encodeRecord).
+//
+// Index values records start with a flag: recordInline, or recordFullKey
+// followed by the length and text of the object key whose bbolt key is a
+// digest.
 const (
 	recordInline  = 0
 	recordFullKey = 1
 )
 
-// encodeRecord encodes an object's values record: the flag (and full key),
-// the number of indexes, then per index the number of values and each value
-// with its length. vals is aligned with an IndexSet's names.
+// encodeRecord encodes an object's index values record: the flag (and full
+// key), the number of indexes, then per index the number of values and each
+// value with its length. vals is aligned with an IndexSet's names.
 func encodeRecord(key string, vals [][]string) []byte {
 	n := 1 + 2*binary.MaxVarintLen64
 	if len(key) > maxInline {
@@ -321,61 +415,120 @@ func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err e
 	return fullKey, vals, nil
 }
 
-// fullKey returns the object key a bbolt key of the objects bucket stands
-// for.
-func fullKey(b *buckets, k []byte) (string, error) {
+// encodeKeyRecord encodes the keys/ record of the object numbered seq under
+// key, with index values vals (aligned with an IndexSet's names).
+func encodeKeyRecord(seq uint64, key string, vals [][]string) []byte {
+	return append(seqKey(seq), encodeRecord(key, vals)...)
+}
+
+// recordSeq returns the sequence number of a key record.
+func recordSeq(rec []byte) (uint64, error) {
+	if len(rec) <= seqLen {
+		return 0, fmt.Errorf("malformed key record (%d bytes): %w", len(rec), store.ErrCorrupt)
+	}
+	return binary.BigEndian.Uint64(rec), nil
+}
+
+// decodeKeyRecord decodes encodeKeyRecord's output (see decodeRecord).
+func decodeKeyRecord(rec []byte, want int) (seq uint64, fullKey string, vals [][]string, err error) {
+	if seq, err = recordSeq(rec); err != nil {
+		return 0, "", nil, err
+	}
+	fullKey, vals, err = decodeRecord(rec[seqLen:], want)
+	return seq, fullKey, vals, err
+}
+
+// recordKey returns the object key that the keys/ bucket's key k, with
+// record rec, stands for.
+func recordKey(k, rec []byte) (string, error) {
 	if !isDigest(k) {
 		return string(k), nil
 	}
-	rec := b.values.Get(k)
-	if rec == nil {
-		return "", fmt.Errorf("no values record for long key %q...: %w", k[:64], store.ErrCorrupt)
+	if len(rec) <= seqLen {
+		return "", fmt.Errorf("malformed key record of long key %q...: %w", k[:64], store.ErrCorrupt)
 	}
-	key, _, err := decodeRecordKey(rec)
+	key, _, err := decodeRecordKey(rec[seqLen:])
 	return key, err
 }
 
-// decodeRecordKey decodes only the full key of a values record.
+// decodeRecordKey decodes only the full key of an index values record.
 func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
-		return "", 0, fmt.Errorf("values record of a long key lacks the key: %w", store.ErrCorrupt)
+		return "", 0, fmt.Errorf("key record of a long key lacks the key: %w", store.ErrCorrupt)
 	}
 	l, w := binary.Uvarint(rec[1:])
 	if w <= 0 || l > uint64(len(rec)-1-w) {
-		return "", 0, fmt.Errorf("values record: bad key length: %w", store.ErrCorrupt)
+		return "", 0, fmt.Errorf("key record: bad key length: %w", store.ErrCorrupt)
 	}
 	return string(rec[1+w : 1+w+int(l)]), 1 + w + int(l), nil
 }
 
-// putEntries adds the index entries of key for vals (aligned with names).
-func putEntries(b *buckets, names []string, key string, vals [][]string) error {
-	for i, vs := range vals {
-		if len(vs) == 0 {
-			continue
-		}
-		ib := b.index.Bucket([]byte(names[i]))
-		if ib == nil {
-			return fmt.Errorf("index bucket %q missing: %w", names[i], store.ErrCorrupt)
-		}
-		for _, v := range vs {
-			if err := ib.Put(indexEntryKey(v, key), nil); err != nil {
-				return fmt.Errorf("index %q value %q: %w", names[i], v, err)
-			}
+// objectOf returns the encoded object numbered seq, whose key is key.
+func objectOf(b *buckets, key string, seq uint64) ([]byte, error) {
+	data := b.objects.Get(seqKey(seq))
+	if data == nil {
+		return nil, fmt.Errorf("object %d of key %q is missing: %w", seq, shorten(key), store.ErrCorrupt)
+	}
+	return data, nil
+}
+
+// longValue returns the index value whose digest form is v, from the key
+// record of the object key that has it in index pos.
+func longValue(b *buckets, key string, pos, nindexes int, v []byte) (string, error) {
+	rec := b.keys.Get(boltKey(key))
+	if rec == nil || pos < 0 {
+		return "", fmt.Errorf("index entry of a long value for %q without a key record: %w", shorten(key), store.ErrCorrupt)
+	}
+	_, _, vals, err := decodeKeyRecord(rec, nindexes)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range vals[pos] {
+		if bytes.Equal(boltKey(s), v) {
+			return s, nil
 		}
 	}
-	return nil
+	return "", fmt.Errorf("index entry of a long value that object %q does not have: %w", shorten(key), store.ErrCorrupt)
+}
+
+// entry is an index entry to write: its bbolt key and the object key.
+type entry struct {
+	k   []byte
+	key string
+}
+
+func compareEntries(a, b entry) int { return bytes.Compare(a.k, b.k) }
+
+// addEntries appends to to[i] the entries of the object (key, seq) for
+// vals[i].
+func addEntries(to [][]entry, key string, seq uint64, vals [][]string) {
+	for i, vs := range vals {
+		for _, v := range vs {
+			to[i] = append(to[i], entry{indexEntryKey(v, seq), key})
+		}
+	}
+}
+
+// indexBucketOf returns the bucket of index name, which must exist.
+func indexBucketOf(b *buckets, name string) (*bbolt.Bucket, error) {
+	ib := b.index.Bucket([]byte(name))
+	if ib == nil {
+		return nil, fmt.Errorf("index bucket %q missing: %w", name, store.ErrCorrupt)
+	}
+	return ib, nil
 }
 
 // writeOps applies prepared operations to b. Only each key's net effect
 // is written: its last operation, with index entries diffed against the
-// values record the file holds, so an object put and deleted in one batch
+// key record the file holds, so an object put and deleted in one batch
 // costs nothing, and the entries of intermediate versions never reach the
 // file. Callers need not know old index values.
 //
-// Keys are written in sorted order, each bucket's index entries grouped and
-// sorted too: bbolt finds each key from the root, and walking every tree
-// in order keeps the path's pages hot and touches each node once in a row
-// (measured with BenchmarkCommit, see doc.go).
+// Each bucket is written in its own key order (key records by key, objects
+// and index entries by sequence number): bbolt finds each key from the
+// root, and walking every tree in order keeps the path's pages hot and
+// touches each node once in a row. New objects get sequence numbers in key
+// order, after every stored object's.
 func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 	type keyOp struct {
 		k []byte // bbolt key
@@ -398,78 +551,102 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 		ops = append(ops, keyOp{k: boltKey(p.Key), p: p})
 	}
 	slices.SortFunc(ops, func(a, b keyOp) int { return bytes.Compare(a.k, b.k) })
+	next, err := nextSeq(b)
+	if err != nil {
+		return err
+	}
+	first := next
+	type objOp struct {
+		seq  uint64
+		p    *indexer.Prepared // nil: delete
+		gone string            // the deleted key
+	}
+	objs := make([]objOp, 0, len(ops))
 	// dels and puts are the index entries to remove and add, per index.
 	// They are disjoint: an entry names its object, whose old entries are
 	// diffed against its new ones.
-	dels := make([][][]byte, len(names))
-	puts := make([][][]byte, len(names))
-	add := func(to [][][]byte, key string, vals [][]string) {
-		for i, vs := range vals {
-			for _, v := range vs {
-				to[i] = append(to[i], indexEntryKey(v, key))
-			}
-		}
-	}
+	dels := make([][]entry, len(names))
+	puts := make([][]entry, len(names))
 	for _, o := range ops {
 		p, k := o.p, o.k
-		var old [][]string
-		oldRec := b.values.Get(k)
+		var (
+			seq uint64
+			old [][]string
+		)
+		oldRec := b.keys.Get(k)
 		if oldRec != nil {
 			var err error
-			if _, old, err = decodeRecord(oldRec, len(names)); err != nil {
+			if seq, _, old, err = decodeKeyRecord(oldRec, len(names)); err != nil {
 				return fmt.Errorf("%s: %w", p.Key, err)
 			}
 		}
 		switch p.Type {
 		case store.OpPut:
+			if oldRec == nil {
+				seq = next
+				next++
+			}
 			// Drop only the entries that change: an update usually keeps
 			// its namespace, owner and labels.
 			oldOnly, newOnly := diffValues(old, p.Values)
-			add(dels, p.Key, oldOnly)
-			add(puts, p.Key, newOnly)
-			if err := b.objects.Put(k, p.Data); err != nil {
-				return fmt.Errorf("put %s: %w", p.Key, err)
-			}
+			addEntries(dels, p.Key, seq, oldOnly)
+			addEntries(puts, p.Key, seq, newOnly)
+			objs = append(objs, objOp{seq: seq, p: p})
 			// An update that keeps its index values (most do: status
 			// changes) leaves the record alone, so its page stays clean:
 			// every page a commit dirties is rewritten whole.
-			if rec := encodeRecord(p.Key, p.Values); !bytes.Equal(rec, oldRec) {
-				if err := b.values.Put(k, rec); err != nil {
+			if rec := encodeKeyRecord(seq, p.Key, p.Values); !bytes.Equal(rec, oldRec) {
+				if err := b.keys.Put(k, rec); err != nil {
 					return fmt.Errorf("put %s: %w", p.Key, err)
 				}
 			}
 		case store.OpDelete:
-			add(dels, p.Key, old)
-			if err := b.objects.Delete(k); err != nil {
+			if oldRec == nil {
+				continue
+			}
+			addEntries(dels, p.Key, seq, old)
+			objs = append(objs, objOp{seq: seq, gone: p.Key})
+			if err := b.keys.Delete(k); err != nil {
 				return err
 			}
-			if oldRec != nil {
-				if err := b.values.Delete(k); err != nil {
-					return err
-				}
+		}
+	}
+	slices.SortFunc(objs, func(a, b objOp) int { return cmp.Compare(a.seq, b.seq) })
+	b.objects.FillPercent = fillAppend
+	for _, o := range objs {
+		if o.p == nil {
+			if err := b.objects.Delete(seqKey(o.seq)); err != nil {
+				return fmt.Errorf("delete %s: %w", o.gone, err)
 			}
+			continue
+		}
+		if err := b.objects.Put(seqKey(o.seq), o.p.Data); err != nil {
+			return fmt.Errorf("put %s: %w", o.p.Key, err)
 		}
 	}
 	for i, name := range names {
 		if len(dels[i]) == 0 && len(puts[i]) == 0 {
 			continue
 		}
-		ib := b.index.Bucket([]byte(name))
-		if ib == nil {
-			return fmt.Errorf("index bucket %q missing: %w", name, store.ErrCorrupt)
+		ib, err := indexBucketOf(b, name)
+		if err != nil {
+			return err
 		}
-		slices.SortFunc(dels[i], bytes.Compare)
+		slices.SortFunc(dels[i], compareEntries)
 		for _, e := range dels[i] {
-			if err := ib.Delete(e); err != nil {
+			if err := ib.Delete(e.k); err != nil {
 				return fmt.Errorf("index %q: %w", name, err)
 			}
 		}
-		slices.SortFunc(puts[i], bytes.Compare)
+		slices.SortFunc(puts[i], compareEntries)
 		for _, e := range puts[i] {
-			if err := ib.Put(e, nil); err != nil {
+			if err := ib.Put(e.k, []byte(e.key)); err != nil {
 				return fmt.Errorf("index %q: %w", name, err)
 			}
 		}
+	}
+	if next != first {
+		return putSeq(b, next)
 	}
 	return nil
 }
@@ -504,9 +681,9 @@ func diffValues(old, new [][]string) (oldOnly, newOnly [][]string) {
 }
 
 // replaceAll makes the puts of ps (the last one per key wins; a delete
-// removes an earlier put) the complete contents of b. Keys are written in
-// sorted order into fresh buckets filled to 100%, bbolt's fast path for bulk
-// loads.
+// removes an earlier put) the complete contents of b. Objects are numbered
+// in key order and written into fresh buckets filled to 100%, in the order
+// of each bucket's keys: bbolt's fast path for bulk loads.
 func replaceAll(b *buckets, names []string, ps []indexer.Prepared) error {
 	last := make(map[string]int, len(ps))
 	for i := range ps {
@@ -528,38 +705,36 @@ func replaceAll(b *buckets, names []string, ps []indexer.Prepared) error {
 	if err := b.clear(names); err != nil {
 		return err
 	}
-	b.objects.FillPercent, b.values.FillPercent = 1.0, 1.0
-	entries := make([][][]byte, len(names))
-	for _, it := range keep {
-		p := &ps[it.i]
-		k := it.k
-		if err := b.objects.Put(k, p.Data); err != nil {
+	b.objects.FillPercent, b.keys.FillPercent = 1.0, 1.0
+	entries := make([][]entry, len(names))
+	for n, it := range keep {
+		p, seq := &ps[it.i], uint64(n)
+		if err := b.objects.Put(seqKey(seq), p.Data); err != nil {
 			return fmt.Errorf("put %s: %w", p.Key, err)
 		}
-		if err := b.values.Put(k, encodeRecord(p.Key, p.Values)); err != nil {
+		if err := b.keys.Put(it.k, encodeKeyRecord(seq, p.Key, p.Values)); err != nil {
 			return fmt.Errorf("put %s: %w", p.Key, err)
 		}
-		for j, vs := range p.Values {
-			for _, v := range vs {
-				entries[j] = append(entries[j], indexEntryKey(v, p.Key))
-			}
-		}
+		addEntries(entries, p.Key, seq, p.Values)
 	}
-	return putSortedEntries(b, names, entries)
+	if err := putSortedEntries(b, names, entries); err != nil {
+		return err
+	}
+	return putSeq(b, uint64(len(keep)))
 }
 
 // putSortedEntries writes entries[i] into index names[i], sorted, at 100%
 // fill.
-func putSortedEntries(b *buckets, names []string, entries [][][]byte) error {
+func putSortedEntries(b *buckets, names []string, entries [][]entry) error {
 	for j, es := range entries {
-		ib := b.index.Bucket([]byte(names[j]))
-		if ib == nil {
-			return fmt.Errorf("index bucket %q missing: %w", names[j], store.ErrCorrupt)
+		ib, err := indexBucketOf(b, names[j])
+		if err != nil {
+			return err
 		}
 		ib.FillPercent = 1.0
-		slices.SortFunc(es, bytes.Compare)
+		slices.SortFunc(es, compareEntries)
 		for _, e := range es {
-			if err := ib.Put(e, nil); err != nil {
+			if err := ib.Put(e.k, []byte(e.key)); err != nil {
 				return fmt.Errorf("index %q: %w", names[j], err)
 			}
 		}
@@ -571,18 +746,69 @@ func putSortedEntries(b *buckets, names []string, entries [][][]byte) error {
 // from the stored objects, decoding them with codec (or taking them from
 // get, when it has them), and records meta.
 func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, get func(key string) (interface{}, bool), meta store.Meta) error {
-	return writeIndexes(b, set, func(key string) ([][]string, error) {
+	return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
 		var obj interface{}
 		ok := false
 		if get != nil {
 			obj, ok = get(key)
 		}
 		if !ok {
-			var err error
-			if obj, err = codec.Decode(b.objects.Get(boltKey(key))); err != nil {
+			data, err := objectOf(b, key, seq)
+			if err != nil {
+				return nil, err
+			}
+			if obj, err = codec.Decode(data); err != nil {
 				return nil, fmt.Errorf("decode %s: %w", key, err)
 			}
 		}
 		return set.Values(key, obj)
 	}, meta)
+}
+
+// writeIndexes replaces every index entry and index value of b with those
+// valuesOf gives for each stored object under set, and records meta.
+func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta store.Meta) error {
+	names := set.Names()
+	if err := b.store.DeleteBucket(bucketIndex); err != nil {
+		return err
+	}
+	ib, err := b.store.CreateBucket(bucketIndex)
+	if err != nil {
+		return err
+	}
+	b.index = ib
+	for _, n := range names {
+		if _, err := ib.CreateBucket([]byte(n)); err != nil {
+			return fmt.Errorf("create index %q: %w", n, err)
+		}
+	}
+	entries := make([][]entry, len(names))
+	var keys, recs [][]byte
+	c := b.keys.Cursor()
+	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		seq, err := recordSeq(rec)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", shorten(string(k)), err)
+		}
+		key, err := recordKey(k, rec)
+		if err != nil {
+			return err
+		}
+		v, err := valuesOf(key, seq)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, bytes.Clone(k))
+		recs = append(recs, encodeKeyRecord(seq, key, v))
+		addEntries(entries, key, seq, v)
+	}
+	for i := range keys {
+		if err := b.keys.Put(keys[i], recs[i]); err != nil {
+			return err
+		}
+	}
+	if err := putSortedEntries(b, names, entries); err != nil {
+		return err
+	}
+	return putMeta(b, meta)
 }

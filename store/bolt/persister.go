@@ -1,11 +1,13 @@
 package bolt
 
 import (
-	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	bbolt "go.etcd.io/bbolt"
@@ -45,15 +47,20 @@ type defaultStore struct {
 
 // loaded is one object read from the file, decoded by load's workers.
 type loaded struct {
-	key    []byte // memory-mapped: valid during the read transaction
-	data   []byte
-	values []byte
+	key  []byte // memory-mapped: valid during the read transaction
+	rec  []byte // its key record
+	seq  uint64
+	data []byte
 }
 
 // load decodes every object of the store and its index values into a new
 // Cache. Decoding dominates (about 11 us per Pod with protobuf), so it runs
 // on every CPU; the data is read straight from the memory map inside one
 // read transaction, as codecs never retain their input.
+//
+// It joins keys/ and objects/: the key records, ordered by sequence number,
+// walk objects/ in its order (sequential pages). A record without its
+// object, or an object without a record, is ErrCorrupt.
 func load(f *file, o store.Options, set *indexer.IndexSet) (*indexer.Cache, error) {
 	c := indexer.NewCache(set)
 	var ps []indexer.Prepared
@@ -66,18 +73,9 @@ func load(f *file, o store.Options, set *indexer.IndexSet) (*indexer.Cache, erro
 			if b == nil {
 				return fmt.Errorf("store %q vanished: %w", o.Name, store.ErrCorrupt)
 			}
-			var items []loaded
-			oc, vc := b.objects.Cursor(), b.values.Cursor()
-			vk, vv := vc.First()
-			for k, v := oc.First(); k != nil; k, v = oc.Next() {
-				if vk == nil || !bytes.Equal(k, vk) {
-					return fmt.Errorf("object %q has no index values record: %w", k, store.ErrCorrupt)
-				}
-				items = append(items, loaded{key: k, data: v, values: vv})
-				vk, vv = vc.Next()
-			}
-			if vk != nil {
-				return fmt.Errorf("index values record %q has no object: %w", vk, store.ErrCorrupt)
+			items, err := joinRecords(b)
+			if err != nil {
+				return err
 			}
 			ps, err = decodeAll(items, o.Codec, set.Len())
 			return err
@@ -89,6 +87,63 @@ func load(f *file, o store.Options, set *indexer.IndexSet) (*indexer.Cache, erro
 	c.Replace(ps)
 	return c, nil
 }
+
+// joinRecords returns every key record of b with its object, in sequence
+// number order.
+func joinRecords(b *buckets) ([]loaded, error) {
+	var items []loaded
+	kc := b.keys.Cursor()
+	for k, rec := kc.First(); k != nil; k, rec = kc.Next() {
+		seq, err := recordSeq(rec)
+		if err != nil {
+			return nil, fmt.Errorf("object %q: %w", shorten(string(k)), err)
+		}
+		items = append(items, loaded{key: k, rec: rec, seq: seq})
+	}
+	// Replace numbers objects in key order: then this is sorted already.
+	if !slices.IsSortedFunc(items, compareLoaded) {
+		slices.SortFunc(items, compareLoaded)
+	}
+	// A damaged record usually has a wrong number: report the key of the
+	// first record without its object before an object without a record.
+	var orphan error
+	missing := -1
+	i := 0
+	oc := b.objects.Cursor()
+	for sk, data := oc.First(); sk != nil; sk, data = oc.Next() {
+		if len(sk) != seqLen {
+			return nil, fmt.Errorf("malformed object key %q: %w", sk, store.ErrCorrupt)
+		}
+		seq := binary.BigEndian.Uint64(sk)
+		for i < len(items) && items[i].seq < seq {
+			if missing < 0 {
+				missing = i
+			}
+			i++
+		}
+		if i == len(items) || items[i].seq > seq {
+			if orphan == nil {
+				orphan = fmt.Errorf("object %d has no key record: %w", seq, store.ErrCorrupt)
+			}
+			continue
+		}
+		items[i].data = data
+		i++
+	}
+	if missing < 0 && i < len(items) {
+		missing = i
+	}
+	if missing >= 0 {
+		it := items[missing]
+		return nil, fmt.Errorf("object %q: its object %d is missing: %w", shorten(string(it.key)), it.seq, store.ErrCorrupt)
+	}
+	if orphan != nil {
+		return nil, orphan
+	}
+	return items, nil
+}
+
+func compareLoaded(a, b loaded) int { return cmp.Compare(a.seq, b.seq) }
 
 // decodeAll decodes items in parallel.
 func decodeAll(items []loaded, codec store.Codec, nindexes int) ([]indexer.Prepared, error) {
@@ -112,9 +167,9 @@ func decodeAll(items []loaded, codec store.Codec, nindexes int) ([]indexer.Prepa
 				for i := lo; i < hi; i++ {
 					it := &items[i]
 					key := string(it.key)
-					long, vals, err := decodeRecord(it.values, nindexes)
+					_, long, vals, err := decodeKeyRecord(it.rec, nindexes)
 					if err != nil {
-						return fmt.Errorf("object %q: %w", key, err)
+						return fmt.Errorf("object %q: %w", shorten(key), err)
 					}
 					if isDigest(it.key) {
 						key = long
@@ -217,7 +272,7 @@ func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, v
 	meta := p.meta
 	meta.Indexes = append([]string(nil), set.Names()...)
 	err := p.update(func(b *buckets) error {
-		return writeIndexes(b, set, func(key string) ([][]string, error) {
+		return writeIndexes(b, set, func(key string, _ uint64) ([][]string, error) {
 			v, ok := values[key]
 			if !ok {
 				return nil, fmt.Errorf("no index values for %q", key)
@@ -230,55 +285,6 @@ func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, v
 	}
 	p.meta, p.names = meta, meta.Indexes
 	return nil
-}
-
-// writeIndexes replaces every index entry and index value of b with those
-// valuesOf gives for each stored key under set, and records meta.
-func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string) ([][]string, error), meta store.Meta) error {
-	names := set.Names()
-	if err := b.store.DeleteBucket(bucketIndex); err != nil {
-		return err
-	}
-	ib, err := b.store.CreateBucket(bucketIndex)
-	if err != nil {
-		return err
-	}
-	b.index = ib
-	for _, n := range names {
-		if _, err := ib.CreateBucket([]byte(n)); err != nil {
-			return fmt.Errorf("create index %q: %w", n, err)
-		}
-	}
-	entries := make([][][]byte, len(names))
-	var keys [][]byte
-	var enc [][]byte
-	c := b.objects.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		key, err := fullKey(b, k)
-		if err != nil {
-			return err
-		}
-		v, err := valuesOf(key)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, bytes.Clone(k))
-		enc = append(enc, encodeRecord(key, v))
-		for j, vs := range v {
-			for _, s := range vs {
-				entries[j] = append(entries[j], indexEntryKey(s, key))
-			}
-		}
-	}
-	for i := range keys {
-		if err := b.values.Put(keys[i], enc[i]); err != nil {
-			return err
-		}
-	}
-	if err := putSortedEntries(b, names, entries); err != nil {
-		return err
-	}
-	return putMeta(b, meta)
 }
 
 // Close implements indexer.Persister.

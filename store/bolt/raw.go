@@ -146,7 +146,7 @@ func rawError(op string, u *url.URL, err error) error {
 
 // rawInfo returns the Info and buckets of the store name in tx.
 func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
-	b, err := storeBuckets(tx, name)
+	b, err := lookupStore(tx.Bucket(bucketStores), []byte(name))
 	if err != nil {
 		return store.Info{}, nil, err
 	}
@@ -158,7 +158,10 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 		return store.Info{}, nil, fmt.Errorf("store %q: %w", name, err)
 	}
 	if m.FormatVersion != FormatVersion {
-		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d: %w", name, m.FormatVersion, FormatVersion, store.ErrIncompatible)
+		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d (delete the file to start over; informers relist): %w", name, m.FormatVersion, FormatVersion, store.ErrIncompatible)
+	}
+	if err := b.complete(name); err != nil {
+		return store.Info{}, nil, err
 	}
 	return store.Info{
 		Backend:         Scheme,
@@ -200,16 +203,23 @@ func exportDB(ctx context.Context, db *bbolt.DB, name string, fn func(store.Reco
 				return err
 			}
 			n := len(info.Indexes)
-			c := b.objects.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
+			c := b.keys.Cursor()
+			for k, rec := c.First(); k != nil; k, rec = c.Next() {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				key, vals, err := recordOf(b, k, n)
+				seq, key, vals, err := decodeKeyRecord(rec, n)
+				if err != nil {
+					return fmt.Errorf("object %q: %w", shorten(string(k)), err)
+				}
+				if key == "" {
+					key = string(k)
+				}
+				data, err := objectOf(b, key, seq)
 				if err != nil {
 					return err
 				}
-				if err := fn(store.Record{Key: key, Data: v, Values: vals}); err != nil {
+				if err := fn(store.Record{Key: key, Data: data, Values: vals}); err != nil {
 					fnErr = err
 					return err
 				}
@@ -224,29 +234,6 @@ func exportDB(ctx context.Context, db *bbolt.DB, name string, fn func(store.Reco
 		return store.Info{}, err
 	}
 	return info, nil
-}
-
-// recordOf returns the full key and index values of the object under the
-// bbolt key k.
-func recordOf(b *buckets, k []byte, n int) (string, [][]string, error) {
-	rec := b.values.Get(k)
-	if rec == nil {
-		if isDigest(k) {
-			return "", nil, fmt.Errorf("no values record for long key %q...: %w", k[:64], store.ErrCorrupt)
-		}
-		if n > 0 {
-			return "", nil, fmt.Errorf("object %q has no index values record: %w", k, store.ErrCorrupt)
-		}
-		return string(k), nil, nil
-	}
-	full, vals, err := decodeRecord(rec, n)
-	if err != nil {
-		return "", nil, fmt.Errorf("object %q: %w", k, err)
-	}
-	if full == "" {
-		full = string(k)
-	}
-	return full, vals, nil
 }
 
 // Export implements store.Exporter for an open bounded store: one read
@@ -378,15 +365,25 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 				if err != nil {
 					return err
 				}
-				// Full pages: a snapshot of a bolt store comes
-				// sorted by key, the bulk load bbolt packs best, and
-				// each batch is sorted. Keys out of order split full
-				// pages in two, no worse than the default fill.
-				b.objects.FillPercent, b.values.FillPercent = 1.0, 1.0
+				// Full pages: objects are numbered in arrival
+				// order, so they are appended; a snapshot of a bolt
+				// store comes sorted by key, the bulk load bbolt
+				// packs best, and each batch is sorted. Keys out of
+				// order split full pages in two, no worse than the
+				// default fill.
+				b.objects.FillPercent, b.keys.FillPercent = 1.0, 1.0
+				seq, err := nextSeq(b)
+				if err != nil {
+					return err
+				}
 				for _, rec := range pending {
-					if err := putRecord(b, names, rec); err != nil {
+					if err := putRecord(b, names, rec, seq); err != nil {
 						return err
 					}
+					seq++
+				}
+				if err := putSeq(b, seq); err != nil {
+					return err
 				}
 				if !last {
 					return nil
@@ -428,46 +425,22 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 	}
 }
 
-// createStoreIn creates the buckets of a store named name under parent.
-func createStoreIn(parent *bbolt.Bucket, name []byte, m store.Meta) (*buckets, error) {
-	sb, err := parent.CreateBucket(name)
+// bucketsIn returns the buckets of the store name under parent.
+func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
+	b, err := lookupStore(parent, name)
 	if err != nil {
 		return nil, err
 	}
-	b := &buckets{store: sb}
-	for _, p := range []struct {
-		dst  **bbolt.Bucket
-		name []byte
-	}{{&b.meta, bucketMeta}, {&b.objects, bucketObjects}, {&b.values, bucketValues}, {&b.index, bucketIndex}} {
-		if *p.dst, err = sb.CreateBucket(p.name); err != nil {
-			return nil, err
-		}
-	}
-	for _, idx := range m.Indexes {
-		if _, err := b.index.CreateBucket([]byte(idx)); err != nil {
-			return nil, fmt.Errorf("create index %q: %w", idx, err)
-		}
-	}
-	return b, putMeta(b, m)
-}
-
-// bucketsIn returns the buckets of the store name under parent.
-func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
-	sb := parent.Bucket(name)
-	if sb == nil {
+	if b == nil {
 		return nil, fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
 	}
-	b := &buckets{store: sb, meta: sb.Bucket(bucketMeta), objects: sb.Bucket(bucketObjects), values: sb.Bucket(bucketValues), index: sb.Bucket(bucketIndex)}
-	if b.meta == nil || b.objects == nil || b.values == nil || b.index == nil {
-		return nil, fmt.Errorf("staged store %q lacks one of its buckets: %w", name, store.ErrCorrupt)
-	}
-	return b, nil
+	return b, b.complete(string(name))
 }
 
-// putRecord writes one imported record: object, values record and index
-// entries. A key given twice is an error: the entries of the first would
-// stay.
-func putRecord(b *buckets, names []string, rec store.Record) error {
+// putRecord writes one imported record, numbered seq: object, key record
+// and index entries. A key given twice is an error: the entries of the
+// first would stay.
+func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 	vals := rec.Values
 	if len(names) == 0 {
 		vals = nil
@@ -476,16 +449,30 @@ func putRecord(b *buckets, names []string, rec store.Record) error {
 		return fmt.Errorf("record %q has values for %d indexes, the store has %d (%q): %w", rec.Key, len(vals), len(names), names, store.ErrInvalid)
 	}
 	k := boltKey(rec.Key)
-	if b.objects.Get(k) != nil {
+	if b.keys.Get(k) != nil {
 		return fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid)
 	}
-	if err := b.objects.Put(k, rec.Data); err != nil {
+	if err := b.objects.Put(seqKey(seq), rec.Data); err != nil {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
 	}
-	if err := b.values.Put(k, encodeRecord(rec.Key, vals)); err != nil {
+	if err := b.keys.Put(k, encodeKeyRecord(seq, rec.Key, vals)); err != nil {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
 	}
-	return putEntries(b, names, rec.Key, vals)
+	for i, vs := range vals {
+		if len(vs) == 0 {
+			continue
+		}
+		ib, err := indexBucketOf(b, names[i])
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := ib.Put(indexEntryKey(v, seq), []byte(rec.Key)); err != nil {
+				return fmt.Errorf("index %q value %q: %w", names[i], v, err)
+			}
+		}
+	}
+	return nil
 }
 
 // cloneRecord copies a record out of the caller's buffers: bbolt needs keys
@@ -510,21 +497,18 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 				return b.index.ForEachBucket(func(idx []byte) error {
 					pos := slices.Index(info.Indexes, string(idx))
 					c := b.index.Bucket(idx).Cursor()
-					for k, _ := c.First(); k != nil; k, _ = c.Next() {
+					for k, kv := c.First(); k != nil; k, kv = c.Next() {
 						if err := ctx.Err(); err != nil {
 							return err
 						}
-						vf, kf, err := splitIndexEntry(k)
+						vf, _, err := splitIndexEntry(k)
 						if err != nil {
 							return err
 						}
-						key, err := fullKey(b, kf)
-						if err != nil {
-							return err
-						}
+						key := string(kv)
 						value := string(vf)
 						if isDigest(vf) {
-							if value, err = fullValue(b, kf, pos, len(info.Indexes), vf); err != nil {
+							if value, err = longValue(b, key, pos, len(info.Indexes), vf); err != nil {
 								return err
 							}
 						}
@@ -543,25 +527,6 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 		return err
 	})
 	return rawError("index entries of "+name, u, err)
-}
-
-// fullValue finds the long value whose digest form is vf among the index
-// values of the object under kf.
-func fullValue(b *buckets, kf []byte, pos, n int, vf []byte) (string, error) {
-	rec := b.values.Get(kf)
-	if rec == nil || pos < 0 {
-		return "", fmt.Errorf("index entry of a long value for %q without a values record: %w", kf, store.ErrCorrupt)
-	}
-	_, vals, err := decodeRecord(rec, n)
-	if err != nil {
-		return "", err
-	}
-	for _, v := range vals[pos] {
-		if bytes.Equal(boltKey(v), vf) {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("index entry of a long value that object %q does not have: %w", kf, store.ErrCorrupt)
 }
 
 // compactTxSize bounds the bytes Compact copies per transaction.

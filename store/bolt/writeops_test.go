@@ -18,7 +18,9 @@ import (
 
 // fileState is what a store's buckets hold, read straight from the file:
 // the object keys, and per index the entries "value key" both as the index
-// buckets hold them and as the values records say they should be.
+// buckets hold them and as the key records say they should be. Reading it
+// checks that key records, objects and index entries agree on sequence
+// numbers.
 type fileState struct {
 	Keys        []string
 	Entries     map[string][]string
@@ -36,24 +38,23 @@ func readFileState(t *testing.T, f *file, name string, names []string) fileState
 		if b == nil {
 			return fmt.Errorf("store %q missing", name)
 		}
-		if err := b.objects.ForEach(func(k, _ []byte) error {
-			key, err := fullKey(b, k)
-			st.Keys = append(st.Keys, key)
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := b.values.ForEach(func(k, rec []byte) error {
-			if b.objects.Get(k) == nil {
-				return fmt.Errorf("values record %q without object", k)
-			}
-			full, vals, err := decodeRecord(rec, len(names))
+		objects := map[uint64]string{}
+		if err := b.keys.ForEach(func(k, rec []byte) error {
+			seq, full, vals, err := decodeKeyRecord(rec, len(names))
 			if err != nil {
 				return err
 			}
 			if full == "" {
 				full = string(k)
 			}
+			if b.objects.Get(seqKey(seq)) == nil {
+				return fmt.Errorf("key record %q without object %d", k, seq)
+			}
+			if other, ok := objects[seq]; ok {
+				return fmt.Errorf("keys %q and %q share object %d", other, full, seq)
+			}
+			objects[seq] = full
+			st.Keys = append(st.Keys, full)
 			for i, vs := range vals {
 				for _, v := range vs {
 					st.FromRecords[names[i]] = append(st.FromRecords[names[i]], v+" "+full)
@@ -63,19 +64,33 @@ func readFileState(t *testing.T, f *file, name string, names []string) fileState
 		}); err != nil {
 			return err
 		}
+		if n := b.objects.Stats().KeyN; n != len(objects) {
+			return fmt.Errorf("%d objects, %d key records", n, len(objects))
+		}
+		next, err := nextSeq(b)
+		if err != nil {
+			return err
+		}
+		for seq := range objects {
+			if seq >= next {
+				return fmt.Errorf("object %d not below the next sequence number %d", seq, next)
+			}
+		}
 		for _, n := range names {
 			ib := b.index.Bucket([]byte(n))
 			if ib == nil {
 				return fmt.Errorf("index bucket %q missing", n)
 			}
-			if err := ib.ForEach(func(k, _ []byte) error {
-				v, kf, err := splitIndexEntry(k)
+			if err := ib.ForEach(func(k, key []byte) error {
+				v, seq, err := splitIndexEntry(k)
 				if err != nil {
 					return err
 				}
-				key, err := fullKey(b, kf)
-				st.Entries[n] = append(st.Entries[n], string(v)+" "+key)
-				return err
+				if objects[seq] != string(key) {
+					return fmt.Errorf("index %q entry %q names %q, object %d is %q", n, k, key, seq, objects[seq])
+				}
+				st.Entries[n] = append(st.Entries[n], string(v)+" "+string(key))
+				return nil
 			}); err != nil {
 				return err
 			}
@@ -168,6 +183,102 @@ func TestCommitWritesNetEffect(t *testing.T) {
 			got := readFileState(t, f, "pods", names)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("file after the batch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// seqs returns the sequence number of every key of the store name.
+func seqs(t *testing.T, f *file, name string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	err := f.db.View(func(tx *bbolt.Tx) error {
+		b, err := storeBuckets(tx, name)
+		if err != nil {
+			return err
+		}
+		return b.keys.ForEach(func(k, rec []byte) error {
+			seq, err := recordSeq(rec)
+			out[string(k)] = seq
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSequenceNumbers checks how objects are numbered: new objects after
+// every stored one, in key order within a Commit; an update keeps its
+// number, an object deleted and created again gets a new one; Replace
+// numbers from 0 in key order; and a reopened store goes on from where it
+// was.
+func TestSequenceNumbers(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "pods.db")
+	o, err := (&store.Options{Name: "pods", Codec: codec, Durability: store.DurabilityNoSync,
+		Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app")}}).WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []int{0, 10} {
+		t.Run(fmt.Sprintf("cache=%d", mode), func(t *testing.T) {
+			o := o
+			o.CacheSize = mode
+			o.Name = fmt.Sprintf("pods-%d", mode)
+			reopen := func() (store.Store, *file) {
+				s, err := open(t.Context(), path, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, ok := s.(*defaultStore); ok {
+					return s, d.file
+				}
+				return s, s.(*bounded).file
+			}
+			s, f := reopen()
+			commit := func(ops ...store.Op) {
+				t.Helper()
+				if err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "1"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put := func(name, app string) store.Op {
+				return store.Op{Type: store.OpPut, Object: pod("ns", name, app, "1")}
+			}
+			check := func(want map[string]uint64) {
+				t.Helper()
+				if diff := cmp.Diff(want, seqs(t, f, o.Name)); diff != "" {
+					t.Errorf("sequence numbers (-want +got):\n%s", diff)
+				}
+			}
+			commit(put("c", "x"), put("a", "x"), put("b", "y"))
+			check(map[string]uint64{"ns/a": 0, "ns/b": 1, "ns/c": 2})
+			commit(put("a", "z"), store.Op{Type: store.OpDelete, Key: "ns/b"}, put("d", "x"))
+			check(map[string]uint64{"ns/a": 0, "ns/c": 2, "ns/d": 3})
+			commit(put("b", "y"))
+			check(map[string]uint64{"ns/a": 0, "ns/b": 4, "ns/c": 2, "ns/d": 3})
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, f = reopen()
+			commit(put("e", "y"))
+			check(map[string]uint64{"ns/a": 0, "ns/b": 4, "ns/c": 2, "ns/d": 3, "ns/e": 5})
+			if err := s.Replace([]interface{}{pod("ns", "z", "x", "1"), pod("ns", "y", "x", "1")}, "2"); err != nil {
+				t.Fatal(err)
+			}
+			check(map[string]uint64{"ns/y": 0, "ns/z": 1})
+			commit(put("a", "x"))
+			check(map[string]uint64{"ns/a": 2, "ns/y": 0, "ns/z": 1})
+			if got, err := s.ByIndex("app", "x"); err != nil || len(got) != 3 {
+				t.Errorf("ByIndex(app, x) = %d objects, %v; want 3", len(got), err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

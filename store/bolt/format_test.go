@@ -1,0 +1,91 @@
+package bolt
+
+import (
+	"encoding/json"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// TestFormatVersion1Refused writes a store in the layout of format version
+// 1 (objects and index values by key, no keys bucket): both modes and the
+// raw driver refuse it with ErrIncompatible naming both versions, and the
+// message says what to do.
+func TestFormatVersion1Refused(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "pods.db")
+	o, err := (&store.Options{Name: "pods", Codec: codec, Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app")}}).WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := store.MetaFor(o, 1)
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		root, err := tx.CreateBucket(bucketStores)
+		if err != nil {
+			return err
+		}
+		sb, err := root.CreateBucket([]byte("pods"))
+		if err != nil {
+			return err
+		}
+		meta, err := sb.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyMeta, data); err != nil {
+			return err
+		}
+		for _, n := range []string{"objects", "values", "index"} {
+			if _, err := sb.CreateBucket([]byte(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err2 := db.Close(); err == nil {
+		err = err2
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []struct {
+		name  string
+		cache int
+	}{{"default", 0}, {"bounded", 10}} {
+		o := o
+		o.CacheSize = mode.cache
+		_, err := open(t.Context(), path, o)
+		if !errors.Is(err, store.ErrIncompatible) {
+			t.Fatalf("%s open: error %v; want ErrIncompatible", mode.name, err)
+		}
+		for _, want := range []string{"format version 1, this build reads 2", "delete", "relist", path} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s open: error %q does not say %q", mode.name, err, want)
+			}
+		}
+	}
+	u := &url.URL{Scheme: Scheme, Path: path}
+	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "format version 1, this build reads 2") {
+		t.Errorf("raw Stores: error %v; want ErrIncompatible naming both versions", err)
+	}
+}
