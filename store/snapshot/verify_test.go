@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -31,6 +32,18 @@ func editBolt(t *testing.T, rawURL string, fn func(index *bbolt.Bucket) error) {
 	}
 }
 
+// entryOf returns the key of the entry of key under prefix in an index
+// bucket of a bolt store.
+func entryOf(ib *bbolt.Bucket, prefix, key string) ([]byte, error) {
+	c := ib.Cursor()
+	for k, v := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, v = c.Next() {
+		if string(v) == key {
+			return bytes.Clone(k), nil
+		}
+	}
+	return nil, fmt.Errorf("no entry of %q under %q", key, prefix)
+}
+
 func TestVerifyFindsIndexDamage(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -38,11 +51,20 @@ func TestVerifyFindsIndexDamage(t *testing.T) {
 		want   string
 	}{
 		{"missing entry", func(index *bbolt.Bucket) error {
-			// Entry keys are uvarint(len(value)) value key.
-			return index.Bucket([]byte("namespace")).Delete([]byte("\x04ns-3ns-3/pod-00003"))
+			// Entry keys are uvarint(len(value)) value seq (8 bytes),
+			// their values the object key (bolt format version 2).
+			k, err := entryOf(index.Bucket([]byte("namespace")), "\x04ns-3", "ns-3/pod-00003")
+			if err != nil {
+				return err
+			}
+			return index.Bucket([]byte("namespace")).Delete(k)
 		}, `index "namespace" value "ns-3" lacks "ns-3/pod-00003"`},
 		{"extra entry", func(index *bbolt.Bucket) error {
-			return index.Bucket([]byte("node")).Put([]byte("\x06node-9ns-3/pod-00003"), nil)
+			k, err := entryOf(index.Bucket([]byte("namespace")), "\x04ns-3", "ns-3/pod-00003")
+			if err != nil {
+				return err
+			}
+			return index.Bucket([]byte("node")).Put(append([]byte("\x06node-9"), k[len(k)-8:]...), []byte("ns-3/pod-00003"))
 		}, `index "node" value "node-9" lists "ns-3/pod-00003"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
