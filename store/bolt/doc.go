@@ -83,24 +83,26 @@
 // Measured with
 //
 //	cd store/bolt && go test -c -o /tmp/bolt.test . && /tmp/bolt.test -test.run '^$' \
-//	  -test.bench 'BenchmarkCommit$/impl=(bolt|bbolt-raw)$/durability=sync$' -test.count 3 -test.benchtime 100x
+//	  -test.bench 'BenchmarkCommit$/impl=(bolt|bolt-bounded|bbolt-raw)$/durability=sync$' -test.count 6 -test.benchtime 100x
 //
 // (100 durable Commits of 1,000 new Pods of 3.5 KB in protobuf, three
-// indexes, so the store grows to 100,000 Pods), on a shared two-core
-// machine: the store committed a median of 15,340 Pods/s writing 16.3 KB
-// per Pod, raw bbolt putting the same Pods into one bucket (random key
-// order, 16 KiB pages) in the same run 23,580 Pods/s writing 22.2 KB: a
-// ratio of 0.65. Format version 1 (objects, index values and index entries
-// all filed by object key), measured the same way on the same machine
-// an hour earlier: 7,450 Pods/s writing 38.7 KB per Pod, raw bbolt 18,810
+// indexes, so the store grows to 100,000 Pods), on a two-core machine
+// otherwise idle, six runs (2026-11-23): the default mode committed a
+// median of 18,060 Pods/s (15,390 to 19,910) writing 15.8 KB per Pod, the
+// bounded mode (impl=bolt-bounded) 23,920 Pods/s (23,010 to 25,130), and
+// raw bbolt putting the same Pods into one bucket (random key order, 16 KiB
+// pages) in the same run 24,260 Pods/s (23,980 to 25,150) writing 22.2 KB:
+// ratios of 0.74 and 0.99. Format version 1 (objects, index values and
+// index entries all filed by object key), measured the same way on a
+// loaded machine: 7,450 Pods/s writing 38.7 KB per Pod, raw bbolt 18,810
 // Pods/s, a ratio of 0.40.
 //
-// What remains of the gap is mostly the garbage collector: the default
-// mode holds every object decoded, and each collection, triggered by what
-// bbolt allocates for the nodes a Commit dirties (about 20 MB per Commit
-// here: keys/ and the index buckets), scans them all. The bounded mode
-// (impl=bolt-bounded), which holds few, committed at 0.88 to 0.95 of raw
-// bbolt's rate (three runs).
+// What separates the default mode from raw bbolt is the garbage collector:
+// the default mode holds every object decoded, as client-go's indexer
+// does, and each collection, triggered mostly by what bbolt allocates for
+// the nodes a Commit dirties (about 20 MB per Commit here: keys/ and the
+// index buckets), scans them all (40% of the CPU in a profile). The bounded
+// mode, which holds few, commits at raw bbolt's rate.
 // Throughput drifts with the machine's load by a factor of two or more;
 // compare the ratio.
 //
