@@ -197,17 +197,11 @@ func (g *gatedStore) Commit(ctx context.Context, b store.Batch) error {
 // MaxBatchDelay until the commit is over, and that groups are committed and
 // notified in order, each only after its commit.
 func TestGroupGrowsDuringCommit(t *testing.T) {
-	lw := newFakeLW()
-	lw.noBookmarks = true
 	g := &gatedStore{Store: openStore(t, "memory://"), entered: make(chan int, 10), release: make(chan struct{})}
 	opts := testOptions()
 	opts.MaxBatchDelay = time.Millisecond
 	opts.MaxBatchSize = 100
-	inf := newInformer(t, lw, g, opts)
-	h := newRecorder()
-	addHandler(t, inf, h)
-	start(t, inf)
-	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	lw, inf, h := runGrouped(t, g, opts)
 	commits := inf.Stats().Commits
 
 	g.closed.Store(true)
@@ -271,17 +265,11 @@ func (l *limitedStore) Commit(ctx context.Context, b store.Batch) error {
 // TestGroupRespectsStoreLimit checks that groups stay within the limit a
 // store.BatchLimiter gives, below MaxBatchSize, in pops and in groups.
 func TestGroupRespectsStoreLimit(t *testing.T) {
-	lw := newFakeLW()
-	lw.noBookmarks = true
 	ls := &limitedStore{Store: openStore(t, "memory://"), limit: 3, sizes: make(chan int, 100)}
 	opts := testOptions()
 	opts.MaxBatchDelay = 20 * time.Millisecond
 	opts.MaxBatchSize = 100
-	inf := newInformer(t, lw, ls, opts)
-	h := newRecorder()
-	addHandler(t, inf, h)
-	start(t, inf)
-	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	lw, _, h := runGrouped(t, ls, opts)
 	<-ls.sizes // the initial relist
 	const n = 20
 	for i := range n {
@@ -305,17 +293,11 @@ func TestGroupRespectsStoreLimit(t *testing.T) {
 // key, the newest, while every change is still notified in order, and that
 // the store's operation limit counts keys, not deltas.
 func TestGroupWritesEachKeyOnce(t *testing.T) {
-	lw := newFakeLW()
-	lw.noBookmarks = true
 	ls := &limitedStore{Store: openStore(t, "memory://"), limit: 2, sizes: make(chan int, 100)}
 	opts := testOptions()
 	opts.MaxBatchDelay = time.Hour // only the bounds close a group
 	opts.MaxBatchSize = 7
-	inf := newInformer(t, lw, ls, opts)
-	h := newRecorder()
-	addHandler(t, inf, h)
-	start(t, inf)
-	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	lw, _, h := runGrouped(t, ls, opts)
 	<-ls.sizes // the initial relist
 	// Seven changes to two keys: one group (7 deltas, 2 keys), one commit
 	// of 2 operations.
@@ -341,4 +323,19 @@ func TestGroupWritesEachKeyOnce(t *testing.T) {
 	if diff := cmp.Diff(lw.values(), storeValues(ls)); diff != "" {
 		t.Errorf("store (-source +store):\n%s", diff)
 	}
+}
+
+// runGrouped runs an informer on s with opts, over a fake source that sends
+// no bookmarks (every delta is an object change), with a recording handler,
+// and waits until it synced.
+func runGrouped(t *testing.T, s store.Store, opts Options) (*fakeLW, *Informer, *recorder) {
+	t.Helper()
+	lw := newFakeLW()
+	lw.noBookmarks = true
+	inf := newInformer(t, lw, s, opts)
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	return lw, inf, h
 }

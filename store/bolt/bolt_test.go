@@ -328,19 +328,7 @@ func TestCorruptFiles(t *testing.T) {
 			// Half of the pages in use: the file itself is longer (bbolt
 			// grows it 16 MiB at a time), and cutting only its unused
 			// tail damages nothing.
-			db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var used int64
-			err = db.View(func(tx *bbolt.Tx) error { used = tx.Size(); return nil })
-			if cerr := db.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Truncate(path, used/2); err != nil {
+			if err := os.Truncate(path, usedBytes(t, path)/2); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -355,15 +343,7 @@ func TestCorruptFiles(t *testing.T) {
 			t.Run(tc.name+mode, func(t *testing.T) {
 				url := dbURL(t, mode)
 				path := pathOf(t, url)
-				s := mustOpen(t, url, podOptions("pods"))
-				var objs []interface{}
-				for i := range 300 {
-					objs = append(objs, newPod("ns", fmt.Sprintf("pod-%03d", i), "1", map[string]string{"app": "a"}))
-				}
-				if err := s.Replace(objs, "7"); err != nil {
-					t.Fatal(err)
-				}
-				mustClose(t, s)
+				writePods(t, url, 300)
 				tc.corrupt(t, path)
 
 				_, err := store.Open(t.Context(), url, podOptions("pods"))
@@ -375,7 +355,7 @@ func TestCorruptFiles(t *testing.T) {
 				if err := os.Remove(path); err != nil {
 					t.Fatal(err)
 				}
-				s = mustOpen(t, url+sep(mode)+"lock_timeout=100ms", podOptions("pods"))
+				s := mustOpen(t, url+sep(mode)+"lock_timeout=100ms", podOptions("pods"))
 				if n := len(s.ListKeys()); n != 0 || s.ResourceVersion() != "" {
 					t.Errorf("fresh store has %d keys, resume point %q; want empty", n, s.ResourceVersion())
 				}
@@ -392,27 +372,8 @@ func TestUnusedTailCut(t *testing.T) {
 		t.Run("mode="+mode, func(t *testing.T) {
 			url := dbURL(t, mode)
 			path := pathOf(t, url)
-			s := mustOpen(t, url, podOptions("pods"))
-			var objs []interface{}
-			for i := range 300 {
-				objs = append(objs, newPod("ns", fmt.Sprintf("pod-%03d", i), "1", map[string]string{"app": "a"}))
-			}
-			if err := s.Replace(objs, "7"); err != nil {
-				t.Fatal(err)
-			}
-			mustClose(t, s)
-			db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var used int64
-			err = db.View(func(tx *bbolt.Tx) error { used = tx.Size(); return nil })
-			if cerr := db.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			writePods(t, url, 300)
+			used := usedBytes(t, path)
 			fi, err := os.Stat(path)
 			if err != nil {
 				t.Fatal(err)
@@ -423,13 +384,47 @@ func TestUnusedTailCut(t *testing.T) {
 			if err := os.Truncate(path, used); err != nil {
 				t.Fatal(err)
 			}
-			s = mustOpen(t, url, podOptions("pods"))
+			s := mustOpen(t, url, podOptions("pods"))
 			defer mustClose(t, s)
 			if n := len(s.List()); n != 300 || s.ResourceVersion() != "7" {
 				t.Errorf("after cutting the unused tail: %d objects, resume point %q; want 300 and 7", n, s.ResourceVersion())
 			}
 		})
 	}
+}
+
+// writePods replaces the contents of store "pods" at url with n Pods, at
+// resourceVersion 7, and closes it.
+func writePods(t *testing.T, url string, n int) {
+	t.Helper()
+	s := mustOpen(t, url, podOptions("pods"))
+	var objs []interface{}
+	for i := range n {
+		objs = append(objs, newPod("ns", fmt.Sprintf("pod-%03d", i), "1", map[string]string{"app": "a"}))
+	}
+	if err := s.Replace(objs, "7"); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, s)
+}
+
+// usedBytes returns the bytes of the pages a closed bolt file uses, as its
+// metadata says.
+func usedBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used int64
+	err = db.View(func(tx *bbolt.Tx) error { used = tx.Size(); return nil })
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return used
 }
 
 func sep(query string) string {

@@ -284,11 +284,7 @@ func (s *bounded) List() []interface{} {
 		list = []interface{}{}
 		c := b.keys.Cursor()
 		for k, rec := c.First(); k != nil; k, rec = c.Next() {
-			seq, err := recordSeq(rec)
-			if err != nil {
-				return fmt.Errorf("key %q: %w", shorten(string(k)), err)
-			}
-			key, err := recordKey(k, rec)
+			key, seq, err := recordIdentity(k, rec)
 			if err != nil {
 				return err
 			}

@@ -451,6 +451,17 @@ func recordKey(k, rec []byte) (string, error) {
 	return key, err
 }
 
+// recordIdentity returns the object key and sequence number of the key
+// record rec stored under bbolt key k.
+func recordIdentity(k, rec []byte) (string, uint64, error) {
+	seq, err := recordSeq(rec)
+	if err != nil {
+		return "", 0, fmt.Errorf("key %q: %w", shorten(string(k)), err)
+	}
+	key, err := recordKey(k, rec)
+	return key, seq, err
+}
+
 // decodeRecordKey decodes only the full key of an index values record.
 func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
@@ -786,11 +797,7 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 	var keys, recs [][]byte
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		seq, err := recordSeq(rec)
-		if err != nil {
-			return fmt.Errorf("key %q: %w", shorten(string(k)), err)
-		}
-		key, err := recordKey(k, rec)
+		key, seq, err := recordIdentity(k, rec)
 		if err != nil {
 			return err
 		}
