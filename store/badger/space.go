@@ -408,6 +408,12 @@ func writeIndexes(w writer, k keys, names []string, key string, old, vals [][]st
 	if len(names) == 0 {
 		return nil
 	}
+	if old != nil && slices.EqualFunc(old, vals, slices.Equal[[]string]) {
+		// Most updates (status changes) keep their index values: their
+		// record and entries stand, and each write saved is one less
+		// entry in badger's value log and memtable.
+		return nil
+	}
 	if err := w.Set(k.vals(key), encodeValues(vals)); err != nil {
 		return err
 	}
