@@ -150,24 +150,12 @@ func startWidgetInformer(t *testing.T, url string, dyn dynamic.Interface) *widge
 // stop stops the informer and closes its store; it is idempotent.
 func (w *widgetInformer) stop(t *testing.T) {
 	t.Helper()
-	w.cancel()
-	select {
-	case <-w.done:
-	case <-time.After(waitLimit):
-		t.Fatalf("informer did not stop within %v", waitLimit)
-	}
-	_ = w.store.Close() // a second stop gets ErrClosed
+	stopInformer(t, w.cancel, w.done, w.store)
 }
 
 func (w *widgetInformer) waitSynced(t *testing.T) {
 	t.Helper()
-	for _, c := range []cache.DoneChecker{w.inf.HasSyncedChecker(), w.reg.HasSyncedChecker()} {
-		select {
-		case <-c.Done():
-		case <-time.After(waitLimit):
-			t.Fatalf("%s did not sync within %v", c.Name(), waitLimit)
-		}
-	}
+	waitAllSynced(t, w.inf, w.reg)
 }
 
 // lineRecorder records handler calls as "op name [initial|tombstone]".

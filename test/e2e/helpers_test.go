@@ -277,13 +277,20 @@ func startInformerOn(t *testing.T, srv *apiserver.Server, s store.Store, sel sel
 // It is idempotent.
 func (r *running) stop(t *testing.T) {
 	t.Helper()
-	r.cancel()
+	stopInformer(t, r.cancel, r.done, r.store)
+}
+
+// stopInformer cancels an informer's Run, waits until done is closed and
+// closes its store (a store closed already is fine).
+func stopInformer(t *testing.T, cancel context.CancelFunc, done <-chan struct{}, s store.Store) {
+	t.Helper()
+	cancel()
 	select {
-	case <-r.done:
+	case <-done:
 	case <-time.After(waitLimit):
 		t.Fatalf("informer did not stop within %v", waitLimit)
 	}
-	if err := r.store.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+	if err := s.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
 		t.Errorf("close store: %v", err)
 	}
 }
@@ -291,7 +298,13 @@ func (r *running) stop(t *testing.T) {
 // waitSynced waits until the informer and its handler have synced.
 func (r *running) waitSynced(t *testing.T) {
 	t.Helper()
-	for _, c := range []cache.DoneChecker{r.inf.HasSyncedChecker(), r.reg.HasSyncedChecker()} {
+	waitAllSynced(t, r.inf, r.reg)
+}
+
+// waitAllSynced waits until inf and the registration reg have synced.
+func waitAllSynced(t *testing.T, inf cache.SharedIndexInformer, reg cache.ResourceEventHandlerRegistration) {
+	t.Helper()
+	for _, c := range []cache.DoneChecker{inf.HasSyncedChecker(), reg.HasSyncedChecker()} {
 		select {
 		case <-c.Done():
 		case <-time.After(waitLimit):
