@@ -31,6 +31,10 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	// list left open (its timeout started with the list).
 	var timeout int64
 	var deadline <-chan time.Time
+	// stopDeadline stops the deadline's timer before a backoff: the next
+	// watch starts its own from st.catchUpDeadline, and a timer left
+	// running through the backoff would only be one more waiter.
+	stopDeadline := func() {}
 	if !st.catchUpDeadline.IsZero() && !r.isCaughtUp() {
 		left := st.catchUpDeadline.Sub(r.opts.Clock.Now())
 		if left <= 0 {
@@ -43,6 +47,7 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		t := r.opts.Clock.NewTimer(left)
 		defer t.Stop()
 		deadline = t.C()
+		stopDeadline = func() { t.Stop() }
 	}
 	if w == nil {
 		catchUp = r.catchingUp(st)
@@ -59,6 +64,7 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
+				stopDeadline()
 				r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
 			}
 			return
@@ -74,6 +80,7 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		return
 	}
 	if err != nil {
+		stopDeadline()
 		r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
 		return
 	}
@@ -96,11 +103,13 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 			r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed after %v with no events", r.opts.Name, st.lastRV, elapsed))
 		}
 		logger.V(2).Info("Watch closed early; backing off", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
+		stopDeadline()
 		r.sleep(ctx, st)
 		return
 	}
 	if timeout == 0 && events+bookmarks == 0 && elapsed < time.Second {
 		r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed at once with no events", r.opts.Name, st.lastRV))
+		stopDeadline()
 		r.sleep(ctx, st)
 		return
 	}
