@@ -140,6 +140,12 @@
 //   - Badger may still panic on damaged data in its own background
 //     goroutines (compaction); such a panic cannot be recovered and ends
 //     the process.
+//   - A full disk ends the process: when badger cannot create the file of
+//     a new memtable it asserts (log.Fatal) in its write path, so a Commit
+//     never returns the error. What was acknowledged survives, as after
+//     kill -9, and the store opens and commits again once there is room
+//     (store/crashtest TestDiskFull, with a file size limit standing in for
+//     a full disk).
 //   - A Replace and an AddIndexers rewrite the whole store (a new
 //     generation); their cost is proportional to the store, not the change.
 package badger

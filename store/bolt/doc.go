@@ -131,6 +131,11 @@
 //
 // # Errors
 //
+// A write the file system refuses (a full disk, a file size limit) fails
+// the Commit with the system's error ("no space left on device", "file too
+// large") and leaves the store as it was, in memory and in the file; the
+// same Commit succeeds once there is room (store/crashtest TestDiskFull).
+//
 // Errors name the operation and the store or file, and wrap the sentinels of
 // package store: ErrInvalid for bad input (which leaves the store as it
 // was), ErrLocked for a file held by another process, ErrCorrupt for a

@@ -11,6 +11,9 @@ func init() {
 			name:    "badger",
 			url:     func(dir string) string { return "badger://" + dir },
 			durable: true,
+			// Badger asserts (log.Fatal) when it cannot create a
+			// memtable file: the process ends, as under kill -9.
+			diskFullExits: true,
 		},
 	)
 }

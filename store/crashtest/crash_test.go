@@ -43,6 +43,9 @@ type backend struct {
 	url func(dir string) string
 	// durable: every Commit that returned survives kill -9.
 	durable bool
+	// diskFullExits: a write the file system refuses ends the process
+	// instead of failing the commit (see TestDiskFull).
+	diskFullExits bool
 }
 
 var backends []backend
@@ -50,6 +53,9 @@ var backends []backend
 func TestMain(m *testing.M) {
 	if u := os.Getenv(envChild); u != "" {
 		os.Exit(child(u))
+	}
+	if u := os.Getenv(envDiskFull); u != "" {
+		os.Exit(diskFullChild(u))
 	}
 	goleak.VerifyTestMain(m)
 }

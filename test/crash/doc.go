@@ -27,6 +27,12 @@
 // store.ErrCorrupt, after which deleting it and restarting relists and
 // converges.
 //
+// Related suites: store/crashtest kills a writer of each persistent store
+// at random instants (hundreds of kills per backend, INFORMERDB_CRASH_KILLS)
+// and fills the disk under a commit (TestDiskFull: a file size limit makes
+// writes fail); test/e2e covers history lost, scope changes, a deleted CRD
+// and restored snapshots against the real API server.
+//
 // The package has only tests. INFORMERDB_CRASH_CYCLES sets the kill cycles
 // per backend (default 4, which keeps `make test` quick);
 // INFORMERDB_CRASH_SEED fixes the random choices (default: the time; it is
