@@ -87,6 +87,19 @@ func batch(n uint64) []op {
 	return ops
 }
 
+// batchOps returns the store operations of batch n (not a relist).
+func batchOps(n uint64) []store.Op {
+	var ops []store.Op
+	for _, o := range batch(n) {
+		if o.delete {
+			ops = append(ops, store.Op{Type: store.OpDelete, Key: "crash/" + o.key})
+		} else {
+			ops = append(ops, store.Op{Type: store.OpPut, Object: newPod("crash/"+o.key, n, o.app)})
+		}
+	}
+	return ops
+}
+
 // entry is the model of one stored object: which batch wrote it last, with
 // which index value.
 type entry struct {
@@ -214,15 +227,7 @@ func child(url string) int {
 			out.Flush()
 			continue
 		}
-		var ops []store.Op
-		for _, o := range batch(n) {
-			if o.delete {
-				ops = append(ops, store.Op{Type: store.OpDelete, Key: "crash/" + o.key})
-			} else {
-				ops = append(ops, store.Op{Type: store.OpPut, Object: newPod("crash/"+o.key, n, o.app)})
-			}
-		}
-		if err := s.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: strconv.FormatUint(n, 10)}); err != nil {
+		if err := s.Commit(ctx, store.Batch{Ops: batchOps(n), ResourceVersion: strconv.FormatUint(n, 10)}); err != nil {
 			fmt.Fprintln(os.Stderr, "crashtest child: commit:", err)
 			return 3
 		}

@@ -213,15 +213,7 @@ func commitBatch(ctx gocontext.Context, s store.Store, m *model, n uint64) error
 		}
 		err = s.Replace(list, rv)
 	} else {
-		var ops []store.Op
-		for _, o := range batch(n) {
-			if o.delete {
-				ops = append(ops, store.Op{Type: store.OpDelete, Key: "crash/" + o.key})
-			} else {
-				ops = append(ops, store.Op{Type: store.OpPut, Object: newPod("crash/"+o.key, n, o.app)})
-			}
-		}
-		err = s.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: rv})
+		err = s.Commit(ctx, store.Batch{Ops: batchOps(n), ResourceVersion: rv})
 	}
 	if err == nil {
 		*m = *next
