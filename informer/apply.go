@@ -243,7 +243,7 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	// only change its keys; the first that would add one ends it, as carry.
 	for carry == nil && pc.deltas < inf.opts.MaxBatchSize {
 		perr := q.Pop(dctx, func(_ context.Context, b deltafifo.Batch) error {
-			if b.Replace || pc.deltas+len(b.Deltas) > inf.opts.MaxBatchSize || len(pc.ops)+inf.newKeys(pc, b) > opLimit {
+			if b.Replace || pc.deltas+len(b.Deltas) > inf.opts.MaxBatchSize || inf.exceedsOps(pc, b, opLimit) {
 				carry = &pendingCommit{pop: inf.pops.Add(1)}
 				inf.prepare(logger, b, carry)
 				return nil
@@ -271,10 +271,14 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	return pc, carry, nil
 }
 
-// newKeys returns at least how many keys b would add to pc's operations:
-// its object deltas whose keys pc has no operation for (a key repeated in
-// b counts each time).
-func (inf *Informer) newKeys(pc *pendingCommit, b deltafifo.Batch) int {
+// exceedsOps reports whether adding b to pc could take pc's operations
+// past limit. Keys are computed (again, prepare computes them too) only
+// when b's deltas alone could reach the limit: a key pc already has adds
+// no operation.
+func (inf *Informer) exceedsOps(pc *pendingCommit, b deltafifo.Batch, limit int) bool {
+	if len(pc.ops)+len(b.Deltas) <= limit {
+		return false
+	}
 	n := 0
 	for _, d := range b.Deltas {
 		if d.Type == cache.Bookmark {
@@ -289,7 +293,7 @@ func (inf *Informer) newKeys(pc *pendingCommit, b deltafifo.Batch) int {
 			n++
 		}
 	}
-	return n
+	return len(pc.ops)+n > limit
 }
 
 // storeLimit returns how many operations a commit may hold: MaxBatchSize,
