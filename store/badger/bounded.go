@@ -315,12 +315,8 @@ func (b *bounded) List() []interface{} {
 	var out []interface{}
 	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
 		prefix := k.objPrefix()
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			key, hashed, _, err := readComp(it.Item().Key()[len(prefix):])
+		return eachUnder(context.Background(), txn, prefix, func(item *badger.Item, suffix []byte) error {
+			key, hashed, _, err := readComp(suffix)
 			if err != nil {
 				return fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
 			}
@@ -332,13 +328,13 @@ func (b *bounded) List() []interface{} {
 				b.cacheMu.Unlock()
 			}
 			if !ok {
-				if obj, err = b.decode(it.Item(), len(prefix)); err != nil {
+				if obj, err = b.decode(item, len(prefix)); err != nil {
 					return err
 				}
 			}
 			out = append(out, obj)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		b.logReadErr("list", err)

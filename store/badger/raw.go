@@ -201,18 +201,8 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 	}
 	k := newKeys(name, m.Generation)
 	n := len(m.Indexes)
-	prefix := k.objPrefix()
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		if err := ctx.Err(); err != nil {
-			return store.Info{}, err
-		}
-		item := it.Item()
-		suffix := item.Key()[len(prefix):]
-		err := item.Value(func(v []byte) error {
+	err = eachUnder(ctx, txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
+		return item.Value(func(v []byte) error {
 			key, data, err := parseObj(suffix, v)
 			if err != nil {
 				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
@@ -233,9 +223,9 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 			}
 			return fn(store.Record{Key: key, Data: data, Values: vals})
 		})
-		if err != nil {
-			return store.Info{}, err
-		}
+	})
+	if err != nil {
+		return store.Info{}, err
 	}
 	return info, nil
 }
@@ -395,16 +385,8 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 			}
 			k := newKeys(name, m.Generation)
 			prefix := append(append([]byte(nil), k.gen...), tagIndex)
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = prefix
-			it := txn.NewIterator(opts)
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				item := it.Item()
-				index, rest, err := readLP(item.Key()[len(prefix):])
+			return eachUnder(ctx, txn, prefix, func(item *badger.Item, suffix []byte) error {
+				index, rest, err := readLP(suffix)
 				if err != nil {
 					return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
 				}
@@ -416,11 +398,8 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 				if err != nil {
 					return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
 				}
-				if err := fn(index, value, key); err != nil {
-					return err
-				}
-			}
-			return nil
+				return fn(index, value, key)
+			})
 		})
 	})
 }

@@ -343,25 +343,13 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, fill func(
 // oldLen bytes (the generation prefix) by newGen.
 func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen int, newGen []byte) error {
 	return s.sh.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			item := it.Item()
+		return eachUnder(ctx, txn, prefix, func(item *badger.Item, _ []byte) error {
 			v, err := item.ValueCopy(nil)
 			if err != nil {
 				return err
 			}
-			nkey := append(append([]byte(nil), newGen...), item.Key()[oldLen:]...)
-			if err := w.Set(nkey, v); err != nil {
-				return err
-			}
-		}
-		return nil
+			return w.Set(append(append([]byte(nil), newGen...), item.Key()[oldLen:]...), v)
+		})
 	})
 }
 
@@ -452,24 +440,17 @@ func (s *space) loadValues() (map[string][][]string, error) {
 		if len(names) == 0 {
 			return nil
 		}
-		prefix := k.valsPrefix()
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			suffix := string(item.Key()[len(prefix):])
+		return eachUnder(context.Background(), txn, k.valsPrefix(), func(item *badger.Item, suffix []byte) error {
 			err := item.Value(func(b []byte) error {
 				vals, err := decodeValues(b, len(names))
-				out[suffix] = vals
+				out[string(suffix)] = vals
 				return err
 			})
 			if err != nil {
 				return fmt.Errorf("object %q: %w", suffix, err)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -479,26 +460,15 @@ func (s *space) loadValues() (map[string][][]string, error) {
 // during the call.
 func (s *space) scanObjects(fn func(key, suffix string, data []byte) error) error {
 	return s.view(func(txn *badger.Txn, k keys, _ []string) error {
-		prefix := k.objPrefix()
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			suffix := item.Key()[len(prefix):]
-			err := item.Value(func(v []byte) error {
+		return eachUnder(context.Background(), txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
+			return item.Value(func(v []byte) error {
 				key, data, err := parseObj(suffix, v)
 				if err != nil {
 					return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 				}
 				return fn(key, string(suffix), data)
 			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 }
 
@@ -540,4 +510,23 @@ func (s *space) view(fn func(txn *badger.Txn, k keys, names []string) error) (er
 	s.mu.RUnlock()
 	defer txn.Discard()
 	return fn(txn, k, names)
+}
+
+// eachUnder calls fn for every item of txn whose key starts with prefix, in
+// key order, with the rest of its key, until fn fails or ctx is done.
+func eachUnder(ctx context.Context, txn *badger.Txn, prefix []byte, fn func(item *badger.Item, suffix []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		item := it.Item()
+		if err := fn(item, item.Key()[len(prefix):]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
