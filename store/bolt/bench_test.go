@@ -176,25 +176,9 @@ func BenchmarkCommit(b *testing.B) {
 		}
 		return out
 	}
-	for _, c := range []struct {
-		impl  string
-		cache int
-		dur   store.Durability
-	}{
-		{"bolt", 0, store.DurabilitySync},
-		{"bolt", 0, store.DurabilityNoSync},
-		// The bounded mode writes the same file without holding every
-		// object decoded: the garbage collector's share of the default
-		// mode's cost is the difference.
-		{"bolt-bounded", 1000, store.DurabilitySync},
-	} {
-		b.Run("impl="+c.impl+"/durability="+string(c.dur), func(b *testing.B) {
-			o := benchOptions(c.cache)
-			o.Durability = c.dur
-			s, err := bolt.Open(b.Context(), filepath.Join(b.TempDir(), "pods.db"), o)
-			if err != nil {
-				b.Fatal(err)
-			}
+	for _, c := range commitVariants {
+		b.Run(c.name(), func(b *testing.B) {
+			s := c.open(b)
 			defer s.Close()
 			round := 0
 			written := writeBytes()
@@ -521,28 +505,42 @@ func BenchmarkHeap(b *testing.B) {
 	})
 }
 
+// commitVariant is a store configuration the commit benchmarks run on.
+type commitVariant struct {
+	impl  string
+	cache int
+	dur   store.Durability
+}
+
+var commitVariants = []commitVariant{
+	{"bolt", 0, store.DurabilitySync},
+	{"bolt", 0, store.DurabilityNoSync},
+	// The bounded mode writes the same file without holding every object
+	// decoded: the garbage collector's share of the default mode's cost is
+	// the difference.
+	{"bolt-bounded", 1000, store.DurabilitySync},
+}
+
+func (c commitVariant) name() string { return "impl=" + c.impl + "/durability=" + string(c.dur) }
+
+// open opens a new store of c for b.
+func (c commitVariant) open(b *testing.B) store.Store {
+	b.Helper()
+	o := benchOptions(c.cache)
+	o.Durability = c.dur
+	s, err := bolt.Open(b.Context(), filepath.Join(b.TempDir(), "pods.db"), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkCommitOne measures the cost of a Commit of one object: the fsync
 // floor that group commits amortize.
 func BenchmarkCommitOne(b *testing.B) {
-	for _, c := range []struct {
-		impl  string
-		cache int
-		dur   store.Durability
-	}{
-		{"bolt", 0, store.DurabilitySync},
-		{"bolt", 0, store.DurabilityNoSync},
-		// The bounded mode writes the same file without holding every
-		// object decoded: the garbage collector's share of the default
-		// mode's cost is the difference.
-		{"bolt-bounded", 1000, store.DurabilitySync},
-	} {
-		b.Run("impl="+c.impl+"/durability="+string(c.dur), func(b *testing.B) {
-			o := benchOptions(c.cache)
-			o.Durability = c.dur
-			s, err := bolt.Open(b.Context(), filepath.Join(b.TempDir(), "pods.db"), o)
-			if err != nil {
-				b.Fatal(err)
-			}
+	for _, c := range commitVariants {
+		b.Run(c.name(), func(b *testing.B) {
+			s := c.open(b)
 			defer s.Close()
 			p := realisticPod(1)
 			i := 0
