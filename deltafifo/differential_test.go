@@ -128,24 +128,8 @@ func TestDeltaFIFOMatchesClientGo(t *testing.T) {
 				}
 				trace = append(trace, o.String())
 				rv++
-				obj := cm(o.key, fmt.Sprint(rv), fmt.Sprintf("ev%d", i))
-				var errOurs, errTheirs error
-				switch o.kind {
-				case opAdd:
-					errOurs, errTheirs = p.ours.Add(obj), p.theirs.Add(obj)
-				case opUpdate:
-					errOurs, errTheirs = p.ours.Update(obj), p.theirs.Update(obj)
-				case opDelete:
-					errOurs, errTheirs = p.ours.Delete(obj), p.theirs.Delete(obj)
-				case opReplace:
-					var list []interface{}
-					for _, name := range o.list {
-						list = append(list, cm(name, fmt.Sprint(rv), fmt.Sprintf("ev%d", i)))
-					}
-					errOurs, errTheirs = p.ours.Replace(list, fmt.Sprint(rv)), p.theirs.Replace(list, fmt.Sprint(rv))
-				case opResync:
-					errOurs, errTheirs = p.ours.Resync(), p.theirs.Resync()
-				case opPop:
+				errOurs, errTheirs := applyBoth(p.ours, p.theirs, o, i, rv)
+				if o.kind == opPop {
 					if _, err := p.pop(t); err != nil {
 						t.Fatalf("%v\ntrace: %v", err, trace)
 					}
@@ -170,6 +154,39 @@ func TestDeltaFIFOMatchesClientGo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queueWriter is what both FIFOs of this package and client-go's share
+// for writing.
+type queueWriter interface {
+	Add(obj interface{}) error
+	Update(obj interface{}) error
+	Delete(obj interface{}) error
+	Replace(list []interface{}, resourceVersion string) error
+	Resync() error
+}
+
+// applyBoth applies op o (the i-th, at resourceVersion rv) to ours and
+// theirs and returns their errors; pops are the caller's.
+func applyBoth(ours, theirs queueWriter, o op, i, rv int) (errOurs, errTheirs error) {
+	obj := cm(o.key, fmt.Sprint(rv), fmt.Sprintf("ev%d", i))
+	switch o.kind {
+	case opAdd:
+		return ours.Add(obj), theirs.Add(obj)
+	case opUpdate:
+		return ours.Update(obj), theirs.Update(obj)
+	case opDelete:
+		return ours.Delete(obj), theirs.Delete(obj)
+	case opReplace:
+		var list []interface{}
+		for _, name := range o.list {
+			list = append(list, cm(name, fmt.Sprint(rv), fmt.Sprintf("ev%d", i)))
+		}
+		return ours.Replace(list, fmt.Sprint(rv)), theirs.Replace(list, fmt.Sprint(rv))
+	case opResync:
+		return ours.Resync(), theirs.Resync()
+	}
+	return nil, nil
 }
 
 // realPair is this FIFO and client-go's RealFIFO side by side, each with its
@@ -241,24 +258,8 @@ func TestFIFOMatchesClientGoRealFIFO(t *testing.T) {
 				}
 				trace = append(trace, o.String())
 				rv++
-				obj := cm(o.key, fmt.Sprint(rv), fmt.Sprintf("ev%d", i))
-				var errOurs, errTheirs error
-				switch o.kind {
-				case opAdd:
-					errOurs, errTheirs = p.ours.Add(obj), p.theirs.Add(obj)
-				case opUpdate:
-					errOurs, errTheirs = p.ours.Update(obj), p.theirs.Update(obj)
-				case opDelete:
-					errOurs, errTheirs = p.ours.Delete(obj), p.theirs.Delete(obj)
-				case opReplace:
-					var list []interface{}
-					for _, name := range o.list {
-						list = append(list, cm(name, fmt.Sprint(rv), fmt.Sprintf("ev%d", i)))
-					}
-					errOurs, errTheirs = p.ours.Replace(list, fmt.Sprint(rv)), p.theirs.Replace(list, fmt.Sprint(rv))
-				case opResync:
-					errOurs, errTheirs = p.ours.Resync(), p.theirs.Resync()
-				case opPop:
+				errOurs, errTheirs := applyBoth(p.ours, p.theirs, o, i, rv)
+				if o.kind == opPop {
 					if err := p.drain(t); err != nil {
 						t.Fatalf("%v\ntrace: %v", err, trace)
 					}
