@@ -24,9 +24,14 @@ const Scheme = "bolt"
 
 // FormatVersion is the version of the on-disk layout of a store's buckets,
 // recorded in its metadata. Version 1 keyed objects by their key, version 2
-// (layout.go) by a sequence number. A store of another version opens with
-// store.ErrIncompatible, naming both versions.
-const FormatVersion = 2
+// by a sequence number, and version 3 (layout.go) keeps index entries only
+// for bounded-mode stores. A version 2 store is upgraded when opened (it has
+// every index entry, as a version 3 store that keeps them); a store of
+// another version opens with store.ErrIncompatible, naming both versions.
+const FormatVersion = 3
+
+// formatSeqEntries is the format version that always kept index entries.
+const formatSeqEntries = 2
 
 // pageSize is the page size of new files; existing files keep theirs (the
 // layout of buckets does not depend on it). bbolt rewrites every page a
@@ -315,9 +320,11 @@ func guard(fn func() error) (err error) {
 // store was emptied, why.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset string, err error) {
 	want := store.MetaFor(o, FormatVersion)
+	// Only the bounded mode reads index entries (layout.go).
+	wantEntries := o.CacheSize > 0
 	var (
-		exists bool
-		reopen store.Reopen
+		exists, upgrade bool
+		reopen          store.Reopen
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -332,6 +339,9 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 			if err != nil {
 				return err
 			}
+			if stored.FormatVersion == formatSeqEntries {
+				stored.FormatVersion, upgrade = FormatVersion, true
+			}
 			if reopen, err = store.CompareMeta(o.Name, f.path, stored, want); err != nil {
 				return err
 			}
@@ -339,6 +349,9 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 				return err
 			}
 			rv = getRV(b)
+			if b.entries != wantEntries {
+				upgrade = true
+			}
 			return nil
 		})
 	})
@@ -348,20 +361,34 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 		}
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
 	}
-	if exists && reopen.Reset == "" && !reopen.RebuildIndexes {
+	if exists && reopen.Reset == "" && !reopen.RebuildIndexes && !upgrade {
 		return rv, "", nil
 	}
-	// Creating, resetting or reindexing writes: one transaction each, so
-	// a crash leaves the store as it was or as it should be.
+	// Creating, resetting, reindexing, upgrading or switching index
+	// entries on or off writes: one transaction each, so a crash leaves
+	// the store as it was or as it should be.
 	err = guard(func() error {
 		return f.db.Update(func(tx *bbolt.Tx) error {
 			if !exists {
-				_, err := createStore(tx, o.Name, want)
-				return err
+				b, err := createStore(tx, o.Name, want)
+				if err != nil {
+					return err
+				}
+				return setEntries(b, want.Indexes, wantEntries)
 			}
 			b, err := storeBuckets(tx, o.Name)
 			if err != nil {
 				return err
+			}
+			stored, err := getMeta(b)
+			if err != nil {
+				return err
+			}
+			if stored.FormatVersion == formatSeqEntries {
+				// Version 2 kept every entry, without the record.
+				if err := markEntries(b, true); err != nil {
+					return err
+				}
 			}
 			switch {
 			case reopen.Reset != "":
@@ -373,7 +400,15 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 				}
 				rv, reset = "", reopen.Reset
 			case reopen.RebuildIndexes:
+				// The rebuild rewrites every key record, and index/
+				// with the entries if this mode keeps them.
+				if err := markEntries(b, wantEntries); err != nil {
+					return err
+				}
 				return rebuildIndexes(b, set, o.Codec, nil, want)
+			}
+			if err := setEntries(b, want.Indexes, wantEntries); err != nil {
+				return err
 			}
 			return putMeta(b, want)
 		})

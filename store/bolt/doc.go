@@ -1,6 +1,6 @@
 // Package bolt is the informerdb backend over go.etcd.io/bbolt: one file
 // holding any number of named stores (one per resource), each with its own
-// objects, index entries and resume point. Import it for its side effect of
+// objects, index values and resume point. Import it for its side effect of
 // registering the bolt:// scheme, or call [Open].
 //
 // # URLs
@@ -23,18 +23,27 @@
 //
 // In the default mode, reads are served from decoded objects in memory, as
 // fast as client-go's indexer, and opening a store decodes every object (in
-// parallel). In the bounded mode (Options.CacheSize or cache=N), at most N
-// recently used objects stay decoded; Get decodes the others from the file,
-// and ByIndex, IndexKeys and ListIndexFuncValues read the persisted index
-// entries, so they never scan all objects. List and ListKeys read the whole
-// store in both modes. Both modes use the same file layout: a store written
-// in one mode opens in the other.
+// parallel). Its indexes are in memory too, loaded at open from the index
+// values persisted with each object, without running index functions. In
+// the bounded mode (Options.CacheSize or cache=N), at most N recently used
+// objects stay decoded; Get decodes the others from the file, and ByIndex,
+// IndexKeys and ListIndexFuncValues read index entries persisted in the file
+// (value -> objects), so they never scan all objects. List and ListKeys read
+// the whole store in both modes.
+//
+// Both modes use the same file layout, and a store written in one mode opens
+// in the other. Only the bounded mode keeps index entries on disk: the
+// default mode, which never reads them, does not write them, and drops them
+// when it opens a store that has them; the bounded mode builds them from the
+// persisted index values (no decoding) when it opens a store that lacks
+// them, in one transaction, about 0.3 s per 100,000 Pods with three indexes
+// (BenchmarkOpen, impl=bolt-bounded/from=default).
 //
 // # Durability
 //
 // Every write (Commit, Add, Update, Delete, Replace, AddIndexers) is one
-// bbolt transaction holding the objects, their index entries and the resume
-// point together, so after a crash the file holds either all of a write or
+// bbolt transaction holding the objects, their index values (and, in the
+// bounded mode, index entries) and the resume point together, so after a crash the file holds either all of a write or
 // none of it, and the resume point never runs ahead of the objects.
 //
 // With durability=sync (the default), a write returns after bbolt's fsyncs:
@@ -57,62 +66,63 @@
 //
 // # Layout
 //
-// Each store's bucket holds meta/ (its identity, resume point and next
-// sequence number), keys/ (object key -> the object's sequence number and
-// index values), objects/ (sequence number -> encoded object) and one
-// bucket per index ((value, sequence number) -> object key); layout.go has
-// the details. This is format version 2: a file written with format
-// version 1 (objects keyed by their key) opens with store.ErrIncompatible
-// naming both versions; delete it and let the informers relist.
+// Each store's bucket holds meta/ (its identity, resume point, next
+// sequence number, and whether it keeps index entries), keys/ (object key ->
+// the object's sequence number and index values), objects/ (sequence number
+// -> encoded object) and one bucket per index ((value, sequence number) ->
+// object key, filled only while the bounded mode uses the store); layout.go
+// has the details. This is format version 3. A store of format version 2
+// (the same buckets, index entries always kept) is upgraded when opened. A
+// file written with format version 1 (objects keyed by their key) opens
+// with store.ErrIncompatible naming both versions; delete it and let the
+// informers relist.
 //
 // # Performance
 //
 // bbolt rewrites every page a transaction dirties, whole, and materializes
 // (allocates and later garbage-collects) every node it dirties. So a new
 // object takes the next sequence number instead of being filed under its
-// random key: objects/ is appended to (full pages, FillPercent 1.0), and
-// each index grows at the end of each value's range. Only keys/, whose
-// records are small, takes a random insert per new object. A Commit
+// random key: objects/ is appended to (full pages, FillPercent 1.0). Only
+// keys/, whose records are small, takes a random insert per new object.
+// Index entries are what a Commit of new objects would otherwise pay most
+// for: each grows at the end of its value's range, so a Commit dirties a
+// page per index value it touches, hundreds of them; the default mode,
+// whose index is in memory, does not write them (see above). A Commit
 // writes each key's net effect (an object put and deleted in one batch
 // costs nothing), each bucket in its own key order. An update keeps its
-// number and rewrites its object in place, and its key record only if its
-// index values changed; a delete removes the object, its record and its
-// entries. Replace (a relist) numbers objects in key order into fresh
-// buckets at 100% fill, bbolt's bulk-load fast path.
+// number and rewrites its object in place, and its key record (and
+// entries) only if its index values changed; a delete removes the object,
+// its record and its entries. Replace (a relist) numbers objects in key
+// order into fresh buckets at 100% fill, bbolt's bulk-load fast path.
 //
 // Measured with
 //
 //	cd store/bolt && go test -c -o /tmp/bolt.test . && /tmp/bolt.test -test.run '^$' \
-//	  -test.bench 'BenchmarkCommit$/impl=(bolt|bolt-bounded|bbolt-raw)$/durability=sync$' -test.count 6 -test.benchtime 100x
+//	  -test.bench 'BenchmarkCommit$/impl=(bolt|bolt-bounded|bbolt-raw)$/durability=sync$' -test.count 3 -test.benchtime 100x
 //
 // (100 durable Commits of 1,000 new Pods of 3.5 KB in protobuf, three
-// indexes, so the store grows to 100,000 Pods), on a two-core machine
-// otherwise idle, six runs (2026-11-23): the default mode committed a
-// median of 18,060 Pods/s (15,390 to 19,910) writing 15.8 KB per Pod, the
-// bounded mode (impl=bolt-bounded) 23,920 Pods/s (23,010 to 25,130), and
-// raw bbolt putting the same Pods into one bucket (random key order, 16 KiB
-// pages) in the same run 24,260 Pods/s (23,980 to 25,150) writing 22.2 KB:
-// ratios of 0.74 and 0.99. Format version 1 (objects, index values and
-// index entries all filed by object key), measured the same way on a
-// loaded machine: 7,450 Pods/s writing 38.7 KB per Pod, raw bbolt 18,810
-// Pods/s, a ratio of 0.40.
+// indexes, so the store grows to 100,000 Pods), on a two-core machine,
+// three runs (2026-11-23, format version 3): the default mode committed
+// 24,310 to 28,160 Pods/s writing 9.2 KB per Pod, the bounded mode
+// (impl=bolt-bounded, which keeps index entries) 19,900 to 20,530 Pods/s
+// writing 15.8 KB, and raw bbolt putting the same Pods into one bucket
+// (random key order, 16 KiB pages) in the same run 19,330 to 22,570 Pods/s
+// writing 22.2 KB. Format version 2, which wrote index entries in both
+// modes, ran the default mode at a median of 18,060 Pods/s (0.74 of raw
+// bbolt; six runs on an idle machine), held back by the garbage collector:
+// the 100,000 decoded Pods the default mode holds, as client-go's indexer
+// does, are scanned by every collection, and the nodes of the index pages
+// a Commit dirtied were most of what triggered them. Format version 1
+// (objects, index values and index entries all filed by object key):
+// 7,450 Pods/s writing 38.7 KB per Pod, 0.40 of raw bbolt. Throughput
+// drifts with the machine's load by a factor of two or more; compare the
+// ratio.
 //
-// What separates the default mode from the bounded mode is the 100,000
-// decoded Pods it holds, as client-go's indexer does: a profile of the
-// default mode spends about 40% of its CPU in the garbage collector, whose
-// collections, triggered mostly by what bbolt allocates for the nodes a
-// Commit dirties (about 20 MB per Commit here: keys/ and the index
-// buckets), scan them all. GOGC=200 moved the default mode only to 17,620
-// to 20,390 Pods/s (three runs), so fewer collections alone do not close
-// the gap. The bounded mode, which holds few, commits at raw bbolt's rate.
-// Throughput drifts with the machine's load by a factor of two or more;
-// compare the ratio.
-//
-// The same layout changed little elsewhere (INFORMERDB_BENCH_PODS=100000,
-// -test.benchtime 3x, format 1 then 2): BenchmarkCommitUpdates 24,050 and
-// 23,430 updates/s (4.8 and 4.1 KB written per update), BenchmarkReplace
-// 20,750 and 19,820 Pods/s, BenchmarkOpen (decode all) 0.92 and 0.89 of
-// client-go's time to list the same Pods into its indexer.
+// Elsewhere (INFORMERDB_BENCH_PODS=100000, -test.benchtime 3x, formats 1
+// and 2): BenchmarkCommitUpdates 24,050 and 23,430 updates/s (4.8 and 4.1
+// KB written per update), BenchmarkReplace 20,750 and 19,820 Pods/s,
+// BenchmarkOpen (decode all) 0.92 and 0.89 of client-go's time to list the
+// same Pods into its indexer.
 //
 // New files use 8 KiB pages (see pageSize in bolt.go for the trade-off);
 // files created with 16 KiB pages keep them.
@@ -146,7 +156,8 @@
 //
 // On reopen, a store opened with a different Options.Scope is emptied and
 // loses its resume point (Info().Reset says why); one opened with a
-// different index set rebuilds its index entries from the stored objects.
+// different index set recomputes its index values (and entries, in the
+// bounded mode) from the stored objects.
 //
 // # Caveats
 //

@@ -78,14 +78,14 @@ func TestFormatVersion1Refused(t *testing.T) {
 		if !errors.Is(err, store.ErrIncompatible) {
 			t.Fatalf("%s open: error %v; want ErrIncompatible", mode.name, err)
 		}
-		for _, want := range []string{"format version 1, this build reads 2", "delete", "relist", path} {
+		for _, want := range []string{"format version 1, this build reads 3", "delete", "relist", path} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s open: error %q does not say %q", mode.name, err, want)
 			}
 		}
 	}
 	u := &url.URL{Scheme: Scheme, Path: path}
-	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "format version 1, this build reads 2") {
+	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "format version 1, this build reads 3") {
 		t.Errorf("raw Stores: error %v; want ErrIncompatible naming both versions", err)
 	}
 }

@@ -324,15 +324,6 @@ func TestDamagedRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			o, err := (&store.Options{Name: "pods", Codec: codec, Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app")}}).WithDefaults()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = open(t.Context(), path, o)
-			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "ns/bad") {
-				t.Errorf("default open: error %v; want ErrCorrupt naming %s and ns/bad", err, path)
-			}
-
 			b := openBoundedForTest(t, path, codec, 1)
 			if _, _, err := b.GetByKey("ns/good"); err != nil {
 				t.Errorf("bounded GetByKey(ns/good): %v", err)
@@ -345,6 +336,19 @@ func TestDamagedRecords(t *testing.T) {
 			}
 			if !errors.Is(readErr, store.ErrCorrupt) {
 				t.Errorf("bounded read of the damaged record: error %v; want ErrCorrupt", readErr)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// The default mode loads every object: the damage fails the open.
+			o, err := (&store.Options{Name: "pods", Codec: codec, Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app")}}).WithDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = open(t.Context(), path, o)
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "ns/bad") {
+				t.Errorf("default open: error %v; want ErrCorrupt naming %s and ns/bad", err, path)
 			}
 		})
 	}

@@ -15,18 +15,33 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// On-disk layout (FormatVersion 2). One file holds any number of stores:
+// On-disk layout (FormatVersion 3). One file holds any number of stores:
 //
 //	stores/                      top-level bucket
 //	  <store name>/              one bucket per store (any string)
 //	    meta/     "meta" -> JSON store.Meta, "rv" -> resume point,
-//	              "seq" -> the next object sequence number (8-byte big-endian)
+//	              "seq" -> the next object sequence number (8-byte big-endian),
+//	              "entries" -> present when index/ holds the index entries
 //	    keys/     boltKey(key) -> key record (encodeKeyRecord): the object's
 //	              sequence number, its full key when boltKey is a digest,
 //	              and its index values
 //	    objects/  seq (8-byte big-endian) -> encoded object
 //	    index/
 //	      <index name>/  indexEntryPrefix(value) ++ seq -> the object key
+//
+// Every store persists each object's index values, in its key record, in the
+// transaction that writes the object. The inverted index (index/, value ->
+// objects) is kept on disk only while a bounded-mode store uses it: the
+// default mode holds the inverted index in memory, built at open from the
+// key records, and never reads index/, so writing it would only cost (a
+// Commit of new objects dirties a page per index value it touches: with
+// three indexes, half the time and bytes of the Commit). The "entries"
+// record says whether index/ is current; nothing reads index/ otherwise.
+// Opening a store in the bounded mode without it builds the entries from the
+// key records (no decoding) and writes the record, in one transaction;
+// opening one in the default mode with it empties index/ and deletes the
+// record, in one transaction. Format version 2 was this layout with index/
+// always current: it opens as version 3 with the record.
 //
 // Why sequence numbers: bbolt rewrites, whole, every page a transaction
 // dirties, and a new object keyed by its (random) object key dirties a page
@@ -51,9 +66,10 @@ var (
 	bucketObjects = []byte("objects")
 	bucketIndex   = []byte("index")
 
-	keyMeta = []byte("meta")
-	keyRV   = []byte("rv")
-	keySeq  = []byte("seq")
+	keyMeta    = []byte("meta")
+	keyRV      = []byte("rv")
+	keySeq     = []byte("seq")
+	keyEntries = []byte("entries")
 )
 
 // fillAppend is the FillPercent of objects/, where new objects are
@@ -73,6 +89,10 @@ type buckets struct {
 	keys    *bbolt.Bucket
 	objects *bbolt.Bucket
 	index   *bbolt.Bucket
+
+	// entries says whether index/ holds the index entries (the "entries"
+	// record): writes keep them only then.
+	entries bool
 }
 
 // storeBuckets returns name's buckets in tx, or nil if the store does not
@@ -107,6 +127,7 @@ func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 	if b.meta == nil {
 		return nil, fmt.Errorf("store %q lacks its meta bucket: %w", name, store.ErrCorrupt)
 	}
+	b.entries = b.meta.Get(keyEntries) != nil
 	return b, nil
 }
 
@@ -133,7 +154,8 @@ func createStore(tx *bbolt.Tx, name string, m store.Meta) (*buckets, error) {
 }
 
 // createStoreIn creates the buckets of a store named name under parent,
-// with one index bucket per index in m, and records m.
+// with one index bucket per index in m, and records m. The new store keeps
+// no index entries (see setEntries).
 func createStoreIn(parent *bbolt.Bucket, name []byte, m store.Meta) (*buckets, error) {
 	sb, err := parent.CreateBucket(name)
 	if err != nil {
@@ -208,6 +230,67 @@ func putRV(b *buckets, rv string) error {
 		return b.meta.Delete(keyRV)
 	}
 	return b.meta.Put(keyRV, []byte(rv))
+}
+
+// setEntries makes b keep its index entries in index/, or not. Turning
+// them on builds every entry from the key records' index values; turning
+// them off empties index/. Either way in the caller's transaction, with the
+// "entries" record, so a crash leaves the entries current or unused.
+func setEntries(b *buckets, names []string, on bool) error {
+	if on == b.entries {
+		return nil
+	}
+	if err := resetIndexBuckets(b, names); err != nil {
+		return err
+	}
+	if !on {
+		return markEntries(b, false)
+	}
+	entries := make([][]entry, len(names))
+	c := b.keys.Cursor()
+	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		seq, long, vals, err := decodeKeyRecord(rec, len(names))
+		if err != nil {
+			return fmt.Errorf("object %q: %w", shorten(string(k)), err)
+		}
+		key := string(k)
+		if isDigest(k) {
+			key = long
+		}
+		addEntries(entries, key, seq, vals)
+	}
+	if err := markEntries(b, true); err != nil {
+		return err
+	}
+	return putSortedEntries(b, names, entries)
+}
+
+// markEntries records whether index/ holds b's index entries, without
+// writing them.
+func markEntries(b *buckets, on bool) error {
+	b.entries = on
+	if !on {
+		return b.meta.Delete(keyEntries)
+	}
+	return b.meta.Put(keyEntries, []byte{1})
+}
+
+// resetIndexBuckets replaces index/ with empty buckets for names.
+func resetIndexBuckets(b *buckets, names []string) error {
+	if err := b.store.DeleteBucket(bucketIndex); err != nil {
+		return err
+	}
+	ib, err := b.store.CreateBucket(bucketIndex)
+	if err != nil {
+		return err
+	}
+	b.index = ib
+	for _, n := range names {
+		if _, err := ib.CreateBucket([]byte(n)); err != nil {
+			return fmt.Errorf("create index %q: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // seqLen is the length of a sequence number: 8 bytes, big-endian, so that
@@ -573,11 +656,13 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 		gone string            // the deleted key
 	}
 	objs := make([]objOp, 0, len(ops))
-	// dels and puts are the index entries to remove and add, per index.
-	// They are disjoint: an entry names its object, whose old entries are
-	// diffed against its new ones.
-	dels := make([][]entry, len(names))
-	puts := make([][]entry, len(names))
+	// dels and puts are the index entries to remove and add, per index,
+	// when b keeps them. They are disjoint: an entry names its object,
+	// whose old entries are diffed against its new ones.
+	var dels, puts [][]entry
+	if b.entries {
+		dels, puts = make([][]entry, len(names)), make([][]entry, len(names))
+	}
 	for _, o := range ops {
 		p, k := o.p, o.k
 		var (
@@ -599,9 +684,11 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 			}
 			// Drop only the entries that change: an update usually keeps
 			// its namespace, owner and labels.
-			oldOnly, newOnly := diffValues(old, p.Values)
-			addEntries(dels, p.Key, seq, oldOnly)
-			addEntries(puts, p.Key, seq, newOnly)
+			if b.entries {
+				oldOnly, newOnly := diffValues(old, p.Values)
+				addEntries(dels, p.Key, seq, oldOnly)
+				addEntries(puts, p.Key, seq, newOnly)
+			}
 			objs = append(objs, objOp{seq: seq, p: p})
 			// An update that keeps its index values (most do: status
 			// changes) leaves the record alone, so its page stays clean:
@@ -615,7 +702,9 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 			if oldRec == nil {
 				continue
 			}
-			addEntries(dels, p.Key, seq, old)
+			if b.entries {
+				addEntries(dels, p.Key, seq, old)
+			}
 			objs = append(objs, objOp{seq: seq, gone: p.Key})
 			if err := b.keys.Delete(k); err != nil {
 				return err
@@ -636,7 +725,7 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 		}
 	}
 	for i, name := range names {
-		if len(dels[i]) == 0 && len(puts[i]) == 0 {
+		if !b.entries || len(dels[i]) == 0 && len(puts[i]) == 0 {
 			continue
 		}
 		ib, err := indexBucketOf(b, name)
@@ -726,7 +815,9 @@ func replaceAll(b *buckets, names []string, ps []indexer.Prepared) error {
 		if err := b.keys.Put(it.k, encodeKeyRecord(seq, p.Key, p.Values)); err != nil {
 			return fmt.Errorf("put %s: %w", p.Key, err)
 		}
-		addEntries(entries, p.Key, seq, p.Values)
+		if b.entries {
+			addEntries(entries, p.Key, seq, p.Values)
+		}
 	}
 	if err := putSortedEntries(b, names, entries); err != nil {
 		return err
@@ -776,22 +867,13 @@ func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, get fu
 	}, meta)
 }
 
-// writeIndexes replaces every index entry and index value of b with those
-// valuesOf gives for each stored object under set, and records meta.
+// writeIndexes replaces every index value of b, and its index entries when
+// it keeps them, with those valuesOf gives for each stored object under
+// set, and records meta.
 func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta store.Meta) error {
 	names := set.Names()
-	if err := b.store.DeleteBucket(bucketIndex); err != nil {
+	if err := resetIndexBuckets(b, names); err != nil {
 		return err
-	}
-	ib, err := b.store.CreateBucket(bucketIndex)
-	if err != nil {
-		return err
-	}
-	b.index = ib
-	for _, n := range names {
-		if _, err := ib.CreateBucket([]byte(n)); err != nil {
-			return fmt.Errorf("create index %q: %w", n, err)
-		}
 	}
 	entries := make([][]entry, len(names))
 	var keys, recs [][]byte
@@ -807,7 +889,9 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 		}
 		keys = append(keys, bytes.Clone(k))
 		recs = append(recs, encodeKeyRecord(seq, key, v))
-		addEntries(entries, key, seq, v)
+		if b.entries {
+			addEntries(entries, key, seq, v)
+		}
 	}
 	for i := range keys {
 		if err := b.keys.Put(keys[i], recs[i]); err != nil {

@@ -157,7 +157,10 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 	if err != nil {
 		return store.Info{}, nil, fmt.Errorf("store %q: %w", name, err)
 	}
-	if m.FormatVersion != FormatVersion {
+	if m.FormatVersion == formatSeqEntries {
+		// The same buckets, with every index entry.
+		b.entries = true
+	} else if m.FormatVersion != FormatVersion {
 		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d (delete the file to start over; informers relist): %w", name, m.FormatVersion, FormatVersion, store.ErrIncompatible)
 	}
 	if err := b.complete(name); err != nil {
@@ -438,8 +441,9 @@ func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 }
 
 // putRecord writes one imported record, numbered seq: object, key record
-// and index entries. A key given twice is an error: the entries of the
-// first would stay.
+// and, if b keeps them, index entries (an imported store keeps none until a
+// bounded-mode open builds them). A key given twice is an error: the first
+// would stay.
 func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 	vals := rec.Values
 	if len(names) == 0 {
@@ -459,7 +463,7 @@ func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
 	}
 	for i, vs := range vals {
-		if len(vs) == 0 {
+		if len(vs) == 0 || !b.entries {
 			continue
 		}
 		ib, err := indexBucketOf(b, names[i])
@@ -484,7 +488,10 @@ func cloneRecord(r store.Record) store.Record {
 // IndexEntries calls fn with every persisted index entry (index name,
 // indexed value, object key) of the store name in the database at u, in one
 // read transaction: what the snapshot tool's verify compares with the
-// objects' index values. Its signature is snapshot.IndexEntries.
+// objects' index values. Its signature is snapshot.IndexEntries. A store
+// that keeps no entries on disk (one last written in the default mode, see
+// layout.go) yields those of its key records' index values, from which its
+// in-memory index is built.
 func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
 	err := withFile("index entries", u, false, func(f *file) error {
 		var fnErr error
@@ -492,6 +499,10 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 			return f.db.View(func(tx *bbolt.Tx) error {
 				info, b, err := rawInfo(tx, name)
 				if err != nil {
+					return err
+				}
+				if !b.entries {
+					fnErr, err = recordEntries(ctx, b, info.Indexes, fn)
 					return err
 				}
 				return b.index.ForEachBucket(func(idx []byte) error {
@@ -527,6 +538,34 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 		return err
 	})
 	return rawError("index entries of "+name, u, err)
+}
+
+// recordEntries calls fn with the index entries the key records of b
+// imply, for indexes names. It returns fn's error as fnErr, and also as
+// err to stop the transaction.
+func recordEntries(ctx context.Context, b *buckets, names []string, fn func(index, value, key string) error) (fnErr, err error) {
+	c := b.keys.Cursor()
+	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		_, long, vals, err := decodeKeyRecord(rec, len(names))
+		if err != nil {
+			return nil, fmt.Errorf("object %q: %w", shorten(string(k)), err)
+		}
+		key := string(k)
+		if isDigest(k) {
+			key = long
+		}
+		for i, vs := range vals {
+			for _, v := range vs {
+				if err := fn(names[i], v, key); err != nil {
+					return err, err
+				}
+			}
+		}
+	}
+	return nil, nil
 }
 
 // compactTxSize bounds the bytes Compact copies per transaction.

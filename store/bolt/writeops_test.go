@@ -17,12 +17,13 @@ import (
 )
 
 // fileState is what a store's buckets hold, read straight from the file:
-// the object keys, and per index the entries "value key" both as the index
-// buckets hold them and as the key records say they should be. Reading it
-// checks that key records, objects and index entries agree on sequence
-// numbers.
+// the object keys, whether the store keeps index entries (the "entries"
+// record), and per index the entries "value key" both as the index buckets
+// hold them and as the key records say they should be. Reading it checks
+// that key records, objects and index entries agree on sequence numbers.
 type fileState struct {
 	Keys        []string
+	KeepEntries bool
 	Entries     map[string][]string
 	FromRecords map[string][]string
 }
@@ -38,6 +39,7 @@ func readFileState(t *testing.T, f *file, name string, names []string) fileState
 		if b == nil {
 			return fmt.Errorf("store %q missing", name)
 		}
+		st.KeepEntries = b.entries
 		objects := map[uint64]string{}
 		if err := b.keys.ForEach(func(k, rec []byte) error {
 			seq, full, vals, err := decodeKeyRecord(rec, len(names))
@@ -110,15 +112,22 @@ func readFileState(t *testing.T, f *file, name string, names []string) fileState
 
 // TestCommitWritesNetEffect checks the file after batches that touch keys
 // more than once: writeOps writes each key's net effect in sorted order, and
-// the objects, values records and index entries it leaves must be exactly
-// those of applying the ops one by one.
+// the objects, key records and index entries it leaves must be exactly
+// those of applying the ops one by one. The default mode keeps no index
+// entries on disk (its index is in memory), the bounded mode keeps them.
 func TestCommitWritesNetEffect(t *testing.T) {
+	for _, cacheSize := range []int{0, 2} {
+		t.Run(fmt.Sprintf("cache=%d", cacheSize), func(t *testing.T) { testCommitWritesNetEffect(t, cacheSize) })
+	}
+}
+
+func testCommitWritesNetEffect(t *testing.T, cacheSize int) {
 	codec, err := indexer.NewCodec(&corev1.Pod{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o, err := (&store.Options{
-		Name: "pods", Codec: codec, Durability: store.DurabilityNoSync,
+		Name: "pods", Codec: codec, Durability: store.DurabilityNoSync, CacheSize: cacheSize,
 		Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app"), cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 	}).WithDefaults()
 	if err != nil {
@@ -129,7 +138,7 @@ func TestCommitWritesNetEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	f := s.(*defaultStore).file
+	f := fileOf(s)
 	names := []string{"app", cache.NamespaceIndex}
 
 	// model is the expected contents: key -> app label.
@@ -168,24 +177,34 @@ func TestCommitWritesNetEffect(t *testing.T) {
 				p := op.Object.(*corev1.Pod)
 				model[p.Namespace+"/"+p.Name] = p.Labels["app"]
 			}
-			want := fileState{Entries: map[string][]string{}}
+			want := fileState{KeepEntries: cacheSize > 0, Entries: map[string][]string{}, FromRecords: map[string][]string{}}
 			for key, app := range model {
 				want.Keys = append(want.Keys, key)
 				ns, _, _ := strings.Cut(key, "/")
-				want.Entries["app"] = append(want.Entries["app"], app+" "+key)
-				want.Entries[cache.NamespaceIndex] = append(want.Entries[cache.NamespaceIndex], ns+" "+key)
+				want.FromRecords["app"] = append(want.FromRecords["app"], app+" "+key)
+				want.FromRecords[cache.NamespaceIndex] = append(want.FromRecords[cache.NamespaceIndex], ns+" "+key)
 			}
 			slices.Sort(want.Keys)
-			for _, es := range want.Entries {
+			for _, es := range want.FromRecords {
 				slices.Sort(es)
 			}
-			want.FromRecords = want.Entries
+			if want.KeepEntries {
+				want.Entries = want.FromRecords
+			}
 			got := readFileState(t, f, "pods", names)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("file after the batch (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// fileOf returns the file of a bolt store of either mode.
+func fileOf(s store.Store) *file {
+	if d, ok := s.(*defaultStore); ok {
+		return d.file
+	}
+	return s.(*bounded).file
 }
 
 // seqs returns the sequence number of every key of the store name.

@@ -52,7 +52,7 @@ func TestVerifyFindsIndexDamage(t *testing.T) {
 	}{
 		{"missing entry", func(index *bbolt.Bucket) error {
 			// Entry keys are uvarint(len(value)) value seq (8 bytes),
-			// their values the object key (bolt format version 2).
+			// their values the object key (bolt format version 3).
 			k, err := entryOf(index.Bucket([]byte("namespace")), "\x04ns-3", "ns-3/pod-00003")
 			if err != nil {
 				return err
@@ -68,8 +68,10 @@ func TestVerifyFindsIndexDamage(t *testing.T) {
 		}, `index "node" value "node-9" lists "ns-3/pod-00003"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The bounded mode keeps index entries on disk (the
+			// default mode keeps them in memory only).
 			u := boltURL(t)
-			fill(t, u, 20, 0, "5")
+			fill(t, u+"?cache=10", 20, 0, "5")
 			if _, err := snapshot.Verify(t.Context(), u, &snapshot.VerifyOptions{Entries: entries}); err != nil {
 				t.Fatalf("verify before the damage: %v", err)
 			}

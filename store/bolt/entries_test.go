@@ -1,0 +1,230 @@
+package bolt
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	bbolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// entriesOptions opens the store "pods" with two indexes, bounded when
+// cacheSize > 0.
+func entriesOptions(t *testing.T, cacheSize int) store.Options {
+	t.Helper()
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := (&store.Options{
+		Name: "pods", Codec: codec, Durability: store.DurabilityNoSync, CacheSize: cacheSize,
+		Indexers: cache.Indexers{"app": indexer.LabelIndexFunc("app"), cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	}).WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// indexView is what a store answers for its indexes, read through the
+// store API: per index, every value with its keys.
+func indexView(t *testing.T, s store.Store) map[string]map[string][]string {
+	t.Helper()
+	out := map[string]map[string][]string{}
+	for _, idx := range []string{"app", cache.NamespaceIndex} {
+		out[idx] = map[string][]string{}
+		for _, v := range s.ListIndexFuncValues(idx) {
+			keys, err := s.IndexKeys(idx, v)
+			if err != nil {
+				t.Fatalf("IndexKeys(%s, %s): %v", idx, v, err)
+			}
+			objs, err := s.ByIndex(idx, v)
+			if err != nil {
+				t.Fatalf("ByIndex(%s, %s): %v", idx, v, err)
+			}
+			if len(objs) != len(keys) {
+				t.Errorf("ByIndex(%s, %s): %d objects, IndexKeys %d keys", idx, v, len(objs), len(keys))
+			}
+			slices.Sort(keys)
+			out[idx][v] = keys
+		}
+	}
+	return out
+}
+
+// TestEntriesFollowMode switches one store between the modes, changing it in
+// each (new objects, deletes, index values changed): the default mode
+// leaves no index entries on disk, the bounded mode builds them at open
+// from the key records and keeps them, and in every phase both the file and
+// the store's answers match a model of the objects.
+func TestEntriesFollowMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pods.db")
+	model := map[string]string{} // key -> app
+	for phase, cacheSize := range []int{0, 3, 0, 0, 3, 3, 0} {
+		o := entriesOptions(t, cacheSize)
+		s, err := open(t.Context(), path, o)
+		if err != nil {
+			t.Fatalf("phase %d: open: %v", phase, err)
+		}
+		var ops []store.Op
+		for i := range 6 {
+			ns, name := fmt.Sprintf("ns%d", i%2), fmt.Sprintf("p%d-%d", phase, i)
+			app := fmt.Sprintf("app%d", (phase+i)%3)
+			ops = append(ops, store.Op{Type: store.OpPut, Object: pod(ns, name, app, "1")})
+			model[ns+"/"+name] = app
+		}
+		// Change an object of an earlier phase, and delete one.
+		if phase > 0 {
+			ops = append(ops, store.Op{Type: store.OpPut, Object: pod("ns0", fmt.Sprintf("p%d-0", phase-1), "moved", "2")})
+			model[fmt.Sprintf("ns0/p%d-0", phase-1)] = "moved"
+			ops = append(ops, store.Op{Type: store.OpDelete, Key: fmt.Sprintf("ns1/p%d-1", phase-1)})
+			delete(model, fmt.Sprintf("ns1/p%d-1", phase-1))
+		}
+		if err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: fmt.Sprint(phase + 10)}); err != nil {
+			t.Fatalf("phase %d: Commit: %v", phase, err)
+		}
+
+		want := map[string]map[string][]string{"app": {}, cache.NamespaceIndex: {}}
+		wantFile := fileState{KeepEntries: cacheSize > 0, Entries: map[string][]string{}, FromRecords: map[string][]string{}}
+		for key, app := range model {
+			ns, _, _ := strings.Cut(key, "/")
+			want["app"][app] = append(want["app"][app], key)
+			want[cache.NamespaceIndex][ns] = append(want[cache.NamespaceIndex][ns], key)
+			wantFile.Keys = append(wantFile.Keys, key)
+			wantFile.FromRecords["app"] = append(wantFile.FromRecords["app"], app+" "+key)
+			wantFile.FromRecords[cache.NamespaceIndex] = append(wantFile.FromRecords[cache.NamespaceIndex], ns+" "+key)
+		}
+		for _, m := range want {
+			for _, keys := range m {
+				slices.Sort(keys)
+			}
+		}
+		slices.Sort(wantFile.Keys)
+		for _, es := range wantFile.FromRecords {
+			slices.Sort(es)
+		}
+		if wantFile.KeepEntries {
+			wantFile.Entries = wantFile.FromRecords
+		}
+		if diff := cmp.Diff(want, indexView(t, s)); diff != "" {
+			t.Errorf("phase %d (cache=%d): indexes (-want +got):\n%s", phase, cacheSize, diff)
+		}
+		got := readFileState(t, fileOf(s), "pods", []string{"app", cache.NamespaceIndex})
+		if diff := cmp.Diff(wantFile, got); diff != "" {
+			t.Errorf("phase %d (cache=%d): file (-want +got):\n%s", phase, cacheSize, diff)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFormatVersion2Upgraded opens a store of format version 2 (the same
+// buckets, with every index entry and no "entries" record): the raw driver
+// reads it, and each mode opens it as version 3, the default mode dropping
+// the entries it does not use and the bounded mode keeping them.
+func TestFormatVersion2Upgraded(t *testing.T) {
+	for _, cacheSize := range []int{0, 3} {
+		t.Run(fmt.Sprintf("cache=%d", cacheSize), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "pods.db")
+			s, err := open(t.Context(), path, entriesOptions(t, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if err := s.Add(pod(fmt.Sprintf("ns%d", i%2), fmt.Sprint("p", i), fmt.Sprint("app", i%3), "1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantIndexes := indexView(t, s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			setFormat2(t, path)
+			u := &url.URL{Scheme: Scheme, Path: path}
+			infos, err := Raw().Stores(t.Context(), u)
+			if err != nil || len(infos) != 1 || infos[0].FormatVersion != 2 {
+				t.Fatalf("raw Stores of a version 2 file: %v, %v; want one store of version 2", infos, err)
+			}
+
+			s, err = open(t.Context(), path, entriesOptions(t, cacheSize))
+			if err != nil {
+				t.Fatalf("open a version 2 store: %v", err)
+			}
+			defer s.Close()
+			if diff := cmp.Diff(wantIndexes, indexView(t, s)); diff != "" {
+				t.Errorf("indexes after the upgrade (-want +got):\n%s", diff)
+			}
+			got := readFileState(t, fileOf(s), "pods", []string{"app", cache.NamespaceIndex})
+			if got.KeepEntries != (cacheSize > 0) || (cacheSize > 0) != (len(got.Entries) > 0) {
+				t.Errorf("after the upgrade: keeps entries %v, %d index entries; want %v", got.KeepEntries, len(got.Entries), cacheSize > 0)
+			}
+			err = fileOf(s).db.View(func(tx *bbolt.Tx) error {
+				b, err := storeBuckets(tx, "pods")
+				if err != nil {
+					return err
+				}
+				m, err := getMeta(b)
+				if err != nil {
+					return err
+				}
+				if m.FormatVersion != FormatVersion {
+					return fmt.Errorf("format version %d after the upgrade, want %d", m.FormatVersion, FormatVersion)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// setFormat2 turns the store "pods" of the file at path, which keeps its
+// index entries, into what format version 2 wrote: version 2 in the
+// metadata and no "entries" record.
+func setFormat2(t *testing.T, path string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b, err := storeBuckets(tx, "pods")
+		if err != nil {
+			return err
+		}
+		if !b.entries {
+			return fmt.Errorf("the store keeps no index entries")
+		}
+		m, err := getMeta(b)
+		if err != nil {
+			return err
+		}
+		m.FormatVersion = formatSeqEntries
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := b.meta.Put(keyMeta, data); err != nil {
+			return err
+		}
+		return b.meta.Delete(keyEntries)
+	})
+	if err2 := db.Close(); err == nil {
+		err = err2
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
