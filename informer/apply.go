@@ -58,6 +58,7 @@ type queuedNote struct {
 // queue sees the new state at once. It runs with the queue locked.
 func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingCommit) {
 	pc.deltas += len(b.Deltas)
+	inf.stats.popped.Add(int64(len(b.Deltas)))
 	if b.Replace {
 		pc.replace = true
 	}
@@ -154,7 +155,8 @@ func recreated(old, cur interface{}) bool {
 //
 // Popping and committing overlap: a committer goroutine commits one group
 // (and notifies its handlers) while this goroutine pops and prepares the
-// next, which keeps growing until the commit is over (up to MaxBatchSize).
+// next, which keeps growing until the commit is over (within MaxBatchSize
+// operations).
 // A store that is slow to commit (an fsync) thus gets fewer, larger commits
 // instead of a growing queue: group commit that adapts to the store. Groups
 // are committed, and notified, in the order they were popped; the view
@@ -215,7 +217,8 @@ type commitJob struct {
 // gather pops one batch and, unless it is a relist or group commit is off,
 // more batches for up to MaxBatchDelay, and beyond that for as long as the
 // previous group is still being committed (inflight is not closed), as long
-// as their deltas fit in MaxBatchSize. A batch that must not join the
+// as its operations fit in MaxBatchSize (and the store's limit) and its
+// deltas in GroupDeltasPerOp times that. A batch that must not join the
 // commit (a relist, or one that would not fit) comes back as carry, to be
 // committed on its own right after pc.
 func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo.Queue, inflight <-chan struct{}) (pc, carry *pendingCommit, err error) {
@@ -234,16 +237,34 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		return first, nil, err
 	}
 	pc = first
-	// MaxBatchSize bounds the deltas of a group, the store's limit the
-	// operations of its commit (one per key).
+	// MaxBatchSize and the store's limit bound the operations of its
+	// commit (one per key); the deltas, which cost the commit nothing
+	// once their key is in it, are bounded too, as a safety net.
 	opLimit := inf.storeLimit()
+	maxDeltas := GroupDeltasPerOp * inf.opts.MaxBatchSize
 	dctx, cancel := context.WithTimeout(ctx, inf.opts.MaxBatchDelay)
 	defer cancel()
-	// A group whose operations reached opLimit still takes batches that
-	// only change its keys; the first that would add one ends it, as carry.
-	for carry == nil && pc.deltas < inf.opts.MaxBatchSize {
-		perr := q.Pop(dctx, func(_ context.Context, b deltafifo.Batch) error {
-			if b.Replace || pc.deltas+len(b.Deltas) > inf.opts.MaxBatchSize || inf.exceedsOps(pc, b, opLimit) {
+	// A group whose operations reached opLimit is full: it is handed over
+	// as soon as no commit is running. While one is, it still takes
+	// batches that only change its keys (they cost its commit nothing);
+	// the first that would add one ends it, as carry.
+	running := inflight
+	var fullCtx context.Context // done once the running commit is over
+	for carry == nil && pc.deltas < maxDeltas {
+		popCtx := dctx
+		if len(pc.ops) >= opLimit {
+			if running == nil || isClosed(running) {
+				break
+			}
+			if fullCtx == nil {
+				var cancelFull context.CancelFunc
+				fullCtx, cancelFull = untilClosed(ctx, running)
+				defer cancelFull()
+			}
+			popCtx = fullCtx
+		}
+		perr := q.Pop(popCtx, func(_ context.Context, b deltafifo.Batch) error {
+			if b.Replace || pc.deltas+len(b.Deltas) > maxDeltas || inf.exceedsOps(pc, b, opLimit) {
 				carry = &pendingCommit{pop: inf.pops.Add(1)}
 				inf.prepare(logger, b, carry)
 				return nil
@@ -254,8 +275,11 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		if perr == nil {
 			continue
 		}
-		if dctx.Err() == nil || ctx.Err() != nil {
+		if popCtx.Err() == nil || ctx.Err() != nil {
 			return pc, carry, perr
+		}
+		if popCtx == fullCtx {
+			return pc, carry, nil // full, and the running commit is over
 		}
 		// The delay is over. While the previous group is still being
 		// committed, this one could not be committed anyway: keep

@@ -248,24 +248,38 @@ func TestGroupGrowsDuringCommit(t *testing.T) {
 }
 
 // limitedStore is a store that asks for commits of at most limit
-// operations (store.BatchLimiter) and reports the size of each commit.
+// operations (store.BatchLimiter) and reports the size of each commit. Once
+// held is set, each commit waits for a receive on release after reporting.
 type limitedStore struct {
 	store.Store
-	limit int
-	sizes chan int
+	limit   int
+	sizes   chan int
+	held    atomic.Bool
+	release chan struct{}
 }
 
 func (l *limitedStore) MaxBatchOps() int { return l.limit }
 
 func (l *limitedStore) Commit(ctx context.Context, b store.Batch) error {
 	l.sizes <- len(b.Ops)
+	if l.held.Load() {
+		select {
+		case <-l.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	return l.Store.Commit(ctx, b)
+}
+
+func newLimitedStore(t *testing.T, limit int) *limitedStore {
+	return &limitedStore{Store: openStore(t, "memory://"), limit: limit, sizes: make(chan int, 100), release: make(chan struct{})}
 }
 
 // TestGroupRespectsStoreLimit checks that groups stay within the limit a
 // store.BatchLimiter gives, below MaxBatchSize, in pops and in groups.
 func TestGroupRespectsStoreLimit(t *testing.T) {
-	ls := &limitedStore{Store: openStore(t, "memory://"), limit: 3, sizes: make(chan int, 100)}
+	ls := newLimitedStore(t, 3)
 	opts := testOptions()
 	opts.MaxBatchDelay = 20 * time.Millisecond
 	opts.MaxBatchSize = 100
@@ -290,17 +304,28 @@ func TestGroupRespectsStoreLimit(t *testing.T) {
 }
 
 // TestGroupWritesEachKeyOnce checks that a group commits one operation per
-// key, the newest, while every change is still notified in order, and that
-// the store's operation limit counts keys, not deltas.
+// key, the newest, while every change is still notified in order; that
+// MaxBatchSize and the store's limit count operations, not deltas: a full
+// group goes on taking changes to its keys while the previous commit runs,
+// and a new key ends it; and that it is handed over as soon as that commit
+// is over.
 func TestGroupWritesEachKeyOnce(t *testing.T) {
-	ls := &limitedStore{Store: openStore(t, "memory://"), limit: 2, sizes: make(chan int, 100)}
+	ls := newLimitedStore(t, 2)
 	opts := testOptions()
-	opts.MaxBatchDelay = time.Hour // only the bounds close a group
-	opts.MaxBatchSize = 7
-	lw, _, h := runGrouped(t, ls, opts)
+	opts.MaxBatchDelay = time.Hour // only the bounds and the running commit close a group
+	opts.MaxBatchSize = 3
+	lw, inf, h := runGrouped(t, ls, opts)
 	<-ls.sizes // the initial relist
-	// Seven changes to two keys: one group (7 deltas, 2 keys), one commit
-	// of 2 operations.
+	commits := inf.Stats().Commits
+	ls.held.Store(true)
+	lw.create("ns", "first", "1")
+	lw.create("ns", "second", "1") // fills the group: it is committed, and held
+	if n := <-ls.sizes; n != 2 {
+		t.Fatalf("held commit of %d ops, want 2", n)
+	}
+	// Seven changes to two keys while that commit is held: one group of
+	// two operations (the store's limit, below MaxBatchSize), then a
+	// third key, which must wait for the next group.
 	lw.create("ns", "a", "1")
 	lw.create("ns", "b", "1")
 	for i := 2; i <= 4; i++ {
@@ -308,17 +333,79 @@ func TestGroupWritesEachKeyOnce(t *testing.T) {
 	}
 	lw.update("ns", "b", "2")
 	lw.remove("ns", "b")
-	got := h.wait(t, 7)
-	if n := <-ls.sizes; n != 2 {
-		t.Errorf("commit of %d ops, want 2 (one per key)", n)
+	lw.create("ns", "c", "1")
+	waitPending(t, inf, 5) // first, second (held), a, b (deleted) and c
+	ls.held.Store(false)
+	ls.release <- struct{}{}
+	got := h.wait(t, 10)
+	// The group's commit and the carry's: the group holds a and b with all
+	// their changes, the carry the batch that brought c.
+	if n := inf.Stats().Commits - commits; n != 3 {
+		t.Errorf("%d commits from the held one on, want 3 (held, group, carry)", n)
+	}
+	for i := range 2 {
+		if n := <-ls.sizes; n > 2 {
+			t.Errorf("commit %d after the held one: %d ops, want at most 2 (the store's limit)", i+1, n)
+		}
 	}
 	var ops []string
 	for _, e := range got {
 		ops = append(ops, e.Op+" "+e.Key+" "+e.Value)
 	}
-	want := []string{"add ns/a 1", "add ns/b 1", "update ns/a 2", "update ns/a 3", "update ns/a 4", "update ns/b 2", "delete ns/b 2"}
+	want := []string{"add ns/first 1", "add ns/second 1", "add ns/a 1", "add ns/b 1", "update ns/a 2", "update ns/a 3", "update ns/a 4", "update ns/b 2", "delete ns/b 2", "add ns/c 1"}
 	if diff := cmp.Diff(want, ops); diff != "" {
 		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(lw.values(), storeValues(ls)); diff != "" {
+		t.Errorf("store (-source +store):\n%s", diff)
+	}
+}
+
+// TestGroupDeltasBounded checks the bound on a group's deltas: changes to
+// one key, popped while a commit runs, fill a group of at most
+// GroupDeltasPerOp * MaxBatchSize deltas, and the rest waits for the next.
+func TestGroupDeltasBounded(t *testing.T) {
+	ls := newLimitedStore(t, 100)
+	opts := testOptions()
+	opts.MaxBatchDelay = time.Hour
+	opts.MaxBatchSize = 1
+	lw, inf, h := runGrouped(t, ls, opts)
+	<-ls.sizes // the initial relist
+	lw.create("ns", "a", "0")
+	h.wait(t, 1)
+	<-ls.sizes
+	ls.held.Store(true)
+	lw.create("ns", "first", "1")
+	<-ls.sizes
+	popped := inf.stats.popped.Load()
+	const updates = 3 * GroupDeltasPerOp
+	for i := 1; i <= updates; i++ {
+		lw.update("ns", "a", strconv.Itoa(i))
+	}
+	// The group takes GroupDeltasPerOp deltas (pops hold one, as
+	// MaxBatchSize is one operation), then waits for the held commit.
+	deadline := time.Now().Add(waitLimit)
+	for inf.stats.popped.Load() < popped+GroupDeltasPerOp {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deltas popped, want %d", inf.stats.popped.Load()-popped, GroupDeltasPerOp)
+		}
+		runtime.Gosched()
+	}
+	ls.release <- struct{}{} // the held commit
+	<-ls.sizes               // the group's commit, held
+	ls.release <- struct{}{}
+	<-ls.sizes // the next group's commit, held
+	// The handler has everything up to the group's commit: the create of
+	// a, "first" and the group's deltas, no more.
+	got := h.wait(t, 2+GroupDeltasPerOp)
+	time.Sleep(10 * time.Millisecond)
+	if got = h.all(); len(got) != 2+GroupDeltasPerOp {
+		t.Errorf("after the group's commit the handler saw %d events, want %d: a group holds at most %d deltas", len(got), 2+GroupDeltasPerOp, GroupDeltasPerOp)
+	}
+	ls.held.Store(false)
+	ls.release <- struct{}{}
+	if got := h.wait(t, 2+updates); got[len(got)-1].Value != strconv.Itoa(updates) {
+		t.Errorf("last event %v, want the update to %d", got[len(got)-1], updates)
 	}
 	if diff := cmp.Diff(lw.values(), storeValues(ls)); diff != "" {
 		t.Errorf("store (-source +store):\n%s", diff)

@@ -86,6 +86,7 @@ type Informer struct {
 
 	stats struct {
 		commits, deltas atomic.Int64
+		popped          atomic.Int64 // deltas popped, committed or not
 	}
 }
 

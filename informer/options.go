@@ -17,6 +17,11 @@ const (
 	DefaultMaxBatchSize = 5000
 	// DefaultMaxBatchDelay is the default of Options.MaxBatchDelay.
 	DefaultMaxBatchDelay = 10 * time.Millisecond
+	// GroupDeltasPerOp bounds the deltas of a group: at most
+	// GroupDeltasPerOp times Options.MaxBatchSize. The operations of its
+	// commit are bounded by MaxBatchSize itself; this bounds how long the
+	// changes of a few hot keys wait for one commit, and what they hold.
+	GroupDeltasPerOp = 10
 )
 
 // Options configure an Informer. The zero value means defaults. New copies
@@ -39,20 +44,24 @@ type Options struct {
 	// store and writes nothing. Default 0: no resync.
 	ResyncPeriod time.Duration
 
-	// MaxBatchSize bounds how many deltas are applied in one store commit.
-	// Default DefaultMaxBatchSize (5000). A relist is always committed whole,
-	// whatever its size (DESIGN invariant 2).
+	// MaxBatchSize bounds the operations (objects written or deleted, one
+	// per key) of one store commit. Default DefaultMaxBatchSize (5000). A
+	// relist is always committed whole, whatever its size (DESIGN invariant
+	// 2).
 	//
 	// Commits are only that large when events arrive faster than the store
 	// commits them: then a larger group costs the same fsyncs as a small
 	// one, and a key changed several times in a group is written once (a
 	// commit holds one operation per key, its newest), so the bound sets
-	// the throughput of a durable store under load. A commit
-	// holds its group's objects (already in memory) and, for bolt, its dirty
+	// the throughput of a durable store under load. What a commit costs
+	// grows with its operations, not with the changes they fold, so a
+	// group of changes to a few hot keys takes up to GroupDeltasPerOp times
+	// MaxBatchSize deltas, all notified after its one commit. A commit holds
+	// its group's objects (already in memory) and, for bolt, its dirty
 	// pages until it is done. A store that implements store.BatchLimiter
-	// bounds the operations (distinct keys) of a commit by what it commits
-	// at its usual cost (badger: what fits one badger transaction, about
-	// 1,300 operations with one index); pops are then no larger either.
+	// bounds the operations of a commit further, to what it commits at its
+	// usual cost (badger: what fits one badger transaction); pops are then
+	// no larger either.
 	MaxBatchSize int
 
 	// MaxBatchDelay bounds how long a popped batch waits for further batches
@@ -60,7 +69,7 @@ type Options struct {
 	// first batch of a commit is notified at most MaxBatchDelay after it was
 	// popped, plus the time of its own commit and of the commit that was
 	// running when it was popped. While a commit runs, the next group keeps
-	// growing (up to MaxBatchSize) until it is over, as it could not be
+	// growing (within MaxBatchSize) until it is over, as it could not be
 	// committed earlier anyway. Default DefaultMaxBatchDelay (10ms);
 	// NoBatchDelay (or any negative value) commits every pop on its own,
 	// which is the right choice for the memory backend, where commits cost
