@@ -82,8 +82,14 @@ func readComp(b []byte) (s string, hashed bool, rest []byte, err error) {
 	return "", false, nil, errBadRecord
 }
 
-// FormatVersion is the version of the key layout and records described above.
-const FormatVersion = 1
+// FormatVersion is the version of the key layout and records described
+// above. Version 2 added metaRecord.Entries; a version 1 store always kept
+// its index entries, and opens as version 2 with Entries true (the meta
+// record is rewritten when a store opens it).
+const FormatVersion = 2
+
+// formatV1 is the one older format this build reads (and upgrades).
+const formatV1 = 1
 
 // metaRecord is the value of a store's meta key.
 type metaRecord struct {
@@ -92,6 +98,23 @@ type metaRecord struct {
 	Generation uint64 `json:"generation"`
 	// ResourceVersion is the resume point.
 	ResourceVersion string `json:"resourceVersion"`
+	// Entries says the current generation's index entries are current:
+	// exactly those its value records imply. Only then are they read.
+	// The default mode keeps none (false); the bounded mode maintains
+	// them (true).
+	Entries bool `json:"entries"`
+}
+
+// upgrade returns m in the current format: a version 1 record, whose store
+// always maintained its index entries, with Entries true. It reports
+// whether m changed.
+func (m metaRecord) upgrade() (metaRecord, bool) {
+	if m.FormatVersion != formatV1 {
+		return m, false
+	}
+	m.FormatVersion = FormatVersion
+	m.Entries = true
+	return m, true
 }
 
 func appendLP(b []byte, s string) []byte {
@@ -142,9 +165,12 @@ func (k keys) vals(key string) []byte {
 	return b
 }
 
+// entriesPrefix is the prefix of every index entry of the generation.
+func (k keys) entriesPrefix() []byte { return append(append([]byte(nil), k.gen...), tagIndex) }
+
 // indexPrefix is the prefix of every entry of the named index.
 func (k keys) indexPrefix(index string) []byte {
-	return appendLP(append(append([]byte(nil), k.gen...), tagIndex), index)
+	return appendLP(k.entriesPrefix(), index)
 }
 
 // valuePrefix is the prefix of the entries of one index value.
