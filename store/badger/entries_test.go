@@ -282,14 +282,11 @@ func TestDefaultModeWritesNoEntries(t *testing.T) {
 	mustOK(t, "Close", s.Close())
 	checkRaw(t, dir, false)
 
-	s = openMode(t, dir, false)
-	mustOK(t, "Replace", s.Replace([]interface{}{newPod(1, "8", "a"), newPod(2, "8", "b")}, "8"))
-	mutate(t, s, 1)
-	mustOK(t, "Close", s.Close())
-	checkRaw(t, dir, false)
 	// The index set changed (no "node"): the default mode rebuilds its
 	// values records, still without entries; then bounded builds them.
 	s = openMode(t, dir, false)
+	mustOK(t, "Replace", s.Replace([]interface{}{newPod(1, "8", "a"), newPod(2, "8", "b")}, "8"))
+	mutate(t, s, 1)
 	mustOK(t, "Close", s.Close())
 	checkRaw(t, dir, false)
 	s = openMode(t, dir, true)
@@ -351,6 +348,19 @@ func TestEntriesSwitchCrash(t *testing.T) {
 				st := readRaw(t, dir, "pods")
 				if st.meta.Entries {
 					t.Errorf("after a stop at %q the flag says the entries are current", tc.step)
+				}
+				// The order of the steps: the drop clears the flag before
+				// it deletes an entry, the build writes every entry
+				// before it sets the flag.
+				switch tc.step {
+				case "drop: flag cleared":
+					if len(st.entries) == 0 {
+						t.Errorf("the drop deleted entries before it cleared the flag")
+					}
+				case "build: written":
+					if diff := cmp.Diff(st.implied, st.entries); diff != "" {
+						t.Errorf("the build stopped before its flag has wrong entries (-implied +stored):\n%s", diff)
+					}
 				}
 				// Then reopen in either order of modes, changing the
 				// store each time.
