@@ -20,7 +20,7 @@ import (
 //	'm'                                      the meta record (JSON metaRecord)
 //	'g' gen(8, big endian) 'o' c(key)        the encoded object
 //	'g' gen 'v' c(key)                       the object's index values (encodeValues)
-//	'g' gen 'i' lp(index) c(value) c(key)    an index entry
+//	'g' gen 'i' lp(index) c(value) c(key)    an index entry (bounded mode only)
 //
 // where lp(x) is uvarint(len(x)) x, and c(x) is 0x00 lp(x) for strings up to
 // maxInline bytes and 0x01 sha256(x) for longer ones: badger limits keys to
@@ -30,6 +30,16 @@ import (
 // lp(key) (empty when neither is hashed). Index names and values may contain
 // any byte, "\x00" included, hence the length prefixes. All entries of one
 // index value share a prefix.
+//
+// The value records are the persisted index: every write of an object
+// writes its value record in the same transaction. The index entries are
+// derived from them, one per index value, and only the bounded mode, which
+// reads them, keeps them; the meta record's Entries says whether they are
+// current (exactly what the value records imply), and they are read only
+// then. The default mode clears the flag and then deletes the entries; the
+// bounded mode deletes whatever entries are left, builds them from the
+// value records, and then sets the flag. Entries left behind a clear flag
+// (a crash in the middle) are garbage, deleted by the next open.
 //
 // The meta record names the current generation. Only the current
 // generation's keys are live: a write too large for one badger transaction
