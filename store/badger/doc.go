@@ -75,8 +75,7 @@
 // also writes one per index value (BenchmarkCommit impl=badger-sync, 100
 // Commits of 1,000 new Pods with 2 indexes, run alternately with the build
 // that wrote entries in both modes, on a shared 2-core machine: 39,000-
-// 53,000 objects/s against 22,000-36,000; with no indexes at all it
-// writes one key per object and ran 57,000-61,000).
+// 53,000 objects/s against 22,000-36,000).
 //
 // Switching modes costs once, at the open: a default-mode open of a store
 // last written bounded marks its entries stale (one transaction) and
