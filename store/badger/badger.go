@@ -90,7 +90,10 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 				o.Name, sh.dir, store.ErrCorrupt, r)
 		}
 	}()
-	sp, reopen, err := openSpace(sh, o.Name, store.MetaFor(o, FormatVersion))
+	// The bounded mode reads index entries; the default mode serves
+	// indexes from memory and keeps none.
+	bounded := o.CacheSize > 0
+	sp, reopen, err := openSpace(sh, o.Name, store.MetaFor(o, FormatVersion), bounded)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +107,14 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		Scope:         o.Scope,
 		Reset:         reopen.Reset,
 	}
-	if o.CacheSize > 0 {
+	if bounded {
 		return openBounded(ctx, sp, o, set, info, reopen.RebuildIndexes)
+	}
+	if !reopen.RebuildIndexes {
+		// (A rebuild writes a generation without entries.)
+		if err := sp.dropEntries(); err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: drop the index entries: %w", o.Name, sp.where(), err)
+		}
 	}
 	c, err := load(ctx, sp, o.Codec, set, reopen.RebuildIndexes)
 	if err != nil {
@@ -240,7 +249,7 @@ func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexS
 		return nil, wrapScanErr(sp, err)
 	}
 	if rebuild {
-		if err := sp.reindex(ctx, set.Names(), computed); err != nil {
+		if err := sp.reindex(ctx, set.Names(), computed, false); err != nil {
 			return nil, fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
 		}
 	}

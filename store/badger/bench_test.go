@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -195,6 +196,35 @@ func BenchmarkOpen(b *testing.B) {
 	})
 	r.log(b, "badger")
 	r.log(b, "badger-bounded")
+}
+
+// BenchmarkModeSwitch measures what reopening a store in the other mode
+// costs over reopening it in the same mode: each iteration opens the
+// store of n Pods bounded (building its index entries from the value
+// records), then in the default mode (dropping them), each from a store
+// last written by the other mode. It reports the time of each open; the
+// same-mode opens are BenchmarkOpen's.
+func BenchmarkModeSwitch(b *testing.B) {
+	n := benchPods(b)
+	dir := b.TempDir()
+	fill(b, dir, "pods", n)
+	var build, drop float64
+	for b.Loop() {
+		for _, cacheSize := range []int{0, 1000} {
+			start := time.Now()
+			s, err := Open(b.Context(), dir, benchOptions(b, "pods", cacheSize))
+			mustOK(b, "Open", err)
+			d := time.Since(start).Seconds()
+			if cacheSize > 0 {
+				build += d
+			} else {
+				drop += d
+			}
+			mustOK(b, "Close", s.Close())
+		}
+	}
+	b.ReportMetric(1000*drop/float64(b.N), "ms/default-open-dropping")
+	b.ReportMetric(1000*build/float64(b.N), "ms/bounded-open-building")
 }
 
 // reportMemory reports the live heap (after a GC), the process RSS and, if

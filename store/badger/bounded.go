@@ -57,9 +57,14 @@ func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.I
 		if err != nil {
 			return nil, fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
 		}
-		if err := sp.reindex(ctx, set.Names(), vals); err != nil {
+		if err := sp.reindex(ctx, set.Names(), vals, true); err != nil {
 			return nil, fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
 		}
+		return b, nil
+	}
+	// A store last written by the default mode has no index entries.
+	if err := sp.buildEntries(ctx); err != nil {
+		return nil, fmt.Errorf("store: open %s in %s: build the index entries: %w", sp.name, sp.where(), err)
 	}
 	return b, nil
 }

@@ -20,7 +20,7 @@ import (
 //	'm'                                      the meta record (JSON metaRecord)
 //	'g' gen(8, big endian) 'o' c(key)        the encoded object
 //	'g' gen 'v' c(key)                       the object's index values (encodeValues)
-//	'g' gen 'i' lp(index) c(value) c(key)    an index entry
+//	'g' gen 'i' lp(index) c(value) c(key)    an index entry (bounded mode only)
 //
 // where lp(x) is uvarint(len(x)) x, and c(x) is 0x00 lp(x) for strings up to
 // maxInline bytes and 0x01 sha256(x) for longer ones: badger limits keys to
@@ -30,6 +30,16 @@ import (
 // lp(key) (empty when neither is hashed). Index names and values may contain
 // any byte, "\x00" included, hence the length prefixes. All entries of one
 // index value share a prefix.
+//
+// The value records are the persisted index: every write of an object
+// writes its value record in the same transaction. The index entries are
+// derived from them, one per index value, and only the bounded mode, which
+// reads them, keeps them; the meta record's Entries says whether they are
+// current (exactly what the value records imply), and they are read only
+// then. The default mode clears the flag and then deletes the entries; the
+// bounded mode deletes whatever entries are left, builds them from the
+// value records, and then sets the flag. Entries left behind a clear flag
+// (a crash in the middle) are garbage, deleted by the next open.
 //
 // The meta record names the current generation. Only the current
 // generation's keys are live: a write too large for one badger transaction
@@ -82,8 +92,14 @@ func readComp(b []byte) (s string, hashed bool, rest []byte, err error) {
 	return "", false, nil, errBadRecord
 }
 
-// FormatVersion is the version of the key layout and records described above.
-const FormatVersion = 1
+// FormatVersion is the version of the key layout and records described
+// above. Version 2 added metaRecord.Entries; a version 1 store always kept
+// its index entries, and opens as version 2 with Entries true (the meta
+// record is rewritten when a store opens it).
+const FormatVersion = 2
+
+// formatV1 is the one older format this build reads (and upgrades).
+const formatV1 = 1
 
 // metaRecord is the value of a store's meta key.
 type metaRecord struct {
@@ -92,6 +108,23 @@ type metaRecord struct {
 	Generation uint64 `json:"generation"`
 	// ResourceVersion is the resume point.
 	ResourceVersion string `json:"resourceVersion"`
+	// Entries says the current generation's index entries are current:
+	// exactly those its value records imply. Only then are they read.
+	// The default mode keeps none (false); the bounded mode maintains
+	// them (true).
+	Entries bool `json:"entries"`
+}
+
+// upgrade returns m in the current format: a version 1 record, whose store
+// always maintained its index entries, with Entries true. It reports
+// whether m changed.
+func (m metaRecord) upgrade() (metaRecord, bool) {
+	if m.FormatVersion != formatV1 {
+		return m, false
+	}
+	m.FormatVersion = FormatVersion
+	m.Entries = true
+	return m, true
 }
 
 func appendLP(b []byte, s string) []byte {
@@ -142,9 +175,12 @@ func (k keys) vals(key string) []byte {
 	return b
 }
 
+// entriesPrefix is the prefix of every index entry of the generation.
+func (k keys) entriesPrefix() []byte { return append(append([]byte(nil), k.gen...), tagIndex) }
+
 // indexPrefix is the prefix of every entry of the named index.
 func (k keys) indexPrefix(index string) []byte {
-	return appendLP(append(append([]byte(nil), k.gen...), tagIndex), index)
+	return appendLP(k.entriesPrefix(), index)
 }
 
 // valuePrefix is the prefix of the entries of one index value.

@@ -65,7 +65,7 @@ func TestMaxBatchOps(t *testing.T) {
 					}
 					return ops
 				}
-				gen := func() []byte { k, _ := sp.snapshot(); return bytes.Clone(k.gen) }
+				gen := func() []byte { k, _, _ := sp.snapshot(); return bytes.Clone(k.gen) }
 				before := gen()
 				for r, ops := range [][]store.Op{objects(0, n, 0), objects(0, n, 1)} {
 					if err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(r + 1)}); err != nil {

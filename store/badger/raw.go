@@ -160,8 +160,11 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	if err != nil {
 		return store.Info{}, m, fmt.Errorf("store %q: %w: %w", name, store.ErrCorrupt, err)
 	}
+	// A format 1 store reads as format 2 with its entries current; it
+	// is rewritten as such when a store opens it.
+	m, _ = m.upgrade()
 	if m.FormatVersion != FormatVersion {
-		return store.Info{}, m, fmt.Errorf("store %q: format version %d, this build reads %d: %w", name, m.FormatVersion, FormatVersion, store.ErrIncompatible)
+		return store.Info{}, m, fmt.Errorf("store %q: format version %d, this build reads %d (and %d): %w", name, m.FormatVersion, FormatVersion, formatV1, store.ErrIncompatible)
 	}
 	return store.Info{
 		Backend:         Scheme,
@@ -341,7 +344,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		seen[rec.Key] = struct{}{}
 		// The write batch keeps the slices until it flushes.
 		c := indexer.Change{Prepared: indexer.Prepared{Type: store.OpPut, Key: rec.Key, Data: bytes.Clone(rec.Data), Values: vals}}
-		return writeChange(w, nk, names, &c)
+		return writeChange(w, nk, names, true, &c)
 	}
 	return s.rebuild(ctx, false, false, func(w writer, nk keys) error {
 		if !haveFirst {
@@ -368,6 +371,9 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	}, func(m *metaRecord) {
 		m.Meta = meta
 		m.ResourceVersion = info.ResourceVersion
+		// The import wrote every entry: a bounded store reads them as
+		// they are, a default one drops them when it opens.
+		m.Entries = true
 	})
 }
 
@@ -376,6 +382,13 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 // the database at u, in one read transaction: what the snapshot tool's
 // verify compares with the objects' index values. Its signature is
 // snapshot.IndexEntries.
+//
+// A store last opened in the default mode keeps no index entries (its
+// meta record's Entries is false; any entries left by a crashed drop are
+// never read): then the entries its value records imply are reported
+// instead, one per index value of each record, so that verify still checks
+// the persisted index values against the objects. Either way fn sees the
+// index as a bounded-mode open would serve it.
 func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
 	return withDB(ctx, "index entries of "+name, u, "", false, func(sh *sharedDB) error {
 		return sh.db.View(func(txn *badger.Txn) error {
@@ -384,7 +397,19 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 				return err
 			}
 			k := newKeys(name, m.Generation)
-			prefix := append(append([]byte(nil), k.gen...), tagIndex)
+			if !m.Entries {
+				return eachValues(ctx, txn, k, len(m.Indexes), func(key string, vals [][]string) error {
+					for i, index := range m.Indexes {
+						for _, v := range vals[i] {
+							if err := fn(index, v, key); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				})
+			}
+			prefix := k.entriesPrefix()
 			return eachUnder(ctx, txn, prefix, func(item *badger.Item, suffix []byte) error {
 				index, rest, err := readLP(suffix)
 				if err != nil {

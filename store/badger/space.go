@@ -54,12 +54,13 @@ func (s *space) corrupt(what string, err error) error {
 		s.name, s.where(), what, store.ErrCorrupt, err)
 }
 
-// snapshot returns the keys of the current generation and the index names
-// its value records are aligned with.
-func (s *space) snapshot() (keys, []string) {
+// snapshot returns the keys of the current generation, the index names its
+// value records are aligned with, and whether its index entries are
+// maintained (metaRecord.Entries).
+func (s *space) snapshot() (keys, []string, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.k, s.rec.Indexes
+	return s.k, s.rec.Indexes, s.rec.Entries
 }
 
 func (s *space) resourceVersion() string {
@@ -69,10 +70,14 @@ func (s *space) resourceVersion() string {
 }
 
 // openSpace reads or creates the named store's meta record and reconciles it
-// with want: an incompatible store fails, a changed scope resets it
-// (reset says why), a changed index set is reported in reopen for the caller
-// to rebuild once it has the objects.
-func openSpace(sh *sharedDB, name string, want store.Meta) (s *space, reopen store.Reopen, err error) {
+// with want: an incompatible store fails, a format 1 store is upgraded, a
+// changed scope resets it (reset says why), a changed index set is reported
+// in reopen for the caller to rebuild once it has the objects. entries is
+// what the opening mode wants of metaRecord.Entries: a new or reset store
+// gets it (an empty generation's entries are current either way); an
+// existing store's flag is left for the caller to change (dropEntries,
+// buildEntries) or to set with its rebuild.
+func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *space, reopen store.Reopen, err error) {
 	s = &space{sh: sh, name: name}
 	k := newKeys(name, 0)
 	var raw []byte
@@ -86,7 +91,7 @@ func openSpace(sh *sharedDB, name string, want store.Meta) (s *space, reopen sto
 	})
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
-		s.rec = metaRecord{Meta: want, Generation: 1}
+		s.rec = metaRecord{Meta: want, Generation: 1, Entries: entries}
 		s.k = k.withGen(1)
 		s.nextGen = 2
 		if err := s.writeMeta(s.rec); err != nil {
@@ -100,11 +105,19 @@ func openSpace(sh *sharedDB, name string, want store.Meta) (s *space, reopen sto
 	if err != nil {
 		return nil, reopen, s.corrupt("read meta record", err)
 	}
+	rec, upgraded := rec.upgrade()
 	reopen, err = store.CompareMeta(name, s.where(), rec.Meta, want)
 	if err != nil {
 		return nil, reopen, err
 	}
 	s.rec, s.k = rec, k.withGen(rec.Generation)
+	if upgraded {
+		// Before anything else is written: the rest of this build
+		// writes format 2 records only.
+		if err := s.writeMeta(rec); err != nil {
+			return nil, reopen, fmt.Errorf("store: open %s in %s: upgrade the format: %w", name, s.where(), err)
+		}
+	}
 	gens, err := s.generations()
 	if err != nil {
 		return nil, reopen, s.corrupt("list generations", err)
@@ -125,6 +138,7 @@ func openSpace(sh *sharedDB, name string, want store.Meta) (s *space, reopen sto
 		if err := s.switchGen(s.allocGen(), func(m *metaRecord) {
 			m.Meta = want
 			m.ResourceVersion = ""
+			m.Entries = entries
 		}); err != nil {
 			return nil, reopen, fmt.Errorf("store: open %s in %s: reset: %w", name, s.where(), err)
 		}
@@ -210,9 +224,17 @@ func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 // deleteGen deletes every key of a generation that is not current. A
 // failure only leaves garbage, deleted on the next open.
 func (s *space) deleteGen(gen uint64) {
-	prefix := s.k.genPrefix(gen)
+	if _, err := s.deletePrefix(s.k.genPrefix(gen)); err != nil {
+		klog.Background().Error(err, "Deleting an old generation failed; it is retried on the next open", "store", s.name, "dir", s.sh.dir, "generation", gen)
+	}
+}
+
+// deletePrefix deletes every key under prefix through a write batch (as
+// many transactions as it takes) and returns how many it deleted.
+func (s *space) deletePrefix(prefix []byte) (int, error) {
 	wb := s.sh.db.NewWriteBatch()
 	defer wb.Cancel()
+	n := 0
 	err := s.sh.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
@@ -220,15 +242,157 @@ func (s *space) deleteGen(gen uint64) {
 			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
 				return err
 			}
+			n++
 		}
 		return nil
 	})
 	if err == nil {
 		err = wb.Flush()
 	}
-	if err != nil {
-		klog.Background().Error(err, "Deleting an old generation failed; it is retried on the next open", "store", s.name, "dir", s.sh.dir, "generation", gen)
+	return n, err
+}
+
+// testHookEntries, when set (by tests), runs after each step of
+// dropEntries and buildEntries that a crash could follow; an error stops
+// the open there, as a crash would.
+var testHookEntries func(step string) error
+
+func entriesStep(step string) error {
+	if testHookEntries != nil {
+		return testHookEntries(step)
 	}
+	return nil
+}
+
+// dropEntries makes the store keep no index entries, for the default mode,
+// which never reads them: metaRecord.Entries is set false first, in one
+// transaction, and then the entries are deleted in as many as it takes. A
+// crash in between leaves entries that are never read (the flag is false)
+// and that the next open deletes. Leftovers of a crashed drop or build are
+// deleted even when the flag is already false; with none, this is one
+// seek.
+func (s *space) dropEntries() error {
+	s.mu.RLock()
+	m, k := s.rec, s.k
+	s.mu.RUnlock()
+	if m.Entries {
+		m.Entries = false
+		if err := s.writeMeta(m); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.rec = m
+		s.mu.Unlock()
+		if err := entriesStep("drop: flag cleared"); err != nil {
+			return err
+		}
+	}
+	n, err := s.deletePrefix(k.entriesPrefix())
+	if err == nil && n > 0 {
+		klog.Background().V(2).Info("Dropped the index entries: the default mode serves indexes from memory", "store", s.name, "dir", s.sh.dir, "entries", n)
+	}
+	return err
+}
+
+// buildEntries makes the store's index entries current, for the bounded
+// mode, which reads them: it deletes whatever entries a crashed drop or
+// build left, writes one entry per value of every value record (no object
+// is decoded), makes them durable, and only then sets metaRecord.Entries
+// true in one transaction. A crash at any point before that leaves the flag
+// false, and the next open starts over. It does nothing when the flag is
+// already true.
+func (s *space) buildEntries(ctx context.Context) error {
+	s.mu.RLock()
+	m, k := s.rec, s.k
+	s.mu.RUnlock()
+	if m.Entries {
+		return nil
+	}
+	if _, err := s.deletePrefix(k.entriesPrefix()); err != nil {
+		return err
+	}
+	if err := entriesStep("build: cleared"); err != nil {
+		return err
+	}
+	wb := s.sh.db.NewWriteBatch()
+	defer wb.Cancel()
+	n := 0
+	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
+		return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
+			for i, name := range names {
+				for _, v := range vals[i] {
+					if err := wb.Set(k.entry(name, v, key)); err != nil {
+						return err
+					}
+					n++
+				}
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = wb.Flush()
+	}
+	if err != nil {
+		return err
+	}
+	if err := entriesStep("build: written"); err != nil {
+		return err
+	}
+	if s.sh.cfg.durability == store.DurabilitySync {
+		// As in switchGen: the entries went through write batches;
+		// make them durable before the flag that makes them read.
+		if err := s.sh.db.Sync(); err != nil {
+			return err
+		}
+	}
+	m.Entries = true
+	if err := s.writeMeta(m); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.rec = m
+	s.mu.Unlock()
+	klog.Background().V(2).Info("Built the index entries from the value records for the bounded mode", "store", s.name, "dir", s.sh.dir, "entries", n)
+	return nil
+}
+
+// eachValues calls fn with the object key and the index values (aligned
+// with the n index names) of every value record of k's generation, read in
+// txn. A record whose object key is hashed takes the key from the object's
+// record.
+func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key string, vals [][]string) error) error {
+	if n == 0 {
+		return nil
+	}
+	return eachUnder(ctx, txn, k.valsPrefix(), func(item *badger.Item, suffix []byte) error {
+		key, hashed, rest, err := readComp(suffix)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("value record %q: %w: %w", suffix, store.ErrCorrupt, errBadRecord)
+		}
+		if hashed {
+			oi, err := txn.Get(append(k.objPrefix(), suffix...))
+			if err != nil {
+				return fmt.Errorf("object of value record %q: %w: %w", suffix, store.ErrCorrupt, err)
+			}
+			err = oi.Value(func(v []byte) error {
+				key, _, err = parseObj(suffix, v)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("object of value record %q: %w: %w", suffix, store.ErrCorrupt, err)
+			}
+		}
+		var vals [][]string
+		err = item.Value(func(b []byte) error {
+			vals, err = decodeValues(b, n)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("object %q: %w: %w", key, store.ErrCorrupt, err)
+		}
+		return fn(key, vals)
+	})
 }
 
 // Persist implements indexer.Persister: one transaction when it fits, else
@@ -237,11 +401,11 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	k, names := s.snapshot()
+	k, names, entries := s.snapshot()
 	if !replace {
 		err := s.sh.db.Update(func(txn *badger.Txn) error {
 			for i := range changes {
-				if err := writeChange(txn, k, names, &changes[i]); err != nil {
+				if err := writeChange(txn, k, names, entries, &changes[i]); err != nil {
 					return err
 				}
 			}
@@ -270,7 +434,7 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 	// in a fresh generation.
 	return s.rebuild(ctx, !replace, false, func(w writer, nk keys) error {
 		for i := range changes {
-			if err := writeChange(w, nk, names, &changes[i]); err != nil {
+			if err := writeChange(w, nk, names, entries, &changes[i]); err != nil {
 				return err
 			}
 		}
@@ -282,24 +446,30 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 	})
 }
 
-// PersistIndexes implements indexer.Persister: the value records and index
-// entries are rewritten for the new set, in a new generation.
+// PersistIndexes implements indexer.Persister: the value records (and the
+// index entries, if the store keeps them) are rewritten for the new set, in
+// a new generation.
 func (s *space) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
-	return s.reindex(ctx, set.Names(), values)
+	_, _, entries := s.snapshot()
+	return s.reindex(ctx, set.Names(), values, entries)
 }
 
 // reindex writes a generation with the current objects and the index values
-// given for every object key, aligned with names.
-func (s *space) reindex(ctx context.Context, names []string, values map[string][][]string) error {
+// given for every object key, aligned with names, and index entries if
+// entries, and switches to it with metaRecord.Entries set to entries.
+func (s *space) reindex(ctx context.Context, names []string, values map[string][][]string, entries bool) error {
 	names = slices.Clone(names)
 	return s.rebuild(ctx, true, true, func(w writer, nk keys) error {
 		for key, vals := range values {
-			if err := writeIndexes(w, nk, names, key, nil, vals); err != nil {
+			if err := writeIndexes(w, nk, names, entries, key, nil, vals); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, func(m *metaRecord) { m.Indexes = names })
+	}, func(m *metaRecord) {
+		m.Indexes = names
+		m.Entries = entries
+	})
 }
 
 // rebuild writes a new generation: a copy of the current one when copyObjs
@@ -309,7 +479,7 @@ func (s *space) reindex(ctx context.Context, names []string, values map[string][
 // leaves the store as it was.
 func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, fill func(writer, keys) error, edit func(*metaRecord)) error {
 	gen := s.allocGen()
-	k, _ := s.snapshot()
+	k, _, _ := s.snapshot()
 	nk := k.withGen(gen)
 	wb := s.sh.db.NewWriteBatch()
 	err := func() error {
@@ -353,9 +523,9 @@ func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen 
 	})
 }
 
-// writeChange writes one change: the object, its value record and the index
-// entries that differ from the old values.
-func writeChange(w writer, k keys, names []string, c *indexer.Change) error {
+// writeChange writes one change: the object, its value record and, if
+// entries, the index entries that differ from the old values.
+func writeChange(w writer, k keys, names []string, entries bool, c *indexer.Change) error {
 	var old [][]string
 	if c.Existed {
 		old = c.OldValues
@@ -365,7 +535,7 @@ func writeChange(w writer, k keys, names []string, c *indexer.Change) error {
 		if err := w.Set(k.obj(c.Key), objValue(c.Key, c.Data)); err != nil {
 			return err
 		}
-		return writeIndexes(w, k, names, c.Key, old, c.Values)
+		return writeIndexes(w, k, names, entries, c.Key, old, c.Values)
 	case store.OpDelete:
 		if !c.Existed {
 			return nil
@@ -377,6 +547,9 @@ func writeChange(w writer, k keys, names []string, c *indexer.Change) error {
 			if err := w.Delete(k.vals(c.Key)); err != nil {
 				return err
 			}
+		}
+		if !entries {
+			return nil
 		}
 		for i, name := range names {
 			for _, v := range old[i] {
@@ -390,9 +563,9 @@ func writeChange(w writer, k keys, names []string, c *indexer.Change) error {
 	return nil
 }
 
-// writeIndexes stores key's value record and moves its index entries from
-// old (nil for a new object) to vals.
-func writeIndexes(w writer, k keys, names []string, key string, old, vals [][]string) error {
+// writeIndexes stores key's value record and, if entries, moves its index
+// entries from old (nil for a new object) to vals.
+func writeIndexes(w writer, k keys, names []string, entries bool, key string, old, vals [][]string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -404,6 +577,9 @@ func writeIndexes(w writer, k keys, names []string, key string, old, vals [][]st
 	}
 	if err := w.Set(k.vals(key), encodeValues(vals)); err != nil {
 		return err
+	}
+	if !entries {
+		return nil
 	}
 	for i, name := range names {
 		var o, n []string
