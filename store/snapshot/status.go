@@ -92,7 +92,11 @@ func diskSize(rawURL string) int64 {
 // value and object key. Backends that keep index entries provide one (see
 // bolt.IndexEntries, badger.IndexEntries); the command wires them, since
 // this package imports no backend. Implementations must be safe for
-// concurrent use.
+// concurrent use. bolt and badger keep index entries on disk only for
+// stores last opened in the bounded mode; for the others they report the
+// entries their per-object index values imply, so Verify then checks those
+// values (what a default-mode store loads its in-memory indexes from)
+// rather than a separate inverted index.
 type IndexEntries func(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error
 
 // VerifyOptions tune Verify. The zero value checks what it can without
