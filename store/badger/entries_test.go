@@ -251,13 +251,21 @@ func TestModeSwitches(t *testing.T) {
 	// And the other way round: a store created bounded.
 	dir = t.TempDir()
 	for p, bounded := range []bool{true, false, true} {
-		s := openMode(t, dir, bounded)
-		checkAllIndexReads(t, s)
-		mutate(t, s, p)
-		checkAllIndexReads(t, s)
-		mustOK(t, "Close", s.Close())
-		checkRaw(t, dir, bounded)
+		changePhase(t, dir, bounded, p)
 	}
+}
+
+// changePhase opens the store in dir in a mode, checks its index reads
+// before and after changing it (mutate's phase p), and checks the raw
+// database after closing it.
+func changePhase(t *testing.T, dir string, bounded bool, p int) {
+	t.Helper()
+	s := openMode(t, dir, bounded)
+	checkAllIndexReads(t, s)
+	mutate(t, s, p)
+	checkAllIndexReads(t, s)
+	mustOK(t, "Close", s.Close())
+	checkRaw(t, dir, bounded)
 }
 
 // TestDefaultModeWritesNoEntries: commits, large commits (a new generation),
@@ -370,12 +378,7 @@ func TestEntriesSwitchCrash(t *testing.T) {
 				// Then reopen in either order of modes, changing the
 				// store each time.
 				for p, bounded := range then {
-					s := openMode(t, dir, bounded)
-					checkAllIndexReads(t, s)
-					mutate(t, s, 2+p)
-					checkAllIndexReads(t, s)
-					mustOK(t, "Close", s.Close())
-					checkRaw(t, dir, bounded)
+					changePhase(t, dir, bounded, 2+p)
 				}
 			}
 		})

@@ -195,11 +195,7 @@ func TestFormatVersion2Upgraded(t *testing.T) {
 // metadata and no "entries" record.
 func setFormat2(t *testing.T, path string) {
 	t.Helper()
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	editFile(t, path, func(tx *bbolt.Tx) error {
 		b, err := storeBuckets(tx, "pods")
 		if err != nil {
 			return err
@@ -221,6 +217,17 @@ func setFormat2(t *testing.T, path string) {
 		}
 		return b.meta.Delete(keyEntries)
 	})
+}
+
+// editFile runs fn in a read-write transaction on the bbolt file at path,
+// behind the backend's back (the file must not be open).
+func editFile(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(fn)
 	if err2 := db.Close(); err == nil {
 		err = err2
 	}

@@ -31,11 +31,7 @@ func TestFormatVersion1Refused(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := store.MetaFor(o, 1)
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	editFile(t, path, func(tx *bbolt.Tx) error {
 		root, err := tx.CreateBucket(bucketStores)
 		if err != nil {
 			return err
@@ -62,12 +58,6 @@ func TestFormatVersion1Refused(t *testing.T) {
 		}
 		return nil
 	})
-	if err2 := db.Close(); err == nil {
-		err = err2
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, mode := range []struct {
 		name  string
 		cache int

@@ -298,11 +298,7 @@ func TestDamagedRecords(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			db, err := bbolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = db.Update(func(tx *bbolt.Tx) error {
+			editFile(t, path, func(tx *bbolt.Tx) error {
 				b, err := storeBuckets(tx, "pods")
 				if err != nil {
 					return err
@@ -317,12 +313,6 @@ func TestDamagedRecords(t *testing.T) {
 				}
 				return b.store.Bucket(tc.bucket).Put(k, []byte("\xff\xfe garbage"))
 			})
-			if err2 := db.Close(); err == nil {
-				err = err2
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
 
 			b := openBoundedForTest(t, path, codec, 1)
 			if _, _, err := b.GetByKey("ns/good"); err != nil {
