@@ -402,6 +402,11 @@ const (
 // key), the number of indexes, then per index the number of values and each
 // value with its length. vals is aligned with an IndexSet's names.
 func encodeRecord(key string, vals [][]string) []byte {
+	return appendRecord(make([]byte, 0, recordSize(key, vals)), key, vals)
+}
+
+// recordSize bounds the length of the index values record of (key, vals).
+func recordSize(key string, vals [][]string) int {
 	n := 1 + 2*binary.MaxVarintLen64
 	if len(key) > maxInline {
 		n += len(key)
@@ -412,7 +417,11 @@ func encodeRecord(key string, vals [][]string) []byte {
 			n += binary.MaxVarintLen64 + len(v)
 		}
 	}
-	out := make([]byte, 0, n)
+	return n
+}
+
+// appendRecord appends the index values record of (key, vals) to out.
+func appendRecord(out []byte, key string, vals [][]string) []byte {
 	if len(key) > maxInline {
 		out = append(out, recordFullKey)
 		out = binary.AppendUvarint(out, uint64(len(key)))
@@ -501,7 +510,12 @@ func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err e
 // encodeKeyRecord encodes the keys/ record of the object numbered seq under
 // key, with index values vals (aligned with an IndexSet's names).
 func encodeKeyRecord(seq uint64, key string, vals [][]string) []byte {
-	return append(seqKey(seq), encodeRecord(key, vals)...)
+	return appendKeyRecord(make([]byte, 0, seqLen+recordSize(key, vals)), seq, key, vals)
+}
+
+// appendKeyRecord appends the keys/ record of (seq, key, vals) to out.
+func appendKeyRecord(out []byte, seq uint64, key string, vals [][]string) []byte {
+	return appendRecord(binary.BigEndian.AppendUint64(out, seq), key, vals)
 }
 
 // recordSeq returns the sequence number of a key record.
@@ -656,6 +670,7 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 		gone string            // the deleted key
 	}
 	objs := make([]objOp, 0, len(ops))
+	var scratch []byte // a key record
 	// dels and puts are the index entries to remove and add, per index,
 	// when b keeps them. They are disjoint: an entry names its object,
 	// whose old entries are diffed against its new ones.
@@ -671,8 +686,14 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 		)
 		oldRec := b.keys.Get(k)
 		if oldRec != nil {
+			// Old index values are needed only to diff entries.
 			var err error
-			if seq, _, old, err = decodeKeyRecord(oldRec, len(names)); err != nil {
+			if b.entries {
+				seq, _, old, err = decodeKeyRecord(oldRec, len(names))
+			} else {
+				seq, err = recordSeq(oldRec)
+			}
+			if err != nil {
 				return fmt.Errorf("%s: %w", p.Key, err)
 			}
 		}
@@ -693,8 +714,11 @@ func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
 			// An update that keeps its index values (most do: status
 			// changes) leaves the record alone, so its page stays clean:
 			// every page a commit dirties is rewritten whole.
-			if rec := encodeKeyRecord(seq, p.Key, p.Values); !bytes.Equal(rec, oldRec) {
-				if err := b.keys.Put(k, rec); err != nil {
+			// The record is encoded into scratch to compare; what is
+			// put must stay valid until the transaction ends.
+			scratch = appendKeyRecord(scratch[:0], seq, p.Key, p.Values)
+			if !bytes.Equal(scratch, oldRec) {
+				if err := b.keys.Put(k, bytes.Clone(scratch)); err != nil {
 					return fmt.Errorf("put %s: %w", p.Key, err)
 				}
 			}
