@@ -87,8 +87,10 @@
 // Either costs a few microseconds per index entry (BenchmarkModeSwitch,
 // 10,000 Pods with 2 indexes: a bounded open building their 20,000
 // entries took about 100 ms against 15-30 ms, a default open dropping them
-// about 315 ms against 200-290 ms). The snapshot tool's verify (IndexEntries) checks the value records
-// against the objects when a store keeps no entries.
+// about 315 ms against 200-290 ms). For a store that keeps no entries,
+// IndexEntries (the snapshot tool's verify) reports those its value records
+// imply, so verify checks that those records decode and agree with the
+// store's index names, not a separate inverted index.
 //
 // # Durability
 //
@@ -97,9 +99,9 @@
 // or tears a commit that returned. The index that survives is the value
 // records, written with their objects; the bounded mode's index entries
 // are trusted only while the meta record says they are current, which it
-// says only after they were made durable (see Modes). Badger syncs once per transaction without
-// grouping concurrent writers; group commits (store.Batch) are how writes
-// stay fast.
+// says only after they were made durable (see Modes). Badger syncs once
+// per transaction without grouping concurrent writers; group commits
+// (store.Batch) are how writes stay fast.
 //
 // durability=nosync turns SyncWrites off. Badger writes its write-ahead
 // log and value log into shared memory maps before a commit returns, so a
