@@ -102,12 +102,12 @@
 //
 // (100 durable Commits of 1,000 new Pods of 3.5 KB in protobuf, three
 // indexes, so the store grows to 100,000 Pods), on a two-core machine,
-// three runs (2026-11-23, format version 3): the default mode committed
-// 24,310 to 28,160 Pods/s writing 9.2 KB per Pod, the bounded mode
-// (impl=bolt-bounded, which keeps index entries) 19,900 to 20,530 Pods/s
-// writing 15.8 KB, and raw bbolt putting the same Pods into one bucket
-// (random key order, 16 KiB pages) in the same run 19,330 to 22,570 Pods/s
-// writing 22.2 KB. Format version 2, which wrote index entries in both
+// three runs (2026-11-23 11:20 UTC, format version 3): the default mode
+// committed 28,010 to 33,330 Pods/s writing 9.2 KB per Pod, the bounded
+// mode (impl=bolt-bounded, which keeps index entries) 23,390 to 23,550
+// Pods/s writing 15.8 KB, and raw bbolt putting the same Pods into one
+// bucket (random key order, 16 KiB pages) in the same run 23,210 to 24,610
+// Pods/s writing 22.2 KB. Format version 2, which wrote index entries in both
 // modes, ran the default mode at a median of 18,060 Pods/s (0.74 of raw
 // bbolt; six runs on an idle machine), held back by the garbage collector:
 // the 100,000 decoded Pods the default mode holds, as client-go's indexer
