@@ -40,11 +40,7 @@ func readRaw(t *testing.T, dir, name string) rawState {
 	err := withDB(t.Context(), "test read", rawURL(dir), "", false, func(sh *sharedDB) error {
 		return sh.db.View(func(txn *badger.Txn) error {
 			k := newKeys(name, 0)
-			item, err := txn.Get(k.meta())
-			if err != nil {
-				return err
-			}
-			raw, err := item.ValueCopy(nil)
+			raw, err := metaBytes(txn, k)
 			if err != nil {
 				return err
 			}
@@ -106,11 +102,7 @@ func editRaw(t *testing.T, dir, name string, fn func(txn *badger.Txn, k keys, m 
 	err := withDB(t.Context(), "test edit", rawURL(dir), "", false, func(sh *sharedDB) error {
 		return sh.db.Update(func(txn *badger.Txn) error {
 			k := newKeys(name, 0)
-			item, err := txn.Get(k.meta())
-			if err != nil {
-				return err
-			}
-			raw, err := item.ValueCopy(nil)
+			raw, err := metaBytes(txn, k)
 			if err != nil {
 				return err
 			}
@@ -417,11 +409,7 @@ func setFormat1(t *testing.T, dir string) {
 	err := withDB(t.Context(), "test edit", rawURL(dir), "", false, func(sh *sharedDB) error {
 		return sh.db.Update(func(txn *badger.Txn) error {
 			k := newKeys("pods", 0)
-			item, err := txn.Get(k.meta())
-			if err != nil {
-				return err
-			}
-			raw, err := item.ValueCopy(nil)
+			raw, err := metaBytes(txn, k)
 			if err != nil {
 				return err
 			}
@@ -552,4 +540,13 @@ func TestIndexEntriesWithoutEntries(t *testing.T) {
 	checkAllIndexReads(t, s)
 	mustOK(t, "Close", s.Close())
 	checkRaw(t, dir, true)
+}
+
+// metaBytes returns a copy of the meta record of the store of k, read in txn.
+func metaBytes(txn *badger.Txn, k keys) ([]byte, error) {
+	item, err := txn.Get(k.meta())
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
 }
