@@ -247,9 +247,26 @@ func setEntries(b *buckets, names []string, on bool) error {
 		return markEntries(b, false)
 	}
 	entries := make([][]entry, len(names))
+	err := eachKeyRecord(b, len(names), func(key string, seq uint64, vals [][]string) error {
+		addEntries(entries, key, seq, vals)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := markEntries(b, true); err != nil {
+		return err
+	}
+	return putSortedEntries(b, names, entries)
+}
+
+// eachKeyRecord calls fn with the object key, sequence number and index
+// values (for nindexes indexes) of every key record of b, in key order, and
+// stops at fn's first error.
+func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, vals [][]string) error) error {
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		seq, long, vals, err := decodeKeyRecord(rec, len(names))
+		seq, long, vals, err := decodeKeyRecord(rec, nindexes)
 		if err != nil {
 			return fmt.Errorf("object %q: %w", shorten(string(k)), err)
 		}
@@ -257,12 +274,11 @@ func setEntries(b *buckets, names []string, on bool) error {
 		if isDigest(k) {
 			key = long
 		}
-		addEntries(entries, key, seq, vals)
+		if err := fn(key, seq, vals); err != nil {
+			return err
+		}
 	}
-	if err := markEntries(b, true); err != nil {
-		return err
-	}
-	return putSortedEntries(b, names, entries)
+	return nil
 }
 
 // markEntries records whether index/ holds b's index entries, without

@@ -502,8 +502,10 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 					return err
 				}
 				if !b.entries {
-					fnErr, err = recordEntries(ctx, b, info.Indexes, fn)
-					return err
+					return recordEntries(ctx, b, info.Indexes, func(index, value, key string) error {
+						fnErr = fn(index, value, key)
+						return fnErr
+					})
 				}
 				return b.index.ForEachBucket(func(idx []byte) error {
 					pos := slices.Index(info.Indexes, string(idx))
@@ -541,31 +543,21 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 }
 
 // recordEntries calls fn with the index entries the key records of b
-// imply, for indexes names. It returns fn's error as fnErr, and also as
-// err to stop the transaction.
-func recordEntries(ctx context.Context, b *buckets, names []string, fn func(index, value, key string) error) (fnErr, err error) {
-	c := b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+// imply, for indexes names, and stops at fn's first error.
+func recordEntries(ctx context.Context, b *buckets, names []string, fn func(index, value, key string) error) error {
+	return eachKeyRecord(b, len(names), func(key string, _ uint64, vals [][]string) error {
 		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		_, long, vals, err := decodeKeyRecord(rec, len(names))
-		if err != nil {
-			return nil, fmt.Errorf("object %q: %w", shorten(string(k)), err)
-		}
-		key := string(k)
-		if isDigest(k) {
-			key = long
+			return err
 		}
 		for i, vs := range vals {
 			for _, v := range vs {
 				if err := fn(names[i], v, key); err != nil {
-					return err, err
+					return err
 				}
 			}
 		}
-	}
-	return nil, nil
+		return nil
+	})
 }
 
 // compactTxSize bounds the bytes Compact copies per transaction.
