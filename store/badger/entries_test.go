@@ -126,17 +126,7 @@ func editRaw(t *testing.T, dir, name string, fn func(txn *badger.Txn, k keys, m 
 func objectTriples(t *testing.T, s store.Store) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	for name, f := range s.GetIndexers() {
-		for _, obj := range s.List() {
-			key, err := cache.MetaNamespaceKeyFunc(obj)
-			mustOK(t, "key", err)
-			vals, err := f(obj)
-			mustOK(t, "index func", err)
-			for _, v := range vals {
-				out[triple(name, v, key)] = true
-			}
-		}
-	}
+	eachIndexed(t, s, func(name, v, key string) { out[triple(name, v, key)] = true })
 	return out
 }
 

@@ -105,23 +105,35 @@ func contents(t testing.TB, s store.Store) map[string]string {
 	return out
 }
 
-// checkIndexes checks that IndexKeys agrees with the objects for every
-// index and value (invariant 7).
-func checkIndexes(t testing.TB, s store.Store) {
+// eachIndexed calls fn with every (index, value, key) the index functions
+// of s yield for its objects.
+func eachIndexed(t testing.TB, s store.Store, fn func(index, value, key string)) {
 	t.Helper()
-	want := map[string]map[string][]string{}
+	objs := s.List()
 	for name, f := range s.GetIndexers() {
-		want[name] = map[string][]string{}
-		for _, obj := range s.List() {
+		for _, obj := range objs {
 			key, err := cache.MetaNamespaceKeyFunc(obj)
 			mustOK(t, "key", err)
 			vals, err := f(obj)
 			mustOK(t, "index func", err)
 			for _, v := range vals {
-				want[name][v] = append(want[name][v], key)
+				fn(name, v, key)
 			}
 		}
 	}
+}
+
+// checkIndexes checks that IndexKeys agrees with the objects for every
+// index and value (invariant 7).
+func checkIndexes(t testing.TB, s store.Store) {
+	t.Helper()
+	want := map[string]map[string][]string{}
+	for name := range s.GetIndexers() {
+		want[name] = map[string][]string{}
+	}
+	eachIndexed(t, s, func(name, v, key string) {
+		want[name][v] = append(want[name][v], key)
+	})
 	got := map[string]map[string][]string{}
 	for name := range s.GetIndexers() {
 		got[name] = map[string][]string{}
