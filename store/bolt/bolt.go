@@ -323,8 +323,8 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 	// Only the bounded mode reads index entries (layout.go).
 	wantEntries := o.CacheSize > 0
 	var (
-		exists, upgrade bool
-		reopen          store.Reopen
+		exists, upgrade, fromV2 bool
+		reopen                  store.Reopen
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -340,7 +340,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 				return err
 			}
 			if stored.FormatVersion == formatSeqEntries {
-				stored.FormatVersion, upgrade = FormatVersion, true
+				stored.FormatVersion, upgrade, fromV2 = FormatVersion, true, true
 			}
 			if reopen, err = store.CompareMeta(o.Name, f.path, stored, want); err != nil {
 				return err
@@ -380,11 +380,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 			if err != nil {
 				return err
 			}
-			stored, err := getMeta(b)
-			if err != nil {
-				return err
-			}
-			if stored.FormatVersion == formatSeqEntries {
+			if fromV2 {
 				// Version 2 kept every entry, without the record.
 				if err := markEntries(b, true); err != nil {
 					return err
