@@ -65,7 +65,9 @@ type Base struct {
 type BaseConfig struct {
 	// Info describes the store; its ResourceVersion is the initial resume
 	// point.
-	Info      store.Info
+	Info store.Info
+	// Persister makes the store's writes durable; nil keeps nothing but
+	// the cache (a memory store).
 	Persister Persister
 	Options   store.Options
 	// Cache holds the objects loaded from the backend; nil means empty.
@@ -122,10 +124,10 @@ func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, 
 	if err != nil {
 		return err
 	}
-	changes := b.changes(ps, replace)
-	changes = sortChanges(changes)
-	if err := b.persister.Persist(ctx, changes, rv, replace); err != nil {
-		return fmt.Errorf("store: %s: %w", op, err)
+	if b.persister != nil {
+		if err := b.persister.Persist(ctx, b.changes(ps, replace), rv, replace); err != nil {
+			return fmt.Errorf("store: %s: %w", op, err)
+		}
 	}
 	if replace {
 		b.cache.Replace(ps)
@@ -140,70 +142,85 @@ func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, 
 	return nil
 }
 
+// sortThreshold is the batch size from which changes reach the persister in
+// key order.
+const sortThreshold = 64
+
 // changes pairs prepared ops with the state they replace, following earlier
-// ops of the same batch.
+// ops of the same batch. From sortThreshold ops on, the changes are in key
+// order, changes to the same key in batch order: B-tree engines insert
+// sorted keys by appending; in the order a list arrives in (a relist's map
+// order), bbolt shifts every key after each insert point within a page that
+// only splits at commit, which made a 100,000-object relist quadratic.
+//
+// In key order, an earlier change of the same key is the one just before:
+// no map of the batch's keys is needed, which matters as commits of
+// thousands of distinct keys are what the informer sends.
 func (b *Base) changes(ps []Prepared, replace bool) []Change {
 	out := make([]Change, len(ps))
-	type state struct {
-		exists bool
-		vals   [][]string
-	}
-	var overlay map[string]state
-	if len(ps) > 1 {
-		overlay = make(map[string]state, len(ps))
-	}
-	for i := range ps {
-		p := &ps[i]
-		out[i].Prepared = *p
-		var cur state
-		if s, ok := overlay[p.Key]; ok {
-			cur = s
-		} else if !replace {
-			cur.vals, cur.exists = b.cache.IndexValues(p.Key)
+	order := keyOrder(ps)
+	for i := range out {
+		c := &out[i]
+		if order != nil {
+			c.Prepared = ps[order[i]]
+		} else {
+			c.Prepared = ps[i]
 		}
-		out[i].Existed, out[i].OldValues = cur.exists, cur.vals
-		if overlay != nil {
-			if p.Type == store.OpPut {
-				overlay[p.Key] = state{exists: true, vals: p.Values}
-			} else {
-				overlay[p.Key] = state{}
+		if prev := earlierChange(out[:i], c.Key, order != nil); prev != nil {
+			if prev.Type == store.OpPut {
+				c.Existed, c.OldValues = true, prev.Values
 			}
+		} else if !replace {
+			c.OldValues, c.Existed = b.cache.IndexValues(c.Key)
 		}
 	}
 	return out
 }
 
-// sortThreshold is the batch size from which changes reach the persister in
-// key order.
-const sortThreshold = 64
-
-// sortChanges puts a large batch in key order, keeping the order of changes
-// to the same key. B-tree engines insert sorted keys by appending; in the
-// order a list arrives in (a relist's map order), bbolt shifts every key
-// after each insert point within a page that only splits at commit, which
-// made a 100,000-object relist quadratic.
-func sortChanges(cs []Change) []Change {
-	if len(cs) < sortThreshold {
-		return cs
+// earlierChange returns the last change to key in done, or nil. When
+// sorted, only the change just before can be one; otherwise (small
+// batches) done is searched backwards.
+func earlierChange(done []Change, key string, sorted bool) *Change {
+	if sorted {
+		if n := len(done); n > 0 && done[n-1].Key == key {
+			return &done[n-1]
+		}
+		return nil
 	}
-	// Sort positions, not the changes: a Change is over a hundred bytes,
-	// and a stable sort moves elements O(n log n) times. Ties keep batch
-	// order through the position.
-	order := make([]int32, len(cs))
+	for i := len(done) - 1; i >= 0; i-- {
+		if done[i].Key == key {
+			return &done[i]
+		}
+	}
+	return nil
+}
+
+// keyOrder returns the positions of ps in key order, ties in batch order,
+// or nil when ps is shorter than sortThreshold. It sorts positions, not
+// the operations: a Prepared is nearly a hundred bytes, and a sort moves
+// elements O(n log n) times.
+func keyOrder(ps []Prepared) []int32 {
+	if len(ps) < sortThreshold {
+		return nil
+	}
+	order := make([]int32, len(ps))
+	sorted := true
 	for i := range order {
 		order[i] = int32(i)
+		if i > 0 && ps[i-1].Key >= ps[i].Key {
+			sorted = false
+		}
+	}
+	if sorted {
+		return order // strictly increasing keys: no duplicates either
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		if c := strings.Compare(cs[a].Key, cs[b].Key); c != 0 {
+		if c := strings.Compare(ps[a].Key, ps[b].Key); c != 0 {
 			return c
 		}
 		return int(a - b)
 	})
-	sorted := make([]Change, len(cs))
-	for i, j := range order {
-		sorted[i] = cs[j]
-	}
-	return sorted
+	return order
 }
 
 // Resync implements cache.Store; it does nothing but report a closed store,
@@ -319,8 +336,10 @@ func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
-	if err := b.persister.PersistIndexes(context.Background(), set, vals); err != nil {
-		return fmt.Errorf("store: add indexers: %w", err)
+	if b.persister != nil {
+		if err := b.persister.PersistIndexes(context.Background(), set, vals); err != nil {
+			return fmt.Errorf("store: add indexers: %w", err)
+		}
 	}
 	b.cache.SetIndexes(set, vals)
 	return nil
@@ -330,7 +349,7 @@ func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 func (b *Base) Close() error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	if b.closed.Swap(true) {
+	if b.closed.Swap(true) || b.persister == nil {
 		return nil
 	}
 	return b.persister.Close()

@@ -85,7 +85,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				// a relisted object whose resourceVersion did not change is
 				// the stored one: nothing to write. That keeps a relist of a
 				// large, mostly unchanged store cheap.
-				op = pc.addOp(key, store.Op{Type: store.OpPut, Object: d.Object})
+				op = pc.addOp(key, store.Op{Type: store.OpPut, Object: d.Object, Key: key})
 				pc.seq = inf.view.set(key, d.Object, true)
 			}
 			if exists && b.Replace && recreated(old, d.Object) {
@@ -123,7 +123,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 					obj = tomb
 				}
 			}
-			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}, op: pc.addOp(key, store.Op{Type: store.OpDelete, Object: obj})})
+			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}, op: pc.addOp(key, store.Op{Type: store.OpDelete, Object: obj, Key: key})})
 			pc.seq = inf.view.set(key, nil, false)
 		case cache.Bookmark:
 			// Moves the resume point only, through b.ResourceVersion.
@@ -463,7 +463,7 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 // appliedLocked notifies the handlers of a committed pc, except of the
 // operations in rejected, and updates the sync state.
 func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, rejected map[int]bool) {
-	inf.view.committed(pc.seq)
+	inf.view.committed(pc.ops, pc.seq)
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
 	counted := !inf.synced

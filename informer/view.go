@@ -78,13 +78,16 @@ func (v *view) set(key string, obj interface{}, present bool) uint64 {
 	return v.seq
 }
 
-// committed forgets the pending states written at or before seq: the store
-// holds them now.
-func (v *view) committed(upTo uint64) {
+// committed forgets the pending states of ops's keys written at or before
+// upTo: the store holds them now. Every pending state was written with an
+// operation of the commit that clears it, so looking up the commit's keys
+// suffices; the pending states of later groups, written meanwhile, stay.
+func (v *view) committed(ops []store.Op, upTo uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for k, e := range v.pending {
-		if e.seq <= upTo {
+	for i := range ops {
+		k := ops[i].Key
+		if e, ok := v.pending[k]; ok && e.seq <= upTo {
 			delete(v.pending, k)
 		}
 	}

@@ -49,7 +49,7 @@ func New(opts *store.Options) (store.Store, error) {
 	info := baseInfo(o)
 	// A memory store keeps objects as given; encoding them would only cost.
 	o.Codec = nil
-	return indexer.NewBase(indexer.BaseConfig{Info: info, Persister: nopPersister{}, Options: o})
+	return indexer.NewBase(indexer.BaseConfig{Info: info, Options: o})
 }
 
 // NewFile opens the store named opts.Name in the snapshot file at path,
@@ -80,12 +80,3 @@ func baseInfo(o store.Options) store.Info {
 	}
 	return info
 }
-
-// nopPersister keeps nothing: the cache is the store.
-type nopPersister struct{}
-
-func (nopPersister) Persist(context.Context, []indexer.Change, string, bool) error { return nil }
-func (nopPersister) PersistIndexes(context.Context, *indexer.IndexSet, map[string][][]string) error {
-	return nil
-}
-func (nopPersister) Close() error { return nil }
