@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -131,29 +132,61 @@ func testCommitAtomic(t *testing.T, h *harness) {
 }
 
 func testCommitSameKey(t *testing.T, h *harness) {
-	s := h.openPods(t)
-	seed(t, s)
-	a1 := newPod("ns", "a", "10", "app=one")
-	a2 := newPod("ns", "a", "11", "app=two")
-	b2 := newPod("ns", "b", "12", "app=back")
-	x := newPod("ns", "x", "13", "app=temp")
-	err := s.Commit(t.Context(), store.Batch{ResourceVersion: "14", Ops: []store.Op{
-		{Type: store.OpPut, Object: a1},
-		{Type: store.OpPut, Object: a2}, // a: put twice, the last wins
-		{Type: store.OpDelete, Key: "ns/b"},
-		{Type: store.OpPut, Object: b2}, // b: deleted then put again
-		{Type: store.OpPut, Object: x},
-		{Type: store.OpDelete, Object: x}, // x: put then deleted
-		{Type: store.OpDelete, Key: "c"},
-		{Type: store.OpDelete, Key: "c"}, // c: deleted twice
-	}})
-	mustOK(t, "Commit", err)
-	checkContents(t, s, want(t, a2, b2))
-	checkRV(t, s, "14")
-	if diff := cmp.Diff([]string{"back", "two"}, sortedValues(s, idxApp)); diff != "" {
-		t.Errorf("ListIndexFuncValues(app): values of intermediate and deleted versions must not remain (-want +got):\n%s", diff)
+	// Large batches reach backends sorted by key (indexer.Base from 64
+	// operations on): fillers between the operations of a key make the
+	// sort, not the batch order, bring them together.
+	for _, fillers := range []int{0, 200} {
+		t.Run(fmt.Sprintf("fillers=%d", fillers), func(t *testing.T) {
+			u := h.url(t)
+			s := h.open(t, u, podOptions(t, "pods"))
+			seed(t, s)
+			a1 := newPod("ns", "a", "10", "app=one")
+			a2 := newPod("ns", "a", "11", "app=two")
+			b2 := newPod("ns", "b", "12", "app=back")
+			x := newPod("ns", "x", "13", "app=temp")
+			ops := []store.Op{
+				{Type: store.OpPut, Object: a1},
+				{Type: store.OpPut, Object: a2}, // a: put twice, the last wins
+				{Type: store.OpDelete, Key: "ns/b"},
+				{Type: store.OpPut, Object: b2}, // b: deleted then put again
+				{Type: store.OpPut, Object: x},
+				{Type: store.OpDelete, Object: x}, // x: put then deleted
+				{Type: store.OpDelete, Key: "c"},
+				{Type: store.OpDelete, Key: "c"}, // c: deleted twice
+			}
+			objs := []interface{}{a2, b2}
+			values := []string{"back", "two"}
+			if fillers > 0 {
+				values = []string{"back", "fill", "two"}
+			}
+			var padded []store.Op
+			for i, op := range ops {
+				padded = append(padded, op)
+				for j := range fillers / len(ops) {
+					f := newPod("ns", fmt.Sprintf("f%d-%d", i, j), "20", "app=fill")
+					padded = append(padded, store.Op{Type: store.OpPut, Object: f})
+					objs = append(objs, f)
+				}
+			}
+			mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "14", Ops: padded}))
+			check := func(when string) {
+				t.Helper()
+				checkContents(t, s, want(t, objs...))
+				checkRV(t, s, "14")
+				if diff := cmp.Diff(values, sortedValues(s, idxApp)); diff != "" {
+					t.Errorf("ListIndexFuncValues(app) %s: values of intermediate and deleted versions must not remain (-want +got):\n%s", when, diff)
+				}
+				CheckIndexes(t, s)
+			}
+			check("after the Commit")
+			if h.b.Persistent {
+				// What the backend wrote, not only what it serves from
+				// memory, must be the net effect.
+				s = h.reopen(t, s, u, podOptions(t, "pods"))
+				check("after a restart")
+			}
+		})
 	}
-	CheckIndexes(t, s)
 }
 
 func testBadWrites(t *testing.T, h *harness) {
