@@ -110,6 +110,13 @@ func (b *Base) closedErr(op string) error {
 
 // write validates ops, persists them with rv and applies them to the cache.
 func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+	return b.commit(ctx, op, ops, nil, nil, rv, replace)
+}
+
+// commit is write for operations that may have been prepared already: ps,
+// prepared against the index set set. They are prepared (again) when they
+// were not, or against another index set than the current one.
+func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	if b.isClosed() {
@@ -118,11 +125,13 @@ func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	p := b.prep
-	p.Indexes = b.cache.Indexes()
-	ps, err := p.Prepare(op, ops)
-	if err != nil {
-		return err
+	if cur := b.cache.Indexes(); ps == nil || set != cur {
+		p := b.prep
+		p.Indexes = cur
+		var err error
+		if ps, err = p.Prepare(op, ops); err != nil {
+			return err
+		}
 	}
 	if b.persister != nil {
 		if err := b.persister.Persist(ctx, b.changes(ps, replace), rv, replace); err != nil {
@@ -140,6 +149,35 @@ func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, 
 		b.mu.Unlock()
 	}
 	return nil
+}
+
+// PrepareBatch implements store.BatchPreparer: keys, index values and
+// encodings are computed on the caller's goroutine, without the write lock,
+// against the current index set.
+func (b *Base) PrepareBatch(batch store.Batch) (store.PreparedBatch, error) {
+	if b.isClosed() {
+		return nil, b.closedErr("commit")
+	}
+	p := b.prep
+	p.Indexes = b.cache.Indexes()
+	ps, err := p.Prepare("commit", batch.Ops)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedBatch{base: b, batch: batch, set: p.Indexes, ps: ps}, nil
+}
+
+// preparedBatch is a Commit whose operations are prepared.
+type preparedBatch struct {
+	base  *Base
+	batch store.Batch
+	set   *IndexSet // the index set ps were prepared against
+	ps    []Prepared
+}
+
+// Commit implements store.PreparedBatch.
+func (pb *preparedBatch) Commit(ctx context.Context) error {
+	return pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false)
 }
 
 // sortThreshold is the batch size from which changes reach the persister in
@@ -355,4 +393,7 @@ func (b *Base) Close() error {
 	return b.persister.Close()
 }
 
-var _ store.Store = (*Base)(nil)
+var (
+	_ store.Store         = (*Base)(nil)
+	_ store.BatchPreparer = (*Base)(nil)
+)

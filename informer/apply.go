@@ -26,6 +26,9 @@ type pendingCommit struct {
 	replace bool   // one relist, committed alone
 	seq     uint64 // newest view entry written by ops
 	pop     int64  // number of the pop that started it
+	// prepared is ops and rv prepared for the store ahead of the commit
+	// (store.BatchPreparer), or nil.
+	prepared store.PreparedBatch
 }
 
 // addOp records op as key's operation in pc, replacing an earlier one of
@@ -161,7 +164,10 @@ func recreated(old, cur interface{}) bool {
 // instead of a growing queue: group commit that adapts to the store. Groups
 // are committed, and notified, in the order they were popped; the view
 // (store plus popped, uncommitted objects) lets the next group be prepared
-// before the previous one is in the store.
+// before the previous one is in the store. A group completed while a
+// commit still runs (it is full) is also prepared for the store
+// (store.Prepare: keys, index values, encodings) before it waits for the
+// committer, which then spends its time on the disk.
 func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
@@ -190,6 +196,12 @@ func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	for {
 		pc, carry, err := inf.gather(ctx, logger, q, inflight)
 		if pc != nil {
+			if inflight != nil && !isClosed(inflight) {
+				// The committer is busy: do the group's share of the
+				// commit's CPU work now rather than wait idle for it.
+				inf.prepareAhead(pc)
+				inf.prepareAhead(carry)
+			}
 			j := commitJob{pc: pc, carry: carry, done: make(chan struct{})}
 			select {
 			case jobs <- j:
@@ -205,6 +217,18 @@ func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 		default:
 			logger.Error(err, "Popping from the queue failed")
 		}
+	}
+}
+
+// prepareAhead prepares pc's commit for the store (see store.Prepare). pc
+// is complete: nothing joins it any more. A batch the store rejects is left
+// unprepared: its commit meets the same error and handles it (see commit).
+func (inf *Informer) prepareAhead(pc *pendingCommit) {
+	if pc == nil || len(pc.ops) == 0 {
+		return
+	}
+	if p, err := store.Prepare(inf.store, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv}); err == nil {
+		pc.prepared = p
 	}
 }
 
@@ -417,7 +441,13 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 	defer inf.applyMu.Unlock()
 	if len(pc.ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
 		t0 := inf.opts.Clock.Now()
-		if err := inf.store.Commit(ctx, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv}); err != nil {
+		var err error
+		if pc.prepared != nil {
+			err = pc.prepared.Commit(ctx)
+		} else {
+			err = inf.store.Commit(ctx, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv})
+		}
+		if err != nil {
 			return err
 		}
 		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), len(pc.ops))

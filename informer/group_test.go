@@ -426,3 +426,103 @@ func runGrouped(t *testing.T, s store.Store, opts Options) (*fakeLW, *Informer, 
 	waitDone(t, "informer sync", inf.HasSyncedChecker())
 	return lw, inf, h
 }
+
+// preparingStore is a gatedStore over a store.BatchPreparer: it reports
+// the size of each batch prepared ahead on prepared, and holds the commits
+// of prepared batches as gatedStore holds the others, reporting them on
+// entered as negative sizes.
+type preparingStore struct {
+	*gatedStore
+	prepared chan int
+}
+
+func (p *preparingStore) PrepareBatch(b store.Batch) (store.PreparedBatch, error) {
+	pb, err := p.Store.(store.BatchPreparer).PrepareBatch(b)
+	if err != nil {
+		return nil, err
+	}
+	p.prepared <- len(b.Ops)
+	return gatedPrepared{g: p.gatedStore, pb: pb, n: len(b.Ops)}, nil
+}
+
+type gatedPrepared struct {
+	g  *gatedStore
+	pb store.PreparedBatch
+	n  int
+}
+
+func (gp gatedPrepared) Commit(ctx context.Context) error {
+	if gp.g.closed.Load() {
+		gp.g.entered <- -gp.n
+		select {
+		case <-gp.g.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return gp.pb.Commit(ctx)
+}
+
+// TestGroupPreparedAhead checks that a group completed while the previous
+// commit runs is prepared for the store (encoded) right away, before its
+// commit, and that prepared groups commit and notify as the others do.
+func TestGroupPreparedAhead(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, "memory://"), entered: make(chan int, 10), release: make(chan struct{})}
+	p := &preparingStore{gatedStore: g, prepared: make(chan int, 10)}
+	opts := testOptions()
+	opts.MaxBatchDelay = time.Hour // only the bounds and the running commit close a group
+	opts.MaxBatchSize = 2
+	lw, _, h := runGrouped(t, p, opts)
+
+	g.closed.Store(true)
+	lw.create("ns", "first", "1")
+	lw.create("ns", "second", "1") // fills the group; the committer is idle: not prepared
+	if n := <-g.entered; n != 2 {
+		t.Fatalf("held commit of %d ops, want 2 (not prepared ahead)", n)
+	}
+	// A full group, then a new key: the group is complete while the
+	// commit is held, and is prepared, and so is the carry that brought
+	// the new key (how the queue splits the events into pops varies).
+	lw.create("ns", "a", "1")
+	lw.create("ns", "b", "1")
+	lw.update("ns", "a", "2")
+	lw.create("ns", "c", "1")
+	prepared := 0
+	for prepared < 3 {
+		select {
+		case n := <-p.prepared:
+			prepared += n
+		case <-time.After(waitLimit):
+			t.Fatalf("%d of the 3 operations after the held commit prepared while it is held, want all", prepared)
+		}
+	}
+	if got := h.all(); len(got) != 0 {
+		t.Fatalf("handler notified while the first commit is held: %v", got)
+	}
+	for committed := 0; committed < 3; {
+		g.release <- struct{}{}
+		n := <-g.entered
+		if n >= 0 {
+			t.Fatalf("a commit of %d ops not prepared ahead", n)
+		}
+		committed -= n
+	}
+	g.closed.Store(false)
+	g.release <- struct{}{}
+	g.closed.Store(false)
+	got := h.wait(t, 6)
+	var ops []string
+	for _, e := range got {
+		ops = append(ops, e.Op+" "+e.Key+" "+e.Value)
+	}
+	want := []string{"add ns/first 1", "add ns/second 1", "add ns/a 1", "add ns/b 1", "update ns/a 2", "add ns/c 1"}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(lw.values(), storeValues(p)); diff != "" {
+		t.Errorf("store (-source +store):\n%s", diff)
+	}
+	if got, want := p.ResourceVersion(), lw.currentRV(); got != want {
+		t.Errorf("resume point = %q, want %q", got, want)
+	}
+}

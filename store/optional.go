@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // Lener is implemented by stores that count their objects without listing
 // them. Informer metrics use it (informerdb_store_objects); without it they
 // count the keys of List, which allocates on every scrape.
@@ -27,3 +29,40 @@ type BatchLimiter interface {
 	// cost, with the store's current indexes; 0 means no such limit.
 	MaxBatchOps() int
 }
+
+// BatchPreparer is implemented by stores that can do the CPU work of a
+// Commit (keys, index values, encodings) ahead of it, on the caller's
+// goroutine and outside the store's serialization of writes. The informer
+// prepares its next group while the store commits the previous one, so that
+// encoding does not wait for, nor hold up, the disk.
+type BatchPreparer interface {
+	// PrepareBatch validates and encodes b's operations. It changes
+	// nothing, and fails as Commit(b) would fail on invalid input.
+	PrepareBatch(b Batch) (PreparedBatch, error)
+}
+
+// PreparedBatch is a batch prepared by BatchPreparer.PrepareBatch.
+type PreparedBatch interface {
+	// Commit commits the batch exactly as the store's Commit would have
+	// committed the batch given to PrepareBatch. Were the store's indexes
+	// changed meanwhile (AddIndexers), it prepares the batch again first.
+	Commit(ctx context.Context) error
+}
+
+// Prepare prepares b for s's Commit: with s's BatchPreparer when s has one;
+// otherwise the batch returned does all the work when committed, as
+// s.Commit(ctx, b), and invalid input fails there.
+func Prepare(s Store, b Batch) (PreparedBatch, error) {
+	if bp, ok := s.(BatchPreparer); ok {
+		return bp.PrepareBatch(b)
+	}
+	return unprepared{s: s, b: b}, nil
+}
+
+// unprepared is the PreparedBatch of a store without BatchPreparer.
+type unprepared struct {
+	s Store
+	b Batch
+}
+
+func (u unprepared) Commit(ctx context.Context) error { return u.s.Commit(ctx, u.b) }

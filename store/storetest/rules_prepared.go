@@ -1,0 +1,87 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+var _ = addRules(
+	rule{name: "Commit/Prepared", contract: "store.Prepare: preparing changes nothing; the prepared batch commits as Commit would, under the indexes current at its commit (AddIndexers in between included)", fn: testPrepared},
+	rule{name: "Commit/PreparedInvalid", contract: "store.Prepare: a batch with invalid input fails with ErrInvalid, when prepared or when committed, and leaves no trace; a closed store fails with ErrClosed", fn: testPreparedInvalid},
+)
+
+func testPrepared(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	seed(t, s)
+	a2 := newPod("ns", "a", "10", "app=api", "zone=east")
+	d := newPod("ns", "d", "11", "app=db", "zone=west")
+	batch := store.Batch{ResourceVersion: "12", Ops: []store.Op{
+		{Type: store.OpPut, Object: a2},
+		{Type: store.OpDelete, Key: "ns/b"},
+		{Type: store.OpPut, Object: d},
+	}}
+	before := versions(t, s)
+	p, err := store.Prepare(s, batch)
+	mustOK(t, "Prepare", err)
+	if diff := cmp.Diff(before, versions(t, s)); diff != "" {
+		t.Errorf("Prepare changed the store (-before +after):\n%s", diff)
+	}
+	checkRV(t, s, "5")
+	// An index added between Prepare and Commit covers the batch's objects
+	// too: the batch is prepared again under the new indexes.
+	mustOK(t, "AddIndexers", s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}))
+	mustOK(t, "prepared Commit", p.Commit(t.Context()))
+	check := func(when string) {
+		t.Helper()
+		checkContents(t, s, want(t, a2, newPod("", "c", "3", "app=web"), d))
+		checkRV(t, s, "12")
+		if diff := cmp.Diff([]string{"ns/d"}, indexKeys(t, s, "zone", "west")); diff != "" {
+			t.Errorf("IndexKeys(zone, west) %s (-want +got):\n%s", when, diff)
+		}
+		if diff := cmp.Diff([]string{"api", "db", "web"}, sortedValues(s, idxApp)); diff != "" {
+			t.Errorf("ListIndexFuncValues(app) %s (-want +got):\n%s", when, diff)
+		}
+		CheckIndexes(t, s)
+	}
+	check("after the prepared Commit")
+	if h.b.Persistent {
+		opts := podOptions(t, "pods")
+		opts.Indexers["zone"] = labelIndex("zone")
+		s = h.reopen(t, s, u, opts)
+		check("after a restart")
+	}
+}
+
+func testPreparedInvalid(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	seed(t, s)
+	before := versions(t, s)
+	bad := store.Batch{ResourceVersion: "20", Ops: []store.Op{
+		{Type: store.OpPut, Object: newPod("ns", "e", "20", "app=x")},
+		{Type: store.OpPut, Object: newPod("ns", "f", "20", labelFail+"=1")},
+	}}
+	if p, err := store.Prepare(s, bad); err == nil {
+		// Stores without store.BatchPreparer validate when committing.
+		wantErr(t, "prepared Commit of a batch with an invalid object", p.Commit(t.Context()), store.ErrInvalid)
+	} else {
+		wantErr(t, "Prepare of a batch with an invalid object", err, store.ErrInvalid)
+	}
+	if diff := cmp.Diff(before, versions(t, s)); diff != "" {
+		t.Errorf("an invalid prepared batch changed the store (-before +after):\n%s", diff)
+	}
+	checkRV(t, s, "5")
+
+	good := store.Batch{ResourceVersion: "21", Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", "g", "21")}}}
+	p, err := store.Prepare(s, good)
+	mustOK(t, "Prepare", err)
+	closeStore(t, s)
+	wantErr(t, "prepared Commit on a closed store", p.Commit(t.Context()), store.ErrClosed)
+	if _, err := store.Prepare(s, good); err != nil {
+		wantErr(t, "Prepare on a closed store", err, store.ErrClosed)
+	}
+}
