@@ -496,15 +496,7 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.view.committed(pc.ops, pc.seq)
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
-	counted := !inf.synced
-	for _, qn := range pc.notes {
-		if qn.op >= 0 && rejected[qn.op] {
-			continue
-		}
-		n := qn.n
-		n.counted = counted
-		inf.proc.distribute(n, qn.resync)
-	}
+	inf.proc.distributeCommit(pc.notes, rejected, !inf.synced)
 	if pc.rv != "" {
 		if pc.rv != inf.appliedRV {
 			inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())

@@ -122,6 +122,42 @@ func (l *listener) add(n notification) bool {
 	return true
 }
 
+// addCommit queues the notifications of one commit, as add would one by
+// one: the resync ones only when syncing, none of the operations in
+// rejected, each counted when counted. They share one queueing time.
+func (l *listener) addCommit(notes []queuedNote, rejected map[int]bool, counted, syncing bool) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	var now time.Time
+	if l.now != nil {
+		now = l.now()
+	}
+	added := 0
+	for i := range notes {
+		qn := &notes[i]
+		if qn.resync && !syncing || qn.op >= 0 && rejected[qn.op] {
+			continue
+		}
+		n := qn.n
+		n.counted, n.queued = counted, now
+		l.buf.push(n)
+		added++
+	}
+	if counted {
+		l.pending.Add(int64(added))
+	}
+	l.mu.Unlock()
+	if added > 0 {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // queue returns how many notifications the handler has not finished
 // (queued, and the one it runs) and when the oldest of them was queued
 // (zero when there is none).

@@ -99,6 +99,18 @@ func (p *processor) distribute(n notification, resync bool) {
 	}
 }
 
+// distributeCommit queues the notifications of one commit, in order, for
+// every listener (the resync ones only for the listeners taking part in the
+// current resync round), skipping those of the operations in rejected.
+// Each listener takes them under one lock, and is woken once.
+func (p *processor) distributeCommit(notes []queuedNote, rejected map[int]bool, counted bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for l, syncing := range p.listeners {
+		l.addCommit(notes, rejected, counted, syncing)
+	}
+}
+
 // queue returns the notifications waiting in every listener's buffer, and
 // when the oldest of them was queued (zero when none waits).
 func (p *processor) queue() (depth int, oldest time.Time) {
