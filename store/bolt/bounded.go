@@ -175,7 +175,7 @@ func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 		if replace {
 			err = replaceAll(b, set.Names(), ps)
 		} else {
-			err = writeOps(b, set.Names(), ps)
+			err = writeOps(b, set.Names(), keyOpsOf(ps))
 		}
 		if err != nil {
 			return err

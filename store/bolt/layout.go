@@ -642,6 +642,55 @@ func indexBucketOf(b *buckets, name string) (*bbolt.Bucket, error) {
 	return ib, nil
 }
 
+// keyOp is an operation with its bbolt key.
+type keyOp struct {
+	k []byte // bbolt key
+	p *indexer.Prepared
+}
+
+// keyOpsOf returns the operations of ps, in order, with their bbolt keys.
+func keyOpsOf(ps []indexer.Prepared) []keyOp {
+	ops := make([]keyOp, len(ps))
+	for i := range ps {
+		ops[i] = keyOp{k: boltKey(ps[i].Key), p: &ps[i]}
+	}
+	return ops
+}
+
+// keyOpsOfChanges is keyOpsOf for the operations of changes.
+func keyOpsOfChanges(cs []indexer.Change) []keyOp {
+	ops := make([]keyOp, len(cs))
+	for i := range cs {
+		ops[i] = keyOp{k: boltKey(cs[i].Key), p: &cs[i].Prepared}
+	}
+	return ops
+}
+
+// lastPerKey sorts ops by bbolt key, keeping the last operation of each key
+// only. Batches usually come sorted already (indexer.Base sorts large ones)
+// and without repeated keys (the informer writes each key once per
+// commit): then this is one pass, with no map of the batch's keys.
+func lastPerKey(ops []keyOp) []keyOp {
+	sorted := true
+	for i := 1; i < len(ops) && sorted; i++ {
+		sorted = bytes.Compare(ops[i-1].k, ops[i].k) < 0
+	}
+	if sorted {
+		return ops
+	}
+	// Stable: the operations of one key stay in batch order.
+	slices.SortStableFunc(ops, func(a, b keyOp) int { return bytes.Compare(a.k, b.k) })
+	out := ops[:0]
+	for _, o := range ops {
+		if n := len(out); n > 0 && bytes.Equal(out[n-1].k, o.k) {
+			out[n-1] = o
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // writeOps applies prepared operations to b. Only each key's net effect
 // is written: its last operation, with index entries diffed against the
 // key record the file holds, so an object put and deleted in one batch
@@ -653,28 +702,11 @@ func indexBucketOf(b *buckets, name string) (*bbolt.Bucket, error) {
 // root, and walking every tree in order keeps the path's pages hot and
 // touches each node once in a row. New objects get sequence numbers in key
 // order, after every stored object's.
-func writeOps(b *buckets, names []string, ps []indexer.Prepared) error {
-	type keyOp struct {
-		k []byte // bbolt key
-		p *indexer.Prepared
-	}
-	ops := make([]keyOp, 0, len(ps))
-	var pos map[string]int // position in ops by key, when a batch repeats keys
-	if len(ps) > 1 {
-		pos = make(map[string]int, len(ps))
-	}
-	for i := range ps {
-		p := &ps[i]
-		if pos != nil {
-			if j, ok := pos[p.Key]; ok {
-				ops[j].p = p
-				continue
-			}
-			pos[p.Key] = len(ops)
-		}
-		ops = append(ops, keyOp{k: boltKey(p.Key), p: p})
-	}
-	slices.SortFunc(ops, func(a, b keyOp) int { return bytes.Compare(a.k, b.k) })
+//
+// ops are the operations in batch order (see keyOpsOf); writeOps reorders
+// them.
+func writeOps(b *buckets, names []string, ops []keyOp) error {
+	ops = lastPerKey(ops)
 	next, err := nextSeq(b)
 	if err != nil {
 		return err

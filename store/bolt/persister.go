@@ -243,16 +243,16 @@ func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv st
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ps := make([]indexer.Prepared, len(changes))
-	for i := range changes {
-		ps[i] = changes[i].Prepared
-	}
 	return p.update(func(b *buckets) error {
 		var err error
 		if replace {
+			ps := make([]indexer.Prepared, len(changes))
+			for i := range changes {
+				ps[i] = changes[i].Prepared
+			}
 			err = replaceAll(b, p.names, ps)
 		} else {
-			err = writeOps(b, p.names, ps)
+			err = writeOps(b, p.names, keyOpsOfChanges(changes))
 		}
 		if err != nil {
 			return err
