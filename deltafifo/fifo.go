@@ -73,8 +73,10 @@ type FIFO struct {
 	// mu guards every field below; cond (on mu) signals new units and Close.
 	mu   sync.Mutex
 	cond sync.Cond
-	// units are the queued units, oldest first.
-	units  []unit
+	// buf[head:] are the queued units, oldest first; buf[:head] were
+	// popped (and cleared). See dropFront.
+	buf    []unit
+	head   int
 	closed bool
 	// populated is set by the first Add, Update, Delete or Replace.
 	populated bool
@@ -126,7 +128,7 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 }
 
 func (f *FIFO) pushLocked(u unit) {
-	f.units = append(f.units, u)
+	f.buf = append(f.buf, u)
 	f.cond.Broadcast()
 }
 
@@ -255,8 +257,9 @@ func (f *FIFO) lastQueuedLocked() ([]string, map[string]cache.Delta) {
 		}
 		last[k] = d
 	}
-	for i := range f.units {
-		u := &f.units[i]
+	units := f.buf[f.head:]
+	for i := range units {
+		u := &units[i]
 		switch u.kind {
 		case unitEvent:
 			note(u.key, u.delta)
@@ -325,7 +328,7 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if len(f.units) > 0 {
+		if f.lenLocked() > 0 {
 			break
 		}
 		if f.closed {
@@ -348,18 +351,18 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 // a Batch, and whether it completes the initial population.
 func (f *FIFO) takeLocked() (Batch, bool) {
 	b := Batch{InInitialList: !f.syncedLocked()}
-	first := &f.units[0]
+	units := f.buf[f.head:]
+	first := &units[0]
 	if first.kind == unitReplace {
 		b.Deltas, b.ResourceVersion, b.Replace = first.deltas, first.rv, true
 		initial := first.initial
-		f.units[0] = unit{}
-		f.units = popFront(f.units, 1)
+		f.dropFront(1)
 		return b, initial
 	}
 
 	n, size := 0, 0
-	for n < len(f.units) {
-		u := &f.units[n]
+	for n < len(units) {
+		u := &units[n]
 		if u.kind == unitReplace {
 			break
 		}
@@ -372,7 +375,7 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 	}
 	b.Deltas = make(cache.Deltas, 0, size)
 	for i := 0; i < n; i++ {
-		u := &f.units[i]
+		u := &units[i]
 		switch u.kind {
 		case unitEvent, unitBookmark:
 			b.Deltas = append(b.Deltas, u.delta)
@@ -382,11 +385,8 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 		if u.rv != "" {
 			b.ResourceVersion = u.rv
 		}
-		// Drop the references so popped objects can be collected while the
-		// backing array lives on.
-		f.units[i] = unit{}
 	}
-	f.units = popFront(f.units, n)
+	f.dropFront(n)
 	return b, false
 }
 
@@ -408,8 +408,10 @@ func (f *FIFO) HasSynced() bool {
 func (f *FIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.units)
+	return f.lenLocked()
 }
+
+func (f *FIFO) lenLocked() int { return len(f.buf) - f.head }
 
 // Close stops the queue: writes fail with ErrClosed, Pop hands out what is
 // queued and then returns ErrClosed. Close is idempotent.
@@ -425,6 +427,27 @@ func (f *FIFO) IsClosed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.closed
+}
+
+// dropFront removes the n oldest units. Their slots are cleared, so that
+// popped objects can be collected while the array lives on, and the array
+// is reused: once the popped slots outnumber the queued units, these move
+// to its start (amortized, each unit moves at most once per slot popped
+// before it). Slicing the popped units off instead lost the array's front
+// for good, and a long queue, pushed and popped at once as under a watch
+// that outpaces the store, copied itself into a new array every time its
+// end was reached.
+func (f *FIFO) dropFront(n int) {
+	clear(f.buf[f.head : f.head+n])
+	f.head += n
+	switch queued := len(f.buf) - f.head; {
+	case queued == 0:
+		f.buf, f.head = f.buf[:0], 0
+	case f.head >= queued:
+		copy(f.buf, f.buf[f.head:])
+		clear(f.buf[queued:])
+		f.buf, f.head = f.buf[:queued], 0
+	}
 }
 
 // popFront drops the first n (already cleared) elements of s. When that

@@ -1,6 +1,8 @@
 package deltafifo_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -197,4 +199,46 @@ func TestFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
 	must(t, q.Replace(nil, "10"))
 	drain(t, q)
 	diff(t, "transformer calls", 0, calls)
+}
+
+// TestFIFOReusesItsArray keeps a backlog of queued events while pushing
+// and popping, as a watch that outpaces the store does: every event comes
+// out once, in order, and after the first rounds the queue's array is
+// reused, not reallocated (and copied) whenever appends reach its end.
+func TestFIFOReusesItsArray(t *testing.T) {
+	const backlog, perRound, rounds = 100, 5, 2000
+	q := deltafifo.New(deltafifo.Options{MaxBatch: perRound})
+	pushed, popped := 0, 0
+	push := func(n int) {
+		for range n {
+			must(t, q.Update(cm(strconv.Itoa(pushed), strconv.Itoa(pushed+1), "v")))
+			pushed++
+		}
+	}
+	push(backlog)
+	start, moves := q.ArrayStart(), 0
+	for r := range rounds {
+		push(perRound)
+		must(t, q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
+			for _, d := range b.Deltas {
+				if got, want := d.Object.(*v1.ConfigMap).Name, strconv.Itoa(popped); got != want {
+					t.Fatalf("round %d: popped %s, want %s", r, got, want)
+				}
+				popped++
+			}
+			return nil
+		}))
+		if a := q.ArrayStart(); a != start {
+			if r >= rounds/10 {
+				moves++
+			}
+			start = a
+		}
+	}
+	if want := pushed - backlog; popped != want {
+		t.Errorf("popped %d events, want %d", popped, want)
+	}
+	if moves > 0 {
+		t.Errorf("the queue's array was reallocated %d times over the last %d rounds with a steady backlog of %d, want 0", moves, rounds-rounds/10, backlog)
+	}
 }
