@@ -18,12 +18,17 @@
 //	memdb:///abs/path/cache.snap               loaded from the file on Open, saved on Close
 //	memdb:///abs/path/cache.snap?snapshot_interval=30s   also saved every 30s
 //
-// snapshot_interval overrides store.Options.SnapshotInterval and needs a
-// file. Other parameters, a host, or a relative path are errors wrapping
+// snapshot_interval overrides store.Options.SnapshotInterval and
+// lock_timeout store.Options.LockTimeout; both need a file. Other
+// parameters, a host, or a relative path are errors wrapping
 // store.ErrInvalid. [New] and [NewFile] are the direct constructors.
 //
 // One file holds any number of stores, one per Options.Name, in the snapshot
-// format of package store/internal/snapfile (the memory backend's). A file
+// format of package store/internal/snapfile (the memory backend's). One
+// process at a time has a file open: the first store of a file locks it
+// (flock of cache.snap.lock beside it, which stays in place), and another
+// process's Open waits up to Options.LockTimeout, then fails with
+// store.ErrLocked; the lock is released when the file's last store closes. A file
 // store needs Options.Codec: every put is encoded when it is written, and
 // Open decodes the objects and computes their index entries again, which is
 // also how a changed index set is rebuilt.

@@ -32,6 +32,9 @@ var (
 type fileDB struct {
 	path string
 	refs int // open stores; guarded by filesMu
+	// unlock releases the file's lock against other processes
+	// (snapfile.Lock), once no store of it is open; guarded by filesMu.
+	unlock func()
 
 	// writeMu serializes snapshot writes, so a snapshot taken later is never
 	// replaced by one taken earlier.
@@ -110,10 +113,22 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 	defer filesMu.Unlock()
 	fdb := files[path]
 	if fdb == nil {
-		var err error
+		// The first store of the file in this process locks it against
+		// other processes, before reading it.
+		unlock, err := snapfile.Lock(path, o.LockTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, err)
+		}
 		if fdb, err = loadFile(path); err != nil {
+			unlock()
 			return nil, err
 		}
+		fdb.unlock = unlock
+		defer func() {
+			if fdb.refs == 0 { // the open failed: nothing holds the file
+				fdb.unlock()
+			}
+		}()
 	}
 	fdb.mu.Lock()
 	defer fdb.mu.Unlock()
@@ -246,6 +261,7 @@ func (f *fileHandle) close() error {
 	f.db.refs--
 	if f.db.refs == 0 {
 		delete(files, f.db.path)
+		f.db.unlock()
 	}
 	filesMu.Unlock()
 	if err != nil {

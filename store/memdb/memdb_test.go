@@ -542,6 +542,8 @@ func TestOpenURL(t *testing.T) {
 		{"memdb://somehost", store.ErrInvalid},
 		{"memdb:///var/lib/x.snap", store.ErrInvalid}, // no codec
 		{"memdb://?snapshot_interval=1s", store.ErrInvalid},
+		{"memdb://?lock_timeout=1s", store.ErrInvalid},
+		{"memdb:///tmp/x.snap?lock_timeout=soon", store.ErrInvalid},
 		{"memdb:///tmp/x.snap?snapshot_interval=-1s", store.ErrInvalid},
 	}
 	for _, tc := range cases {

@@ -8,12 +8,18 @@
 //	memory:///abs/path/cache.snap               loaded from the file on Open, saved on Close
 //	memory:///abs/path/cache.snap?snapshot_interval=30s   also saved every 30s
 //
-// snapshot_interval overrides store.Options.SnapshotInterval. Other
+// snapshot_interval overrides store.Options.SnapshotInterval and
+// lock_timeout store.Options.LockTimeout; both need a file. Other
 // parameters are rejected. [New] and [NewFile] are the direct constructors.
 //
 // One file holds any number of stores, one per Options.Name; the stores of
 // one file opened in one process share its state, and a snapshot written by
-// any of them saves all of them. A file store needs Options.Codec: snapshots
+// any of them saves all of them. One process at a time has a file open: the
+// first store of a file locks it (flock of cache.snap.lock beside it, which
+// stays in place), and another process's Open waits up to
+// Options.LockTimeout, then fails with store.ErrLocked; the lock is released
+// when the file's last store closes. Two processes writing snapshots of one
+// file would each drop the other's stores from it. A file store needs Options.Codec: snapshots
 // hold encoded objects, and Open decodes them and rebuilds the indexes.
 //
 // # Durability

@@ -29,6 +29,9 @@ var (
 type fileDB struct {
 	path string
 	refs int // open stores; guarded by filesMu
+	// unlock releases the file's lock against other processes
+	// (snapfile.Lock), once no store of it is open; guarded by filesMu.
+	unlock func()
 
 	// writeMu serializes snapshot writes, so a snapshot taken later is never
 	// replaced by one taken earlier.
@@ -90,10 +93,22 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 	defer filesMu.Unlock()
 	db := files[path]
 	if db == nil {
-		var err error
+		// The first store of the file in this process locks it against
+		// other processes, before reading it.
+		unlock, err := snapfile.Lock(path, o.LockTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, err)
+		}
 		if db, err = loadFile(path); err != nil {
+			unlock()
 			return nil, err
 		}
+		db.unlock = unlock
+		defer func() {
+			if db.refs == 0 { // the open failed: nothing holds the file
+				db.unlock()
+			}
+		}()
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -218,6 +233,7 @@ func (f *fileStore) Close() error {
 	f.db.refs--
 	if f.db.refs == 0 {
 		delete(files, f.db.path)
+		f.db.unlock()
 	}
 	if err != nil {
 		return fmt.Errorf("store: close %s: %w", f.name, err)

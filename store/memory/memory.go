@@ -24,6 +24,7 @@ func init() {
 func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
 	p := store.NewParams(u)
 	opts.SnapshotInterval = p.Duration("snapshot_interval", opts.SnapshotInterval)
+	opts.LockTimeout = p.Duration("lock_timeout", opts.LockTimeout)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -31,8 +32,10 @@ func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, err
 		return nil, fmt.Errorf("store: open %s: want memory:// or memory:///absolute/path/file.snap (three slashes): %w", u.Redacted(), store.ErrInvalid)
 	}
 	if u.Path == "" || u.Path == "/" {
-		if u.Query().Has("snapshot_interval") {
-			return nil, fmt.Errorf("store: open %s: snapshot_interval needs a file (memory:///path/file.snap): %w", u.Redacted(), store.ErrInvalid)
+		for _, name := range []string{"snapshot_interval", "lock_timeout"} {
+			if u.Query().Has(name) {
+				return nil, fmt.Errorf("store: open %s: %s needs a file (memory:///path/file.snap): %w", u.Redacted(), name, store.ErrInvalid)
+			}
 		}
 		return New(&opts)
 	}

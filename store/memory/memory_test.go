@@ -64,6 +64,8 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{"host instead of path", "memory://somehost/x.snap", podOptions(t), store.ErrInvalid, "three slashes"},
 		{"interval without file", "memory://?snapshot_interval=1s", podOptions(t), store.ErrInvalid, "needs a file"},
+		{"lock timeout without file", "memory://?lock_timeout=1s", podOptions(t), store.ErrInvalid, "lock_timeout needs a file"},
+		{"bad lock timeout", "memory://" + dir + "/a.snap?lock_timeout=soon", podOptions(t), store.ErrInvalid, "lock_timeout"},
 		{"bad interval", "memory://" + dir + "/a.snap?snapshot_interval=soon", podOptions(t), store.ErrInvalid, "snapshot_interval"},
 		{"negative interval", "memory://" + dir + "/a.snap?snapshot_interval=-1s", podOptions(t), store.ErrInvalid, "snapshot_interval"},
 		{"unknown parameter", "memory://" + dir + "/a.snap?durability=sync", podOptions(t), store.ErrInvalid, "durability"},

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/informerdb/informerdb/store"
 )
@@ -35,6 +36,9 @@ type RawDriver struct {
 	// locked, telling it whether path is open in this process, so that no
 	// store opens the file while Import rewrites it.
 	WithFileLocked func(path string, f func(open bool) error) error
+	// LockTimeout bounds Import's wait for a file another process holds
+	// (see Lock); 0 means store.DefaultLockTimeout.
+	LockTimeout time.Duration
 }
 
 var _ store.RawDriver = (*RawDriver)(nil)
@@ -139,8 +143,10 @@ func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func
 // Import implements store.RawDriver: the file is rewritten with the store
 // replaced, atomically (snapfile.Write). Index values are dropped: the
 // store rebuilds them when it loads. A file open in this process is
-// refused with store.ErrInUse, since its stores would overwrite the import
-// with their next snapshot.
+// refused with store.ErrInUse, and one open in another process (its lock,
+// see Lock, held for longer than LockTimeout) with
+// store.ErrLocked, since their stores would overwrite the import with their
+// next snapshot.
 func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	path, err := d.rawPath("import "+info.Name, u)
 	if err != nil {
@@ -158,6 +164,17 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 		if open {
 			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
 		}
+		// Nor in another process, whose stores would overwrite the
+		// import with their next snapshot.
+		timeout := d.LockTimeout
+		if timeout == 0 {
+			timeout = store.DefaultLockTimeout
+		}
+		unlock, err := Lock(path, timeout)
+		if err != nil {
+			return fail(err)
+		}
+		defer unlock()
 		secs := map[string]*rawSection{}
 		headers, err := Read(path, func(h *Header, key string, data []byte) error {
 			if err := ctx.Err(); err != nil {

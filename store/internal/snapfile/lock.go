@@ -1,0 +1,55 @@
+package snapfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// LockSuffix names the lock file beside a snapshot file: path + LockSuffix.
+const LockSuffix = ".lock"
+
+// lockPoll is how often Lock retries a lock held by another process.
+const lockPoll = 20 * time.Millisecond
+
+// Lock takes the lock of the snapshot file at path for this process, so
+// that two processes never write snapshots of one file over each other's
+// (each would drop the other's stores from the file). The lock is an
+// exclusive flock of a lock file beside the snapshot (path + LockSuffix,
+// created if needed and left in place: removing it would race with another
+// process taking it). Lock waits up to timeout for another process to
+// release it, then fails with store.ErrLocked. On platforms without flock
+// it does not lock (see lock_other.go).
+//
+// Within a process, the stores of one file share it (and take the lock
+// once); the lock is released by the unlock function returned.
+func Lock(path string, timeout time.Duration) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("snapfile: lock %s: create directory: %w", path, err)
+	}
+	f, err := os.OpenFile(path+LockSuffix, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("snapfile: lock %s: %w", path, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		held, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("snapfile: lock %s: %w", path+LockSuffix, err)
+		}
+		if !held {
+			// Closing the descriptor releases the lock.
+			return func() { f.Close() }, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			f.Close()
+			return nil, fmt.Errorf("snapfile: %s: another process holds %s (waited %v; see Options.LockTimeout, lock_timeout=): %w", path, path+LockSuffix, timeout, store.ErrLocked)
+		}
+		time.Sleep(min(lockPoll, left))
+	}
+}

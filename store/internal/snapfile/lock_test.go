@@ -1,0 +1,83 @@
+//go:build unix
+
+package snapfile
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// flock locks belong to open file descriptions: a second Lock in this
+// process conflicts with the first exactly as another process's would.
+
+func TestLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "cache.snap")
+	unlock, err := Lock(path, 0)
+	if err != nil {
+		t.Fatalf("Lock of a free file: %v", err)
+	}
+	_, err = Lock(path, 30*time.Millisecond)
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("second Lock = %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), path+LockSuffix) {
+		t.Errorf("error %q does not name the lock file", err)
+	}
+	// A waiting Lock takes the file once it is released.
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		unlock()
+		close(released)
+	}()
+	unlock2, err := Lock(path, time.Minute)
+	if err != nil {
+		t.Fatalf("Lock waiting for a release: %v", err)
+	}
+	<-released
+	unlock2()
+	unlock3, err := Lock(path, 0)
+	if err != nil {
+		t.Fatalf("Lock after unlock: %v", err)
+	}
+	unlock3()
+}
+
+func TestImportRefusesLockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.snap")
+	d := &RawDriver{
+		Scheme:         "test",
+		WithFileLocked: func(_ string, f func(bool) error) error { return f(false) },
+		LockTimeout:    30 * time.Millisecond,
+	}
+	unlock, err := Lock(path, 0) // a running process's stores hold the file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	none := func() (store.Record, error) { return store.Record{}, errors.New("not reached") }
+	u := mustURL(t, "test://"+path)
+	err = d.Import(context.Background(), u, store.Info{Name: "pods"}, none)
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("Import into a locked file = %v, want ErrLocked", err)
+	}
+	if _, err := Read(path, func(*Header, string, []byte) error { return nil }); err == nil {
+		t.Errorf("Import into a locked file wrote it")
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
