@@ -3,95 +3,13 @@
 package memdb_test
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/informerdb/informerdb/indexer"
-	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/internal/snapfile"
+	"github.com/informerdb/informerdb/store/internal/snapfile/snapfiletest"
 	"github.com/informerdb/informerdb/store/memdb"
 )
 
-// TestFileLockedByAnotherProcess holds a snapshot file's lock as another
-// process would (flock locks belong to open file descriptions, so a Lock of
-// this process conflicts with the stores' as another process's does):
-// Open waits lock_timeout and fails with ErrLocked, opens once the lock is
-// released, and holds the lock itself until its file's last store closes,
-// and a failed Open does not keep it.
+// TestFileLockedByAnotherProcess: see snapfiletest.CheckFileLocking.
 func TestFileLockedByAnotherProcess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cache.snap")
-	codec, err := indexer.NewCodec(&corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := func(name string) *store.Options { return &store.Options{Name: name, Codec: codec} }
-	url := "memdb://" + path + "?lock_timeout=30ms"
-
-	unlock, err := snapfile.Lock(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Open(t.Context(), url, opts("pods")); !errors.Is(err, store.ErrLocked) {
-		t.Fatalf("Open of a file another process holds = %v, want ErrLocked", err)
-	}
-	unlock()
-
-	pods, err := store.Open(t.Context(), url, opts("pods"))
-	if err != nil {
-		t.Fatalf("Open after the other process released the file: %v", err)
-	}
-	nodes, err := store.Open(t.Context(), url, opts("nodes")) // same process: shares the lock
-	if err != nil {
-		t.Fatalf("Open of a second store of the file: %v", err)
-	}
-	for _, s := range []store.Store{pods, nodes} {
-		if _, err := snapfile.Lock(path, 0); !errors.Is(err, store.ErrLocked) {
-			t.Fatalf("another process's Lock while a store is open = %v, want ErrLocked", err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unlock, err = snapfile.Lock(path, 0)
-	if err != nil {
-		t.Fatalf("another process's Lock after the last store closed: %v", err)
-	}
-	unlock()
-
-	// Opens that fail after taking the lock release it: a damaged file,
-	// and a file whose object does not decode.
-	o, err := opts("pods").WithDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	undecodable := []snapfile.Section{{
-		Header: snapfile.Header{Name: "pods", Meta: store.MetaFor(o, memdb.FormatVersion)},
-		Len:    1,
-		Records: func(yield func(string, []byte) bool) {
-			yield("ns/a", []byte{0xff, 0xff, 0xff})
-		},
-	}}
-	for _, damage := range []func() error{
-		func() error { return os.WriteFile(path, []byte("not a snapshot file"), 0o600) },
-		func() error { return snapfile.Write(path, undecodable) },
-	} {
-		if err := damage(); err != nil {
-			t.Fatal(err)
-		}
-		if s, err := store.Open(t.Context(), url, opts("pods")); !errors.Is(err, store.ErrCorrupt) {
-			if err == nil {
-				s.Close()
-			}
-			t.Fatalf("Open of a damaged file = %v, want ErrCorrupt", err)
-		}
-		unlock, err = snapfile.Lock(path, 0)
-		if err != nil {
-			t.Fatalf("Lock after a failed Open: %v", err)
-		}
-		unlock()
-	}
+	snapfiletest.CheckFileLocking(t, memdb.Scheme, memdb.FormatVersion)
 }
