@@ -450,3 +450,26 @@ func storeInfo(o store.Options, rv, reset string) store.Info {
 // materialized nodes, which made a large commit into a growing file pay
 // for it. etcd maps 10 GiB for the same reason.
 const initialMmapSize = 1 << 30
+
+// diskSize returns the size of the database file, which every store of the
+// file shares.
+func (f *file) diskSize() (int64, error) {
+	fi, err := os.Stat(f.path)
+	if err != nil {
+		return 0, fmt.Errorf("store: disk size of %s: %w", f.path, err)
+	}
+	return fi.Size(), nil
+}
+
+// DiskSize implements store.DiskSizer: the size of the database file,
+// shared by every store of the file.
+func (s *defaultStore) DiskSize() (int64, error) { return s.file.diskSize() }
+
+// DiskSize implements store.DiskSizer: the size of the database file,
+// shared by every store of the file.
+func (s *bounded) DiskSize() (int64, error) { return s.file.diskSize() }
+
+var (
+	_ store.DiskSizer = (*defaultStore)(nil)
+	_ store.DiskSizer = (*bounded)(nil)
+)

@@ -315,3 +315,15 @@ func (db *fileDB) snapshot() error {
 	db.mu.Unlock()
 	return snapfile.Write(db.path, secs)
 }
+
+// DiskSize implements store.DiskSizer: the size of the store's snapshot
+// file (shared by every store of the file), 0 before its first snapshot. A
+// store without a file has nothing on disk, and says so with an error.
+func (s *memStore) DiskSize() (int64, error) {
+	if s.file == nil {
+		return 0, fmt.Errorf("store: disk size of %s: a memdb store without a file keeps nothing on disk: %w", s.info.Name, store.ErrInvalid)
+	}
+	return snapfile.Size(s.file.db.path)
+}
+
+var _ store.DiskSizer = (*memStore)(nil)

@@ -562,6 +562,10 @@ func TestOpenURL(t *testing.T) {
 			if got := s.Info().Backend; got != memdb.Scheme {
 				t.Errorf("Info().Backend = %q; want %q", got, memdb.Scheme)
 			}
+			// Without a file nothing is on disk: no size to report.
+			if _, err := s.(store.DiskSizer).DiskSize(); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("DiskSize of a store without a file: error = %v; want ErrInvalid", err)
+			}
 		})
 	}
 	if _, err := memdb.New(&store.Options{KeyFunc: cache.MetaNamespaceKeyFunc}); !errors.Is(err, store.ErrInvalid) {

@@ -150,8 +150,23 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 		fst.done = make(chan struct{})
 		go fst.snapshotEvery(o.SnapshotInterval)
 	}
-	return base, nil
+	return &fileBase{Base: base, path: path}, nil
 }
+
+// fileBase is a store of a snapshot file: the store, and the file's size.
+type fileBase struct {
+	*indexer.Base
+	path string
+}
+
+// DiskSize implements store.DiskSizer: the size of the snapshot file (shared
+// by every store of the file), 0 before its first snapshot.
+func (f *fileBase) DiskSize() (int64, error) { return snapfile.Size(f.path) }
+
+var (
+	_ store.DiskSizer     = (*fileBase)(nil)
+	_ store.BatchPreparer = (*fileBase)(nil)
+)
 
 // decodeSection decodes a section's objects into a cache with o's indexes;
 // the index entries are computed afresh, which is also how an index set

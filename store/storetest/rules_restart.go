@@ -22,6 +22,7 @@ var _ = addRules(
 	rule{name: "Restart/Incompatible", persistent: true, contract: "restart: reopening with another codec, object type or key function fails with ErrIncompatible and destroys nothing", fn: testRestartIncompatible},
 	rule{name: "Restart/ScopeChange", persistent: true, contract: "restart: reopening with another Scope gives an empty store with no resume point and Info().Reset saying why", fn: testRestartScopeChange},
 	rule{name: "Restart/TwoNames", persistent: true, contract: "database: two stores with different Names in one database are independent, each with its own resume point", fn: testRestartTwoNames},
+	rule{name: "Restart/DiskSize", persistent: true, contract: "store.DiskSizer: persistent backends tell the bytes their database takes on disk, at least those of the objects stored", fn: testDiskSize},
 	rule{name: "Restart/InUse", persistent: true, contract: "database: opening the same Name twice in one process fails with ErrInUse; it opens again after Close", fn: testRestartInUse},
 )
 
@@ -314,4 +315,27 @@ func testRestartInUse(t *testing.T, h *harness) {
 	checkContents(t, s, want(t, newPod("ns", "a", "1")))
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
 	checkContents(t, s, want(t, newPod("ns", "a", "1")))
+}
+
+func testDiskSize(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	ds, ok := s.(store.DiskSizer)
+	if !ok {
+		t.Fatalf("%T does not implement store.DiskSizer", s)
+	}
+	if _, err := ds.DiskSize(); err != nil {
+		t.Fatalf("DiskSize of a new store: %v", err)
+	}
+	const n, size = 200, 8 << 10
+	mustOK(t, "Replace", s.Replace(bigPods("d", n, size), "10"))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	got, err := s.(store.DiskSizer).DiskSize()
+	if err != nil {
+		t.Fatalf("DiskSize after a restart: %v", err)
+	}
+	// Whatever the layout, the objects themselves are on disk.
+	if got < n*size/2 {
+		t.Errorf("DiskSize = %d bytes for %d objects of %d bytes each, want at least %d", got, n, size, n*size/2)
+	}
 }
