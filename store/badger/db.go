@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/diskusage"
 )
 
 // dbConfig is what the first store opened on a directory decides for the
@@ -548,10 +549,11 @@ func (l klogAdapter) Debugf(f string, args ...interface{}) {
 	klog.Background().V(5).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
 }
 
-// diskSize returns the bytes the files of the database directory take
-// (tables, value log, memtables' logs, manifest), which every store of the
-// database shares. Badger's own Size is refreshed once a minute and leaves
-// memtables out; reading the directory is a few dozen stats.
+// diskSize returns the bytes the files of the database directory take on
+// disk (tables, value log, memtables' logs, manifest; see diskusage), which
+// every store of the database shares. Badger's own Size is refreshed once a
+// minute, leaves memtables out and counts the value log's preallocated
+// size; reading the directory is a few dozen stats.
 func (sh *sharedDB) diskSize() (int64, error) {
 	entries, err := os.ReadDir(sh.dir)
 	if err != nil {
@@ -569,7 +571,7 @@ func (sh *sharedDB) diskSize() (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("store: disk size of %s: %w", sh.dir, err)
 		}
-		n += fi.Size()
+		n += diskusage.Of(fi)
 	}
 	return n, nil
 }

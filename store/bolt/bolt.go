@@ -17,6 +17,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/diskusage"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -451,14 +452,15 @@ func storeInfo(o store.Options, rv, reset string) store.Info {
 // for it. etcd maps 10 GiB for the same reason.
 const initialMmapSize = 1 << 30
 
-// diskSize returns the size of the database file, which every store of the
+// diskSize returns the bytes the database file takes on disk (see
+// diskusage: bbolt grows the file ahead of use), which every store of the
 // file shares.
 func (f *file) diskSize() (int64, error) {
 	fi, err := os.Stat(f.path)
 	if err != nil {
 		return 0, fmt.Errorf("store: disk size of %s: %w", f.path, err)
 	}
-	return fi.Size(), nil
+	return diskusage.Of(fi), nil
 }
 
 // DiskSize implements store.DiskSizer: the size of the database file,

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/informerdb/informerdb/store/internal/diskusage"
 )
 
-// Size returns the bytes the snapshot file at path takes: 0 before its
-// first snapshot (store.DiskSizer of the backends with snapshot files).
+// Size returns the bytes the snapshot file at path takes on disk: 0 before
+// its first snapshot (store.DiskSizer of the backends with snapshot files).
 func Size(path string) (int64, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -17,5 +19,5 @@ func Size(path string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("snapfile: size of %s: %w", path, err)
 	}
-	return fi.Size(), nil
+	return diskusage.Of(fi), nil
 }
