@@ -196,6 +196,7 @@ func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	for {
 		pc, carry, err := inf.gather(ctx, logger, q, inflight)
 		if pc != nil {
+			inf.lastGroup.ops, inf.lastGroup.notes = len(pc.ops), len(pc.notes)
 			if inflight != nil && !isClosed(inflight) {
 				// The committer is busy: do the group's share of the
 				// commit's CPU work now rather than wait idle for it.
@@ -246,7 +247,7 @@ type commitJob struct {
 // commit (a relist, or one that would not fit) comes back as carry, to be
 // committed on its own right after pc.
 func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo.Queue, inflight <-chan struct{}) (pc, carry *pendingCommit, err error) {
-	first := &pendingCommit{}
+	first := inf.newGroup()
 	popped := false
 	err = q.Pop(ctx, func(_ context.Context, b deltafifo.Batch) error {
 		popped = true
@@ -317,6 +318,21 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		inflight = nil // the next expiry of dctx ends the gathering
 	}
 	return pc, carry, nil
+}
+
+// newGroup returns an empty group with room for as many operations and
+// notifications as the last one held: under a steady stream, groups of
+// thousands would otherwise grow by copying themselves a dozen times.
+func (inf *Informer) newGroup() *pendingCommit {
+	h := inf.lastGroup
+	pc := &pendingCommit{}
+	if h.ops > 0 {
+		pc.ops, pc.opOf = make([]store.Op, 0, h.ops), make(map[string]int, h.ops)
+	}
+	if h.notes > 0 {
+		pc.notes = make([]queuedNote, 0, h.notes)
+	}
+	return pc
 }
 
 // exceedsOps reports whether adding b to pc could take pc's operations

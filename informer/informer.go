@@ -73,6 +73,9 @@ type Informer struct {
 
 	syncedCh chan struct{} // closed when synced turns true
 	pops     atomic.Int64  // batches popped, numbering the pops
+	// lastGroup is the size of the last group gathered, the capacity
+	// the next one starts with (see newGroup); only popLoop uses it.
+	lastGroup struct{ ops, notes int }
 
 	name    string           // Options.Name, defaulted
 	metrics *informerMetrics // nil without Options.Metrics
