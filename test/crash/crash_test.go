@@ -27,6 +27,8 @@ import (
 	"github.com/informerdb/informerdb/store"
 	_ "github.com/informerdb/informerdb/store/badger"
 	_ "github.com/informerdb/informerdb/store/bolt"
+	_ "github.com/informerdb/informerdb/store/memdb"
+	_ "github.com/informerdb/informerdb/store/memory"
 	"github.com/informerdb/informerdb/store/storetest"
 	"github.com/informerdb/informerdb/test/apiserver"
 )
@@ -104,6 +106,32 @@ var backends = []backend{
 			}
 		},
 	},
+	snapshotBackend("memory"),
+	snapshotBackend("memdb"),
+}
+
+// snapshotBackend is a backend whose database is a snapshot file, written
+// every 100ms while a child runs: a kill loses what came after the last
+// snapshot, and the restart resumes from that older point.
+func snapshotBackend(scheme string) backend {
+	file := func(dir string) string { return filepath.Join(dir, "cache.snap") }
+	return backend{
+		name:    scheme + "-file",
+		url:     func(dir string) string { return scheme + "://" + file(dir) + "?snapshot_interval=100ms" },
+		lockURL: func(dir string) string { return scheme + "://" + file(dir) + "?lock_timeout=1s" },
+		// A killed child may not have written a snapshot yet: garbage
+		// in place of the file, whether there was one or not.
+		corrupt: func(t *testing.T, dir string) {
+			if err := os.WriteFile(file(dir), bytes.Repeat([]byte("garbage!"), 512), 0o600); err != nil {
+				t.Fatalf("corrupt %s: %v", file(dir), err)
+			}
+		},
+		remove: func(t *testing.T, dir string) {
+			if err := os.Remove(file(dir)); err != nil {
+				t.Fatalf("remove database: %v", err)
+			}
+		},
+	}
 }
 
 // overwrite replaces the first n bytes of path with seeded garbage.

@@ -21,6 +21,10 @@
 //     watch window (API server metrics: the limit=1 probe only), and did
 //     relist when the API server had been restarted since R.
 //
+// The backends: bolt, badger, and memory and memdb with a snapshot file
+// written every 100ms (whose kill loses what came after the last snapshot,
+// so the restart resumes from an older point and receives it again).
+//
 // It also checks that a second child started on a database held by a
 // running one fails with store.ErrLocked instead of hanging, and that a
 // database damaged while the child was down makes the child fail with
