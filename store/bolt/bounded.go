@@ -172,10 +172,11 @@ func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 	}
 	err = updateStore(s.file, s.info.Name, func(b *buckets) error {
 		var err error
+		ops := keyOps(len(ps), func(i int) *indexer.Prepared { return &ps[i] })
 		if replace {
-			err = replaceAll(b, set.Names(), ps)
+			err = replaceAll(b, set.Names(), ops)
 		} else {
-			err = writeOps(b, set.Names(), keyOpsOf(ps))
+			err = writeOps(b, set.Names(), ops)
 		}
 		if err != nil {
 			return err

@@ -648,20 +648,14 @@ type keyOp struct {
 	p *indexer.Prepared
 }
 
-// keyOpsOf returns the operations of ps, in order, with their bbolt keys.
-func keyOpsOf(ps []indexer.Prepared) []keyOp {
-	ops := make([]keyOp, len(ps))
-	for i := range ps {
-		ops[i] = keyOp{k: boltKey(ps[i].Key), p: &ps[i]}
-	}
-	return ops
-}
-
-// keyOpsOfChanges is keyOpsOf for the operations of changes.
-func keyOpsOfChanges(cs []indexer.Change) []keyOp {
-	ops := make([]keyOp, len(cs))
-	for i := range cs {
-		ops[i] = keyOp{k: boltKey(cs[i].Key), p: &cs[i].Prepared}
+// keyOps returns n operations, at(0) to at(n-1), in order, with their
+// bbolt keys: the prepared operations of a write (a Commit's changes, or a
+// bounded store's operations) as writeOps and replaceAll take them.
+func keyOps(n int, at func(i int) *indexer.Prepared) []keyOp {
+	ops := make([]keyOp, n)
+	for i := range ops {
+		p := at(i)
+		ops[i] = keyOp{k: boltKey(p.Key), p: p}
 	}
 	return ops
 }
@@ -703,7 +697,7 @@ func lastPerKey(ops []keyOp) []keyOp {
 // touches each node once in a row. New objects get sequence numbers in key
 // order, after every stored object's.
 //
-// ops are the operations in batch order (see keyOpsOf); writeOps reorders
+// ops are the operations in batch order (see keyOps); writeOps reorders
 // them.
 func writeOps(b *buckets, names []string, ops []keyOp) error {
 	ops = lastPerKey(ops)
@@ -852,39 +846,25 @@ func diffValues(old, new [][]string) (oldOnly, newOnly [][]string) {
 	return oldOnly, newOnly
 }
 
-// replaceAll makes the puts of ps (the last one per key wins; a delete
+// replaceAll makes the puts of ops (the last one per key wins; a delete
 // removes an earlier put) the complete contents of b. Objects are numbered
 // in key order and written into fresh buckets filled to 100%, in the order
 // of each bucket's keys: bbolt's fast path for bulk loads.
-func replaceAll(b *buckets, names []string, ps []indexer.Prepared) error {
-	last := make(map[string]int, len(ps))
-	for i := range ps {
-		if ps[i].Type == store.OpPut {
-			last[ps[i].Key] = i
-		} else {
-			delete(last, ps[i].Key)
-		}
-	}
-	type item struct {
-		k []byte // bbolt key
-		i int
-	}
-	keep := make([]item, 0, len(last))
-	for _, i := range last {
-		keep = append(keep, item{boltKey(ps[i].Key), i})
-	}
-	slices.SortFunc(keep, func(a, b item) int { return bytes.Compare(a.k, b.k) })
+func replaceAll(b *buckets, names []string, ops []keyOp) error {
+	// Each key's last operation, in key order; a key whose last is a
+	// delete is not in the new contents.
+	keep := slices.DeleteFunc(lastPerKey(ops), func(o keyOp) bool { return o.p.Type != store.OpPut })
 	if err := b.clear(names); err != nil {
 		return err
 	}
 	b.objects.FillPercent, b.keys.FillPercent = 1.0, 1.0
 	entries := make([][]entry, len(names))
-	for n, it := range keep {
-		p, seq := &ps[it.i], uint64(n)
+	for n, o := range keep {
+		p, seq := o.p, uint64(n)
 		if err := b.objects.Put(seqKey(seq), p.Data); err != nil {
 			return fmt.Errorf("put %s: %w", p.Key, err)
 		}
-		if err := b.keys.Put(it.k, encodeKeyRecord(seq, p.Key, p.Values)); err != nil {
+		if err := b.keys.Put(o.k, encodeKeyRecord(seq, p.Key, p.Values)); err != nil {
 			return fmt.Errorf("put %s: %w", p.Key, err)
 		}
 		if b.entries {

@@ -243,16 +243,13 @@ func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv st
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ops := keyOps(len(changes), func(i int) *indexer.Prepared { return &changes[i].Prepared })
 	return p.update(func(b *buckets) error {
 		var err error
 		if replace {
-			ps := make([]indexer.Prepared, len(changes))
-			for i := range changes {
-				ps[i] = changes[i].Prepared
-			}
-			err = replaceAll(b, p.names, ps)
+			err = replaceAll(b, p.names, ops)
 		} else {
-			err = writeOps(b, p.names, keyOpsOfChanges(changes))
+			err = writeOps(b, p.names, ops)
 		}
 		if err != nil {
 			return err
