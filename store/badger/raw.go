@@ -398,16 +398,7 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 			}
 			k := newKeys(name, m.Generation)
 			if !m.Entries {
-				return eachValues(ctx, txn, k, len(m.Indexes), func(key string, vals [][]string) error {
-					for i, index := range m.Indexes {
-						for _, v := range vals[i] {
-							if err := fn(index, v, key); err != nil {
-								return err
-							}
-						}
-					}
-					return nil
-				})
+				return eachImpliedEntry(ctx, txn, k, m.Indexes, fn)
 			}
 			prefix := k.entriesPrefix()
 			return eachUnder(ctx, txn, prefix, func(item *badger.Item, suffix []byte) error {

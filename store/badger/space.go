@@ -188,6 +188,17 @@ func (s *space) allocGen() uint64 {
 	return g
 }
 
+// setRecord writes m as the store's meta record and makes it current.
+func (s *space) setRecord(m metaRecord) error {
+	if err := s.writeMeta(m); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.rec = m
+	s.mu.Unlock()
+	return nil
+}
+
 func (s *space) writeMeta(m metaRecord) error {
 	return s.sh.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(s.k.meta(), encodeMeta(m))
@@ -277,12 +288,9 @@ func (s *space) dropEntries() error {
 	s.mu.RUnlock()
 	if m.Entries {
 		m.Entries = false
-		if err := s.writeMeta(m); err != nil {
+		if err := s.setRecord(m); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.rec = m
-		s.mu.Unlock()
 		if err := entriesStep("drop: flag cleared"); err != nil {
 			return err
 		}
@@ -318,16 +326,9 @@ func (s *space) buildEntries(ctx context.Context) error {
 	defer wb.Cancel()
 	n := 0
 	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
-		return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
-			for i, name := range names {
-				for _, v := range vals[i] {
-					if err := wb.Set(k.entry(name, v, key)); err != nil {
-						return err
-					}
-					n++
-				}
-			}
-			return nil
+		return eachImpliedEntry(ctx, txn, k, names, func(index, value, key string) error {
+			n++
+			return wb.Set(k.entry(index, value, key))
 		})
 	})
 	if err == nil {
@@ -347,14 +348,27 @@ func (s *space) buildEntries(ctx context.Context) error {
 		}
 	}
 	m.Entries = true
-	if err := s.writeMeta(m); err != nil {
+	if err := s.setRecord(m); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.rec = m
-	s.mu.Unlock()
 	klog.Background().V(2).Info("Built the index entries from the value records for the bounded mode", "store", s.name, "dir", s.sh.dir, "entries", n)
 	return nil
+}
+
+// eachImpliedEntry calls fn with every index entry (index name, value,
+// object key) the value records of k's generation imply, for the indexes
+// names, read in txn: the entries a store keeps when it keeps them.
+func eachImpliedEntry(ctx context.Context, txn *badger.Txn, k keys, names []string, fn func(index, value, key string) error) error {
+	return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
+		for i, index := range names {
+			for _, v := range vals[i] {
+				if err := fn(index, v, key); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // eachValues calls fn with the object key and the index values (aligned
