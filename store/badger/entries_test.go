@@ -48,31 +48,15 @@ func readRaw(t *testing.T, dir, name string) rawState {
 				return err
 			}
 			k = k.withGen(st.meta.Generation)
-			err = eachUnder(t.Context(), txn, k.entriesPrefix(), func(item *badger.Item, suffix []byte) error {
-				index, rest, err := readLP(suffix)
-				if err != nil {
-					return err
-				}
-				v, err := item.ValueCopy(nil)
-				if err != nil {
-					return err
-				}
-				value, key, err := parseEntry(rest, v)
-				if err != nil {
-					return err
-				}
+			err = eachStoredEntry(t.Context(), txn, k, func(index, value, key string) error {
 				st.entries[triple(index, value, key)] = true
 				return nil
 			})
 			if err != nil {
 				return err
 			}
-			err = eachValues(t.Context(), txn, k, len(st.meta.Indexes), func(key string, vals [][]string) error {
-				for i, index := range st.meta.Indexes {
-					for _, v := range vals[i] {
-						st.implied[triple(index, v, key)] = true
-					}
-				}
+			err = eachImpliedEntry(t.Context(), txn, k, st.meta.Indexes, func(index, value, key string) error {
+				st.implied[triple(index, value, key)] = true
 				return nil
 			})
 			if err != nil {

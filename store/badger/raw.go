@@ -400,22 +400,27 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 			if !m.Entries {
 				return eachImpliedEntry(ctx, txn, k, m.Indexes, fn)
 			}
-			prefix := k.entriesPrefix()
-			return eachUnder(ctx, txn, prefix, func(item *badger.Item, suffix []byte) error {
-				index, rest, err := readLP(suffix)
-				if err != nil {
-					return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
-				}
-				v, err := item.ValueCopy(nil)
-				if err != nil {
-					return err
-				}
-				value, key, err := parseEntry(rest, v)
-				if err != nil {
-					return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
-				}
-				return fn(index, value, key)
-			})
+			return eachStoredEntry(ctx, txn, k, fn)
 		})
+	})
+}
+
+// eachStoredEntry calls fn with every index entry (index name, value,
+// object key) stored under k's generation, read in txn.
+func eachStoredEntry(ctx context.Context, txn *badger.Txn, k keys, fn func(index, value, key string) error) error {
+	return eachUnder(ctx, txn, k.entriesPrefix(), func(item *badger.Item, suffix []byte) error {
+		index, rest, err := readLP(suffix)
+		if err != nil {
+			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		value, key, err := parseEntry(rest, v)
+		if err != nil {
+			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
+		}
+		return fn(index, value, key)
 	})
 }
