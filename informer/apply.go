@@ -512,7 +512,7 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.view.committed(pc.ops, pc.seq)
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
-	inf.proc.distributeCommit(pc.notes, rejected, !inf.synced)
+	inf.proc.distribute(pc.notes, rejected, !inf.synced)
 	if pc.rv != "" {
 		if pc.rv != inf.appliedRV {
 			inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())

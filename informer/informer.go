@@ -253,6 +253,16 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	return q, src, nil
 }
 
+// initialAdds returns the OnAdd(obj, true) notifications of objs, the
+// stored objects a handler receives first.
+func initialAdds(objs []interface{}) []queuedNote {
+	notes := make([]queuedNote, len(objs))
+	for i, obj := range objs {
+		notes[i] = queuedNote{n: notification{kind: notifyAdd, newObj: obj, initial: true}, op: -1}
+	}
+	return notes
+}
+
 func (inf *Informer) markStopped() {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -267,9 +277,7 @@ func (inf *Informer) replay(logger klog.Logger) {
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
 	objs := inf.store.List()
-	for _, obj := range objs {
-		inf.proc.distribute(notification{kind: notifyAdd, newObj: obj, initial: true, counted: true}, false)
-	}
+	inf.proc.distribute(initialAdds(objs), nil, true)
 	if len(objs) > 0 {
 		logger.V(2).Info("Replayed persisted objects to handlers", "objects", len(objs), "resourceVersion", inf.appliedRV)
 	}
@@ -413,9 +421,7 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
-	for _, obj := range inf.store.List() {
-		l.add(notification{kind: notifyAdd, newObj: obj, initial: true, counted: true})
-	}
+	l.add(initialAdds(inf.store.List()), nil, true, false)
 	inf.proc.add(l)
 	if inf.synced {
 		l.upstreamSynced()

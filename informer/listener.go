@@ -99,33 +99,10 @@ func newListener(logger klog.Logger, handler cache.ResourceEventHandler, request
 	return l
 }
 
-// add queues n. It never blocks. It returns false when the listener is
-// closed, in which case n is dropped.
-func (l *listener) add(n notification) bool {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return false
-	}
-	if n.counted {
-		l.pending.Add(1)
-	}
-	if l.now != nil && n.queued.IsZero() {
-		n.queued = l.now()
-	}
-	l.buf.push(n)
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// addCommit queues the notifications of one commit, as add would one by
-// one: the resync ones only when syncing, none of the operations in
-// rejected, each counted when counted. They share one queueing time.
-func (l *listener) addCommit(notes []queuedNote, rejected map[int]bool, counted, syncing bool) {
+// add queues notes, in order: the resync ones only when syncing, none of
+// the operations in rejected, each counted when counted. They share one
+// queueing time. It never blocks; a closed listener drops them.
+func (l *listener) add(notes []queuedNote, rejected map[int]bool, counted, syncing bool) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

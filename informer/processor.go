@@ -87,27 +87,15 @@ func (p *processor) stop() {
 	p.wg.Wait()
 }
 
-// distribute queues n for every listener, or, when resync is true, for the
-// listeners taking part in the current resync round.
-func (p *processor) distribute(n notification, resync bool) {
+// distribute queues notes, in order, for every listener (the resync ones
+// only for the listeners taking part in the current resync round), skipping
+// those of the operations in rejected. Each listener takes them under one
+// lock, and is woken once.
+func (p *processor) distribute(notes []queuedNote, rejected map[int]bool, counted bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for l, syncing := range p.listeners {
-		if !resync || syncing {
-			l.add(n)
-		}
-	}
-}
-
-// distributeCommit queues the notifications of one commit, in order, for
-// every listener (the resync ones only for the listeners taking part in the
-// current resync round), skipping those of the operations in rejected.
-// Each listener takes them under one lock, and is woken once.
-func (p *processor) distributeCommit(notes []queuedNote, rejected map[int]bool, counted bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	for l, syncing := range p.listeners {
-		l.addCommit(notes, rejected, counted, syncing)
+		l.add(notes, rejected, counted, syncing)
 	}
 }
 
