@@ -90,12 +90,12 @@ type DeltaFIFO struct {
 	items map[string]pending
 	// queue is the pop order. A key is in queue exactly when it is in items,
 	// and at most once; bookmark entries are never adjacent.
-	queue []queueEntry
+	queue deque[queueEntry]
 	// nextSeq is the arrival sequence number of the next event.
 	nextSeq uint64
 	// rvs are the resourceVersions of events the watermark has not passed
 	// yet, in arrival order.
-	rvs    []seqRV
+	rvs    deque[seqRV]
 	closed bool
 	// relistSeq is the sequence number of the latest Replace, if relisted.
 	relistSeq uint64
@@ -175,7 +175,7 @@ func (f *DeltaFIFO) arriveLocked(rv string) uint64 {
 	seq := f.nextSeq
 	f.nextSeq++
 	if rv != "" {
-		f.rvs = append(f.rvs, seqRV{seq: seq, rv: rv})
+		f.rvs.push(seqRV{seq: seq, rv: rv})
 	}
 	return seq
 }
@@ -185,7 +185,7 @@ func (f *DeltaFIFO) appendLocked(key string, seq uint64, d cache.Delta) {
 	p, ok := f.items[key]
 	if !ok {
 		p.firstSeq = seq
-		f.queue = append(f.queue, queueEntry{key: key})
+		f.queue.push(queueEntry{key: key})
 	}
 	p.deltas = dedupDeletes(append(p.deltas, d))
 	f.items[key] = p
@@ -225,11 +225,11 @@ func (f *DeltaFIFO) Bookmark(resourceVersion string) error {
 }
 
 func (f *DeltaFIFO) queueBookmarkLocked(rv string) {
-	if n := len(f.queue); n > 0 && f.queue[n-1].bookmark {
-		f.queue[n-1].rv = rv
+	if q := f.queue.items(); len(q) > 0 && q[len(q)-1].bookmark {
+		q[len(q)-1].rv = rv
 		return
 	}
-	f.queue = append(f.queue, queueEntry{bookmark: true, rv: rv})
+	f.queue.push(queueEntry{bookmark: true, rv: rv})
 	f.cond.Broadcast()
 }
 
@@ -261,7 +261,7 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	// Plan every deletion before changing anything, so that a lookup error
 	// leaves the queue as it was.
 	var gone []cache.DeletedFinalStateUnknown
-	for _, e := range f.queue {
+	for _, e := range f.queue.items() {
 		if e.bookmark {
 			continue
 		}
@@ -307,7 +307,7 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	}
 	if !f.populated {
 		f.populated = true
-		f.initialCount = len(f.queue)
+		f.initialCount = f.queue.len()
 	}
 	return nil
 }
@@ -368,7 +368,7 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if len(f.queue) > 0 {
+		if f.queue.len() > 0 {
 			break
 		}
 		if f.closed {
@@ -378,9 +378,8 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	}
 
 	b := Batch{InInitialList: !f.syncedLocked()}
-	e := f.queue[0]
-	f.queue[0] = queueEntry{}
-	f.queue = popFront(f.queue, 1)
+	e := f.queue.items()[0]
+	f.queue.drop(1)
 	if e.bookmark {
 		b.Deltas = cache.Deltas{{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: e.rv}}}
 	} else {
@@ -408,21 +407,19 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 // Bookmark entries hold nothing to apply and do not hold the watermark back.
 func (f *DeltaFIFO) advanceLocked() (rv string, oldest uint64) {
 	oldest = f.nextSeq
-	for _, e := range f.queue {
+	for _, e := range f.queue.items() {
 		if !e.bookmark {
 			oldest = f.items[e.key].firstSeq
 			break
 		}
 	}
+	rvs := f.rvs.items()
 	i := 0
-	for i < len(f.rvs) && f.rvs[i].seq < oldest {
-		rv = f.rvs[i].rv
+	for i < len(rvs) && rvs[i].seq < oldest {
+		rv = rvs[i].rv
 		i++
 	}
-	if i > 0 {
-		clear(f.rvs[:i])
-		f.rvs = popFront(f.rvs, i)
-	}
+	f.rvs.drop(i)
 	return rv, oldest
 }
 
@@ -444,7 +441,7 @@ func (f *DeltaFIFO) List() []interface{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]interface{}, 0, len(f.items))
-	for _, e := range f.queue {
+	for _, e := range f.queue.items() {
 		if !e.bookmark {
 			out = append(out, f.items[e.key].deltas.Newest().Object)
 		}
@@ -457,7 +454,7 @@ func (f *DeltaFIFO) ListKeys() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]string, 0, len(f.items))
-	for _, e := range f.queue {
+	for _, e := range f.queue.items() {
 		if !e.bookmark {
 			out = append(out, e.key)
 		}
@@ -493,7 +490,7 @@ func (f *DeltaFIFO) GetByKey(key string) (item interface{}, exists bool, err err
 func (f *DeltaFIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.queue)
+	return f.queue.len()
 }
 
 // Close stops the queue: writes fail with ErrClosed, Pop hands out what is

@@ -14,5 +14,5 @@ func SetWaitHook(f func()) (restore func()) {
 func (f *FIFO) ArrayStart() uintptr {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return uintptr(unsafe.Pointer(unsafe.SliceData(f.buf)))
+	return uintptr(unsafe.Pointer(unsafe.SliceData(f.units.buf)))
 }

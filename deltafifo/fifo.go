@@ -73,10 +73,8 @@ type FIFO struct {
 	// mu guards every field below; cond (on mu) signals new units and Close.
 	mu   sync.Mutex
 	cond sync.Cond
-	// buf[head:] are the queued units, oldest first; buf[:head] were
-	// popped (and cleared). See dropFront.
-	buf    []unit
-	head   int
+	// units are the queued units, oldest first.
+	units  deque[unit]
 	closed bool
 	// populated is set by the first Add, Update, Delete or Replace.
 	populated bool
@@ -128,7 +126,7 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 }
 
 func (f *FIFO) pushLocked(u unit) {
-	f.buf = append(f.buf, u)
+	f.units.push(u)
 	f.cond.Broadcast()
 }
 
@@ -257,7 +255,7 @@ func (f *FIFO) lastQueuedLocked() ([]string, map[string]cache.Delta) {
 		}
 		last[k] = d
 	}
-	units := f.buf[f.head:]
+	units := f.units.items()
 	for i := range units {
 		u := &units[i]
 		switch u.kind {
@@ -328,7 +326,7 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if f.lenLocked() > 0 {
+		if f.units.len() > 0 {
 			break
 		}
 		if f.closed {
@@ -351,12 +349,12 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 // a Batch, and whether it completes the initial population.
 func (f *FIFO) takeLocked() (Batch, bool) {
 	b := Batch{InInitialList: !f.syncedLocked()}
-	units := f.buf[f.head:]
+	units := f.units.items()
 	first := &units[0]
 	if first.kind == unitReplace {
 		b.Deltas, b.ResourceVersion, b.Replace = first.deltas, first.rv, true
 		initial := first.initial
-		f.dropFront(1)
+		f.units.drop(1)
 		return b, initial
 	}
 
@@ -386,7 +384,7 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 			b.ResourceVersion = u.rv
 		}
 	}
-	f.dropFront(n)
+	f.units.drop(n)
 	return b, false
 }
 
@@ -408,10 +406,8 @@ func (f *FIFO) HasSynced() bool {
 func (f *FIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.lenLocked()
+	return f.units.len()
 }
-
-func (f *FIFO) lenLocked() int { return len(f.buf) - f.head }
 
 // Close stops the queue: writes fail with ErrClosed, Pop hands out what is
 // queued and then returns ErrClosed. Close is idempotent.
@@ -427,36 +423,4 @@ func (f *FIFO) IsClosed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.closed
-}
-
-// dropFront removes the n oldest units. Their slots are cleared, so that
-// popped objects can be collected while the array lives on, and the array
-// is reused: once the popped slots outnumber the queued units, these move
-// to its start (amortized, each unit moves at most once per slot popped
-// before it). Slicing the popped units off instead lost the array's front
-// for good, and a long queue, pushed and popped at once as under a watch
-// that outpaces the store, copied itself into a new array every time its
-// end was reached.
-func (f *FIFO) dropFront(n int) {
-	clear(f.buf[f.head : f.head+n])
-	f.head += n
-	switch queued := len(f.buf) - f.head; {
-	case queued == 0:
-		f.buf, f.head = f.buf[:0], 0
-	case f.head >= queued:
-		copy(f.buf, f.buf[f.head:])
-		clear(f.buf[queued:])
-		f.buf, f.head = f.buf[:queued], 0
-	}
-}
-
-// popFront drops the first n (already cleared) elements of s. When that
-// empties s it rewinds to the start of the backing array, so that a queue
-// that keeps up with its writer reuses one array instead of reallocating
-// each time appends reach its end.
-func popFront[T any](s []T, n int) []T {
-	if n == len(s) {
-		return s[:0]
-	}
-	return s[n:]
 }
