@@ -1,11 +1,15 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	restclientwatch "k8s.io/client-go/rest/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
@@ -42,8 +49,8 @@ func pipelineCM(i, keys, rv int) *corev1.ConfigMap {
 }
 
 // pipelineLW lists keys ConfigMaps at resourceVersion keys, and its one
-// watch relays the events sent on events.
-func pipelineLW(keys int, events chan watch.Event, watching chan struct{}) *cache.ListWatch {
+// watch is the one feed opens.
+func pipelineLW(keys int, feed pipelineFeed, watching chan struct{}) *cache.ListWatch {
 	var once atomic.Bool
 	return &cache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
@@ -62,20 +69,147 @@ func pipelineLW(keys int, events chan watch.Event, watching chan struct{}) *cach
 				return nil, apierrors.NewServiceUnavailable("pipelineLW: one watch only")
 			}
 			close(watching)
-			return watch.NewProxyWatcher(events), nil
+			return feed.watch(), nil
 		},
 	}
 }
 
-// pipelineRate sends n MODIFIED events, updating keys ConfigMaps round
-// robin, to the informer newInf makes, after it synced, and returns events
-// per second until the handler saw the last.
+// pipelineFeed is where the benchmark's watch events come from.
+type pipelineFeed interface {
+	// watch returns the watch the informer reads the events from.
+	watch() watch.Interface
+	// send delivers event i to the watch; false when ctx ended first.
+	send(ctx context.Context, i int) bool
+	// close ends the feed once the run is over.
+	close()
+}
+
+// decodedFeed hands the informer decoded objects, as a watch over an
+// in-process source would: the informer's own work, without the decoding a
+// watch on an API server costs.
+type decodedFeed struct {
+	keys, rv0 int
+	events    chan watch.Event
+}
+
+func newDecodedFeed(keys, rv0 int) *decodedFeed {
+	return &decodedFeed{keys: keys, rv0: rv0, events: make(chan watch.Event, 1024)}
+}
+
+func (f *decodedFeed) watch() watch.Interface { return watch.NewProxyWatcher(f.events) }
+
+func (f *decodedFeed) send(ctx context.Context, i int) bool {
+	select {
+	case f.events <- watch.Event{Type: watch.Modified, Object: pipelineCM(i, f.keys, f.rv0+i)}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (f *decodedFeed) close() {}
+
+// wireFeed hands the informer the bytes of an API server's watch response
+// in a media type (JSON, or protobuf as clients that ask for it get), read
+// through the decoders client-go's REST client puts on a watch response:
+// the whole path from the wire to the handler, but for HTTP and TLS. The
+// events are encoded before the run, so only their decoding is timed; their
+// frames pass through a buffered channel, as decodedFeed's events do (an
+// HTTP/2 response body buffers what arrived, too).
+type wireFeed struct {
+	info   runtime.SerializerInfo
+	frames [][]byte
+	body   *frameReader
+}
+
+func newWireFeed(b *testing.B, mediaType string, n, keys, rv0 int) *wireFeed {
+	b.Helper()
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
+	if !ok || info.StreamSerializer == nil {
+		b.Fatalf("wireFeed: no stream serializer for %s", mediaType)
+	}
+	objEnc := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
+	f := &wireFeed{info: info, frames: make([][]byte, n), body: newFrameReader()}
+	var buf bytes.Buffer
+	for i := range n {
+		raw, err := runtime.Encode(objEnc, pipelineCM(i, keys, rv0+i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.Reset()
+		enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&buf), info.StreamSerializer.Serializer)
+		if err := enc.Encode(&metav1.WatchEvent{Type: string(watch.Modified), Object: runtime.RawExtension{Raw: raw}}); err != nil {
+			b.Fatal(err)
+		}
+		f.frames[i] = bytes.Clone(buf.Bytes())
+	}
+	return f
+}
+
+func (f *wireFeed) watch() watch.Interface {
+	frames := f.info.StreamSerializer.Framer.NewFrameReader(f.body)
+	events := streaming.NewDecoder(frames, f.info.StreamSerializer.Serializer)
+	objects := scheme.Codecs.WithoutConversion().DecoderToVersion(f.info.Serializer, corev1.SchemeGroupVersion)
+	return watch.NewStreamWatcher(restclientwatch.NewDecoder(events, objects),
+		apierrors.NewClientErrorReporter(http.StatusInternalServerError, "WATCH", "ClientWatchDecoding"))
+}
+
+func (f *wireFeed) send(ctx context.Context, i int) bool {
+	select {
+	case f.body.chunks <- f.frames[i]:
+		return true
+	case <-f.body.closed:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (f *wireFeed) close() { _ = f.body.Close() }
+
+// frameReader is a response body fed by chunks on a channel.
+type frameReader struct {
+	chunks    chan []byte
+	closed    chan struct{}
+	closeOnce sync.Once
+	rest      []byte
+}
+
+func newFrameReader() *frameReader {
+	return &frameReader{chunks: make(chan []byte, 1024), closed: make(chan struct{})}
+}
+
+// Read returns what is left of the current chunk, or waits for the next;
+// io.EOF once closed.
+func (r *frameReader) Read(p []byte) (int, error) {
+	if len(r.rest) == 0 {
+		select {
+		case r.rest = <-r.chunks:
+		case <-r.closed:
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, r.rest)
+	r.rest = r.rest[n:]
+	return n, nil
+}
+
+func (r *frameReader) Close() error {
+	r.closeOnce.Do(func() { close(r.closed) })
+	return nil
+}
+
+// pipelineRate sends n MODIFIED events from newFeed, updating keys
+// ConfigMaps round robin, to the informer newInf makes, after it synced, and
+// returns events per second until the handler saw the last.
 // With timed, b's timer runs for exactly that span; otherwise it stays
 // stopped, so a paired run does not count in ns/op.
-func pipelineRate(b *testing.B, n, keys int, timed bool, newInf func(lw *cache.ListWatch) (cache.SharedIndexInformer, error)) float64 {
+func pipelineRate(b *testing.B, n, keys int, timed bool, newFeed func(b *testing.B, n, keys, rv0 int) pipelineFeed, newInf func(lw *cache.ListWatch) (cache.SharedIndexInformer, error)) float64 {
 	b.Helper()
-	events, watching := make(chan watch.Event, 1024), make(chan struct{})
-	inf, err := newInf(pipelineLW(keys, events, watching))
+	feed := newFeed(b, n, keys, keys+1)
+	defer feed.close()
+	watching := make(chan struct{})
+	inf, err := newInf(pipelineLW(keys, feed, watching))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,6 +230,7 @@ func pipelineRate(b *testing.B, n, keys int, timed bool, newInf func(lw *cache.L
 	}()
 	defer func() {
 		cancel()
+		feed.close() // unblocks a sender and the watch's reader
 		<-stopped
 	}()
 	if !cache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
@@ -106,15 +241,16 @@ func pipelineRate(b *testing.B, n, keys int, timed bool, newInf func(lw *cache.L
 		b.StartTimer()
 	}
 	start := time.Now()
+	sent := make(chan struct{})
 	go func() {
+		defer close(sent)
 		for i := range n {
-			select {
-			case events <- watch.Event{Type: watch.Modified, Object: pipelineCM(i, keys, keys+1+i)}:
-			case <-ctx.Done():
+			if !feed.send(ctx, i) {
 				return
 			}
 		}
 	}()
+	defer func() { <-sent }()
 	<-done
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -131,7 +267,8 @@ func newClientGoInformer(lw *cache.ListWatch) (cache.SharedIndexInformer, error)
 // SharedIndexInformer. Each backend's sub-benchmark runs client-go on the
 // same events right after its own timed run and reports the paired ratio as
 // x-client-go (above 1: informerdb is faster), so that the drift of a shared
-// machine cancels out.
+// machine cancels out. The watch hands over decoded objects: this measures
+// the informers' own work (BenchmarkPipelineWire adds the decoding).
 //
 // keys=1000 updates 1,000 ConfigMaps round robin (a group commit writes each
 // key once however often it changed); keys=all updates b.N ConfigMaps once
@@ -139,49 +276,77 @@ func newClientGoInformer(lw *cache.ListWatch) (cache.SharedIndexInformer, error)
 //
 //	go test -run '^$' -bench BenchmarkPipeline -benchtime 20000x -count 3 ./test/bench/
 func BenchmarkPipeline(b *testing.B) {
+	decoded := func(_ *testing.B, _, keys, rv0 int) pipelineFeed { return newDecodedFeed(keys, rv0) }
+	for _, keys := range []string{"1000", "all"} {
+		benchmarkPipeline(b, "keys="+keys, keys == "all", decoded)
+	}
+}
+
+// BenchmarkPipelineWire is BenchmarkPipeline's keys=all with the events read
+// from the bytes of an API server's watch response, JSON (client-go's
+// default, and the only choice for custom resources) or protobuf, through
+// the decoders client-go puts on a watch response (wireFeed). Both informers
+// decode on their reflector's goroutine, as they would from a real watch.
+//
+//	go test -run '^$' -bench BenchmarkPipelineWire -benchtime 100000x -count 3 ./test/bench/
+func BenchmarkPipelineWire(b *testing.B) {
+	for _, mediaType := range []string{runtime.ContentTypeJSON, runtime.ContentTypeProtobuf} {
+		wire := strings.TrimPrefix(mediaType, "application/")
+		if wire == "vnd.kubernetes.protobuf" {
+			wire = "protobuf"
+		}
+		benchmarkPipeline(b, "keys=all/wire="+wire, true, func(b *testing.B, n, keys, rv0 int) pipelineFeed {
+			return newWireFeed(b, mediaType, n, keys, rv0)
+		})
+	}
+}
+
+// benchmarkPipeline runs client-go, then every backend paired with
+// client-go, on the events of newFeed: b.N ConfigMaps updated once each if
+// allKeys, else hotKeys ConfigMaps round robin. variant ends each
+// sub-benchmark's name.
+func benchmarkPipeline(b *testing.B, variant string, allKeys bool, newFeed func(b *testing.B, n, keys, rv0 int) pipelineFeed) {
 	codec, err := indexer.NewCodec(&corev1.ConfigMap{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, keys := range []string{"1000", "all"} {
-		nkeys := func(b *testing.B) int {
-			if keys == "all" {
-				return b.N
-			}
-			return hotKeys
+	nkeys := func(b *testing.B) int {
+		if allKeys {
+			return b.N
 		}
-		// client-go first: benchstat -col /impl compares against the first.
-		b.Run("impl=client-go/keys="+keys, func(b *testing.B) {
+		return hotKeys
+	}
+	// client-go first: benchstat -col /impl compares against the first.
+	b.Run("impl=client-go/"+variant, func(b *testing.B) {
+		b.StopTimer()
+		b.ReportAllocs()
+		b.ReportMetric(pipelineRate(b, b.N, nkeys(b), true, newFeed, newClientGoInformer), "events/s")
+	})
+	for _, be := range []struct{ name, url string }{
+		{"memory", "memory://"},
+		{"memdb", "memdb://"},
+		{"bolt", "bolt://%s/cache.db"},
+		{"badger", "badger://%s/badger"},
+	} {
+		b.Run("impl=informerdb-"+be.name+"/"+variant, func(b *testing.B) {
 			b.StopTimer()
 			b.ReportAllocs()
-			b.ReportMetric(pipelineRate(b, b.N, nkeys(b), true, newClientGoInformer), "events/s")
-		})
-		for _, be := range []struct{ name, url string }{
-			{"memory", "memory://"},
-			{"memdb", "memdb://"},
-			{"bolt", "bolt://%s/cache.db"},
-			{"badger", "badger://%s/badger"},
-		} {
-			b.Run("impl=informerdb-"+be.name+"/keys="+keys, func(b *testing.B) {
-				b.StopTimer()
-				b.ReportAllocs()
-				url := strings.Replace(be.url, "%s", filepath.ToSlash(b.TempDir()), 1)
-				rate := pipelineRate(b, b.N, nkeys(b), true, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
-					s, err := store.Open(b.Context(), url, &store.Options{
-						Name: "v1/configmaps", Codec: codec,
-						Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-					})
-					if err != nil {
-						return nil, err
-					}
-					b.Cleanup(func() { _ = s.Close() })
-					return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{MaxBatchSize: maxBatchSize(b)})
+			url := strings.Replace(be.url, "%s", filepath.ToSlash(b.TempDir()), 1)
+			rate := pipelineRate(b, b.N, nkeys(b), true, newFeed, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
+				s, err := store.Open(b.Context(), url, &store.Options{
+					Name: "v1/configmaps", Codec: codec,
+					Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 				})
-				clientGo := pipelineRate(b, b.N, nkeys(b), false, newClientGoInformer)
-				b.ReportMetric(rate, "events/s")
-				b.ReportMetric(rate/clientGo, "x-client-go")
+				if err != nil {
+					return nil, err
+				}
+				b.Cleanup(func() { _ = s.Close() })
+				return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{MaxBatchSize: maxBatchSize(b)})
 			})
-		}
+			clientGo := pipelineRate(b, b.N, nkeys(b), false, newFeed, newClientGoInformer)
+			b.ReportMetric(rate, "events/s")
+			b.ReportMetric(rate/clientGo, "x-client-go")
+		})
 	}
 }
 
@@ -199,4 +364,76 @@ func maxBatchSize(b *testing.B) int {
 		b.Fatalf("%s=%q: want a positive integer", maxBatchSizeEnv, v)
 	}
 	return n
+}
+
+// BenchmarkCommitCeiling bounds BenchmarkPipeline's keys=all for the durable
+// backends from above: the same updates to b.N ConfigMaps, prepared for the
+// store (encoded, keyed, indexed: store.Prepare) before the timer starts and
+// committed in the groups the informer makes under a steady stream (its
+// MaxBatchSize, or less where the store limits a commit), with nothing else
+// running. That is the store's share of the pipeline alone; paired with
+// client-go's whole pipeline on the same events, its x-client-go is the
+// most any informer over that store could reach on this machine.
+//
+//	go test -run '^$' -bench BenchmarkCommitCeiling -benchtime 100000x -count 3 ./test/bench/
+func BenchmarkCommitCeiling(b *testing.B) {
+	codec, err := indexer.NewCodec(&corev1.ConfigMap{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	decoded := func(_ *testing.B, _, keys, rv0 int) pipelineFeed { return newDecodedFeed(keys, rv0) }
+	for _, be := range []struct{ name, url string }{
+		{"bolt", "bolt://%s/cache.db"},
+		{"badger", "badger://%s/badger"},
+	} {
+		b.Run("impl=informerdb-"+be.name+"/keys=all", func(b *testing.B) {
+			b.StopTimer()
+			n := b.N
+			url := strings.Replace(be.url, "%s", filepath.ToSlash(b.TempDir()), 1)
+			s, err := store.Open(b.Context(), url, &store.Options{
+				Name: "v1/configmaps", Codec: codec,
+				Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			// The informer's relist, then its groups of updates.
+			list := make([]interface{}, n)
+			for i := range n {
+				list[i] = pipelineCM(i, n, i+1)
+			}
+			if err := s.Replace(list, strconv.Itoa(n)); err != nil {
+				b.Fatal(err)
+			}
+			group := informer.DefaultMaxBatchSize
+			if l, ok := s.(store.BatchLimiter); ok && l.MaxBatchOps() > 0 {
+				group = min(group, l.MaxBatchOps())
+			}
+			var batches []store.PreparedBatch
+			for lo := 0; lo < n; lo += group {
+				ops := make([]store.Op, 0, group)
+				for i := lo; i < min(lo+group, n); i++ {
+					ops = append(ops, store.Op{Type: store.OpPut, Object: pipelineCM(i, n, n+1+i)})
+				}
+				p, err := store.Prepare(s, store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(n + min(lo+group, n))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				batches = append(batches, p)
+			}
+			b.StartTimer()
+			start := time.Now()
+			for _, p := range batches {
+				if err := p.Commit(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rate := float64(n) / time.Since(start).Seconds()
+			b.StopTimer()
+			clientGo := pipelineRate(b, n, n, false, decoded, newClientGoInformer)
+			b.ReportMetric(rate, "events/s")
+			b.ReportMetric(rate/clientGo, "x-client-go")
+		})
+	}
 }
