@@ -122,7 +122,7 @@ type wireFeed struct {
 	body   *frameReader
 }
 
-func newWireFeed(b *testing.B, mediaType string, n, keys, rv0 int) *wireFeed {
+func newWireFeed(b testing.TB, mediaType string, n, keys, rv0 int) *wireFeed {
 	b.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
@@ -197,6 +197,49 @@ func (r *frameReader) Read(p []byte) (int, error) {
 func (r *frameReader) Close() error {
 	r.closeOnce.Do(func() { close(r.closed) })
 	return nil
+}
+
+// TestWireFeed checks that the wire feed's events decode, through
+// client-go's watch decoders, into the objects BenchmarkPipeline sends
+// decoded, in order, and that closing the feed ends its watch.
+func TestWireFeed(t *testing.T) {
+	for _, mediaType := range []string{runtime.ContentTypeJSON, runtime.ContentTypeProtobuf} {
+		t.Run(mediaType, func(t *testing.T) {
+			const n, keys, rv0 = 5, 3, 10
+			f := newWireFeed(t, mediaType, n, keys, rv0)
+			w := f.watch()
+			defer w.Stop()
+			for i := range n {
+				if !f.send(t.Context(), i) {
+					t.Fatalf("send %d: the feed is closed", i)
+				}
+			}
+			for i := range n {
+				select {
+				case ev := <-w.ResultChan():
+					want := pipelineCM(i, keys, rv0+i)
+					got, ok := ev.Object.(*corev1.ConfigMap)
+					if ev.Type != watch.Modified || !ok {
+						t.Fatalf("event %d: %s %T, want MODIFIED *v1.ConfigMap", i, ev.Type, ev.Object)
+					}
+					if got.Namespace != want.Namespace || got.Name != want.Name || got.ResourceVersion != want.ResourceVersion || got.Data["payload"] != want.Data["payload"] {
+						t.Fatalf("event %d: got %s/%s at %s (%d-byte payload), want %s/%s at %s", i, got.Namespace, got.Name, got.ResourceVersion, len(got.Data["payload"]), want.Namespace, want.Name, want.ResourceVersion)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("event %d did not arrive", i)
+				}
+			}
+			f.close()
+			select {
+			case ev, ok := <-w.ResultChan():
+				if ok {
+					t.Fatalf("after close: %s %T, want the watch to end", ev.Type, ev.Object)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the watch did not end after the feed was closed")
+			}
+		})
+	}
 }
 
 // pipelineRate sends n MODIFIED events from newFeed, updating keys
