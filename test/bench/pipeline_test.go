@@ -250,7 +250,7 @@ func TestWireFeed(t *testing.T) {
 func pipelineRate(b *testing.B, n, keys int, timed bool, newFeed func(b *testing.B, n, keys, rv0 int) pipelineFeed, newInf func(lw *cache.ListWatch) (cache.SharedIndexInformer, error)) float64 {
 	b.Helper()
 	feed := newFeed(b, n, keys, keys+1)
-	defer feed.close()
+	defer feed.close() // also when the informer cannot be made or started
 	watching := make(chan struct{})
 	inf, err := newInf(pipelineLW(keys, feed, watching))
 	if err != nil {
@@ -266,17 +266,21 @@ func pipelineRate(b *testing.B, n, keys int, timed bool, newFeed func(b *testing
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(b.Context())
-	stopped := make(chan struct{})
+	stopped, sent := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
 		inf.RunWithContext(ctx)
 	}()
+	// Ending the context and the feed unblocks the sender and the watch's
+	// reader, whichever way the run ends.
 	defer func() {
 		cancel()
-		feed.close() // unblocks a sender and the watch's reader
+		feed.close()
+		<-sent
 		<-stopped
 	}()
 	if !cache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
+		close(sent) // no sender yet
 		b.Fatal("informer did not sync")
 	}
 	<-watching
@@ -284,7 +288,6 @@ func pipelineRate(b *testing.B, n, keys int, timed bool, newFeed func(b *testing
 		b.StartTimer()
 	}
 	start := time.Now()
-	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
 		for i := range n {
@@ -293,7 +296,6 @@ func pipelineRate(b *testing.B, n, keys int, timed bool, newFeed func(b *testing
 			}
 		}
 	}()
-	defer func() { <-sent }()
 	<-done
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -319,10 +321,40 @@ func newClientGoInformer(lw *cache.ListWatch) (cache.SharedIndexInformer, error)
 //
 //	go test -run '^$' -bench BenchmarkPipeline -benchtime 20000x -count 3 ./test/bench/
 func BenchmarkPipeline(b *testing.B) {
-	decoded := func(_ *testing.B, _, keys, rv0 int) pipelineFeed { return newDecodedFeed(keys, rv0) }
 	for _, keys := range []string{"1000", "all"} {
-		benchmarkPipeline(b, "keys="+keys, keys == "all", decoded)
+		benchmarkPipeline(b, "keys="+keys, keys == "all", decodedFeedFor)
 	}
+}
+
+// decodedFeedFor is the newFeed of pipelineRate for decoded events.
+func decodedFeedFor(_ *testing.B, _, keys, rv0 int) pipelineFeed { return newDecodedFeed(keys, rv0) }
+
+// pipelineBackends are the backends the pipeline benchmarks run, each with
+// its default options; "%s" in a URL is a fresh directory.
+var pipelineBackends = []struct{ name, url string }{
+	{"memory", "memory://"},
+	{"memdb", "memdb://"},
+	{"bolt", "bolt://%s/cache.db"},
+	{"badger", "badger://%s/badger"},
+}
+
+// durable reports whether a pipeline backend writes to disk.
+func durable(name string) bool { return name == "bolt" || name == "badger" }
+
+// openPipelineStore opens the store of the pipeline benchmarks (ConfigMaps
+// with a namespace index) on backend URL url, in a fresh directory, closed
+// when b ends.
+func openPipelineStore(b *testing.B, url string, codec store.Codec) (store.Store, error) {
+	url = strings.Replace(url, "%s", filepath.ToSlash(b.TempDir()), 1)
+	s, err := store.Open(b.Context(), url, &store.Options{
+		Name: "v1/configmaps", Codec: codec,
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s, nil
 }
 
 // BenchmarkPipelineWire is BenchmarkPipeline's keys=all with the events read
@@ -333,13 +365,12 @@ func BenchmarkPipeline(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkPipelineWire -benchtime 100000x -count 3 ./test/bench/
 func BenchmarkPipelineWire(b *testing.B) {
-	for _, mediaType := range []string{runtime.ContentTypeJSON, runtime.ContentTypeProtobuf} {
-		wire := strings.TrimPrefix(mediaType, "application/")
-		if wire == "vnd.kubernetes.protobuf" {
-			wire = "protobuf"
-		}
-		benchmarkPipeline(b, "keys=all/wire="+wire, true, func(b *testing.B, n, keys, rv0 int) pipelineFeed {
-			return newWireFeed(b, mediaType, n, keys, rv0)
+	for _, w := range []struct{ name, mediaType string }{
+		{"json", runtime.ContentTypeJSON},
+		{"protobuf", runtime.ContentTypeProtobuf},
+	} {
+		benchmarkPipeline(b, "keys=all/wire="+w.name, true, func(b *testing.B, n, keys, rv0 int) pipelineFeed {
+			return newWireFeed(b, w.mediaType, n, keys, rv0)
 		})
 	}
 }
@@ -365,25 +396,15 @@ func benchmarkPipeline(b *testing.B, variant string, allKeys bool, newFeed func(
 		b.ReportAllocs()
 		b.ReportMetric(pipelineRate(b, b.N, nkeys(b), true, newFeed, newClientGoInformer), "events/s")
 	})
-	for _, be := range []struct{ name, url string }{
-		{"memory", "memory://"},
-		{"memdb", "memdb://"},
-		{"bolt", "bolt://%s/cache.db"},
-		{"badger", "badger://%s/badger"},
-	} {
+	for _, be := range pipelineBackends {
 		b.Run("impl=informerdb-"+be.name+"/"+variant, func(b *testing.B) {
 			b.StopTimer()
 			b.ReportAllocs()
-			url := strings.Replace(be.url, "%s", filepath.ToSlash(b.TempDir()), 1)
 			rate := pipelineRate(b, b.N, nkeys(b), true, newFeed, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
-				s, err := store.Open(b.Context(), url, &store.Options{
-					Name: "v1/configmaps", Codec: codec,
-					Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-				})
+				s, err := openPipelineStore(b, be.url, codec)
 				if err != nil {
 					return nil, err
 				}
-				b.Cleanup(func() { _ = s.Close() })
 				return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{MaxBatchSize: maxBatchSize(b)})
 			})
 			clientGo := pipelineRate(b, b.N, nkeys(b), false, newFeed, newClientGoInformer)
@@ -424,23 +445,17 @@ func BenchmarkCommitCeiling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	decoded := func(_ *testing.B, _, keys, rv0 int) pipelineFeed { return newDecodedFeed(keys, rv0) }
-	for _, be := range []struct{ name, url string }{
-		{"bolt", "bolt://%s/cache.db"},
-		{"badger", "badger://%s/badger"},
-	} {
+	for _, be := range pipelineBackends {
+		if !durable(be.name) {
+			continue
+		}
 		b.Run("impl=informerdb-"+be.name+"/keys=all", func(b *testing.B) {
 			b.StopTimer()
 			n := b.N
-			url := strings.Replace(be.url, "%s", filepath.ToSlash(b.TempDir()), 1)
-			s, err := store.Open(b.Context(), url, &store.Options{
-				Name: "v1/configmaps", Codec: codec,
-				Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-			})
+			s, err := openPipelineStore(b, be.url, codec)
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer s.Close()
 			// The informer's relist, then its groups of updates.
 			list := make([]interface{}, n)
 			for i := range n {
@@ -474,7 +489,7 @@ func BenchmarkCommitCeiling(b *testing.B) {
 			}
 			rate := float64(n) / time.Since(start).Seconds()
 			b.StopTimer()
-			clientGo := pipelineRate(b, n, n, false, decoded, newClientGoInformer)
+			clientGo := pipelineRate(b, n, n, false, decodedFeedFor, newClientGoInformer)
 			b.ReportMetric(rate, "events/s")
 			b.ReportMetric(rate/clientGo, "x-client-go")
 		})
