@@ -137,7 +137,7 @@ func newWireFeed(b testing.TB, mediaType string, n, keys, rv0 int) *wireFeed {
 			b.Fatal(err)
 		}
 		buf.Reset()
-		enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&buf), info.StreamSerializer.Serializer)
+		enc := streaming.NewEncoder(info.StreamSerializer.NewFrameWriter(&buf), info.StreamSerializer.Serializer)
 		if err := enc.Encode(&metav1.WatchEvent{Type: string(watch.Modified), Object: runtime.RawExtension{Raw: raw}}); err != nil {
 			b.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func newWireFeed(b testing.TB, mediaType string, n, keys, rv0 int) *wireFeed {
 }
 
 func (f *wireFeed) watch() watch.Interface {
-	frames := f.info.StreamSerializer.Framer.NewFrameReader(f.body)
+	frames := f.info.StreamSerializer.NewFrameReader(f.body)
 	events := streaming.NewDecoder(frames, f.info.StreamSerializer.Serializer)
 	objects := scheme.Codecs.WithoutConversion().DecoderToVersion(f.info.Serializer, corev1.SchemeGroupVersion)
 	return watch.NewStreamWatcher(restclientwatch.NewDecoder(events, objects),

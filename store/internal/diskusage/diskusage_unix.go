@@ -14,5 +14,5 @@ func allocated(fi fs.FileInfo) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return int64(st.Blocks) * 512, true
+	return st.Blocks * 512, true
 }
