@@ -30,9 +30,10 @@
 // k8s.io/initial-events-end) when Options.WatchList allows it, else a LIST
 // paginated by Options.PageSize. In the default auto mode a streaming list
 // the server rejects (400, 403, 404, 405, 406, 415, 422) or ends without the
-// bookmark falls back to the paginated LIST for the rest of the Run, like
-// client-go; failures a LIST would share (server unreachable, 429, 5xx) are
-// retried after a backoff instead. A ListerWatcher that declares it does not
+// bookmark falls back to the paginated LIST for the rest of the Run (client-go
+// falls back for one list only, after any failure, and streams again on its
+// next relist); failures a LIST would share (server unreachable, 429, 5xx)
+// are retried after a backoff instead. A ListerWatcher that declares it does not
 // support watch-list semantics (client-go's
 // watchlist.DoesClientNotSupportWatchListSemantics) is never asked for one.
 //
@@ -47,7 +48,10 @@
 // the resume point is unusable: the reflector relists (reasons "expired",
 // "too-large") and hands the complete list to Queue.Replace, which
 // reconciles it against the persisted objects (objects gone from the server
-// become cache.DeletedFinalStateUnknown deletions).
+// become cache.DeletedFinalStateUnknown deletions). The first such relist is
+// made at once; one that would follow the previous relist within
+// Backoff.Reset waits a backoff first, so that a watch failing right after
+// every list (a watch cache lagging behind etcd) cannot become a LIST storm.
 //
 // # Catching up after a resume
 //

@@ -17,6 +17,12 @@ var errCatchUpDeadline = errors.New("sync target not reached by the catch-up dea
 // errNoWatch is a ListerWatcher bug, reported rather than dereferenced.
 var errNoWatch = errors.New("ListerWatcher returned neither a watch nor an error")
 
+// errNoList is a ListerWatcher bug, reported rather than dereferenced.
+var errNoList = errors.New("ListerWatcher returned neither a list nor an error")
+
+// errNoStatus: an Error watch event without the status that says what failed.
+var errNoStatus = errors.New("error event without a status")
+
 // errStreamEndedEarly: a server that ignores sendInitialEvents (before
 // Kubernetes 1.27) answers with a plain watch, which ends at its timeout
 // without the initial-events-end bookmark.

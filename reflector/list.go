@@ -81,6 +81,9 @@ func (r *Reflector) probeOnce(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reflector %s: probe list: %w", r.opts.Name, err)
 	}
+	if isNilInterface(obj) {
+		return "", fmt.Errorf("reflector %s: probe list: %w", r.opts.Name, errNoList)
+	}
 	lm, err := meta.ListAccessor(obj)
 	if err != nil {
 		return "", fmt.Errorf("reflector %s: probe list: reading list metadata: %w", r.opts.Name, err)
@@ -148,6 +151,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	st.lastRV = rv
 	st.pending = w
 	st.catchUpMisses = 0
+	st.lastRelist = r.opts.Clock.Now()
 	r.mu.Lock()
 	r.lastRV = rv
 	if !r.targetSet {
@@ -189,6 +193,9 @@ func (r *Reflector) list(ctx context.Context) ([]interface{}, string, error) {
 				continue
 			}
 			return nil, "", fmt.Errorf("reflector %s: list: %w", r.opts.Name, err)
+		}
+		if isNilInterface(obj) {
+			return nil, "", fmt.Errorf("reflector %s: list: %w", r.opts.Name, errNoList)
 		}
 		lm, err := meta.ListAccessor(obj)
 		if err != nil {
@@ -251,7 +258,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 			}
 			if ev.Type == watch.Error {
 				w.Stop()
-				return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, apierrors.FromObject(ev.Object))
+				return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, errorEventErr(ev.Object))
 			}
 			if err := r.checkObject(ev.Object); err != nil {
 				r.report(ctx, err)

@@ -257,6 +257,9 @@ type runState struct {
 	// gone records that the store was emptied because the server does not
 	// serve the resource, until a list succeeds again.
 	gone bool
+	// lastRelist is when the last full list was handed to the queue; zero
+	// before any.
+	lastRelist time.Time
 }
 
 // Run lists and watches until ctx is done, then returns nil. Failed requests

@@ -138,14 +138,27 @@ func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 	switch {
 	case isExpired(err):
 		st.relist, st.relistKV = ReasonExpired, []interface{}{"resourceVersion", st.lastRV}
+		r.backOffRelist(ctx, st)
 	case isTooLargeResourceVersion(err):
 		st.relist, st.relistKV = ReasonTooLarge, []interface{}{"resourceVersion", st.lastRV}
+		r.backOffRelist(ctx, st)
 	case apierrors.IsNotFound(err):
 		// The resource may no longer be served: a LIST tells (and empties
 		// the store if so; see resourceGone).
 		st.relist, st.relistKV = ReasonGone, []interface{}{"resourceVersion", st.lastRV}
 		r.sleep(ctx, st)
 	default:
+		r.sleep(ctx, st)
+	}
+}
+
+// backOffRelist waits a backoff before a relist that would follow the last
+// one within Backoff.Reset. The first relist (a resume point that turned out
+// too old) is made at once; a watch that keeps failing right after each list
+// (a watch cache lagging behind etcd, a server expiring every watch) must not
+// become back-to-back full LISTs. client-go backs off before every relist.
+func (r *Reflector) backOffRelist(ctx context.Context, st *runState) {
+	if !st.lastRelist.IsZero() && r.opts.Clock.Since(st.lastRelist) < r.opts.Backoff.Reset {
 		r.sleep(ctx, st)
 	}
 }
@@ -184,7 +197,7 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 				return events, bookmarks, nil
 			}
 			if ev.Type == watch.Error {
-				return events, bookmarks, apierrors.FromObject(ev.Object)
+				return events, bookmarks, errorEventErr(ev.Object)
 			}
 			if err := r.checkObject(ev.Object); err != nil {
 				r.report(ctx, err)
@@ -264,6 +277,15 @@ func (r *Reflector) markCaughtUpLocked(ctx context.Context, rv string) {
 	r.caughtUp, r.caughtUpRV = true, rv
 	close(r.caughtUpCh)
 	klog.FromContext(ctx).V(2).Info("Caught up with sync target", "syncTarget", r.target, "resourceVersion", rv)
+}
+
+// errorEventErr is the error an Error watch event carries. A typed nil
+// status is reported rather than dereferenced (apierrors.FromObject would).
+func errorEventErr(obj runtime.Object) error {
+	if isNilInterface(obj) {
+		return errNoStatus
+	}
+	return apierrors.FromObject(obj)
 }
 
 // checkObject rejects objects the reflector cannot use.
