@@ -62,9 +62,9 @@ func CheckPath(path string, dir bool) error {
 	}
 	switch {
 	case dir && !fi.IsDir():
-		return fmt.Errorf("store: check path %s: not a directory (%v): %w", path, fi.Mode().Type(), ErrInvalid)
+		return fmt.Errorf("store: check path %s: not a directory: %s: %w", path, kind(fi.Mode()), ErrInvalid)
 	case !dir && !fi.Mode().IsRegular():
-		return fmt.Errorf("store: check path %s: not a regular file (%v): %w", path, fi.Mode().Type(), ErrInvalid)
+		return fmt.Errorf("store: check path %s: not a regular file: %s: %w", path, kind(fi.Mode()), ErrInvalid)
 	}
 	if err := checkPrivate(path, fi); err != nil {
 		return err
@@ -96,6 +96,23 @@ func CheckPath(path string, dir bool) error {
 		}
 	}
 	return checkParent(path)
+}
+
+// kind says what a file of mode m is, for errors.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "is a regular file"
+	case m.IsDir():
+		return "is a directory"
+	case m&fs.ModeDevice != 0:
+		return "is a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "is a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "is a socket"
+	}
+	return fmt.Sprintf("is of type %v", m.Type())
 }
 
 // checkParent checks the directory that holds path, if it exists.

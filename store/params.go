@@ -25,9 +25,17 @@ type Params struct {
 	err   error
 }
 
-// NewParams starts reading u's query parameters.
+// NewParams starts reading u's query parameters. A query that does not
+// parse (a bad %-escape, a ';' separator) makes Err fail rather than drop
+// the parameters it holds, as url.URL.Query would.
 func NewParams(u *url.URL) *Params {
-	return &Params{u: u, q: u.Query()}
+	p := &Params{u: u}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		p.err = fmt.Errorf("store: open %s: malformed query %q: %w: %w", redact(u), u.RawQuery, ErrInvalid, err)
+	}
+	p.q = q
+	return p
 }
 
 func (p *Params) take(name string) (string, bool) {
@@ -105,7 +113,7 @@ func (p *Params) Duration(name string, def time.Duration) time.Duration {
 }
 
 // Common reads the parameters every persistent backend shares into o:
-// durability, lock_timeout and cache. A backend that supports only some of
+// durability, lock_timeout (positive) and cache. A backend that supports only some of
 // them reads those itself instead.
 func (p *Params) Common(o *Options) {
 	o.Durability = Durability(p.String("durability", string(o.Durability)))
@@ -114,7 +122,13 @@ func (p *Params) Common(o *Options) {
 	default:
 		p.fail("durability", string(o.Durability), `"sync" or "nosync"`, fmt.Errorf("unknown durability"))
 	}
-	o.LockTimeout = p.Duration("lock_timeout", o.LockTimeout)
+	if lt := p.Duration("lock_timeout", o.LockTimeout); lt == 0 && p.q.Has("lock_timeout") {
+		// Options.LockTimeout 0 means the default, but a 0 from the URL
+		// reaches the backend as is, and bbolt waits for ever on 0.
+		p.fail("lock_timeout", p.q.Get("lock_timeout"), "a positive duration such as 5s", fmt.Errorf("zero"))
+	} else {
+		o.LockTimeout = lt
+	}
 	o.CacheSize = p.Int("cache", o.CacheSize)
 }
 

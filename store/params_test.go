@@ -1,0 +1,73 @@
+package store
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParamsMalformedQuery checks that a query string that does not parse
+// is an error naming the cause, not a silently dropped parameter (url.Query
+// drops pairs it cannot parse, a "nosync;cache=10" typo among them, and the
+// store would open with settings the user did not ask for).
+func TestParamsMalformedQuery(t *testing.T) {
+	for _, raw := range []string{
+		"bolt:///tmp/x.db?durability=nosync;cache=10",
+		"bolt:///tmp/x.db?lock_timeout=5%s",
+		"bolt:///tmp/x.db?%zz",
+		"bolt:///tmp/x.db?durability=nosync&cache=1%",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := (&Options{}).WithDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := NewParams(u)
+			p.Common(&o)
+			err = p.Err()
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Err() = %v, want an error wrapping ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), "store: open") || !strings.Contains(err.Error(), "query") {
+				t.Errorf("error %q does not name the operation and the query", err)
+			}
+		})
+	}
+}
+
+// TestParamsLockTimeoutZero checks that lock_timeout=0 is refused: the
+// default applies only to Options, so a 0 from the URL reached the backend,
+// where bolt (bbolt's Timeout 0) waits for another process's lock forever.
+func TestParamsLockTimeoutZero(t *testing.T) {
+	u, err := url.Parse("bolt:///tmp/x.db?lock_timeout=0s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := (&Options{}).WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewParams(u)
+	p.Common(&o)
+	err = p.Err()
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "lock_timeout") {
+		t.Fatalf("Err() = %v (LockTimeout %v), want an error naming lock_timeout wrapping ErrInvalid", err, o.LockTimeout)
+	}
+
+	// A positive value is still taken.
+	u, _ = url.Parse("bolt:///tmp/x.db?lock_timeout=250ms&durability=nosync&cache=3")
+	p = NewParams(u)
+	p.Common(&o)
+	if err := p.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if o.LockTimeout != 250*time.Millisecond || o.Durability != DurabilityNoSync || o.CacheSize != 3 {
+		t.Errorf("options %+v, want lock_timeout 250ms, nosync, cache 3", o)
+	}
+}
