@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,6 +51,9 @@ database instead.`,
 			if err != nil {
 				return err
 			}
+			if !snapshot.IsURL(target) {
+				return usageError{fmt.Errorf("rekey: %q is not a store URL (scheme://...)", a[0])}
+			}
 			key, err := indexer.LoadKey(primary)
 			if err != nil {
 				return err
@@ -69,6 +73,11 @@ database instead.`,
 			infos, err := snapshot.Stores(cmd.Context(), target)
 			if err != nil {
 				return err
+			}
+			for _, name := range stores {
+				if !slices.ContainsFunc(infos, func(info store.Info) bool { return info.Name == name }) {
+					return fmt.Errorf("rekey: no store %q in %s (it has %q): %w", name, target, storeNames(infos), store.ErrNotFound)
+				}
 			}
 			for _, info := range infos {
 				if len(stores) > 0 && !contains(stores, info.Name) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -238,6 +239,11 @@ another process holds.`,
 			path := a[0]
 			if len(path) > len("bolt://") && path[:len("bolt://")] == "bolt://" {
 				path = path[len("bolt://"):]
+				if strings.Contains(path, "?") {
+					return usageError{fmt.Errorf("compact: %s: a bolt URL with parameters; give the file, and the lock timeout with --lock-timeout", a[0])}
+				}
+			} else if snapshot.IsURL(path) {
+				return usageError{fmt.Errorf("compact: %s is not a bolt file; compact works on bolt files only (a path, or bolt:///path)", a[0])}
 			}
 			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 				return usageError{fmt.Errorf("compact: %s is a directory; compact works on bolt files", path)}

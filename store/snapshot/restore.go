@@ -78,25 +78,37 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 	}
 	defer fr.Close()
 	out := &Manifest{Source: rawURL}
+	// partial adds to an error which stores are already replaced: each
+	// store is replaced atomically, not the set.
+	partial := func(err error) error {
+		if len(out.Stores) == 0 {
+			return err
+		}
+		var names []string
+		for _, sh := range out.Stores {
+			names = append(names, sh.Info.Name)
+		}
+		return fmt.Errorf("%w (stores %q were already restored; rerun with --force / RestoreOptions.Force to finish)", err, names)
+	}
 	var done int64
 	for {
 		name, ok, err := fr.nextStore()
 		if err != nil {
-			return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+			return nil, partial(fmt.Errorf("snapshot: restore %s: %w", path, err))
 		}
 		if !ok {
 			break
 		}
 		sh := m.Store(name)
 		if sh == nil {
-			return nil, fmt.Errorf("snapshot: restore %s: store %q was not there on the first read: the file changed: %w", path, name, store.ErrCorrupt)
+			return nil, partial(fmt.Errorf("snapshot: restore %s: store %q was not there on the first read: the file changed: %w", path, name, store.ErrCorrupt))
 		}
 		if !selected(name) {
 			for {
 				if _, err := fr.nextRecord(); errors.Is(err, io.EOF) {
 					break
 				} else if err != nil {
-					return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+					return nil, partial(fmt.Errorf("snapshot: restore %s: %w", path, err))
 				}
 			}
 			continue
@@ -127,7 +139,7 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 			err = fmt.Errorf("restored %d records, the file has %d: the file changed during the restore: %w", n, sh.Objects, store.ErrCorrupt)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("snapshot: restore %s: store %s to %s: %w", path, name, redact(rawURL), err)
+			return nil, partial(fmt.Errorf("snapshot: restore %s: store %s to %s: %w", path, name, redact(rawURL), err))
 		}
 		out.Stores = append(out.Stores, StoreHeader{Info: info, Objects: sh.Objects, Bytes: sh.Bytes, ContentHash: sh.ContentHash})
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/informerdb/informerdb/store"
@@ -170,8 +172,12 @@ func SaveStores(ctx context.Context, path string, stores []store.Store, o *SaveO
 
 // SaveURL writes a snapshot of the stores of the database at rawURL (all of
 // them, or o.Stores) to path. The database must not be held by another
-// process. o may be nil.
+// process. A path that would replace the database's file, or a file inside
+// its directory, is refused with store.ErrInvalid. o may be nil.
 func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifest, error) {
+	if overwritesDatabase(path, rawURL) {
+		return nil, fmt.Errorf("snapshot: save %s: the snapshot would replace the database %s that it saves, or a file of it: choose another file: %w", path, redact(rawURL), store.ErrInvalid)
+	}
 	infos, err := storesOf(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
@@ -196,6 +202,32 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 		}})
 	}
 	return Save(ctx, path, sources, o)
+}
+
+// overwritesDatabase reports whether writing path, or path+".part", would
+// replace the file of the database at rawURL or a file inside its directory.
+func overwritesDatabase(path, rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Path == "" {
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	db := filepath.Clean(u.Path)
+	if real, err := filepath.EvalSymlinks(db); err == nil {
+		db = real
+	}
+	if abs == db || abs+".part" == db || db != string(filepath.Separator) && strings.HasPrefix(abs, db+string(filepath.Separator)) {
+		return true
+	}
+	a, errA := os.Stat(path)
+	b, errB := os.Stat(u.Path)
+	return errA == nil && errB == nil && os.SameFile(a, b)
 }
 
 // syncDir makes a rename in dir durable.
