@@ -89,7 +89,7 @@ type factoryEntry struct {
 // the backend must be imported). ctx bounds the lookup of the cluster
 // identity. opts may be nil.
 func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface, opts *FactoryOptions) (*Factory, error) {
-	if client == nil || reflect.ValueOf(client).IsNil() {
+	if client == nil || isNilValue(reflect.ValueOf(client)) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
 	}
 	if err := checkURL(rawURL); err != nil {
@@ -112,6 +112,17 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 		}
 	}
 	return f, nil
+}
+
+// isNilValue reports whether v is a nil pointer, map, slice, channel,
+// function or interface; a struct (a clientset wrapper passed by value) is
+// not nil.
+func isNilValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // checkURL fails early on a database URL no registered backend serves.
@@ -275,6 +286,11 @@ func (f *Factory) Shutdown() error {
 	f.wg.Wait()
 	var errs []error
 	for _, e := range f.entries {
+		if !e.started && e.inf.metrics != nil {
+			// Run takes an informer out of its Metrics when it returns;
+			// one that never ran is taken out here, with its store gone.
+			e.inf.metrics.m.remove(e.inf.name, e.inf)
+		}
 		if err := e.store.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -99,7 +99,8 @@ func TestRelistIsNotMerged(t *testing.T) {
 		{Op: "add", Key: "ns/a", Value: "1", UID: "uid-2"},
 		{Op: "add", Key: "ns/b", Value: "1", UID: "uid-3"},
 		// The relist: deletions as tombstones (in unspecified order), then
-		// a's unchanged Replaced delta, which is a resync and not delivered.
+		// a's unchanged Replaced delta, a resync (delivered after these, as
+		// in client-go: see TestRelistNotifiesUnchangedObjects).
 		{Op: "delete", Key: "ns/b", Value: "1", UID: "uid-3", Tomb: true},
 		{Op: "delete", Key: "ns/old", Value: "1", UID: "uid-1", Tomb: true},
 	}

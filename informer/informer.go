@@ -156,10 +156,15 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	}
 	logger := klog.FromContext(ctx)
 
+	q, src, err := inf.start(logger)
+	if errors.Is(err, ErrStarted) {
+		// Another Run owns the informer, and its metrics.
+		logger.Error(err, "Informer not started")
+		return
+	}
 	if inf.metrics != nil {
 		defer inf.metrics.m.remove(inf.name, inf)
 	}
-	q, src, err := inf.start(logger)
 	if err != nil {
 		logger.Error(err, "Informer not started")
 		return
@@ -232,7 +237,7 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	if inf.example != nil && ropts.ExpectedType == nil {
 		ropts.ExpectedType = inf.example
 	}
-	ropts.WatchErrorHandler = inf.watchErrorHandler
+	ropts.WatchErrorHandler = withReflector(inf.watchErrorHandler, ropts.Name, inf.example)
 	if ropts.Clock == nil {
 		ropts.Clock = inf.opts.Clock
 	}
@@ -500,13 +505,27 @@ func (inf *Informer) LastSyncResourceVersion() string {
 }
 
 // SetWatchErrorHandler sets the function called when a list or watch fails.
-// Its *cache.Reflector argument is nil: the reflector is not client-go's.
-// It must be called before the informer starts.
+// The reflector is not client-go's: the *cache.Reflector the handler gets
+// only describes it (Name, TypeDescription), so that handlers written for
+// client-go, which pass it on to cache.DefaultWatchErrorHandler, work; it is
+// never run. It must be called before the informer starts.
 func (inf *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 	if handler == nil {
 		return inf.SetWatchErrorHandlerWithContext(nil)
 	}
 	return inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) { handler(r, err) })
+}
+
+// withReflector returns h called with a *cache.Reflector that describes the
+// informer's reflector, never nil as in client-go (cache.DefaultWatchErrorHandler
+// dereferences it); nil when h is nil.
+func withReflector(h cache.WatchErrorHandlerWithContext, name string, example runtime.Object) cache.WatchErrorHandlerWithContext {
+	if h == nil {
+		return nil
+	}
+	// Only a description: it is never run, and has no ListerWatcher or store.
+	r := cache.NewReflectorWithOptions(nil, example, nil, cache.ReflectorOptions{Name: name})
+	return func(ctx context.Context, _ *cache.Reflector, err error) { h(ctx, r, err) }
 }
 
 // SetWatchErrorHandlerWithContext is SetWatchErrorHandler with a context.

@@ -487,8 +487,8 @@ func TestWatchErrorHandler(t *testing.T) {
 	inf := newInformer(t, lw, openStore(t, "memory://"), testOptions())
 	errs := make(chan error, 16)
 	if err := inf.SetWatchErrorHandler(func(r *cache.Reflector, err error) {
-		if r != nil {
-			t.Errorf("watch error handler got a client-go Reflector %p, want nil", r)
+		if r == nil {
+			t.Errorf("watch error handler got a nil *cache.Reflector; client-go never passes nil")
 		}
 		errs <- err
 	}); err != nil {

@@ -16,7 +16,9 @@ const minimumResyncPeriod = time.Second
 type processor struct {
 	mu sync.RWMutex // guards listeners, running, and each listener's resync fields
 	// listeners maps each listener to whether it takes part in the current
-	// resync round.
+	// resync round. As in client-go, a listener starts in it and stays in it
+	// until the first resync check: without resync, every handler gets the
+	// OnUpdate(old, new) of the objects a relist finds unchanged.
 	listeners map[*listener]bool
 	running   bool
 	wg        sync.WaitGroup
@@ -30,7 +32,7 @@ func newProcessor() *processor {
 func (p *processor) add(l *listener) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.listeners[l] = false
+	p.listeners[l] = true
 	if p.running {
 		p.startLocked(l)
 	}

@@ -140,13 +140,16 @@ func TestRestartAfterCompactionRelists(t *testing.T) {
 
 		// The relist is applied as one Replace: deletions first, as
 		// tombstones carrying the last stored object, then the listed
-		// objects in list order. d did not change, so its Replaced delta
-		// is a resync, which handlers without resync do not get.
+		// objects in list order. d did not change: its Replaced delta is a
+		// resync, which, as in client-go, reaches every handler that has
+		// not been through a resync check yet (here: all of them, as the
+		// informer does not resync).
 		want := append(append([]ev(nil), replayed...),
 			ev{Op: "delete", Key: "ns/b", Value: "b1", UID: "uid-2", Tomb: true},
 			ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"},
 			ev{Op: "delete", Key: "ns/c", Value: "c1", UID: "uid-3", Tomb: true},
 			ev{Op: "add", Key: "ns/c", Value: "c2", UID: "uid-6", Initial: true},
+			ev{Op: "update", Key: "ns/d", Value: "d1", OldVal: "d1", UID: "uid-4", OldUID: "uid-4"},
 			ev{Op: "add", Key: "ns/e", Value: "e1", UID: "uid-5", Initial: true},
 		)
 		if diff := cmp.Diff(want, sortReplay(h.wait(t, len(want)), 4)); diff != "" {
