@@ -297,8 +297,9 @@ func (inf *Informer) replay(logger klog.Logger) {
 //
 // A cold start syncs with its first relist, as client-go. A resumed informer
 // syncs once its resume point reaches the reflector's sync target, a
-// consistent read taken at start (DESIGN invariant 3); any relist gets it
-// there too. When the two resourceVersions cannot be compared (opaque
+// consistent read taken at start (DESIGN invariant 3), or once it has
+// applied a relist; when the reflector reached the target by relisting
+// (time travel, an expired resume), only that relist counts. When the two resourceVersions cannot be compared (opaque
 // resourceVersions of some aggregated APIs), it syncs once it has applied
 // the event or bookmark with which the reflector caught up, or else with the
 // first batch popped after the reflector caught up, and says so in the log.
@@ -311,6 +312,12 @@ func (inf *Informer) checkSyncedLocked(logger klog.Logger, replaced bool, pop in
 		return
 	}
 	if !inf.resuming || inf.src == nil {
+		return
+	}
+	if inf.src.CaughtUpByRelist() {
+		// The relist's Replace, applied above, is what syncs: the resume
+		// point applied before it may be from another history (time
+		// travel) and compare as past the list.
 		return
 	}
 	target, ok := inf.src.SyncTarget()

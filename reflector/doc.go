@@ -114,7 +114,11 @@
 // [Reflector.CaughtUp] is closed, and [Reflector.CaughtUpResourceVersion]
 // returns that event's resourceVersion, once the reaching event has been
 // handed to the queue; the informer is synced when its applied resume point
-// reaches that resourceVersion, which [Reflector.SyncedAt] checks.
+// reaches that resourceVersion, which [Reflector.SyncedAt] checks. When the
+// reaching call was a relist ([Reflector.CaughtUpByRelist]: a cold start,
+// time travel, an expired or given-up resume), the informer is synced when
+// it has applied that relist: a resume point persisted before it may come
+// from another history and compare as newer.
 //
 // # Logging
 //

@@ -38,10 +38,11 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 		}
 	}
 	resume := r.opts.ResumeFrom
-	r.mu.Lock()
-	r.target, r.targetSet = p, true
-	r.mu.Unlock()
-
+	// The probe becomes the sync target only when the watch resumes. When
+	// the reflector relists instead, the relist is the target: until it is
+	// queued there is none, so an informer does not compare its persisted
+	// resume point (from another history, after time travel) with the
+	// probe and report synced on a store the relist is about to replace.
 	if st.gone {
 		// The store was emptied while the resource was not served: list
 		// it afresh rather than resume.
@@ -63,6 +64,7 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 	}
 	st.lastRV = resume
 	r.mu.Lock()
+	r.target, r.targetSet = p, true
 	r.stats.Resumes++
 	if err == nil && cmp == 0 {
 		// Nothing happened since the store was written.
@@ -159,6 +161,9 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	}
 	// A consistent list made after the probe is at least as new as the
 	// probe, so it reaches the target without comparing RVs.
+	if !r.caughtUp {
+		r.caughtUpByRelist = true
+	}
 	r.markCaughtUpLocked(ctx, rv)
 	r.mu.Unlock()
 	logger.V(2).Info("Listed", "reason", reason, "objects", len(items), "resourceVersion", rv)

@@ -138,6 +138,8 @@ type Reflector struct {
 	// target; caughtUp says whether there was one.
 	caughtUpRV string
 	caughtUp   bool
+	// caughtUpByRelist says the reaching call was a relist's Replace.
+	caughtUpByRelist bool
 }
 
 // New returns a Reflector that lists and watches through lw and feeds q.
@@ -194,7 +196,8 @@ func (r *Reflector) LastSyncResourceVersion() string {
 
 // SyncTarget returns the resourceVersion the informer must reach before it
 // reports synced: after a resume, the RV of the consistent probe LIST; after
-// a cold start, the RV of the initial list. ok is false until it is known.
+// a cold start, or a start that relists (time travel, a resource that was
+// gone), the RV of that list. ok is false until it is known.
 func (r *Reflector) SyncTarget() (rv string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -215,19 +218,39 @@ func (r *Reflector) CaughtUpResourceVersion() (rv string, ok bool) {
 	return r.caughtUpRV, r.caughtUp
 }
 
+// CaughtUpByRelist reports whether the reflector reached its sync target
+// with a relist (a cold start, time travel, an expired or given-up resume)
+// rather than with watch events. Such an informer is synced when it has
+// applied that relist's Replace, and not by comparing resourceVersions:
+// the resume point it persisted before may come from another history (an
+// etcd restored from a backup) and compare as newer than the list.
+func (r *Reflector) CaughtUpByRelist() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.caughtUpByRelist
+}
+
 // SyncedAt reports whether an informer whose applied (persisted) resume
 // point is applied has caught up: the reflector has reached its sync target,
 // and applied is at or past the resourceVersion that reached it. When the two
 // do not compare (opaque resourceVersions), only an exact match counts; an
 // informer on such a server should also accept the batch that carried that
-// resourceVersion.
+// resourceVersion. After a catch-up by relist (see CaughtUpByRelist) only an
+// exact match counts too, as a resume point written before the relist says
+// nothing about it; an informer should rather count itself synced when it
+// applies the relist's Replace.
 func (r *Reflector) SyncedAt(applied string) bool {
-	rv, ok := r.CaughtUpResourceVersion()
+	r.mu.Lock()
+	rv, ok, byRelist := r.caughtUpRV, r.caughtUp, r.caughtUpByRelist
+	r.mu.Unlock()
 	if !ok || applied == "" {
 		return false
 	}
 	if applied == rv {
 		return true
+	}
+	if byRelist {
+		return false
 	}
 	cmp, err := resourceversion.CompareResourceVersion(applied, rv)
 	return err == nil && cmp >= 0

@@ -167,6 +167,9 @@ func TestResumeMakesOneProbeAndWatchesFromResumePoint(t *testing.T) {
 	if rv, ok := h.r.CaughtUpResourceVersion(); rv != "150" || !ok {
 		t.Errorf("CaughtUpResourceVersion = %q, %v; want 150, true", rv, ok)
 	}
+	if h.r.CaughtUpByRelist() {
+		t.Errorf("CaughtUpByRelist = true after catching up by watch events")
+	}
 	if rv := h.r.LastSyncResourceVersion(); rv != "150" {
 		t.Errorf("LastSyncResourceVersion = %q, want 150", rv)
 	}
@@ -406,6 +409,20 @@ func TestTimeTravel(t *testing.T) {
 		}
 		if rv, ok := h.r.CaughtUpResourceVersion(); rv != "160" || !ok {
 			t.Errorf("CaughtUpResourceVersion = %q, %v; want 160, true", rv, ok)
+		}
+		// The relist is the target, not the probe, and only applying it
+		// syncs: the resume point from the other history does not.
+		if rv, ok := h.r.SyncTarget(); rv != "160" || !ok {
+			t.Errorf("SyncTarget = %q, %v; want the relist's 160, true", rv, ok)
+		}
+		if !h.r.CaughtUpByRelist() {
+			t.Errorf("CaughtUpByRelist = false after a time-travel relist")
+		}
+		if h.r.SyncedAt("200") {
+			t.Errorf("SyncedAt(200) = true: the resume point from before the time travel counts as synced")
+		}
+		if !h.r.SyncedAt("160") {
+			t.Errorf("SyncedAt(160) = false after the relist at 160 is applied")
 		}
 	})
 	t.Run("incomparable resource versions skip the check and say so", func(t *testing.T) {
