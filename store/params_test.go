@@ -8,6 +8,23 @@ import (
 	"time"
 )
 
+// commonParams reads the shared parameters of rawURL over the default
+// Options, and returns them with Params.Err.
+func commonParams(t *testing.T, rawURL string) (Options, error) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := (&Options{}).WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewParams(u)
+	p.Common(&o)
+	return o, p.Err()
+}
+
 // TestParamsMalformedQuery checks that a query string that does not parse
 // is an error naming the cause, not a silently dropped parameter (url.Query
 // drops pairs it cannot parse, a "nosync;cache=10" typo among them, and the
@@ -20,17 +37,7 @@ func TestParamsMalformedQuery(t *testing.T) {
 		"bolt:///tmp/x.db?durability=nosync&cache=1%",
 	} {
 		t.Run(raw, func(t *testing.T) {
-			u, err := url.Parse(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := (&Options{}).WithDefaults()
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := NewParams(u)
-			p.Common(&o)
-			err = p.Err()
+			_, err := commonParams(t, raw)
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Err() = %v, want an error wrapping ErrInvalid", err)
 			}
@@ -45,26 +52,14 @@ func TestParamsMalformedQuery(t *testing.T) {
 // default applies only to Options, so a 0 from the URL reached the backend,
 // where bolt (bbolt's Timeout 0) waits for another process's lock forever.
 func TestParamsLockTimeoutZero(t *testing.T) {
-	u, err := url.Parse("bolt:///tmp/x.db?lock_timeout=0s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := (&Options{}).WithDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := NewParams(u)
-	p.Common(&o)
-	err = p.Err()
+	o, err := commonParams(t, "bolt:///tmp/x.db?lock_timeout=0s")
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "lock_timeout") {
 		t.Fatalf("Err() = %v (LockTimeout %v), want an error naming lock_timeout wrapping ErrInvalid", err, o.LockTimeout)
 	}
 
 	// A positive value is still taken.
-	u, _ = url.Parse("bolt:///tmp/x.db?lock_timeout=250ms&durability=nosync&cache=3")
-	p = NewParams(u)
-	p.Common(&o)
-	if err := p.Err(); err != nil {
+	o, err = commonParams(t, "bolt:///tmp/x.db?lock_timeout=250ms&durability=nosync&cache=3")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if o.LockTimeout != 250*time.Millisecond || o.Durability != DurabilityNoSync || o.CacheSize != 3 {
