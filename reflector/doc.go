@@ -42,16 +42,24 @@
 // Every watch asks for bookmarks and is handed to the queue event by event;
 // a bookmark becomes Queue.Bookmark(rv), so the persisted resume point moves
 // on quiet resources too. A watch that ends or drops is restarted from the
-// last resourceVersion seen; errors other than the ones below are retried
-// with exponential backoff. A watch that fails with 410 Gone or Expired
-// ("too old resource version"), or with "too large resource version", means
-// the resume point is unusable: the reflector relists (reasons "expired",
-// "too-large") and hands the complete list to Queue.Replace, which
-// reconciles it against the persisted objects (objects gone from the server
-// become cache.DeletedFinalStateUnknown deletions). The first such relist is
-// made at once; one that would follow the previous relist within
-// Backoff.Reset waits a backoff first, so that a watch failing right after
-// every list (a watch cache lagging behind etcd) cannot become a LIST storm.
+// last resourceVersion seen. Errors other than the ones below are reported
+// to Options.WatchErrorHandler and retried after an exponential backoff,
+// each time, for as long as Run runs: also errors a retry cannot fix, such
+// as 400 Bad Request or 422 Invalid for a field selector the server
+// rejects, as client-go does (client-go relists after each failure; a LIST
+// would be rejected too, so this reflector watches again). A watch that
+// gets 404 makes the reflector ask, with a LIST of one object, whether the
+// resource is still served: if so, it watches again from where it was; if
+// not, it empties the store (see ReasonGone). A watch that fails with 410
+// Gone or Expired ("too old resource version"), or with "too large
+// resource version", means the resume point is unusable: the reflector
+// relists (reasons "expired", "too-large") and hands the complete list to
+// Queue.Replace, which reconciles it against the persisted objects (objects
+// gone from the server become cache.DeletedFinalStateUnknown deletions).
+// The first such relist is made at once; one that would follow the
+// previous relist within Backoff.Reset waits a backoff first, so that a
+// watch failing right after every list (a watch cache lagging behind etcd)
+// cannot become a LIST storm.
 //
 // # Catching up after a resume
 //
@@ -99,10 +107,10 @@
 // no bookmark in 40 seconds), gives a quiet resource no way to catch up, so
 // Options.CatchUpDeadline (default 2 minutes, past the periodic bookmark)
 // gives the resume up for a relist (reason "catch-up") rather than leave the
-// informer unsynced. The reflector never reports catching up on a guess; the
-// one exception is documented: when resourceVersions are not comparable, a
-// bookmark received after the probe counts, because it is the only progress
-// statement such a server makes.
+// informer unsynced; a negative one never gives it up. The reflector never
+// reports catching up on a guess; the one exception is documented: when
+// resourceVersions are not comparable, a bookmark received after the probe
+// counts, because it is the only progress statement such a server makes.
 //
 // Measured against kube-apiserver v1.36.3 (the test/apiserver harness,
 // reflector_integration_test.go): with the target moved past every event of
@@ -126,10 +134,11 @@
 // reflector logs one line per resume ("Resuming watch") and one per full list
 // ("Listing" with its reason: cold, expired, too-large, time-travel,
 // catch-up, or the cause of a cold start given as Options.ColdReason:
-// scope-change or corrupt), and one when a LIST gets 404 for the resource
-// and the store is emptied (reason gone); details are at V(2) and above. Stats counts the
-// same reasons, for metrics. Errors go to
-// Options.WatchErrorHandler.
+// scope-change or corrupt), and one per absence when a LIST gets 404 for the
+// resource, saying whether it empties the store (reason gone; a store known
+// to hold nothing is not counted); details are at V(2) and above. Stats
+// counts the same reasons, for metrics, each relist once however many
+// attempts it takes. Errors go to Options.WatchErrorHandler.
 //
 // # Concurrency
 //
@@ -140,6 +149,18 @@
 //
 // Queue methods do not take a context: Run returns only after an in-flight
 // call returns. Resync is not driven by the reflector.
+//
+// An event the queue refuses (its Add, Update or Delete returns an error,
+// such as a key-function or transform error) is reported and dropped, and
+// the resume point moves past it (with the next event or bookmark the
+// queue takes, if not with this one): after a restart it is not seen
+// again, and the object stays as the store last had it until another event
+// or a relist brings its current state. client-go's reflector does the
+// same (its watch handler logs store errors and goes on); stopping would
+// stall the informer on one bad object, and watching again from before it
+// would only meet it again. Events of an unexpected type or GVK are
+// dropped likewise. Stats.Dropped counts both, so that metrics can show
+// them.
 //
 // A server older than Kubernetes 1.27 ignores sendInitialEvents and answers a
 // streaming list with a plain watch that carries no initial events; the

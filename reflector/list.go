@@ -26,6 +26,9 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 		var err error
 		p, err = r.probeOnce(ctx)
 		if err == nil {
+			// Served: a later 404 is a new absence. (After an emptied
+			// store, st.gone holds until the list that follows.)
+			st.goneNoted = false
 			break
 		}
 		if ctx.Err() != nil {
@@ -56,8 +59,7 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 		logger.Info("Resuming watch; time-travel check skipped: resourceVersions are not comparable",
 			"resumeFrom", resume, "syncTarget", p, "err", err)
 	case cmp > 0:
-		st.relist = ReasonTimeTravel
-		st.relistKV = []interface{}{"resumeFrom", resume, "serverResourceVersion", p}
+		st.startRelist(ReasonTimeTravel, "resumeFrom", resume, "serverResourceVersion", p)
 		return true
 	default:
 		logger.Info("Resuming watch", "resumeFrom", resume, "syncTarget", p)
@@ -137,18 +139,21 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 		}
 	}
 	// Counted before it is queued: the informer may apply the relist, and
-	// report synced, before Replace returns here.
-	r.mu.Lock()
-	r.stats.Relists.add(reason)
-	r.mu.Unlock()
+	// report synced, before Replace returns here. Counted once: a Replace
+	// the queue refuses is retried, with a new list, as the same relist.
+	if !st.relistCounted {
+		st.relistCounted = true
+		r.count(func(s *Stats) { s.Relists.add(reason) })
+	}
 	if err := r.q.Replace(items, rv); err != nil {
 		if w != nil {
 			w.Stop()
 		}
 		return fmt.Errorf("reflector %s: replace %d objects at %s: %w", r.opts.Name, len(items), rv, err)
 	}
-	st.relist, st.relistKV, st.relistLogged = "", nil, false
-	st.gone = false
+	st.relist, st.relistKV, st.relistLogged, st.relistCounted = "", nil, false, false
+	st.gone, st.goneNoted, st.checkServed = false, false, false
+	st.mayHoldObjects = len(items) > 0
 	st.catchUpDeadline = time.Time{}
 	st.lastRV = rv
 	st.pending = w
@@ -267,6 +272,9 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 			}
 			if err := r.checkObject(ev.Object); err != nil {
 				r.report(ctx, err)
+				if ev.Type != watch.Bookmark {
+					r.count(func(s *Stats) { s.Dropped++ })
+				}
 				continue
 			}
 			var serr error
@@ -288,6 +296,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 			}
 			if serr != nil {
 				r.report(ctx, fmt.Errorf("reflector %s: streaming list: %s event: %w", r.opts.Name, ev.Type, serr))
+				r.count(func(s *Stats) { s.Dropped++ })
 			}
 		}
 	}
@@ -300,18 +309,47 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 // objects that no longer exist (DESIGN invariant 5). The resume point is
 // kept; the reflector keeps retrying with backoff and lists from scratch
 // once the resource is served again.
+//
+// The empty Replace is made even when the store is known to hold nothing,
+// so that an informer syncs on the empty state, but only a store that may
+// have held objects is logged as emptied and counted (ReasonGone), once
+// per absence however many attempts the Replace takes.
 func (r *Reflector) resourceGone(ctx context.Context, st *runState, err error) {
 	if st.gone || !apierrors.IsNotFound(err) {
 		return
 	}
-	klog.FromContext(ctx).Info("The server does not serve the resource; emptying the store", "err", err)
-	r.mu.Lock()
-	r.stats.Relists.add(ReasonGone)
-	r.mu.Unlock()
+	if !st.goneNoted {
+		st.goneNoted = true
+		logger := klog.FromContext(ctx)
+		if st.mayHoldObjects {
+			logger.Info("The server does not serve the resource; emptying the store", "err", err)
+			// Counted before the queue has it, as relists are.
+			r.count(func(s *Stats) { s.Relists.add(ReasonGone) })
+		} else {
+			logger.Info("The server does not serve the resource", "err", err)
+		}
+	}
 	if qerr := r.q.Replace(nil, ""); qerr != nil {
 		r.report(ctx, fmt.Errorf("reflector %s: empty the store of a resource the server does not serve: %w", r.opts.Name, qerr))
 		return
 	}
-	st.gone = true
-	st.relist, st.relistKV, st.relistLogged = ReasonCold, []interface{}{"after", "resource not served"}, false
+	st.gone, st.mayHoldObjects, st.checkServed = true, false, false
+	st.startRelist(ReasonCold, "after", "resource not served")
+}
+
+// checkServed asks, with a LIST of one object, whether the resource a watch
+// got 404 for is still served. A full list would tell too, but would cost
+// the server a LIST of everything when it is (a CRD deleted and created
+// again, a transient 404), for a relist that empties nothing. If it is
+// served, the watch goes on from where it was: a resource created again
+// has a new watch cache, which answers 410 for an older resourceVersion,
+// and the reflector relists then (reason expired). A 404 is returned for
+// resourceGone.
+func (r *Reflector) checkServed(ctx context.Context, st *runState) error {
+	if _, err := r.probeOnce(ctx); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Resource still served after a watch got 404; watching again", "resourceVersion", st.lastRV)
+	st.checkServed, st.goneNoted = false, false
+	return nil
 }

@@ -92,17 +92,28 @@ type Options struct {
 	// bookmarks (kube-apiserver with --watch-cache=false) gives a quiet
 	// resource no other way to catch up, and an informer that never syncs
 	// is worse than one list. Default DefaultCatchUpDeadline, which leaves
-	// room for the watch cache's one-minute periodic bookmark; negative
-	// waits forever.
+	// room for the watch cache's one-minute periodic bookmark. Negative
+	// never gives the resume up: the reflector waits for the sync target
+	// for as long as Run runs, so an informer whose catch-up never comes
+	// (no bookmarks, or watches that keep failing, say with 400 for a
+	// field selector the server rejects) never syncs.
 	CatchUpDeadline time.Duration
 
 	// Backoff spaces retries after failed lists and watches.
 	Backoff Backoff
 
-	// WatchErrorHandler is called with every error of a list or watch
-	// (including the 410 Gone that leads to a relist) and with events the
-	// reflector cannot use. Its *cache.Reflector argument is always nil:
-	// this is not a client-go Reflector. Default: log at V(2).
+	// WatchErrorHandler is called, from Run's goroutine, with every error
+	// of a list or watch, each time, before the backoff that follows
+	// (including the 410 Gone that leads to a relist, and each retry of a
+	// watch the server rejects), with events the reflector cannot use and
+	// with every queue call that fails. The reflector passes nil as its
+	// *cache.Reflector argument, since it is not a client-go Reflector: a
+	// handler given here must not dereference it (as
+	// cache.DefaultWatchErrorHandler does). Package informer wraps the
+	// handler it is given, so that handlers written for client-go get a
+	// non-nil *cache.Reflector that only describes the informer's
+	// reflector (its name and expected type) and is never run. Default:
+	// log at V(2).
 	WatchErrorHandler cache.WatchErrorHandlerWithContext
 
 	// Clock drives backoff and watch timing. Default the real clock.

@@ -47,9 +47,18 @@ const (
 	// ReasonGone counts the times a LIST found the resource not served
 	// (404: its CRD was deleted, or its API group removed) and the store
 	// was emptied, every object reaching handlers as deleted (DESIGN
-	// invariant 5). A watch that gets 404 relists with this reason to
-	// find out. When the resource is served again it is listed from
-	// scratch (reason cold).
+	// invariant 5): once per absence, however many attempts the emptying
+	// Replace takes. It is not a full list: the reflector hands the queue
+	// an empty Replace. A store known to hold nothing is not counted,
+	// although it is handed the empty Replace too (which syncs an
+	// informer): a cold start's, or one whose last list was empty and
+	// which has not been handed an added or updated object since. The
+	// reflector does not see the store, so a resumed store that happened
+	// to be empty is counted. A watch that gets 404 makes the reflector
+	// ask with a LIST of one object (limit=1) whether the resource is
+	// still served; if it is, the watch goes on from where it was,
+	// without a relist. When the resource is served again it is listed
+	// from scratch (reason cold).
 	ReasonGone = "gone"
 )
 
@@ -67,16 +76,32 @@ type Stats struct {
 	// Resumes counts starts that chose to watch from ResumeFrom without a
 	// list (the watch may still end in a relist).
 	Resumes int64
-	// Relists counts completed full lists by reason, counted as they are
-	// handed to the queue (so before the informer applies them).
+	// Relists counts relists by reason: each decision to relist (a cold
+	// start, an expired or given-up resume, ...) once, when its list is
+	// first handed to the queue. So a relist is counted before the
+	// informer applies it (a reader that sees the informer synced sees
+	// the relist counted), and a relist whose Replace the queue refuses,
+	// which the reflector lists and hands over again after a backoff, is
+	// still counted once (also when Run ends before a Replace succeeds).
+	// A relist whose list never succeeds is not counted. Gone counts
+	// stores emptied instead (see ReasonGone).
 	Relists RelistStats
-	// Events counts ADDED, MODIFIED and DELETED events handed to the queue.
+	// Events counts ADDED, MODIFIED and DELETED events handed to the
+	// queue, including the ones it refused.
 	Events int64
 	// Bookmarks counts BOOKMARK events handed to the queue.
 	Bookmarks int64
+	// Dropped counts ADDED, MODIFIED and DELETED events lost: refused by
+	// the queue (its Add, Update or Delete returned an error, such as a
+	// key-function or transform error; these are in Events too), or not
+	// handed to it because the reflector could not use them (an object of
+	// another type or GVK, without metadata, an unknown event type; also
+	// in a streaming list). Each is reported to the WatchErrorHandler;
+	// none is seen again after a restart (see the package Caveats).
+	Dropped int64
 }
 
-// RelistStats counts completed full lists by reason.
+// RelistStats counts relists by reason (see Stats.Relists).
 type RelistStats struct {
 	Cold, Expired, TooLarge, TimeTravel, CatchUp, ScopeChange, Corrupt, Gone int64
 }
@@ -262,11 +287,13 @@ type runState struct {
 	// lastRV is where the next watch starts.
 	lastRV string
 	// relist, when set, is why the next step is a full list; relistKV
-	// adds details to its log line, logged once however many attempts it
-	// takes.
-	relist       string
-	relistKV     []interface{}
-	relistLogged bool
+	// adds details to its log line. Set through startRelist: each relist
+	// is logged once and counted once (relistLogged, relistCounted)
+	// however many attempts it takes.
+	relist        string
+	relistKV      []interface{}
+	relistLogged  bool
+	relistCounted bool
 	// pending is the watch left open by a streaming list.
 	pending watch.Interface
 	// catchUpMisses counts catch-up watches in a row that ended without a
@@ -280,6 +307,19 @@ type runState struct {
 	// gone records that the store was emptied because the server does not
 	// serve the resource, until a list succeeds again.
 	gone bool
+	// goneNoted records that the current absence of the resource (404s
+	// since it was last served) has been logged, and counted when the
+	// store could hold objects, so that an emptying Replace the queue
+	// refuses is not counted again when it is retried.
+	goneNoted bool
+	// mayHoldObjects is false while the store is known to hold nothing:
+	// a cold start, an empty list, an emptied store, with no object added
+	// or updated since. The reflector does not see the store: after a
+	// resume it assumes the store holds objects.
+	mayHoldObjects bool
+	// checkServed makes the next step a LIST of one object that tells
+	// whether the resource is still served, after a watch got 404.
+	checkServed bool
 	// lastRelist is when the last full list was handed to the queue; zero
 	// before any.
 	lastRelist time.Time
@@ -297,7 +337,7 @@ func (r *Reflector) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("reflector", r.opts.Name)
 	ctx = klog.NewContext(ctx, logger)
 
-	st := &runState{delay: r.opts.Backoff.delayFunc(r.opts.Clock)}
+	st := &runState{delay: r.opts.Backoff.delayFunc(r.opts.Clock), mayHoldObjects: r.opts.ResumeFrom != ""}
 	defer func() {
 		if st.pending != nil {
 			st.pending.Stop()
@@ -308,9 +348,20 @@ func (r *Reflector) Run(ctx context.Context) error {
 			return nil
 		}
 	} else {
-		st.relist = r.opts.ColdReason
+		st.startRelist(r.opts.ColdReason)
 	}
 	for ctx.Err() == nil {
+		if st.relist == "" && st.checkServed {
+			if err := r.checkServed(ctx, st); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				r.report(ctx, err)
+				r.resourceGone(ctx, st, err)
+				r.sleep(ctx, st)
+				continue
+			}
+		}
 		if st.relist != "" {
 			if err := r.relist(ctx, st); err != nil {
 				if ctx.Err() != nil {
@@ -326,6 +377,12 @@ func (r *Reflector) Run(ctx context.Context) error {
 	}
 	logger.V(3).Info("Reflector stopped")
 	return nil
+}
+
+// startRelist makes the next step a full list for reason: a new decision to
+// relist, logged and counted once however many attempts it takes.
+func (st *runState) startRelist(reason string, kv ...interface{}) {
+	st.relist, st.relistKV, st.relistLogged, st.relistCounted = reason, kv, false, false
 }
 
 // report hands err to the watch error handler.

@@ -120,8 +120,7 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 // into a relist.
 func (r *Reflector) giveUpResume(st *runState) {
 	target, _ := r.SyncTarget()
-	st.relist = ReasonCatchUp
-	st.relistKV = []interface{}{"syncTarget", target, "resourceVersion", st.lastRV, "after", r.opts.CatchUpDeadline}
+	st.startRelist(ReasonCatchUp, "syncTarget", target, "resourceVersion", st.lastRV, "after", r.opts.CatchUpDeadline)
 	st.catchUpDeadline = time.Time{}
 }
 
@@ -132,20 +131,26 @@ func (r *Reflector) isCaughtUp() bool {
 }
 
 // watchFailed reports err and arranges the next step: a relist when the
-// resume point is unusable, else a backoff before the next watch.
+// resume point is unusable, else a backoff before the next watch. Errors a
+// retry cannot fix either (400 Bad Request, 422 Invalid: a field selector
+// the server rejects) take the default path too, as in client-go: reported
+// each time, retried after a growing backoff for as long as Run runs.
+// client-go also relists each time; a LIST would be rejected likewise, so
+// this reflector watches again instead.
 func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 	r.report(ctx, err)
 	switch {
 	case isExpired(err):
-		st.relist, st.relistKV = ReasonExpired, []interface{}{"resourceVersion", st.lastRV}
+		st.startRelist(ReasonExpired, "resourceVersion", st.lastRV)
 		r.backOffRelist(ctx, st)
 	case isTooLargeResourceVersion(err):
-		st.relist, st.relistKV = ReasonTooLarge, []interface{}{"resourceVersion", st.lastRV}
+		st.startRelist(ReasonTooLarge, "resourceVersion", st.lastRV)
 		r.backOffRelist(ctx, st)
 	case apierrors.IsNotFound(err):
-		// The resource may no longer be served: a LIST tells (and empties
-		// the store if so; see resourceGone).
-		st.relist, st.relistKV = ReasonGone, []interface{}{"resourceVersion", st.lastRV}
+		// The resource may no longer be served: a LIST of one object
+		// tells (see checkServed), and a 404 there empties the store (see
+		// resourceGone).
+		st.checkServed = true
 		r.sleep(ctx, st)
 	default:
 		r.sleep(ctx, st)
@@ -201,6 +206,9 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 			}
 			if err := r.checkObject(ev.Object); err != nil {
 				r.report(ctx, err)
+				if ev.Type != watch.Bookmark {
+					r.count(func(s *Stats) { s.Dropped++ })
+				}
 				continue
 			}
 			m, _ := meta.Accessor(ev.Object) // checkObject made sure it works
@@ -220,12 +228,23 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 				qerr = r.q.Bookmark(rv)
 			default:
 				r.report(ctx, fmt.Errorf("reflector %s: watch event of unknown type %q", r.opts.Name, ev.Type))
+				r.count(func(s *Stats) { s.Dropped++ })
 				continue
 			}
-			if qerr != nil {
-				r.report(ctx, fmt.Errorf("reflector %s: queue %s %s at %s: %w", r.opts.Name, strings.ToLower(string(ev.Type)), objectName(m), rv, qerr))
-			}
 			isBookmark := ev.Type == watch.Bookmark
+			switch {
+			case qerr != nil:
+				// Dropped, as client-go's watchHandler drops what its store
+				// refuses: the resume point still moves past it (below, and
+				// with the next event the queue takes), so it is not seen
+				// again after a restart. Counted so that metrics show it.
+				r.report(ctx, fmt.Errorf("reflector %s: queue %s %s at %s: %w", r.opts.Name, strings.ToLower(string(ev.Type)), objectName(m), rv, qerr))
+				if !isBookmark {
+					r.count(func(s *Stats) { s.Dropped++ })
+				}
+			case ev.Type == watch.Added || ev.Type == watch.Modified:
+				st.mayHoldObjects = true
+			}
 			if isBookmark {
 				bookmarks++
 			} else {
