@@ -112,8 +112,10 @@ type Options struct {
 	// cache.DefaultWatchErrorHandler does). Package informer wraps the
 	// handler it is given, so that handlers written for client-go get a
 	// non-nil *cache.Reflector that only describes the informer's
-	// reflector (its name and expected type) and is never run. Default:
-	// log at V(2).
+	// reflector (its name and expected type) and is never run. Default,
+	// as client-go's DefaultWatchErrorHandler: a 410 or "too large
+	// resourceVersion" (which lead to a relist) at V(2), an unexpected
+	// EOF at V(1), every other error at error level.
 	WatchErrorHandler cache.WatchErrorHandlerWithContext
 
 	// Clock drives backoff and watch timing. Default the real clock.

@@ -2,7 +2,9 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -385,13 +387,26 @@ func (st *runState) startRelist(reason string, kv ...interface{}) {
 	st.relist, st.relistKV, st.relistLogged, st.relistCounted = reason, kv, false, false
 }
 
-// report hands err to the watch error handler.
+// report hands err to the watch error handler, or logs it.
 func (r *Reflector) report(ctx context.Context, err error) {
 	if h := r.opts.WatchErrorHandler; h != nil {
 		h(ctx, nil, err)
 		return
 	}
-	klog.FromContext(ctx).V(2).Info("List or watch failed", "err", err)
+	logger := klog.FromContext(ctx)
+	switch {
+	case isExpired(err), isTooLargeResourceVersion(err):
+		// Routine: the relist that follows is logged.
+		logger.V(2).Info("Watch closed", "err", err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		logger.V(1).Info("List or watch closed with unexpected EOF", "err", err)
+	default:
+		// As client-go's DefaultWatchErrorHandler: a failure that repeats
+		// until someone fixes it (a 403 for missing RBAC, a selector the
+		// server rejects) must show at default verbosity, or an informer
+		// that never syncs would not say why.
+		logger.Error(err, "List or watch failed")
+	}
 }
 
 // sleep waits for the next backoff delay. It returns false if ctx ended.
