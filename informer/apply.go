@@ -119,15 +119,33 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				logger.Error(err, "Dropping a delete whose key cannot be computed", "objectType", typeName(obj))
 				continue
 			}
+			notify := true
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok && tomb.Obj == nil {
-				// Handlers are promised the last known object.
-				if old, exists, err := inf.view.GetByKey(key); err == nil && exists {
+				// Handlers are promised the last known object, never a nil
+				// Obj (DESIGN invariant 4). The queue makes tombstones only
+				// with one; a tombstone without one for a key the informer
+				// does not have reports nothing handlers were told of:
+				// client-go's queues only make tombstones for known objects.
+				old, exists, err := inf.view.GetByKey(key)
+				switch {
+				case err != nil:
+					logger.Error(err, "Not notifying a delete: its tombstone has no object and reading the stored one failed", "key", key)
+					notify = false
+				case !exists:
+					logger.V(4).Info("Not notifying the delete of an object the informer does not have", "key", key)
+					notify = false
+				default:
 					tomb.Obj = old
 					obj = tomb
 				}
 			}
-			pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}, op: pc.addOp(key, store.Op{Type: store.OpDelete, Object: obj, Key: key})})
+			// The key is deleted either way: the store must not keep what
+			// the server deleted.
+			op := pc.addOp(key, store.Op{Type: store.OpDelete, Object: obj, Key: key})
 			pc.seq = inf.view.set(key, nil, false)
+			if notify {
+				pc.notes = append(pc.notes, queuedNote{n: notification{kind: notifyDelete, oldObj: obj}, op: op})
+			}
 		case cache.Bookmark:
 			// Moves the resume point only, through b.ResourceVersion.
 		default:

@@ -40,9 +40,9 @@ type InformerConstructor struct {
 	url  string
 	opts FactoryOptions
 
-	mu     sync.Mutex // guards names and stores
-	names  map[string]int
-	stores []store.Store
+	mu    sync.Mutex // guards names and made
+	names map[string]int
+	made  []*Informer // every informer made; Close closes their stores
 }
 
 // NewInformerConstructor returns a constructor whose informers keep their
@@ -93,8 +93,12 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.names[name]++
-	if n := c.names[name]; n > 1 {
+	// The n-th informer of a type is named by n, which is only taken once
+	// it is made: a construction that fails must not shift the names of
+	// the next ones, or after a restart in which it succeeds they would
+	// open each other's stores.
+	base, n := name, c.names[name]+1
+	if n > 1 {
 		name += "#" + strconv.Itoa(n)
 	}
 	sopts := c.opts.Store
@@ -117,22 +121,29 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 		_ = s.Close()
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
-	c.stores = append(c.stores, s)
+	c.names[base] = n
+	c.made = append(c.made, inf)
 	return inf, nil
 }
 
 // Close closes every store the constructor opened. Call it after the
-// informers stopped.
+// informers stopped. An informer that never ran leaves its Metrics and can
+// no longer run. The store of an informer still running is not closed under
+// it but when its Run returns (an error closing it is then logged, not
+// returned).
 func (c *InformerConstructor) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
-	for _, s := range c.stores {
-		if err := s.Close(); err != nil {
+	for _, inf := range c.made {
+		if !inf.release(closeAtEnd(inf, inf.store, "informer constructor: close")) {
+			continue // still running: closed when its Run returns
+		}
+		if err := inf.store.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	c.stores = nil
+	c.made = nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("informer: informer constructor: close: %w", err)
 	}

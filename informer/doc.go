@@ -60,9 +60,9 @@
 // NewMetrics registers the informers' Prometheus metrics on a registry the
 // caller supplies (never the global one by default); Options.Metrics hands
 // it to each informer, which reports under the label informer=Options.Name
-// from New until its Run returns. The metrics and their labels are listed
-// in the README. Reflector counters and gauges are read at scrape time;
-// commit latency and size histograms are observed as commits happen.
+// from New until its Run returns (see Metrics). The metrics and their labels
+// are listed in the README. Reflector counters and gauges are read at scrape
+// time; commit latency and size histograms are observed as commits happen.
 //
 // # Logs
 //

@@ -247,8 +247,9 @@ func (f *Factory) Start(ctx context.Context) {
 	}
 }
 
-// WaitForCacheSync waits until every started informer has synced or ctx is
-// done, and reports which have.
+// WaitForCacheSync waits until every informer Start started has synced or
+// stopped (its start failed, or Shutdown), or ctx is done, and reports which
+// have synced.
 func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionResource]bool {
 	f.mu.Lock()
 	started := map[schema.GroupVersionResource]*Informer{}
@@ -263,6 +264,9 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 		select {
 		case <-inf.HasSyncedChecker().Done():
 			out[gvr] = true
+		case <-inf.ended:
+			// It will never sync: waiting for it would only wait for ctx.
+			out[gvr] = inf.HasSynced()
 		case <-ctx.Done():
 			out[gvr] = inf.HasSynced()
 		}
@@ -270,8 +274,14 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 	return out
 }
 
-// Shutdown stops every informer, waits for them to return and closes their
-// stores. The factory cannot be used afterwards. It is idempotent.
+// Shutdown stops the informers Start started, waits for them to return and
+// closes the stores of every informer the factory made, which then cannot
+// run any more. The factory cannot be used afterwards. It is idempotent.
+//
+// As with client-go's SharedInformerFactory, an informer the caller runs
+// itself (its Run, not Start) is neither stopped nor waited for: the caller
+// stops it. Its store is not closed under it but when its Run returns, after
+// Shutdown has returned (an error closing it is logged, not returned).
 func (f *Factory) Shutdown() error {
 	f.mu.Lock()
 	if f.closed {
@@ -286,10 +296,8 @@ func (f *Factory) Shutdown() error {
 	f.wg.Wait()
 	var errs []error
 	for _, e := range f.entries {
-		if !e.started && e.inf.metrics != nil {
-			// Run takes an informer out of its Metrics when it returns;
-			// one that never ran is taken out here, with its store gone.
-			e.inf.metrics.m.remove(e.inf.name, e.inf)
+		if !e.inf.release(closeAtEnd(e.inf, e.store, "factory: shutdown")) {
+			continue // run by the caller: closed when its Run returns
 		}
 		if err := e.store.Close(); err != nil {
 			errs = append(errs, err)
@@ -299,6 +307,17 @@ func (f *Factory) Shutdown() error {
 		return fmt.Errorf("informer: factory: shutdown: %w", err)
 	}
 	return nil
+}
+
+// closeAtEnd returns the close of s once inf, which runs, has ended (see
+// Informer.release); op names what let go of the store, in the log line of
+// a failed close, which has no caller left to return to.
+func closeAtEnd(inf *Informer, s store.Store, op string) func() {
+	return func() {
+		if err := s.Close(); err != nil {
+			inf.logger.Error(err, "Closing the store of a stopped informer failed", "informer", inf.name, "after", op)
+		}
+	}
 }
 
 // typedLW lists and watches one resource through the List and Watch methods

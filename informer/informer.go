@@ -44,7 +44,8 @@ var ErrStarted = errors.New("informer: already started")
 // is the last stored object).
 //
 // An Informer is safe for concurrent use. It runs once; the store is owned
-// by the caller, who closes it after Run returns.
+// by the caller, who closes it after Run returns (a Factory or an
+// InformerConstructor closes the stores it opened, see Factory.Shutdown).
 type Informer struct {
 	lw      cache.ListerWatcherWithContext
 	example runtime.Object
@@ -59,6 +60,16 @@ type Informer struct {
 	transform         cache.TransformFunc
 	watchErrorHandler cache.WatchErrorHandlerWithContext
 	resyncCheckPeriod time.Duration
+	// atEnd runs once the informer has ended (see end): the close of
+	// its store by a Factory or an InformerConstructor that let go of it
+	// while it ran.
+	atEnd []func()
+
+	// ended is closed once the informer will never run again and every
+	// goroutine it started has returned: its Run returned, its start
+	// failed, or it was retired before it ran (see release).
+	ended   chan struct{}
+	endOnce sync.Once
 
 	// applyMu serialises commits with their notifications, the replay of
 	// persisted objects, sync decisions and the registration of handlers
@@ -121,6 +132,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 		watchErrorHandler: o.WatchErrorHandler,
 		resyncCheckPeriod: o.ResyncPeriod,
 		syncedCh:          make(chan struct{}),
+		ended:             make(chan struct{}),
 		name:              o.Name,
 	}
 	if inf.name == "" {
@@ -148,7 +160,10 @@ func (inf *Informer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext runs the informer until ctx is done and every goroutine it
 // started has returned. An informer runs once: a second call logs and
-// returns at once.
+// returns at once. When it returns, or when the informer fails to start
+// (invalid Options.Reflector), the informer is stopped as in client-go:
+// IsStopped is true and the ShutdownChan of every handler registration is
+// closed; HasSynced stays false if it was.
 func (inf *Informer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	if _, err := logr.FromContext(ctx); err != nil {
@@ -157,14 +172,12 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 
 	q, src, err := inf.start(logger)
-	if errors.Is(err, ErrStarted) {
-		// Another Run owns the informer, and its metrics.
+	if errors.Is(err, ErrStarted) || errors.Is(err, ErrStopped) {
+		// Another Run owns the informer, or it has ended already.
 		logger.Error(err, "Informer not started")
 		return
 	}
-	if inf.metrics != nil {
-		defer inf.metrics.m.remove(inf.name, inf)
-	}
+	defer inf.end()
 	if err != nil {
 		logger.Error(err, "Informer not started")
 		return
@@ -203,8 +216,6 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	cancel()
 	q.Close()
 	wg.Wait()
-	inf.markStopped()
-	inf.proc.stop()
 }
 
 // start builds the queue and the reflector, marks the informer started and
@@ -213,6 +224,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Reflector, error) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
+	if inf.stopped {
+		return nil, nil, fmt.Errorf("informer: run: %w: an informer runs once", ErrStopped)
+	}
 	if inf.started {
 		return nil, nil, fmt.Errorf("informer: run: %w: an informer runs once", ErrStarted)
 	}
@@ -268,10 +282,53 @@ func initialAdds(objs []interface{}) []queuedNote {
 	return notes
 }
 
-func (inf *Informer) markStopped() {
+// end stops the informer for good, once nothing it started runs any more
+// (its Run is returning, its start failed, or it never ran): no handler
+// can be added, every registration is shut down (its ShutdownChan closed,
+// as client-go does when an informer stops), the informer leaves its
+// Metrics, and what waited for its end (release) runs. It does something
+// the first time only.
+func (inf *Informer) end() {
+	inf.endOnce.Do(func() {
+		inf.mu.Lock()
+		// Set before the listeners are stopped, under mu as in
+		// AddEventHandler: a handler added after stop would never be
+		// shut down.
+		inf.started, inf.stopped = true, true
+		inf.mu.Unlock()
+		inf.proc.stop()
+		if inf.metrics != nil {
+			inf.metrics.m.remove(inf.name, inf)
+		}
+		inf.mu.Lock()
+		close(inf.ended)
+		atEnd := inf.atEnd
+		inf.atEnd = nil
+		inf.mu.Unlock()
+		for _, f := range atEnd {
+			f()
+		}
+	})
+}
+
+// release is how the owner of the informer's store (Factory.Shutdown,
+// InformerConstructor.Close) lets go of it. An informer that has ended,
+// or never started, is ended (it can no longer run: its store is about to
+// be closed) and release returns true: the owner closes the store now.
+// An informer that runs keeps running, and release returns false: its
+// store must not be closed under it, so closeStore runs when it ends, in
+// the goroutine of its Run.
+func (inf *Informer) release(closeStore func()) (closeNow bool) {
 	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	inf.stopped = true
+	if !inf.started || isClosed(inf.ended) {
+		inf.started, inf.stopped = true, true // no Run from now on
+		inf.mu.Unlock()
+		inf.end()
+		return true
+	}
+	inf.atEnd = append(inf.atEnd, closeStore)
+	inf.mu.Unlock()
+	return false
 }
 
 // replay hands every stored object to the handlers registered before start,
@@ -558,8 +615,10 @@ func (inf *Informer) SetTransform(handler cache.TransformFunc) error {
 	return nil
 }
 
-// IsStopped reports whether the informer has stopped; it cannot be started
-// again.
+// IsStopped reports whether the informer has stopped (its Run is
+// returning or has returned, its start failed, or the Factory or
+// InformerConstructor that made it let go of it before it ran); it cannot
+// be started again.
 func (inf *Informer) IsStopped() bool {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()

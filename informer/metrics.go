@@ -72,8 +72,9 @@ var (
 // gauges are read from the informers when the registry is scraped; commit
 // histograms are observed as commits happen.
 //
-// An informer appears from New until its Run returns. A Metrics is safe for
-// concurrent use.
+// An informer appears from New until its Run returns (or its start fails),
+// or, if it never runs, until Factory.Shutdown or InformerConstructor.Close
+// lets go of it. A Metrics is safe for concurrent use.
 type Metrics struct {
 	commitDuration *prometheus.HistogramVec
 	commitObjects  *prometheus.HistogramVec
