@@ -21,6 +21,7 @@ const (
 	MetricWatchRequests    = "informerdb_watch_requests_total"
 	MetricWatchEvents      = "informerdb_watch_events_total"
 	MetricBookmarks        = "informerdb_bookmarks_total"
+	MetricDroppedEvents    = "informerdb_dropped_events_total"
 	MetricDeltasApplied    = "informerdb_deltas_applied_total"
 	MetricCommitDuration   = "informerdb_commit_duration_seconds"
 	MetricCommitObjects    = "informerdb_commit_objects"
@@ -39,7 +40,7 @@ var (
 	descResumes = prometheus.NewDesc(MetricResumes,
 		"Starts that resumed the watch from the persisted resourceVersion instead of listing.", []string{labelInformer}, nil)
 	descRelists = prometheus.NewDesc(MetricRelists,
-		"Completed full lists, by reason: cold (empty store), expired (410 from the server), too-large (resume point newer than the server knows), time-travel (server older than the resume point), catch-up (resume did not catch up in time), scope-change (store reopened for another scope), corrupt (damaged database deleted), gone (resource not served: store emptied).",
+		"Relists, each counted once when its list is handed to the queue, by reason: cold (empty store), expired (410 from the server), too-large (resume point newer than the server knows), time-travel (server older than the resume point), catch-up (resume did not catch up in time), scope-change (store reopened for another scope), corrupt (damaged database deleted), gone (resource not served: the store emptied, no list).",
 		[]string{labelInformer, labelReason}, nil)
 	descListRequests = prometheus.NewDesc(MetricListRequests,
 		"LIST requests made (freshness probes and every page).", []string{labelInformer}, nil)
@@ -49,6 +50,8 @@ var (
 		"ADDED, MODIFIED and DELETED watch events received and queued.", []string{labelInformer}, nil)
 	descBookmarks = prometheus.NewDesc(MetricBookmarks,
 		"BOOKMARK watch events received and queued.", []string{labelInformer}, nil)
+	descDroppedEvents = prometheus.NewDesc(MetricDroppedEvents,
+		"ADDED, MODIFIED and DELETED watch events dropped: refused by the queue (a key-function or transform error) or unusable (wrong type); each was reported to the watch error handler, and none is seen again after a restart.", []string{labelInformer}, nil)
 	descDeltasApplied = prometheus.NewDesc(MetricDeltasApplied,
 		"Deltas applied to the store and notified: listed objects, watch events and bookmarks.", []string{labelInformer}, nil)
 	descStoreObjects = prometheus.NewDesc(MetricStoreObjects,
@@ -164,7 +167,7 @@ type collector struct{ m *Metrics }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descResumes, descRelists, descListRequests, descWatchRequests, descWatchEvents,
-		descBookmarks, descDeltasApplied, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
+		descBookmarks, descDroppedEvents, descDeltasApplied, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
 		descResumePointAge, descSynced} {
 		ch <- d
 	}
@@ -201,6 +204,7 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descWatchRequests, r.Watches+r.WatchLists)
 	counter(descWatchEvents, r.Events)
 	counter(descBookmarks, r.Bookmarks)
+	counter(descDroppedEvents, r.Dropped)
 	counter(descDeltasApplied, st.Deltas)
 
 	if n, ok := storeLen(inf.store); ok {

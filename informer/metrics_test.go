@@ -225,6 +225,7 @@ func checkFamilies(t *testing.T, reg prometheus.Gatherer) {
 		MetricResumes: dto.MetricType_COUNTER, MetricRelists: dto.MetricType_COUNTER,
 		MetricListRequests: dto.MetricType_COUNTER, MetricWatchRequests: dto.MetricType_COUNTER,
 		MetricWatchEvents: dto.MetricType_COUNTER, MetricBookmarks: dto.MetricType_COUNTER,
+		MetricDroppedEvents: dto.MetricType_COUNTER,
 		MetricDeltasApplied: dto.MetricType_COUNTER, MetricCommitDuration: dto.MetricType_HISTOGRAM,
 		MetricCommitObjects: dto.MetricType_HISTOGRAM, MetricStoreObjects: dto.MetricType_GAUGE,
 		MetricHandlerQueue: dto.MetricType_GAUGE, MetricHandlerLag: dto.MetricType_GAUGE,
@@ -649,5 +650,41 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 	}
 	if diff := cmp.Diff(registered, listed); diff != "" {
 		t.Errorf("README metric table (-registered +listed):\n%s", diff)
+	}
+}
+
+// TestMetricsDroppedEvents checks that a watch event the queue refuses
+// (here: the transform fails on it) is counted as dropped, and that the
+// events after it are applied.
+func TestMetricsDroppedEvents(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := newFakeLW()
+	inf := newInformer(t, lw, openStore(t, "memory://"), metricOptions(m, testingclock.NewFakeClock(time.Unix(1, 0))))
+	if err := inf.SetTransform(func(obj interface{}) (interface{}, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == "bad" {
+			return nil, errors.New("the transform refuses bad")
+		}
+		return obj, nil
+	}); err != nil {
+		t.Fatalf("SetTransform: %v", err)
+	}
+	h := newRecorder()
+	addHandler(t, inf, h)
+	start(t, inf)
+	waitDone(t, "cold start", inf.HasSyncedChecker())
+	checkMetrics(t, reg, "cms", map[string]float64{MetricDroppedEvents: 0})
+
+	lw.create("ns", "bad", "x")
+	lw.create("ns", "good", "y")
+	if got := h.wait(t, 1); got[0].Key != "ns/good" {
+		t.Errorf("first event after the refused one = %+v, want the add of ns/good", got[0])
+	}
+	waitMetric(t, reg, 1, MetricDroppedEvents, "cms")
+	if _, ok, _ := inf.GetStore().GetByKey("ns/bad"); ok {
+		t.Errorf("the refused object is in the store")
 	}
 }
