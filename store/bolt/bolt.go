@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"syscall"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -120,7 +121,7 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
 	}
-	f, err := acquire(path, o)
+	f, err := acquire(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +160,12 @@ type file struct {
 	path       string
 	db         *bbolt.DB
 	durability store.Durability
+	// readOnly says that db was opened read-only, by raw operations that
+	// only read (Stores, Export, IndexEntries): it cannot serve a write,
+	// and writers wait for it to close (see openFileLocked).
+	readOnly bool
+	// closed is closed once db is.
+	closed chan struct{}
 
 	// refs and names are guarded by filesMu.
 	refs  int
@@ -172,19 +179,14 @@ var (
 
 // acquire returns the open file at path, opening it if needed, and reserves
 // o.Name on it. filesMu is held while bbolt waits for another process's lock
-// (at most o.LockTimeout): opens of other files wait too, which is fine at
-// startup, where opens happen.
-func acquire(path string, o store.Options) (*file, error) {
+// (at most o.LockTimeout, or until ctx ends): opens of other files wait too,
+// which is fine at startup, where opens happen.
+func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	filesMu.Lock()
 	defer filesMu.Unlock()
-	f := files[path]
-	if f == nil {
-		db, err := openDB(path, o)
-		if err != nil {
-			return nil, err
-		}
-		f = &file{path: path, db: db, durability: o.Durability, names: map[string]bool{}}
-		files[path] = f
+	f, err := openFileLocked(ctx, path, o, true)
+	if err != nil {
+		return nil, err
 	}
 	// A file just opened has no names and the durability asked for, so
 	// these checks only refuse stores joining an open file.
@@ -214,21 +216,102 @@ func (f *file) release(name string) error {
 
 func closeFileLocked(f *file) error {
 	delete(files, f.path)
-	if err := f.db.Close(); err != nil {
+	err := f.db.Close()
+	close(f.closed)
+	if err != nil {
 		return fmt.Errorf("store: close %s: %w", f.path, err)
 	}
 	return nil
 }
 
-// openDB opens path with bbolt, turning bbolt's errors and panics on damaged
-// files into store.ErrLocked and store.ErrCorrupt.
-func openDB(path string, o store.Options) (db *bbolt.DB, err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+// testHookWaitReadOnly, when set by a test, is called with filesMu held
+// each time a writer starts waiting for a read-only open to close.
+var testHookWaitReadOnly func(path string)
+
+// openFileLocked returns the file at path that this process has open,
+// opening it if needed: read-write if write, else read-only, so that reading
+// never modifies a file and works on one its owner cannot write (mode
+// 0400). A read shares whatever open the process has. A write cannot use a
+// read-only open: it waits for the reads using it to end, as it would for
+// another process's shared lock, at most o.LockTimeout (then
+// store.ErrInUse) and until ctx ends, and then opens the file read-write.
+// The caller holds filesMu; it is released while waiting for those reads,
+// which need it to close the file.
+func openFileLocked(ctx context.Context, path string, o store.Options, write bool) (*file, error) {
+	var timeout <-chan time.Time
+	for {
+		f := files[path]
+		if f == nil {
+			break
+		}
+		if !write || !f.readOnly {
+			return f, nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(o.LockTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		if testHookWaitReadOnly != nil {
+			testHookWaitReadOnly(path)
+		}
+		filesMu.Unlock()
+		var err error
+		select {
+		case <-f.closed:
+		case <-ctx.Done():
+			err = fmt.Errorf("store: open %s: waiting for reads of this process to close the file: %w", path, ctx.Err())
+		case <-timeout:
+			err = fmt.Errorf("store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v (see Options.LockTimeout, lock_timeout=): %w",
+				path, o.LockTimeout, store.ErrInUse)
+		}
+		filesMu.Lock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	db, err := openDB(ctx, path, o, !write)
+	if err != nil {
+		return nil, err
+	}
+	f := &file{path: path, db: db, durability: o.Durability, readOnly: !write, closed: make(chan struct{}), names: map[string]bool{}}
+	files[path] = f
+	return f, nil
+}
+
+// lockRetry is how often openDB tries the lock of a file another process
+// holds (as bbolt does). openDB waits itself, rather than through bbolt's
+// Options.Timeout, so that it stops when its context ends.
+const lockRetry = 50 * time.Millisecond
+
+// testHookLockBusy, when set by a test, is called each time openDB finds
+// the file locked.
+var testHookLockBusy func(path string)
+
+// openDB opens path with bbolt, read-only if readOnly, turning bbolt's
+// errors and panics on damaged files into store.ErrLocked and
+// store.ErrCorrupt. It waits for another process's lock at most
+// o.LockTimeout, and stops waiting as soon as ctx ends, with an error
+// wrapping ctx.Err(). A read-only open refuses an empty file rather than let bbolt
+// initialise it, and creates neither the file nor its directory.
+func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (db *bbolt.DB, err error) {
+	if readOnly {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		// bbolt would write its meta pages into it (and fail, the file
+		// being open read-only). A crash while bbolt created a file can
+		// leave one: it holds no store.
+		if fi.Size() == 0 {
+			return nil, corruptError(path, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
 	}
 	var osFile *os.File
 	bo := &bbolt.Options{
-		Timeout:         o.LockTimeout,
+		ReadOnly:        readOnly,
 		FreelistType:    bbolt.FreelistMapType,
 		NoSync:          o.Durability == store.DurabilityNoSync,
 		PageSize:        pageSize,
@@ -240,11 +323,32 @@ func openDB(path string, o store.Options) (db *bbolt.DB, err error) {
 			return f, err
 		},
 	}
-	err = guard(func() error {
-		var err error
-		db, err = bbolt.Open(path, 0o600, bo)
-		return err
-	})
+	// A Timeout of 0 would wait for ever; one shorter than bbolt's retry
+	// interval (50ms) tries the lock once.
+	bo.Timeout = time.Nanosecond
+	deadline := time.Now().Add(o.LockTimeout)
+	for {
+		osFile = nil
+		err = guard(func() error {
+			var err error
+			db, err = bbolt.Open(path, 0o600, bo)
+			return err
+		})
+		wait := time.Until(deadline)
+		if err == nil || !errors.Is(err, berrors.ErrTimeout) || wait <= 0 {
+			break
+		}
+		if testHookLockBusy != nil {
+			testHookLockBusy(path)
+		}
+		t := time.NewTimer(min(lockRetry, wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("store: open %s: waiting for another process to release the file: %w", path, ctx.Err())
+		case <-t.C:
+		}
+	}
 	if err != nil {
 		if db == nil && osFile != nil && errors.Is(err, store.ErrCorrupt) {
 			// bbolt panicked half-way through Open, holding the file and
@@ -331,7 +435,11 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 		return f.db.View(func(tx *bbolt.Tx) error {
 			// The metadata first: a store of another format version
 			// may have other buckets, and must be reported as such.
-			b, err := lookupStore(tx.Bucket(bucketStores), []byte(o.Name))
+			root, err := rootBucket(tx)
+			if err != nil {
+				return err
+			}
+			b, err := lookupStore(root, []byte(o.Name))
 			if err != nil || b == nil {
 				return err
 			}

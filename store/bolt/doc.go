@@ -137,7 +137,17 @@
 //
 // Another process opening the same file waits up to the lock timeout
 // (Options.LockTimeout, default 5s) and then fails with store.ErrLocked,
-// naming the file.
+// naming the file; it stops waiting when the context passed to Open ends,
+// with an error wrapping the context's.
+//
+// The snapshot tool's reads ([Raw]'s Stores and Export, [IndexEntries])
+// share the file with the stores this process has open on it; otherwise
+// they open it read-only, so that they never write to it (an empty file is
+// refused with store.ErrCorrupt rather than initialised) and can read a
+// file its owner cannot write (mode 0400). Another process can then read it
+// too, but not open it for writing until they are done. A write of this
+// process (an Open, an Import) waits for them too, up to the lock timeout
+// (then store.ErrInUse) or until its context ends.
 //
 // # Errors
 //
@@ -149,7 +159,9 @@
 // Errors name the operation and the store or file, and wrap the sentinels of
 // package store: ErrInvalid for bad input (which leaves the store as it
 // was), ErrLocked for a file held by another process, ErrCorrupt for a
-// damaged or truncated file (the message says to delete it; informers then
+// damaged or truncated file, or one that is not this backend's database (an
+// empty file read by the snapshot tool, a bbolt file with top-level buckets
+// but no stores bucket) (the message says to delete it; informers then
 // relist), ErrIncompatible for a store written with another codec, object
 // type, key function or format version, ErrInUse for a store name opened
 // twice, ErrClosed after Close.

@@ -17,7 +17,7 @@ import (
 
 // On-disk layout (FormatVersion 3). One file holds any number of stores:
 //
-//	stores/                      top-level bucket
+//	stores/                      top-level bucket, created with the first store
 //	  <store name>/              one bucket per store (any string)
 //	    meta/     "meta" -> JSON store.Meta, "rv" -> resume point,
 //	              "seq" -> the next object sequence number (8-byte big-endian),
@@ -28,6 +28,11 @@ import (
 //	    objects/  seq (8-byte big-endian) -> encoded object
 //	    index/
 //	      <index name>/  indexEntryPrefix(value) ++ seq -> the object key
+//	snapshot-import/             top-level bucket where Import stages a store
+//	  <store name>/              (raw.go), then moves it under stores/
+//
+// Nothing else is at the top level: a file without stores/ but with
+// anything other than snapshot-import/ is damaged (see rootBucket).
 //
 // Every store persists each object's index values, in its key record, in the
 // transaction that writes the object. The inverted index (index/, value ->
@@ -95,10 +100,49 @@ type buckets struct {
 	entries bool
 }
 
+// rootBucket returns the stores bucket of tx, or nil if the file has none
+// yet. Only two kinds of file lack it: a new one, where bbolt wrote its meta
+// pages and nothing else (the stores bucket comes with the first store),
+// and one whose first Import crashed before it moved the store it staged
+// into the stores bucket, which holds only bucketImport. Any other
+// top-level entry without the stores bucket is ErrCorrupt: the file is
+// damaged where it names its stores (a flipped byte in the bucket's key or
+// flags), or is another program's bbolt file. Read as empty, it would hide
+// every store, and a write would then bury them under a new stores bucket.
+func rootBucket(tx *bbolt.Tx) (*bbolt.Bucket, error) {
+	if root := tx.Bucket(bucketStores); root != nil {
+		return root, nil
+	}
+	c := tx.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		switch {
+		case v != nil:
+			return nil, fmt.Errorf("top-level key %q is not a bucket, no stores bucket: %w", shorten(string(k)), store.ErrCorrupt)
+		case !bytes.Equal(k, bucketImport):
+			return nil, fmt.Errorf("unknown top-level bucket %q, no stores bucket: %w", shorten(string(k)), store.ErrCorrupt)
+		}
+	}
+	return nil, nil
+}
+
+// createRoot returns the stores bucket of tx, creating it in a file that
+// has none yet (see rootBucket).
+func createRoot(tx *bbolt.Tx) (*bbolt.Bucket, error) {
+	root, err := rootBucket(tx)
+	if err != nil || root != nil {
+		return root, err
+	}
+	return tx.CreateBucket(bucketStores)
+}
+
 // storeBuckets returns name's buckets in tx, or nil if the store does not
 // exist. A store bucket missing one of its parts is corrupt.
 func storeBuckets(tx *bbolt.Tx, name string) (*buckets, error) {
-	b, err := lookupStore(tx.Bucket(bucketStores), []byte(name))
+	root, err := rootBucket(tx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := lookupStore(root, []byte(name))
 	if err != nil || b == nil {
 		return nil, err
 	}
@@ -142,7 +186,7 @@ func (b *buckets) complete(name string) error {
 // createStore creates name's buckets, with one index bucket per index in m,
 // and records m. The store must not exist.
 func createStore(tx *bbolt.Tx, name string, m store.Meta) (*buckets, error) {
-	root, err := tx.CreateBucketIfNotExists(bucketStores)
+	root, err := createRoot(tx)
 	if err != nil {
 		return nil, err
 	}

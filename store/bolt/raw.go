@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -34,6 +35,10 @@ var (
 // moving it under bucketStores in one transaction. Only Import uses it; a
 // crash leaves garbage there that the next Import of the name drops.
 var bucketImport = []byte("snapshot-import")
+
+// errNothingStaged rolls back the cleanup of a failed Import that staged
+// nothing.
+var errNothingStaged = errors.New("nothing staged")
 
 // importBatch bounds the records written per bbolt transaction by Import, so
 // that its memory stays bounded (bbolt keeps a transaction's dirty pages in
@@ -68,32 +73,30 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 }
 
 // withFile runs fn on the database at u, shared with the stores this
-// process has open on it, or opened for the call. Unless create, a missing
-// file is store.ErrNotFound rather than created.
-func withFile(op string, u *url.URL, create bool, fn func(f *file) error) (err error) {
+// process has open on it, or opened for the call. A write (Import) creates
+// a missing file and needs a read-write open. Other operations only read:
+// a missing file is store.ErrNotFound, and a file this process does not
+// have open is opened read-only, so that they never modify it (see
+// openFileLocked). Waiting for another process's lock ends with ctx.
+// withFile names op and u in its own errors; fn names them in its.
+func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f *file) error) (err error) {
 	path, o, err := rawPath(op, u)
 	if err != nil {
 		return err
 	}
-	filesMu.Lock()
-	f := files[path]
-	if f == nil {
-		if !create {
-			if _, err := os.Stat(path); err != nil {
-				filesMu.Unlock()
-				if errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("store: %s %s: %w: %w", op, path, store.ErrNotFound, err)
-				}
-				return fmt.Errorf("store: %s %s: %w", op, path, err)
+	if !write {
+		if _, err := os.Stat(path); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("store: %s %s: %w: %w", op, path, store.ErrNotFound, err)
 			}
+			return fmt.Errorf("store: %s %s: %w", op, path, err)
 		}
-		db, err := openDB(path, o)
-		if err != nil {
-			filesMu.Unlock()
-			return err
-		}
-		f = &file{path: path, db: db, durability: o.Durability, names: map[string]bool{}}
-		files[path] = f
+	}
+	filesMu.Lock()
+	f, err := openFileLocked(ctx, path, o, write)
+	if err != nil {
+		filesMu.Unlock()
+		return withHint(fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err))
 	}
 	f.refs++
 	filesMu.Unlock()
@@ -113,12 +116,12 @@ func withFile(op string, u *url.URL, create bool, fn func(f *file) error) (err e
 // Stores implements store.RawDriver.
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
 	var infos []store.Info
-	err := withFile("stores", u, false, func(f *file) error {
-		return guard(func() error {
+	err := withFile(ctx, "stores", u, false, func(f *file) error {
+		return rawError("stores", u, guard(func() error {
 			return f.db.View(func(tx *bbolt.Tx) error {
-				root := tx.Bucket(bucketStores)
-				if root == nil {
-					return nil
+				root, err := rootBucket(tx)
+				if err != nil || root == nil {
+					return err
 				}
 				return root.ForEachBucket(func(k []byte) error {
 					info, _, err := rawInfo(tx, string(k))
@@ -129,24 +132,42 @@ func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
 					return nil
 				})
 			})
-		})
+		}))
 	})
 	if err != nil {
-		return nil, rawError("stores", u, err)
+		return nil, err
 	}
 	return infos, nil
 }
 
+// corruptHint is what every ErrCorrupt of this backend advises.
+const corruptHint = "(delete the file to start over; informers relist)"
+
+// rawError names op and u in an ErrCorrupt, and gives corruptHint, once:
+// errors from opening the file carry it already. Other errors pass as
+// they are.
 func rawError(op string, u *url.URL, err error) error {
-	if errors.Is(err, store.ErrCorrupt) {
-		return fmt.Errorf("store: %s %s: %w (delete the file to start over; informers relist)", op, u.Redacted(), err)
+	if err == nil || !errors.Is(err, store.ErrCorrupt) {
+		return err
 	}
-	return err
+	return withHint(fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err))
+}
+
+// withHint appends corruptHint to an ErrCorrupt that lacks it.
+func withHint(err error) error {
+	if !errors.Is(err, store.ErrCorrupt) || strings.Contains(err.Error(), corruptHint) {
+		return err
+	}
+	return fmt.Errorf("%w %s", err, corruptHint)
 }
 
 // rawInfo returns the Info and buckets of the store name in tx.
 func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
-	b, err := lookupStore(tx.Bucket(bucketStores), []byte(name))
+	root, err := rootBucket(tx)
+	if err != nil {
+		return store.Info{}, nil, err
+	}
+	b, err := lookupStore(root, []byte(name))
 	if err != nil {
 		return store.Info{}, nil, err
 	}
@@ -182,13 +203,13 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 // Export implements store.RawDriver: one read transaction.
 func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
 	var info store.Info
-	err := withFile("export", u, false, func(f *file) error {
+	err := withFile(ctx, "export "+name, u, false, func(f *file) error {
 		var err error
 		info, err = exportDB(ctx, f.db, name, fn)
-		return err
+		return rawError("export "+name, u, err)
 	})
 	if err != nil {
-		return store.Info{}, rawError("export "+name, u, err)
+		return store.Info{}, err
 	}
 	return info, nil
 }
@@ -261,7 +282,7 @@ func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (stor
 func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	name := info.Name
 	fail := func(err error) error {
-		return rawError("import "+name, u, fmt.Errorf("store: import %s into %s: %w", name, u.Redacted(), err))
+		return withHint(fmt.Errorf("store: import %s into %s: %w", name, u.Redacted(), err))
 	}
 	if name == "" || len(name) > maxNameLen {
 		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
@@ -269,7 +290,7 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 	if !slices.IsSorted(info.Indexes) || len(slices.Compact(slices.Clone(info.Indexes))) != len(info.Indexes) {
 		return fail(fmt.Errorf("index names %q are not sorted and unique: %w", info.Indexes, store.ErrInvalid))
 	}
-	return withFile("import", u, true, func(f *file) error {
+	return withFile(ctx, "import "+name, u, true, func(f *file) error {
 		filesMu.Lock()
 		if f.names[name] {
 			filesMu.Unlock()
@@ -285,13 +306,15 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 		}()
 		if err := importDB(ctx, f.db, info, next); err != nil {
 			// Drop what was staged; a failure here only leaves garbage
-			// for the next import.
+			// for the next import. With nothing staged, the transaction
+			// rolls back: a commit, even of nothing, writes a meta page,
+			// and a refused import leaves the file as it was.
 			_ = guard(func() error {
 				return f.db.Update(func(tx *bbolt.Tx) error {
 					if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
 						return ib.DeleteBucket([]byte(name))
 					}
-					return nil
+					return errNothingStaged
 				})
 			})
 			return fail(err)
@@ -318,6 +341,12 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 	names := m.Indexes
 	err = guard(func() error {
 		return db.Update(func(tx *bbolt.Tx) error {
+			// A file that lost its stores bucket is refused before
+			// anything is staged: the final move would create a new one
+			// and bury the old stores.
+			if _, err := rootBucket(tx); err != nil {
+				return err
+			}
 			ib, err := tx.CreateBucketIfNotExists(bucketImport)
 			if err != nil {
 				return err
@@ -335,8 +364,22 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 		return err
 	}
 	pending := []store.Record(nil)
+	n := 0 // records read, to name one in errors
+	// add checks a record read and queues it.
+	add := func(rec store.Record) error {
+		n++
+		if rec.Key == "" {
+			// bbolt keys cannot be empty: refused here, naming the
+			// record, rather than by bbolt with a bare "key required".
+			return fmt.Errorf("record %d has an empty key: %w", n, store.ErrInvalid)
+		}
+		pending = append(pending, cloneRecord(rec))
+		return nil
+	}
 	if haveFirst {
-		pending = append(pending, cloneRecord(first))
+		if err := add(first); err != nil {
+			return err
+		}
 	}
 	done := !haveFirst
 	for {
@@ -353,7 +396,9 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 			if err != nil {
 				return err
 			}
-			pending = append(pending, cloneRecord(rec))
+			if err := add(rec); err != nil {
+				return err
+			}
 			size += len(rec.Key) + len(rec.Data)
 		}
 		last := done
@@ -405,7 +450,7 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 					if ib == nil || ib.Bucket(name) == nil {
 						return fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
 					}
-					root, err := tx.CreateBucketIfNotExists(bucketStores)
+					root, err := createRoot(tx)
 					if err != nil {
 						return err
 					}
@@ -493,7 +538,7 @@ func cloneRecord(r store.Record) store.Record {
 // layout.go) yields those of its key records' index values, from which its
 // in-memory index is built.
 func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
-	err := withFile("index entries", u, false, func(f *file) error {
+	return withFile(ctx, "index entries of "+name, u, false, func(f *file) error {
 		var fnErr error
 		err := guard(func() error {
 			return f.db.View(func(tx *bbolt.Tx) error {
@@ -537,9 +582,8 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 		if fnErr != nil {
 			return fnErr
 		}
-		return err
+		return rawError("index entries of "+name, u, err)
 	})
-	return rawError("index entries of "+name, u, err)
 }
 
 // recordEntries calls fn with the index entries the key records of b
@@ -602,11 +646,22 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err != nil {
 		return fail(err)
 	}
-	src, err := openDB(path, o)
+	src, err := openDB(ctx, path, o, false)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer src.Close()
+	// bbolt.Compact copies whatever it finds; a file that lost its stores
+	// bucket is refused, not rewritten, like every other operation.
+	err = guard(func() error {
+		return src.View(func(tx *bbolt.Tx) error {
+			_, err := rootBucket(tx)
+			return err
+		})
+	})
+	if err != nil {
+		return fail(withHint(err))
+	}
 	part := path + ".compact.part"
 	os.Remove(part)
 	dst, err := bbolt.Open(part, fi.Mode().Perm(), &bbolt.Options{PageSize: src.Info().PageSize, FreelistType: bbolt.FreelistMapType, NoSync: true})

@@ -1,0 +1,219 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// TestWriteWaitsForReadOnlyOpen checks that a write (an Import, a store's
+// Open) never uses the read-only open of a file that reads of the raw
+// driver share: it waits for them to close it, until its context ends or
+// its lock timeout passes, and then writes through a read-write open.
+func TestWriteWaitsForReadOnlyOpen(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := []struct {
+		name string
+		run  func(ctx context.Context, rawURL string) error
+	}{
+		{"Import", func(ctx context.Context, rawURL string) error {
+			u, err := url.Parse(rawURL)
+			if err != nil {
+				return err
+			}
+			return Raw().Import(ctx, u, store.Info{Name: "other", Codec: codec.Name(), Type: codec.Type()}, oneRecord("ns/b"))
+		}},
+		{"Open", func(ctx context.Context, rawURL string) error {
+			s, err := store.Open(ctx, rawURL, &store.Options{Name: "other", Codec: codec})
+			if err != nil {
+				return err
+			}
+			return s.Close()
+		}},
+	}
+	for _, w := range writes {
+		for _, tc := range []struct {
+			name  string
+			query string
+			// stop ends the write's wait, given the cancel of its
+			// context; nil waits for the read.
+			stop func(cancel context.CancelFunc)
+			want error
+		}{
+			{"after the read", "", nil, nil},
+			{"context ends", "", func(cancel context.CancelFunc) { cancel() }, context.Canceled},
+			{"lock timeout", "?lock_timeout=50ms", func(context.CancelFunc) {}, store.ErrInUse},
+		} {
+			t.Run(w.name+"/"+tc.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "cache.db")
+				u := &url.URL{Scheme: Scheme, Path: path}
+				if err := Raw().Import(t.Context(), u, store.Info{Name: "pods", Codec: codec.Name(), Type: codec.Type()}, oneRecord("ns/a")); err != nil {
+					t.Fatal(err)
+				}
+
+				// An export holds the file open read-only until released.
+				inside, release := make(chan struct{}), make(chan struct{})
+				exported := make(chan error, 1)
+				go func() {
+					_, err := Raw().Export(t.Context(), u, "pods", func(store.Record) error {
+						close(inside)
+						<-release
+						return nil
+					})
+					exported <- err
+				}()
+				released := false
+				defer func() {
+					if !released {
+						close(release)
+						if err := <-exported; err != nil {
+							t.Errorf("Export: %v", err)
+						}
+					}
+				}()
+				<-inside
+				filesMu.Lock()
+				f := files[path]
+				if f == nil || !f.readOnly {
+					filesMu.Unlock()
+					t.Fatalf("the export's open of the file: %+v; want a read-only one", f)
+				}
+				waiting := make(chan struct{})
+				var once sync.Once
+				testHookWaitReadOnly = func(p string) {
+					if p == path {
+						once.Do(func() { close(waiting) })
+					}
+				}
+				filesMu.Unlock()
+				defer func() {
+					filesMu.Lock()
+					testHookWaitReadOnly = nil
+					filesMu.Unlock()
+				}()
+
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				wrote := make(chan error, 1)
+				go func() { wrote <- w.run(ctx, u.String()+tc.query) }()
+				select {
+				case <-waiting:
+				case err := <-wrote:
+					t.Fatalf("%s of a file a read has open read-only did not wait for the read: %v", w.name, err)
+				}
+				var werr error
+				if tc.stop != nil {
+					tc.stop(cancel)
+					werr = <-wrote
+				}
+				released = true
+				close(release)
+				if err := <-exported; err != nil {
+					t.Fatalf("Export: %v", err)
+				}
+				if tc.stop == nil {
+					werr = <-wrote
+				}
+				if tc.want == nil {
+					if werr != nil {
+						t.Fatalf("%s after the export: %v", w.name, werr)
+					}
+				} else {
+					if !errors.Is(werr, tc.want) {
+						t.Fatalf("%s while the export reads: %v; want %v", w.name, werr, tc.want)
+					}
+					t.Logf("error: %v", werr)
+				}
+
+				infos, err := Raw().Stores(t.Context(), u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, i := range infos {
+					names = append(names, i.Name)
+				}
+				slices.Sort(names)
+				want := []string{"other", "pods"}
+				if tc.want != nil {
+					want = []string{"pods"}
+				}
+				if !slices.Equal(names, want) {
+					t.Errorf("stores %q; want %q", names, want)
+				}
+			})
+		}
+	}
+}
+
+// TestOpenRetriesLock checks that an open waiting for a file another open
+// holds gets it once that open closes it. (bbolt's flock locks belong to
+// open file descriptions, so the test's own bbolt open conflicts.)
+func TestOpenRetriesLock(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct {
+		name string
+		run  func(u *url.URL) error
+	}{
+		{"Stores", func(u *url.URL) error { _, err := Raw().Stores(t.Context(), u); return err }},
+		{"Import", func(u *url.URL) error {
+			return Raw().Import(t.Context(), u, store.Info{Name: "other", Codec: codec.Name(), Type: codec.Type()}, oneRecord("ns/b"))
+		}},
+	} {
+		t.Run(op.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			u := &url.URL{Scheme: Scheme, Path: path, RawQuery: "lock_timeout=1m"}
+			if err := Raw().Import(t.Context(), u, store.Info{Name: "pods", Codec: codec.Name(), Type: codec.Type()}, oneRecord("ns/a")); err != nil {
+				t.Fatal(err)
+			}
+			held, err := bbolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			busy := 0
+			testHookLockBusy = func(p string) {
+				if busy++; busy == 1 && p == path {
+					if err := held.Close(); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			defer func() { testHookLockBusy = nil }()
+			if err := op.run(u); err != nil {
+				t.Fatalf("%s once the file was released: %v", op.name, err)
+			}
+			if busy == 0 {
+				t.Fatalf("%s did not find the file locked; the test needs it to wait", op.name)
+			}
+		})
+	}
+}
+
+func oneRecord(key string) func() (store.Record, error) {
+	done := false
+	return func() (store.Record, error) {
+		if done {
+			return store.Record{}, io.EOF
+		}
+		done = true
+		return store.Record{Key: key, Data: []byte("{}")}, nil
+	}
+}
