@@ -34,10 +34,11 @@ type Preparer struct {
 	Codec store.Codec
 }
 
-// Prepare validates every op of a write and computes keys, index values and
-// encodings. It changes nothing: a write whose Prepare fails must not be
-// applied at all, which is how a failed batch leaves no trace. op names the
-// operation for error messages ("add", "commit", ...).
+// Prepare validates every op of a write and computes keys (refusing those
+// store.CheckKey refuses), index values and encodings. It changes nothing:
+// a write whose Prepare fails must not be applied at all, which is how a
+// failed batch leaves no trace. op names the operation for error messages
+// ("add", "commit", ...).
 //
 // Large batches are encoded on every CPU: encoding dominates a commit's CPU
 // time (about 5 us per Pod in protobuf), and the informer commits up to
@@ -56,7 +57,7 @@ func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 		p = &p2
 	}
 	for i := range ops {
-		if err := p.prepareOne(op, &ops[i], &out[i]); err != nil {
+		if err := p.prepareOne(op, i, len(ops), &ops[i], &out[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -109,11 +110,22 @@ func encodeAll(op string, codec store.Codec, ps []Prepared) error {
 // PrepareOne is Prepare for a single operation, without the slice.
 func (p *Preparer) PrepareOne(op string, o store.Op) (Prepared, error) {
 	var r Prepared
-	err := p.prepareOne(op, &o, &r)
+	err := p.prepareOne(op, 0, 1, &o, &r)
 	return r, err
 }
 
-func (p *Preparer) prepareOne(op string, o *store.Op, r *Prepared) error {
+// keyError reports that op i of n (of the write op) has a key no backend
+// stores (store.CheckKey), naming the op by its position when the write has
+// several, and by its type and object's type, since its key says nothing.
+func keyError(op string, i, n int, o *store.Op, err error) error {
+	if n > 1 {
+		return fmt.Errorf("store: %s: op %d of %d (%s %T): %w", op, i, n, o.Type, o.Object, err)
+	}
+	return fmt.Errorf("store: %s: %s %T: %w", op, o.Type, o.Object, err)
+}
+
+// prepareOne prepares o, op i of the n of the write op, into r.
+func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) error {
 	r.Type, r.Object, r.Key = o.Type, o.Object, o.Key
 	switch o.Type {
 	case store.OpPut:
@@ -136,6 +148,12 @@ func (p *Preparer) prepareOne(op string, o *store.Op, r *Prepared) error {
 			return fmt.Errorf("store: %s %T: key function: %w: %w", op, o.Object, store.ErrInvalid, err)
 		}
 		r.Key = k
+	}
+	// Before the index functions, and for deletes too: one rule for every
+	// backend (bbolt cannot store the key), so that no write of ""
+	// succeeds on one backend and fails on another.
+	if err := store.CheckKey(r.Key); err != nil {
+		return keyError(op, i, n, o, err)
 	}
 	if o.Type == store.OpDelete {
 		return nil

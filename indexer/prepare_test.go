@@ -80,6 +80,11 @@ func TestPrepareBadInput(t *testing.T) {
 		{"index function error", store.Op{Type: store.OpPut, Object: pod("a", "b", "fail=1")}, "index asked to fail"},
 		{"index function panic", store.Op{Type: store.OpPut, Object: pod("a", "b", "panic=1")}, "panicked"},
 		{"codec cannot encode", store.Op{Type: store.OpPut, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}}, "encode"},
+		{"empty key", store.Op{Type: store.OpPut, Object: pod("", "")}, "op 1 of 2 (put *v1.Pod): empty key"},
+		{"empty key delete", store.Op{Type: store.OpDelete, Object: pod("", "")}, "op 1 of 2 (delete *v1.Pod): empty key"},
+		{"empty key tombstone", store.Op{Type: store.OpDelete, Object: cache.DeletedFinalStateUnknown{Key: ""}}, "op 1 of 2 (delete cache.DeletedFinalStateUnknown): empty key"},
+		// Refused before the index functions run.
+		{"empty key before index functions", store.Op{Type: store.OpPut, Object: pod("", "", "panic=1")}, "empty key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPreparer(t, codec)
@@ -95,6 +100,25 @@ func TestPrepareBadInput(t *testing.T) {
 				t.Errorf("error %q: want it to start with the operation and say %q", msg, tc.says)
 			}
 		})
+	}
+}
+
+// TestPrepareEmptyKey checks the errors for the empty key outside a small
+// batch: a single op says no position, and a batch large enough to be
+// encoded in parallel still names the op.
+func TestPrepareEmptyKey(t *testing.T) {
+	p := newPreparer(t, mustCodec(t, &corev1.Pod{}))
+	_, err := p.PrepareOne("add", store.Op{Type: store.OpPut, Object: pod("", "")})
+	if !errors.Is(err, store.ErrInvalid) || err.Error() != "store: add: put *v1.Pod: empty key: invalid argument" {
+		t.Errorf("PrepareOne of an empty key = %v; want ErrInvalid saying \"store: add: put *v1.Pod: empty key\"", err)
+	}
+	ops := make([]store.Op, 300)
+	for i := range ops {
+		ops[i] = store.Op{Type: store.OpPut, Object: pod("ns", fmt.Sprintf("p%d", i))}
+	}
+	ops[200].Object = pod("", "")
+	if _, err := p.Prepare("replace", ops); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "store: replace: op 200 of 300 (put *v1.Pod): empty key") {
+		t.Errorf("Prepare of a large batch with an empty key = %v; want ErrInvalid naming op 200 of 300", err)
 	}
 }
 

@@ -39,7 +39,9 @@ type RawDriver interface {
 	// yields until it returns io.EOF, recording info's metadata and resume
 	// point. It is atomic: on error or a crash the store keeps its previous
 	// contents, or is left empty without a resume point so that its
-	// informer relists.
+	// informer relists. A record with a key CheckKey refuses (the empty
+	// key) fails it with an error wrapping ErrInvalid that names the
+	// record by its position.
 	Import(ctx context.Context, u *url.URL, info Info, next func() (Record, error)) error
 }
 

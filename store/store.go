@@ -19,6 +19,12 @@ import (
 // atomically. Every write validates its whole input (keys, index values,
 // encodings) before changing anything: a write that returns an error has left
 // the store as it was.
+//
+// Keys are never empty, on every backend alike. A write or Commit op whose
+// key (Op.Key, or the key function's result) is "" fails with an error
+// wrapping ErrInvalid that says "empty key" (see CheckKey), and refuses the
+// whole batch; deletes included. Get and GetByKey of "" find nothing and
+// return no error, as client-go's indexer does for a key it does not hold.
 type Store interface {
 	cache.Indexer
 
@@ -68,7 +74,8 @@ type Op struct {
 	// may be nil when Key is set, and may be a cache.DeletedFinalStateUnknown.
 	Object interface{}
 	// Key overrides the key function. It is optional for OpPut and OpDelete
-	// alike; when empty the key function is applied to Object.
+	// alike; when empty the key function is applied to Object, which must
+	// then yield a non-empty key.
 	Key string
 }
 

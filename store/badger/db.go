@@ -232,6 +232,11 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 	if err := store.CheckPath(dir, true); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
+	// Before anything below changes the directory (its mode, badger's
+	// files): a directory of someone else's files is left as it is.
+	if err := checkNotForeign(dir); err != nil {
+		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	}
 	existed := dirHasFiles(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: create directory: %w", dir, err)
@@ -506,6 +511,66 @@ var errDirLocked = errors.New("another process is using this badger database")
 // is.
 func isLockError(err error) bool {
 	return errors.Is(err, errDirLocked) || (err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock"))
+}
+
+// checkNotForeign refuses a directory that holds files but no badger
+// database: badger.Open would write its database among them (and openDB
+// would make the directory owner-only), where a user pointing a URL at the wrong
+// directory, or restoring a snapshot into it, expects an error. A database
+// is recognized by its MANIFEST or KEYREGISTRY, which badger writes on its
+// first open. Without either, only what that first open creates before
+// them (and what a crash then leaves) is accepted: badger's own file
+// names. A missing or empty directory is fine: badger creates the database.
+//
+// lost+found is ignored: it is what the root of a freshly formatted ext4
+// volume holds, and a volume mounted for the cache is a natural directory
+// to give.
+func checkNotForeign(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case name == badger.ManifestFilename || name == badger.KeyRegistryFileName:
+			return nil
+		case isBadgerFile(name), name == "lost+found" && e.IsDir():
+		default:
+			foreign = append(foreign, name)
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	const show = 3
+	more := ""
+	if len(foreign) > show {
+		more = fmt.Sprintf(" and %d more", len(foreign)-show)
+		foreign = foreign[:show]
+	}
+	return fmt.Errorf("directory is not empty and holds no badger database (no %s or %s; it holds %q%s): give an empty or new directory: %w",
+		badger.ManifestFilename, badger.KeyRegistryFileName, foreign, more, store.ErrInvalid)
+}
+
+// isBadgerFile reports whether name is one badger (v4) gives the files of
+// a database directory: lock, manifest, key registry and their rewrites,
+// discard stats, tables, value logs and memtable logs.
+func isBadgerFile(name string) bool {
+	switch name {
+	case "LOCK", badger.ManifestFilename, "MANIFEST-REWRITE", badger.KeyRegistryFileName, badger.KeyRegistryRewriteFileName, "DISCARD":
+		return true
+	}
+	for _, ext := range []string{".sst", ".vlog", ".mem"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 func dirHasFiles(dir string) bool {

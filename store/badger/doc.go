@@ -12,6 +12,11 @@
 //	badger:///var/lib/ctrl/cache?gc_interval=1m    value-log GC period; 0 disables it
 //
 // The path must be absolute (three slashes). Unknown parameters are rejected.
+// The directory must be missing, empty (a volume root holding only
+// lost+found counts as empty) or a badger database (it has a MANIFEST or
+// KEYREGISTRY): a directory of other files is refused with store.ErrInvalid
+// and left untouched, by Open, by snapshot restores and by every raw read,
+// rather than filled with a database among those files.
 //
 // Several stores (one per resource, told apart by Options.Name) share one
 // directory. A process keeps one badger database per directory, shared and

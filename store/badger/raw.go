@@ -330,7 +330,14 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	}
 	names := meta.Indexes
 	seen := map[string]struct{}{}
+	n := 0 // records read, to name one in errors
 	put := func(w writer, nk keys, rec store.Record) error {
+		n++
+		// Badger could store an empty key, but no other backend can: a
+		// store holding one could not be restored into them.
+		if err := store.CheckKey(rec.Key); err != nil {
+			return fmt.Errorf("record %d: %w", n, err)
+		}
 		vals := rec.Values
 		if len(names) == 0 {
 			vals = nil

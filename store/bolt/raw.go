@@ -368,10 +368,11 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 	// add checks a record read and queues it.
 	add := func(rec store.Record) error {
 		n++
-		if rec.Key == "" {
-			// bbolt keys cannot be empty: refused here, naming the
-			// record, rather than by bbolt with a bare "key required".
-			return fmt.Errorf("record %d has an empty key: %w", n, store.ErrInvalid)
+		// The rule every backend's Import applies (bbolt keys cannot be
+		// empty): refused here, naming the record, rather than by bbolt
+		// with a bare "key required".
+		if err := store.CheckKey(rec.Key); err != nil {
+			return fmt.Errorf("record %d: %w", n, err)
 		}
 		pending = append(pending, cloneRecord(rec))
 		return nil

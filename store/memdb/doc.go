@@ -20,8 +20,8 @@
 //
 // snapshot_interval overrides store.Options.SnapshotInterval and
 // lock_timeout store.Options.LockTimeout; both need a file. Other
-// parameters, a host, or a relative path are errors wrapping
-// store.ErrInvalid. [New] and [NewFile] are the direct constructors.
+// parameters, a host, a relative path, or a path ending in a slash (which
+// names a directory) are errors wrapping store.ErrInvalid. [New] and [NewFile] are the direct constructors.
 //
 // One file holds any number of stores, one per Options.Name, in the snapshot
 // format of package store/internal/snapfile (the memory backend's). One
@@ -68,8 +68,8 @@
 //
 // # Errors
 //
-// See package store. Bad input (nil objects, key and index function errors
-// and panics) returns an error wrapping store.ErrInvalid that names the
+// See package store. Bad input (nil objects, empty keys, key and index
+// function errors and panics) returns an error wrapping store.ErrInvalid that names the
 // operation, and leaves the store unchanged. An unknown index is
 // store.ErrNotFound, a taken index name store.ErrIndexExists, and every
 // method of a closed store returns store.ErrClosed (methods without an error

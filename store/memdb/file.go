@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"iter"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -94,10 +93,11 @@ func NewFile(ctx context.Context, path string, opts *store.Options) (store.Store
 	if err != nil {
 		return nil, err
 	}
-	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("store: open %s: the snapshot file path must be absolute: %w", path, store.ErrInvalid)
+	clean, err := snapfile.FilePath(Scheme, path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return openFile(ctx, filepath.Clean(path), o)
+	return openFile(ctx, clean, o)
 }
 
 // openFile opens store o.Name of the snapshot file at path.
@@ -116,6 +116,9 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 		// The first store of the file in this process locks it against
 		// other processes, before reading it.
 		unlock, err := snapfile.Lock(path, o.LockTimeout)
+		if errors.Is(err, store.ErrLocked) {
+			return nil, fmt.Errorf("store: open %s in %s: %w (%s)", o.Name, where, err, snapfile.OpenLockHint)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, err)
 		}

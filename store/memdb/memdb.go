@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -46,7 +46,11 @@ func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, err
 		}
 		return New(&opts)
 	}
-	return openFile(ctx, filepath.Clean(u.Path), opts)
+	path, err := snapfile.FilePath(Scheme, u.Path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
+	}
+	return openFile(ctx, path, opts)
 }
 
 // New returns an empty store kept in a go-memdb database, without a file.

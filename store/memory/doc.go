@@ -10,7 +10,9 @@
 //
 // snapshot_interval overrides store.Options.SnapshotInterval and
 // lock_timeout store.Options.LockTimeout; both need a file. Other
-// parameters are rejected. [New] and [NewFile] are the direct constructors.
+// parameters, and a file path that is relative or ends in a slash (which
+// names a directory), are rejected with store.ErrInvalid. [New] and
+// [NewFile] are the direct constructors.
 //
 // One file holds any number of stores, one per Options.Name; the stores of
 // one file opened in one process share its state, and a snapshot written by
@@ -46,9 +48,9 @@
 //
 // # Errors
 //
-// See package store. Bad input (nil objects, key and index function errors,
-// objects the codec cannot encode in file mode) returns an error wrapping
-// store.ErrInvalid and leaves the store unchanged. A truncated or damaged
+// See package store. Bad input (nil objects, empty keys, key and index
+// function errors, objects the codec cannot encode in file mode) returns an
+// error wrapping store.ErrInvalid and leaves the store unchanged. A truncated or damaged
 // snapshot fails Open with store.ErrCorrupt naming the file; a snapshot
 // written with another codec, object type or key function fails it with
 // store.ErrIncompatible. Opening a name that is already open in the process

@@ -96,6 +96,9 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 		// The first store of the file in this process locks it against
 		// other processes, before reading it.
 		unlock, err := snapfile.Lock(path, o.LockTimeout)
+		if errors.Is(err, store.ErrLocked) {
+			return nil, fmt.Errorf("store: open %s in %s: %w (%s)", o.Name, where, err, snapfile.OpenLockHint)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, err)
 		}

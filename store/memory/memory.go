@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"path/filepath"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -39,7 +39,11 @@ func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, err
 		}
 		return New(&opts)
 	}
-	return openFile(ctx, filepath.Clean(u.Path), opts)
+	path, err := snapfile.FilePath(Scheme, u.Path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
+	}
+	return openFile(ctx, path, opts)
 }
 
 // New returns an empty memory store that lives as long as the process.
@@ -64,10 +68,11 @@ func NewFile(ctx context.Context, path string, opts *store.Options) (store.Store
 	if err != nil {
 		return nil, err
 	}
-	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("store: open %s: the snapshot file path must be absolute: %w", path, store.ErrInvalid)
+	clean, err := snapfile.FilePath(Scheme, path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return openFile(ctx, filepath.Clean(path), o)
+	return openFile(ctx, clean, o)
 }
 
 func baseInfo(o store.Options) store.Info {

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,8 +29,12 @@ func TestRestorePartialFailureSaysWhatChanged(t *testing.T) {
 		}}
 	}
 	file := filepath.Join(t.TempDir(), "s.idb")
-	// bolt refuses the empty key of the second store.
-	if _, err := snapshot.Save(ctx, file, []snapshot.Source{src("first", rec("ns/x")), src("second", rec(""))}, nil); err != nil {
+	// bolt refuses the second store's name, longer than its 1,024 bytes,
+	// in its Import, after the first store is restored. (A bad record
+	// would not do: Restore refuses the keys no backend takes before it
+	// writes anything; see TestRestoreRefusesEmptyKeyFirst.)
+	second := "second-" + strings.Repeat("x", 2000)
+	if _, err := snapshot.Save(ctx, file, []snapshot.Source{src("first", rec("ns/x")), src(second, rec("ns/y"))}, nil); err != nil {
 		t.Fatal(err)
 	}
 	dst := boltURL(t)
@@ -46,5 +51,53 @@ func TestRestorePartialFailureSaysWhatChanged(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"first"`) || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("error %q does not say that store \"first\" was already restored, nor how to finish", err)
+	}
+}
+
+// TestRestoreRefusesEmptyKeyFirst checks that a snapshot holding the empty
+// key, which no backend stores (store.CheckKey), is refused before anything
+// is written, whichever the backend: bolt used to fail only at that store,
+// after restoring the stores before it, and badger, memory and memdb
+// restored the key, making stores that could not move to bolt.
+func TestRestoreRefusesEmptyKeyFirst(t *testing.T) {
+	ctx := context.Background()
+	src := func(name string, keys ...string) snapshot.Source {
+		return snapshot.Source{Name: name, Export: func(_ context.Context, fn func(store.Record) error) (store.Info, error) {
+			for _, k := range keys {
+				if err := fn(store.Record{Key: k, Data: []byte(`{}`)}); err != nil {
+					return store.Info{}, err
+				}
+			}
+			return store.Info{Backend: "test", Name: name, Codec: "json", Type: "t", KeyFunc: "namespace/name", ResourceVersion: "7"}, nil
+		}}
+	}
+	file := filepath.Join(t.TempDir(), "s.idb")
+	if _, err := snapshot.Save(ctx, file, []snapshot.Source{src("first", "ns/x"), src("second", "ns/y", "")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"bolt", boltURL}, {"badger", badgerURL}, {"memory", memoryURL}, {"memdb", memdbURL}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := tc.url(t)
+			_, err := snapshot.Restore(ctx, file, dst, nil)
+			if !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("Restore of a snapshot with an empty key = %v; want an error wrapping ErrInvalid", err)
+			}
+			for _, s := range []string{"empty key", `"second"`, "record 2"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			// Nothing written: not even the database.
+			if _, err := snapshot.Status(ctx, dst, nil); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Status of the target after the refused restore = %v; want ErrNotFound (no database)", err)
+			}
+			// Restoring only the other store is fine.
+			if _, err := snapshot.Restore(ctx, file, dst, &snapshot.RestoreOptions{Stores: []string{"first"}}); err != nil {
+				t.Errorf("Restore of the store without the empty key: %v", err)
+			}
+		})
 	}
 }

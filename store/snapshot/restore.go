@@ -33,18 +33,37 @@ type RestoreOptions struct {
 
 // Restore writes the stores of the snapshot at path into the database at
 // rawURL, which may be of any backend that implements store.RawDriver. The
-// whole file is verified (structure, checksum, counts, content hashes)
-// before anything is written. Each store is replaced atomically by the
-// backend's Import: a failed or interrupted restore leaves each store as it
-// was, or empty without a resume point. Stores of the database that are not
+// whole file is verified (structure, checksum, counts, content hashes, and
+// that every key is one all backends take: store.CheckKey) before anything
+// is written. Each store is replaced atomically by the backend's Import: a
+// failed or interrupted restore leaves each store as it was, or empty
+// without a resume point. Stores of the database that are not
 // in the snapshot are left alone. o may be nil.
 func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Manifest, error) {
 	if o == nil {
 		o = &RestoreOptions{}
 	}
-	var checked int64
-	m, err := Read(ctx, path, func(name string, _ store.Record) error {
+	want := map[string]bool{}
+	for _, name := range o.Stores {
+		want[name] = true
+	}
+	selected := func(name string) bool { return len(want) == 0 || want[name] }
+	var checked, n int64 // records read in all, and in the current store
+	cur := ""
+	m, err := Read(ctx, path, func(name string, rec store.Record) error {
 		checked++
+		if name != cur {
+			cur, n = name, 0
+		}
+		n++
+		// Every backend's Import refuses a key store.CheckKey refuses:
+		// found here, before anything is written, the restore fails
+		// whole instead of after replacing the stores before this one.
+		if selected(name) {
+			if err := store.CheckKey(rec.Key); err != nil {
+				return fmt.Errorf("store %q: record %d: %w (no backend can hold it)", name, n, err)
+			}
+		}
 		if o.Progress != nil && checked%progressEvery == 0 {
 			o.Progress(Progress{Op: "verify", Store: name, Done: checked})
 		}
@@ -53,14 +72,11 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
 	}
-	want := map[string]bool{}
-	for _, n := range o.Stores {
-		if m.Store(n) == nil {
-			return nil, fmt.Errorf("snapshot: restore %s: no store %q in the snapshot: %w", path, n, store.ErrNotFound)
+	for _, name := range o.Stores {
+		if m.Store(name) == nil {
+			return nil, fmt.Errorf("snapshot: restore %s: no store %q in the snapshot: %w", path, name, store.ErrNotFound)
 		}
-		want[n] = true
 	}
-	selected := func(name string) bool { return len(want) == 0 || want[name] }
 	var total int64
 	for _, sh := range m.Stores {
 		if selected(sh.Info.Name) {

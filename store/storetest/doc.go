@@ -11,10 +11,12 @@
 //	}
 //
 // The rules cover client-go's Store and Indexer semantics, unusual keys and
-// index values, large objects, concurrent use, Commit atomicity, resume point
-// semantics, Close, Info and URL parameters, and for persistent backends the
-// restart cases (what survives Close and Open, index set, codec, type, key
-// function and scope changes, several stores in one database, ErrInUse).
+// index values, the empty key (refused by every write, and for persistent
+// backends by store.Import), large objects, concurrent use, Commit
+// atomicity, resume point semantics, Close, Info and URL parameters, and for
+// persistent backends the restart cases (what survives Close and Open, index
+// set, codec, type, key function and scope changes, several stores in one
+// database, ErrInUse).
 //
 // [CheckIndexes] checks DESIGN invariant 7 on any store; other tests (crash
 // tests, backend tests) call it too.

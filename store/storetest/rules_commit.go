@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
 )
@@ -82,6 +83,8 @@ func badOps() []badOp {
 		{name: "index function error", op: store.Op{Type: store.OpPut, Object: newPod("ns", "z", "1", labelFail+"=yes")}},
 		{name: "index function panic", op: store.Op{Type: store.OpPut, Object: newPod("ns", "z", "1", labelPanic+"=yes")}},
 		{name: "codec cannot encode", op: store.Op{Type: store.OpPut, Object: &corev1.ConfigMap{}}, persistent: true},
+		{name: "empty key", op: store.Op{Type: store.OpPut, Object: unnamed()}},
+		{name: "empty key delete", op: store.Op{Type: store.OpDelete, Object: cache.DeletedFinalStateUnknown{Key: ""}}},
 	}
 }
 

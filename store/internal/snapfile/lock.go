@@ -15,6 +15,10 @@ const LockSuffix = ".lock"
 // lockPoll is how often Lock retries a lock held by another process.
 const lockPoll = 20 * time.Millisecond
 
+// OpenLockHint is what a backend's Open adds to a Lock error: how to wait
+// longer for the file.
+const OpenLockHint = "to wait longer, raise Options.LockTimeout or the URL's lock_timeout="
+
 // Lock takes the lock of the snapshot file at path for this process, so
 // that two processes never write snapshots of one file over each other's
 // (each would drop the other's stores from the file). The lock is an
@@ -48,7 +52,10 @@ func Lock(path string, timeout time.Duration) (unlock func(), err error) {
 		left := time.Until(deadline)
 		if left <= 0 {
 			f.Close()
-			return nil, fmt.Errorf("snapfile: %s: another process holds %s (waited %v; see Options.LockTimeout, lock_timeout=): %w", path, path+LockSuffix, timeout, store.ErrLocked)
+			// No advice on how to wait longer: callers differ (Open
+			// takes lock_timeout=, the raw driver takes no parameter),
+			// so each adds its own (OpenLockHint).
+			return nil, fmt.Errorf("snapfile: %s: another process holds %s (waited %v): %w", path, path+LockSuffix, timeout, store.ErrLocked)
 		}
 		time.Sleep(min(lockPoll, left))
 	}

@@ -68,6 +68,11 @@ func TestImportRefusesLockedFile(t *testing.T) {
 	if !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("Import into a locked file = %v, want ErrLocked", err)
 	}
+	// The raw driver refuses URL parameters: its error must not advise
+	// one, and says what to do instead.
+	if strings.Contains(err.Error(), "lock_timeout") || !strings.Contains(err.Error(), "close that process's stores") {
+		t.Errorf("Import error %q advises lock_timeout=, which the raw driver refuses, or does not say to close the other process's stores", err)
+	}
 	if _, err := Read(path, func(*Header, string, []byte) error { return nil }); err == nil {
 		t.Errorf("Import into a locked file wrote it")
 	}

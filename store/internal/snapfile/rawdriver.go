@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -56,7 +55,11 @@ func (d *RawDriver) rawPath(op string, u *url.URL) (string, error) {
 	if u.Path == "" || u.Path == "/" {
 		return "", fmt.Errorf("store: %s %s: a store without a file lives only in its process: %w", op, u.Redacted(), store.ErrInvalid)
 	}
-	return filepath.Clean(u.Path), nil
+	path, err := FilePath(d.Scheme, u.Path)
+	if err != nil {
+		return "", fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
+	}
+	return path, nil
 }
 
 // rawSection is one store of a file as read by the raw driver.
@@ -171,6 +174,11 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 			timeout = store.DefaultLockTimeout
 		}
 		unlock, err := Lock(path, timeout)
+		if errors.Is(err, store.ErrLocked) {
+			// The raw driver takes no lock_timeout= (rawPath refuses
+			// every parameter): the way out is the other process.
+			return fail(fmt.Errorf("%w (close that process's stores of the file first)", err))
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -206,7 +214,7 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 			s.h = h
 		}
 		data := map[string][]byte{}
-		for {
+		for n := 1; ; n++ {
 			if err := ctx.Err(); err != nil {
 				return fail(err)
 			}
@@ -216,6 +224,11 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 			}
 			if err != nil {
 				return fail(err)
+			}
+			// The rule of every backend's Import: a snapshot file could
+			// hold the empty key, but a bolt database could not.
+			if err := store.CheckKey(rec.Key); err != nil {
+				return fail(fmt.Errorf("record %d: %w", n, err))
 			}
 			if _, dup := data[rec.Key]; dup {
 				return fail(fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid))

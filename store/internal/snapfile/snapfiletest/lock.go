@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,9 @@ func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 	}
 	if _, err := store.Open(t.Context(), url, opts("pods")); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("Open of a file another process holds = %v, want ErrLocked", err)
+	} else if !strings.Contains(err.Error(), "lock_timeout=") {
+		// Open takes the parameter (with a file): the error says so.
+		t.Errorf("Open error %q does not say how to wait longer (lock_timeout=)", err)
 	}
 	unlock()
 

@@ -1,0 +1,27 @@
+package snapfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// FilePath checks the snapshot file path of a scheme:///path URL or a
+// direct constructor and returns it cleaned. The path must be absolute, and
+// must not end in a slash: such a path names a directory, where these
+// backends want a file, and cleaning it silently would make
+// memory:///var/cache/ and memory:///var/cache name one file, created where
+// the user may have meant a directory. The error wraps store.ErrInvalid and
+// says only what is wrong; callers name the operation and the URL.
+func FilePath(scheme, path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("the snapshot file path must be absolute (%s:///abs/path/file.snap, three slashes): %w", scheme, store.ErrInvalid)
+	}
+	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(os.PathSeparator)) {
+		return "", fmt.Errorf("the path ends in a slash, which names a directory; want a file (%s:///abs/path/file.snap): %w", scheme, store.ErrInvalid)
+	}
+	return filepath.Clean(path), nil
+}

@@ -1,0 +1,81 @@
+package snapfiletest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// CheckTrailingSlash checks that a snapshot file path ending in a slash,
+// which names a directory, is refused with store.ErrInvalid by Open,
+// newFile (the backend's NewFile) and the raw driver, and that nothing is
+// created: such paths used to be cleaned into the file path without the
+// slash. The path without the slash opens.
+func CheckTrailingSlash(t *testing.T, scheme string, newFile func(ctx context.Context, path string, opts *store.Options) (store.Store, error)) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.snap")
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func() *store.Options { return &store.Options{Name: "pods", Codec: codec} }
+	none := func() (store.Record, error) { return store.Record{}, io.EOF }
+	for _, tc := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Open", func() error {
+			s, err := store.Open(t.Context(), scheme+"://"+path+"/", opts())
+			if err == nil {
+				s.Close()
+			}
+			return err
+		}},
+		{"Open root", func() error {
+			s, err := store.Open(t.Context(), scheme+"://"+"//", opts())
+			if err == nil {
+				s.Close()
+			}
+			return err
+		}},
+		{"NewFile", func() error {
+			s, err := newFile(t.Context(), path+"/", opts())
+			if err == nil {
+				s.Close()
+			}
+			return err
+		}},
+		{"Import", func() error {
+			return store.Import(t.Context(), scheme+"://"+path+"/", store.Info{Name: "pods", Codec: codec.Name()}, none)
+		}},
+		{"Stores", func() error {
+			_, err := store.Stores(t.Context(), scheme+"://"+path+"/")
+			return err
+		}},
+	} {
+		err := tc.run()
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "ends in a slash") {
+			t.Errorf("%s of a path ending in a slash = %v; want ErrInvalid saying it ends in a slash", tc.name, err)
+		}
+		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+			t.Fatalf("%s of a path ending in a slash left %v in the directory (%v)", tc.name, ents, err)
+		}
+	}
+	s, err := store.Open(t.Context(), scheme+"://"+path, opts())
+	if err != nil {
+		t.Fatalf("Open without the slash: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
