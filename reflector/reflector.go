@@ -355,23 +355,13 @@ func (r *Reflector) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if st.relist == "" && st.checkServed {
 			if err := r.checkServed(ctx, st); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				r.report(ctx, err)
-				r.resourceGone(ctx, st, err)
-				r.sleep(ctx, st)
+				r.listFailed(ctx, st, err)
 				continue
 			}
 		}
 		if st.relist != "" {
 			if err := r.relist(ctx, st); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				r.report(ctx, err)
-				r.resourceGone(ctx, st, err)
-				r.sleep(ctx, st)
+				r.listFailed(ctx, st, err)
 				continue
 			}
 		}
@@ -379,6 +369,18 @@ func (r *Reflector) Run(ctx context.Context) error {
 	}
 	logger.V(3).Info("Reflector stopped")
 	return nil
+}
+
+// listFailed reports a failed LIST, empties the store if it said the
+// resource is not served (see resourceGone), and backs off. A failure
+// because ctx ended is not reported.
+func (r *Reflector) listFailed(ctx context.Context, st *runState, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.report(ctx, err)
+	r.resourceGone(ctx, st, err)
+	r.sleep(ctx, st)
 }
 
 // startRelist makes the next step a full list for reason: a new decision to
