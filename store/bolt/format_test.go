@@ -75,7 +75,19 @@ func TestFormatVersion1Refused(t *testing.T) {
 		}
 	}
 	u := &url.URL{Scheme: Scheme, Path: path}
-	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "format version 1, this build reads 3") {
-		t.Errorf("raw Stores: error %v; want ErrIncompatible naming both versions", err)
+	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: stores", path, "format version 1, this build reads 3") {
+		t.Errorf("raw Stores: error %v; want ErrIncompatible naming the operation, the file and both versions", err)
 	}
+	if _, err := Raw().Export(t.Context(), u, "pods", func(store.Record) error { return nil }); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: export pods", path, "format version 1") {
+		t.Errorf("raw Export: error %v; want ErrIncompatible naming the operation, the file and the version", err)
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

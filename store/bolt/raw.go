@@ -143,11 +143,12 @@ func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
 // corruptHint is what every ErrCorrupt of this backend advises.
 const corruptHint = "(delete the file to start over; informers relist)"
 
-// rawError names op and u in an ErrCorrupt, and gives corruptHint, once:
-// errors from opening the file carry it already. Other errors pass as
-// they are.
+// rawError names op and u in an ErrCorrupt or ErrIncompatible (a store of
+// another format version), and gives an ErrCorrupt corruptHint, once: errors
+// from opening the file carry it already. Other errors (the context's, the
+// caller's callback's) pass as they are.
 func rawError(op string, u *url.URL, err error) error {
-	if err == nil || !errors.Is(err, store.ErrCorrupt) {
+	if err == nil || !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrIncompatible) {
 		return err
 	}
 	return withHint(fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err))
