@@ -318,13 +318,13 @@ func (c *Cache) Index(name string, obj interface{}) ([]interface{}, error) {
 }
 
 // ListIndexFuncValues returns the values of the named index that at least one
-// object has; nil for an unknown index, as client-go.
+// object has; empty, not nil, for an unknown index, as client-go.
 func (c *Cache) ListIndexFuncValues(name string) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.indexes.Position(name)
 	if !ok {
-		return nil
+		return []string{}
 	}
 	out := make([]string, 0, len(c.indices[i]))
 	for v := range c.indices[i] {

@@ -64,7 +64,8 @@ func (s *IndexSet) Indexers() cache.Indexers {
 }
 
 // With returns a new set with more indexes added, or ErrIndexExists naming the
-// conflicting ones.
+// conflicting ones. The error says "indexer conflict", as client-go's does:
+// callers match that text (Kubernetes' scheduler tests do).
 func (s *IndexSet) With(more cache.Indexers) (*IndexSet, error) {
 	var dup []string
 	for name := range more {
@@ -74,7 +75,7 @@ func (s *IndexSet) With(more cache.Indexers) (*IndexSet, error) {
 	}
 	if len(dup) > 0 {
 		sort.Strings(dup)
-		return nil, fmt.Errorf("indexer: add indexers %q: %w", dup, store.ErrIndexExists)
+		return nil, fmt.Errorf("indexer: add indexers: indexer conflict: %q: %w", dup, store.ErrIndexExists)
 	}
 	all := s.Indexers()
 	for name, f := range more {

@@ -317,7 +317,7 @@ func (b *bounded) decode(item *badger.Item, prefixLen int) (interface{}, error) 
 // List implements cache.Store: it decodes every object not in the LRU,
 // without caching them. A closed store lists nothing.
 func (b *bounded) List() []interface{} {
-	var out []interface{}
+	out := []interface{}{} // empty, not nil, as client-go's
 	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
 		prefix := k.objPrefix()
 		return eachUnder(context.Background(), txn, prefix, func(item *badger.Item, suffix []byte) error {
@@ -516,14 +516,15 @@ func (b *bounded) byValues(op, indexName string, vals []string) ([]interface{}, 
 }
 
 // ListIndexFuncValues implements cache.Indexer: one key per value is read,
-// then the iterator seeks past the value's other entries.
+// then the iterator seeks past the value's other entries. An unknown index
+// has no values (empty, not nil, as client-go).
 func (b *bounded) ListIndexFuncValues(indexName string) []string {
 	set, closed := b.state()
 	if closed {
 		return nil
 	}
 	if _, ok := set.Position(indexName); !ok {
-		return nil
+		return []string{}
 	}
 	out := []string{}
 	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {

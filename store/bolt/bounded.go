@@ -475,7 +475,8 @@ func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 }
 
 // ListIndexFuncValues implements cache.Indexer. It visits one entry per
-// distinct value, seeking past the others.
+// distinct value, seeking past the others. An unknown index has no values
+// (empty, not nil, as client-go).
 func (s *bounded) ListIndexFuncValues(indexName string) []string {
 	closed, set := s.state()
 	if closed {
@@ -483,7 +484,7 @@ func (s *bounded) ListIndexFuncValues(indexName string) []string {
 	}
 	pos, ok := set.Position(indexName)
 	if !ok {
-		return nil
+		return []string{}
 	}
 	var out []string
 	err := s.view("list index values", func(b *buckets) error {

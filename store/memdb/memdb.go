@@ -419,15 +419,15 @@ func (s *memStore) Index(indexName string, obj interface{}) ([]interface{}, erro
 }
 
 // ListIndexFuncValues implements cache.Indexer: the values of the named index
-// that at least one object has; nil for an unknown index or a closed store,
-// as client-go returns nothing for an unknown index.
+// that at least one object has; empty, not nil, for an unknown index, as
+// client-go; nil for a closed store.
 func (s *memStore) ListIndexFuncValues(indexName string) []string {
 	txn, ok := s.readTxn()
 	if !ok {
 		return nil
 	}
 	if _, ok := metaOf(txn).set.Position(indexName); !ok {
-		return nil
+		return []string{}
 	}
 	out := []string{}
 	// Entries are ordered by value, so the entries of one value are
