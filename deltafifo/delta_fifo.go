@@ -49,6 +49,15 @@ type seqRV struct {
 // been popped. resourceVersions are never compared. Batch.ResourceVersion is
 // empty when a pop does not move the watermark.
 //
+// A key popped ahead of the watermark is applied in a newer state than the
+// resume point describes. A consumer that crashes then and resumes the
+// watch from the persisted resume point receives that key's events since
+// then again: the key goes back to older states until the replay catches
+// up, and ends in the server's state (puts and deletes are idempotent),
+// but handlers may see it go back. FIFO, which never reorders, has no such
+// window: a consumer that persists each batch with its resume point holds
+// exactly the state that resume point describes.
+//
 // # Relists
 //
 // A DeltaFIFO cannot hand out a Replace in one pop: the relist is applied

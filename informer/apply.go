@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/deltafifo"
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -426,19 +427,31 @@ const (
 // first: nothing of pc was notified, and the resume point did not move.
 //
 // A batch the store rejects as invalid (an object its codec or an index
-// function refuses) would fail forever: it is then applied one operation
-// per commit, the rejected operations are skipped and logged, and the
-// resume point moves in a last commit. That gives up the atomicity of the
-// batch (of a relist, too) for this one batch, rather than stop the informer.
+// function refuses) would fail forever. What the store rejects in it is
+// then found without committing anything and left out (see
+// leaveOutRejected), and the rest is committed with the resume point in
+// one commit, as the whole would have been: a relist stays atomic (DESIGN
+// invariant 2), and a crash never leaves part of the batch stored with an
+// older resume point, which a restart would replay older events over. A
+// rejected change is skipped as the reflector skips an event the queue
+// refuses: its key keeps its last state the store accepts (of the batch,
+// or from before it), handlers are not told of it, and the resume point
+// moves past it. Only when the rejected operations cannot be told apart
+// that way (a store without store.BatchPreparer whose codec refuses an
+// object) is the batch applied one operation per commit, skipping what the
+// store rejects, and the resume point moved in a last commit; that gives
+// up the atomicity of this one batch (of a relist, too) rather than stop
+// the informer.
 func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) bool {
 	backoff := commitRetryInitial
-	oneByOne := false
+	var rejected map[int]bool // operations left out: the store rejects them
+	var leftOut, oneByOne bool
 	for attempt := 1; ; attempt++ {
 		var err error
 		if oneByOne {
 			err = inf.commitEach(ctx, logger, pc)
 		} else {
-			err = inf.commitOnce(ctx, logger, pc)
+			err = inf.commitOnce(ctx, logger, pc, rejected)
 		}
 		if err == nil {
 			return true
@@ -451,7 +464,15 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 			return false
 		}
 		if errors.Is(err, store.ErrInvalid) && !oneByOne && len(pc.ops) > 0 {
-			logger.Error(err, "The store rejected a batch; applying it one operation at a time and skipping what it rejects", "ops", len(pc.ops), "relist", pc.replace)
+			if !leftOut {
+				leftOut = true
+				logger.Error(err, "The store rejected a batch; committing it without what it rejects", "ops", len(pc.ops), "relist", pc.replace)
+				var ok bool
+				if rejected, ok = inf.leaveOutRejected(logger, pc); ok {
+					continue
+				}
+			}
+			logger.Error(err, "What the store rejects in the batch cannot be told apart; applying it one operation at a time and skipping what it rejects", "ops", len(pc.ops), "relist", pc.replace)
 			oneByOne = true
 			continue
 		}
@@ -467,33 +488,147 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 	}
 }
 
-// commitOnce commits pc and, on success, notifies the handlers; both happen
-// under applyMu, so a handler added meanwhile sees either the store before
-// the commit and these notifications, or the store after it and none.
-func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
+// leaveOutRejected finds, without committing anything, the operations of
+// pc that the store rejects as invalid: one operation at a time, with the
+// store's store.BatchPreparer, which fails as Commit would; without one,
+// with the store's index functions, the usual cause. A rejected operation
+// is the newest state of its key in pc; if an earlier change of the key in
+// pc is accepted, the key's operation becomes the newest of those, and the
+// notifications of the later changes are dropped, so that the key ends as
+// if each change had been committed on its own and the rejected ones
+// skipped. It returns the operations left out (their notifications are
+// not delivered), and false when it found nothing the store rejects or
+// cannot tell (the store closed).
+func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (map[int]bool, bool) {
+	bp, canPrepare := inf.store.(store.BatchPreparer)
+	var set *indexer.IndexSet
+	if !canPrepare {
+		var err error
+		if set, err = indexer.NewIndexSet(inf.store.GetIndexers()); err != nil {
+			return nil, false
+		}
+	}
+	// check returns nil if the store accepts op, an error wrapping
+	// store.ErrInvalid if it rejects it, another error if it cannot tell.
+	check := func(op store.Op) error {
+		switch {
+		case canPrepare:
+			_, err := bp.PrepareBatch(store.Batch{Ops: []store.Op{op}})
+			return err
+		case op.Type == store.OpPut:
+			_, err := set.Values(op.Key, op.Object)
+			return err
+		}
+		return nil
+	}
+	var rejected map[int]bool
+	var notesOf map[int][]int // the notes of each operation, in order
+	drop := map[int]bool{}    // notes of pc to drop
+	found := false
+	for i := range pc.ops {
+		op := pc.ops[i]
+		err := check(op)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, store.ErrInvalid) {
+			return nil, false
+		}
+		found = true
+		if notesOf == nil {
+			notesOf = map[int][]int{}
+			for j := range pc.notes {
+				if o := pc.notes[j].op; o >= 0 {
+					notesOf[o] = append(notesOf[o], j)
+				}
+			}
+		}
+		// The newest earlier change of the key that the store accepts.
+		notes := notesOf[i]
+		substitute, keep := store.Op{}, -1
+		for n := len(notes) - 1; n >= 0 && keep < 0; n-- {
+			qn := pc.notes[notes[n]].n
+			switch qn.kind {
+			case notifyDelete:
+				substitute, keep = store.Op{Type: store.OpDelete, Object: qn.oldObj, Key: op.Key}, n
+			case notifyAdd, notifyUpdate:
+				put := store.Op{Type: store.OpPut, Object: qn.newObj, Key: op.Key}
+				switch cerr := check(put); {
+				case cerr == nil:
+					substitute, keep = put, n
+				case !errors.Is(cerr, store.ErrInvalid):
+					return nil, false
+				}
+			}
+		}
+		for _, j := range notes[keep+1:] {
+			drop[j] = true
+		}
+		if keep >= 0 {
+			pc.ops[i] = substitute
+			logger.Error(err, "Skipping a change the store rejects; its key keeps the last state of the batch the store accepts", "op", op.Type.String(), "key", op.Key, "objectType", typeName(op.Object), "kept", substitute.Type.String())
+			continue
+		}
+		if rejected == nil {
+			rejected = map[int]bool{}
+		}
+		rejected[i] = true
+		logger.Error(err, "Skipping an object the store rejects; its key keeps the state the store had, until a change or a relist brings one the store accepts", "op", op.Type.String(), "key", op.Key, "objectType", typeName(op.Object))
+	}
+	if !found {
+		return nil, false
+	}
+	if len(drop) > 0 {
+		notes := make([]queuedNote, 0, len(pc.notes)-len(drop))
+		for j, qn := range pc.notes {
+			if !drop[j] {
+				notes = append(notes, qn)
+			}
+		}
+		pc.notes = notes
+	}
+	pc.prepared = nil // prepared for the operations as they were
+	return rejected, true
+}
+
+// commitOnce commits pc, except the operations in rejected, and, on
+// success, notifies the handlers; both happen under applyMu, so a handler
+// added meanwhile sees either the store before the commit and these
+// notifications, or the store after it and none.
+func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit, rejected map[int]bool) error {
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
-	if len(pc.ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
+	ops := pc.ops
+	if len(rejected) > 0 {
+		ops = make([]store.Op, 0, len(pc.ops)-len(rejected))
+		for i, op := range pc.ops {
+			if !rejected[i] {
+				ops = append(ops, op)
+			}
+		}
+	}
+	if len(ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
 		t0 := inf.opts.Clock.Now()
 		var err error
-		if pc.prepared != nil {
+		if pc.prepared != nil && len(rejected) == 0 {
 			err = pc.prepared.Commit(ctx)
 		} else {
-			err = inf.store.Commit(ctx, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv})
+			err = inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv})
 		}
 		if err != nil {
 			return err
 		}
-		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), len(pc.ops))
+		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), len(ops))
 	}
-	inf.appliedLocked(logger, pc, nil)
+	inf.appliedLocked(logger, pc, rejected)
 	return nil
 }
 
 // commitEach commits pc one operation at a time, skipping the operations
 // the store rejects as invalid, then moves the resume point. Puts and
 // deletes are idempotent, so after a failure the whole of it can be
-// retried.
+// retried. It is the last resort of commit: until the resume point moves,
+// the store holds part of pc only.
 func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
@@ -508,7 +643,7 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 		case err == nil:
 		case errors.Is(err, store.ErrInvalid):
 			rejected[i] = true
-			logger.Error(err, "Skipping an object the store rejects; it stays out of the cache until it changes", "op", op.Type.String(), "objectType", typeName(op.Object))
+			logger.Error(err, "Skipping an object the store rejects; its key keeps the state the store had, until a change or a relist brings one the store accepts", "op", op.Type.String(), "key", op.Key, "objectType", typeName(op.Object))
 		default:
 			return err
 		}

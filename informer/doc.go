@@ -23,6 +23,17 @@
 // logged and retried with backoff; nothing is notified for it and the resume
 // point does not move.
 //
+// A change the store rejects as invalid (an object its codec or an index
+// function refuses) would fail its commit for ever. It is skipped as the
+// reflector skips an event the queue refuses (and as client-go drops what
+// its store refuses): the rest of its commit, a relist included, is still
+// committed whole with the resume point; the key keeps its last state the
+// store accepts (an earlier change of the same commit, or the stored one);
+// handlers are not told of the rejected change; it is logged; and, the
+// resume point having moved past it, a restart does not see it again. Only
+// a store without store.BatchPreparer whose codec refuses an object makes
+// the informer apply that one commit operation by operation instead.
+//
 // # Restart
 //
 // When the store holds a resume point, Run first hands every handler
