@@ -61,6 +61,12 @@ func (t *writeTx) abort() {
 // resume point in one memdb write transaction. With replace, ops are the
 // complete new contents.
 func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+	return s.writePrepared(ctx, op, ops, nil, nil, rv, replace)
+}
+
+// writePrepared is write with ops already prepared against set (ps), when
+// set is not nil: they are used if the store's index set is still set.
+func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op, set *indexer.IndexSet, ps []indexer.Prepared, rv string, replace bool) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -68,16 +74,19 @@ func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv stri
 	// so key and index functions (user code, maybe slow) do not hold up
 	// other writers. The set only changes with AddIndexers; if it did
 	// meanwhile, prepare again.
-	txn, ok := s.readTxn()
-	if !ok {
-		return s.closedErr(op)
+	if set == nil {
+		txn, ok := s.readTxn()
+		if !ok {
+			return s.closedErr(op)
+		}
+		set = metaOf(txn).set
 	}
-	set := metaOf(txn).set
 	for {
-		p := indexer.Preparer{KeyFunc: s.keyFunc, Indexes: set, Codec: s.fileCodec}
-		ps, err := p.Prepare(op, ops)
-		if err != nil {
-			return err
+		if ps == nil {
+			var err error
+			if ps, err = s.prepare(op, ops, set); err != nil {
+				return err
+			}
 		}
 		tx, err := s.begin(op)
 		if err != nil {
@@ -86,7 +95,7 @@ func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv stri
 		m := metaOf(tx.r)
 		if m.set != set {
 			tx.abort()
-			set = m.set
+			set, ps = m.set, nil
 			continue
 		}
 		if err := apply(tx.w, tx.r, m, ps, rv, replace); err != nil {
@@ -238,6 +247,45 @@ func deleteRow(txn *memdb.Txn, names []string, r *objectRow) error {
 func (s *memStore) Commit(ctx context.Context, b store.Batch) error {
 	return s.write(ctx, "commit", b.Ops, b.ResourceVersion, false)
 }
+
+// prepare validates and encodes ops against set: keys, index values and,
+// with a file, encodings.
+func (s *memStore) prepare(op string, ops []store.Op, set *indexer.IndexSet) ([]indexer.Prepared, error) {
+	p := indexer.Preparer{KeyFunc: s.keyFunc, Indexes: set, Codec: s.fileCodec}
+	return p.Prepare(op, ops)
+}
+
+// PrepareBatch implements store.BatchPreparer: the informer prepares a
+// group while the previous one commits, and finds out which operation of
+// a batch the store rejects without committing any (so that it can commit
+// the rest whole).
+func (s *memStore) PrepareBatch(b store.Batch) (store.PreparedBatch, error) {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil, s.closedErr("commit")
+	}
+	set := metaOf(txn).set
+	ps, err := s.prepare("commit", b.Ops, set)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedBatch{s: s, b: b, set: set, ps: ps}, nil
+}
+
+// preparedBatch is a Commit whose operations are prepared.
+type preparedBatch struct {
+	s   *memStore
+	b   store.Batch
+	set *indexer.IndexSet // the index set ps were prepared against
+	ps  []indexer.Prepared
+}
+
+// Commit implements store.PreparedBatch.
+func (pb *preparedBatch) Commit(ctx context.Context) error {
+	return pb.s.writePrepared(ctx, "commit", pb.b.Ops, pb.set, pb.ps, pb.b.ResourceVersion, false)
+}
+
+var _ store.BatchPreparer = (*memStore)(nil)
 
 // Add implements cache.Store.
 func (s *memStore) Add(obj interface{}) error {
