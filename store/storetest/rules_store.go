@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,9 +19,9 @@ var _ = addRules(
 	rule{name: "Indexer/DeleteRemovesEntries", contract: "cache.Indexer: deleting an object removes its index entries, and value sets left empty disappear from ListIndexFuncValues", fn: testDeleteRemovesEntries},
 	rule{name: "Indexer/UpdateMovesEntries", contract: "cache.Indexer: updating an object whose index values change moves it from the old values to the new ones", fn: testUpdateMovesEntries},
 	rule{name: "Indexer/Index", contract: "cache.Indexer: Index(obj) returns the objects sharing an index value with obj", fn: testIndexOfObject},
-	rule{name: "Indexer/UnknownIndex", contract: "cache.Indexer: ByIndex, IndexKeys and Index of an unknown index return an error; ListIndexFuncValues returns nothing", fn: testUnknownIndex},
+	rule{name: "Indexer/UnknownIndex", contract: "cache.Indexer: ByIndex, IndexKeys and Index of an unknown index return an error; ListIndexFuncValues returns an empty, non-nil list, as client-go's", fn: testUnknownIndex},
 	rule{name: "Indexer/AddIndexersBackfills", contract: "cache.Indexer: AddIndexers on a populated store indexes the existing objects, and later writes maintain the new index", fn: testAddIndexersBackfills},
-	rule{name: "Indexer/AddIndexersConflict", contract: "cache.Indexer: AddIndexers with an existing name returns ErrIndexExists and changes nothing", fn: testAddIndexersConflict},
+	rule{name: "Indexer/AddIndexersConflict", contract: "cache.Indexer: AddIndexers with an existing name returns ErrIndexExists saying \"indexer conflict\", as client-go's does, and changes nothing", fn: testAddIndexersConflict},
 	rule{name: "Indexer/AddIndexersFailure", contract: "cache.Indexer: AddIndexers whose function fails on a stored object returns ErrInvalid and changes nothing", fn: testAddIndexersFailure},
 	rule{name: "Indexer/GetIndexers", contract: "cache.Indexer: GetIndexers returns the indexes the store was opened with", fn: testGetIndexers},
 )
@@ -273,8 +274,8 @@ func testUnknownIndex(t *testing.T, h *harness) {
 	if _, err := s.Index("no-such-index", newPod("ns", "a", "")); err == nil {
 		t.Error("Index of an unknown index: no error")
 	}
-	if v := s.ListIndexFuncValues("no-such-index"); len(v) != 0 {
-		t.Errorf("ListIndexFuncValues of an unknown index = %q; want none", v)
+	if v := s.ListIndexFuncValues("no-such-index"); v == nil || len(v) != 0 {
+		t.Errorf("ListIndexFuncValues of an unknown index = %#v; want an empty, non-nil list (client-go's)", v)
 	}
 }
 
@@ -310,6 +311,10 @@ func testAddIndexersConflict(t *testing.T, h *harness) {
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=web", "zone=east")))
 	err := s.AddIndexers(cache.Indexers{idxApp: labelIndex("zone"), "zone": labelIndex("zone")})
 	wantErr(t, "AddIndexers with an existing name", err, store.ErrIndexExists)
+	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		// Callers match client-go's text (Kubernetes' scheduler tests do).
+		t.Errorf("AddIndexers with an existing name: %q does not say \"indexer conflict\", as client-go's error does", err)
+	}
 	if _, ok := s.GetIndexers()["zone"]; ok {
 		t.Error("a failed AddIndexers added the other index anyway")
 	}
