@@ -15,7 +15,10 @@ import (
 //
 // Writes through the cache.Store methods (Add, Update, Delete) each commit on
 // their own and leave the resume point unchanged. Replace replaces the whole
-// contents and sets the resume point in one commit. Commit applies a batch
+// contents and sets the resume point in one commit; Replace(list, "") leaves
+// it unchanged, as Batch.ResourceVersion "" and Bookmark("") do (a relist
+// always has a resourceVersion, so an informer never does that). Commit
+// applies a batch
 // atomically. Every write validates its whole input (keys, index values,
 // encodings) before changing anything: a write that returns an error has left
 // the store as it was.

@@ -14,7 +14,7 @@ var _ = addRules(
 	rule{name: "Store/AddGetUpdateDelete", contract: "cache.Store: Add stores, Get/GetByKey return the stored object, Update replaces it, Delete removes it (deleting an absent object is not an error)", fn: testAddGetUpdateDelete},
 	rule{name: "Store/ListAndListKeys", contract: "cache.Store: List and ListKeys return exactly the stored objects and keys", fn: testListAndListKeys},
 	rule{name: "Store/DeleteTombstone", contract: "cache.Store: Delete accepts a cache.DeletedFinalStateUnknown and removes the object under its key", fn: testDeleteTombstone},
-	rule{name: "Store/Replace", contract: "cache.Store: Replace makes the contents exactly the list, rebuilds the indexes, and sets ResourceVersion to the list RV", fn: testReplace},
+	rule{name: "Store/Replace", contract: "cache.Store: Replace makes the contents exactly the list, rebuilds the indexes, and sets ResourceVersion to the list RV (an empty RV leaves it unchanged)", fn: testReplace},
 	rule{name: "Indexer/MultiValue", contract: "cache.Indexer: an object with several values of one index is found under each value", fn: testMultiValue},
 	rule{name: "Indexer/DeleteRemovesEntries", contract: "cache.Indexer: deleting an object removes its index entries, and value sets left empty disappear from ListIndexFuncValues", fn: testDeleteRemovesEntries},
 	rule{name: "Indexer/UpdateMovesEntries", contract: "cache.Indexer: updating an object whose index values change moves it from the old values to the new ones", fn: testUpdateMovesEntries},
@@ -134,6 +134,11 @@ func testReplace(t *testing.T, h *harness) {
 			t.Errorf("ListIndexFuncValues(%q) after Replace(nil) = %q; want none", idx, v)
 		}
 	}
+
+	e := newPod("ns", "e", "12", "app=new")
+	mustOK(t, "Replace without a resourceVersion", s.Replace([]interface{}{e}, ""))
+	checkContents(t, s, want(t, e))
+	checkRV(t, s, "11")
 }
 
 func testMultiValue(t *testing.T, h *harness) {
