@@ -12,7 +12,7 @@ import (
 
 var _ = addRules(
 	rule{name: "Store/AddGetUpdateDelete", contract: "cache.Store: Add stores, Get/GetByKey return the stored object, Update replaces it, Delete removes it (deleting an absent object is not an error)", fn: testAddGetUpdateDelete},
-	rule{name: "Store/ListAndListKeys", contract: "cache.Store: List and ListKeys return exactly the stored objects and keys", fn: testListAndListKeys},
+	rule{name: "Store/ListAndListKeys", contract: "cache.Store: List and ListKeys return exactly the stored objects and keys (an empty store: empty, non-nil lists, as client-go's)", fn: testListAndListKeys},
 	rule{name: "Store/DeleteTombstone", contract: "cache.Store: Delete accepts a cache.DeletedFinalStateUnknown and removes the object under its key", fn: testDeleteTombstone},
 	rule{name: "Store/Replace", contract: "cache.Store: Replace makes the contents exactly the list, rebuilds the indexes, and sets ResourceVersion to the list RV (an empty RV leaves it unchanged)", fn: testReplace},
 	rule{name: "Indexer/MultiValue", contract: "cache.Indexer: an object with several values of one index is found under each value", fn: testMultiValue},
@@ -68,11 +68,13 @@ func testAddGetUpdateDelete(t *testing.T, h *harness) {
 
 func testListAndListKeys(t *testing.T, h *harness) {
 	s := h.openPods(t)
-	if n := len(s.List()); n != 0 {
-		t.Errorf("List of a new store has %d objects", n)
+	// Empty and not nil, as client-go's: callers tell "none" from "not
+	// listed" by nil (and JSON-encode it as [] rather than null).
+	if l := s.List(); l == nil || len(l) != 0 {
+		t.Errorf("List of a new store = %#v; want an empty, non-nil list (client-go's)", l)
 	}
-	if n := len(s.ListKeys()); n != 0 {
-		t.Errorf("ListKeys of a new store has %d keys", n)
+	if l := s.ListKeys(); l == nil || len(l) != 0 {
+		t.Errorf("ListKeys of a new store = %#v; want an empty, non-nil list (client-go's)", l)
 	}
 	var objs []interface{}
 	for i, name := range []string{"a", "b", "c", "d"} {
