@@ -136,10 +136,8 @@ func (c *InformerConstructor) Close() error {
 	defer c.mu.Unlock()
 	var errs []error
 	for _, inf := range c.made {
-		if !inf.release(closeAtEnd(inf, inf.store, "informer constructor: close")) {
-			continue // still running: closed when its Run returns
-		}
-		if err := inf.store.Close(); err != nil {
+		// A running informer has its store closed when it ends.
+		if err := inf.closeStore("informer constructor: close"); err != nil {
 			errs = append(errs, err)
 		}
 	}

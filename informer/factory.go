@@ -80,7 +80,6 @@ type Factory struct {
 
 type factoryEntry struct {
 	inf     *Informer
-	store   store.Store
 	started bool
 }
 
@@ -186,7 +185,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 		_ = s.Close()
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", StoreName(gvr), err)
 	}
-	f.entries[gvr] = &factoryEntry{inf: inf, store: s}
+	f.entries[gvr] = &factoryEntry{inf: inf}
 	return inf, nil
 }
 
@@ -296,10 +295,8 @@ func (f *Factory) Shutdown() error {
 	f.wg.Wait()
 	var errs []error
 	for _, e := range f.entries {
-		if !e.inf.release(closeAtEnd(e.inf, e.store, "factory: shutdown")) {
-			continue // run by the caller: closed when its Run returns
-		}
-		if err := e.store.Close(); err != nil {
+		// An informer the caller runs has its store closed when it ends.
+		if err := e.inf.closeStore("factory: shutdown"); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -307,17 +304,6 @@ func (f *Factory) Shutdown() error {
 		return fmt.Errorf("informer: factory: shutdown: %w", err)
 	}
 	return nil
-}
-
-// closeAtEnd returns the close of s once inf, which runs, has ended (see
-// Informer.release); op names what let go of the store, in the log line of
-// a failed close, which has no caller left to return to.
-func closeAtEnd(inf *Informer, s store.Store, op string) func() {
-	return func() {
-		if err := s.Close(); err != nil {
-			inf.logger.Error(err, "Closing the store of a stopped informer failed", "informer", inf.name, "after", op)
-		}
-	}
 }
 
 // typedLW lists and watches one resource through the List and Watch methods

@@ -62,12 +62,12 @@ type Informer struct {
 	resyncCheckPeriod time.Duration
 	// atEnd runs once the informer has ended (see end): the close of
 	// its store by a Factory or an InformerConstructor that let go of it
-	// while it ran.
+	// while it ran (see closeStore).
 	atEnd []func()
 
 	// ended is closed once the informer will never run again and every
 	// goroutine it started has returned: its Run returned, its start
-	// failed, or it was retired before it ran (see release).
+	// failed, or it was retired before it ran (see closeStore).
 	ended   chan struct{}
 	endOnce sync.Once
 
@@ -286,7 +286,7 @@ func initialAdds(objs []interface{}) []queuedNote {
 // (its Run is returning, its start failed, or it never ran): no handler
 // can be added, every registration is shut down (its ShutdownChan closed,
 // as client-go does when an informer stops), the informer leaves its
-// Metrics, and what waited for its end (release) runs. It does something
+// Metrics, and what waited for its end (closeStore) runs. It does something
 // the first time only.
 func (inf *Informer) end() {
 	inf.endOnce.Do(func() {
@@ -311,24 +311,28 @@ func (inf *Informer) end() {
 	})
 }
 
-// release is how the owner of the informer's store (Factory.Shutdown,
-// InformerConstructor.Close) lets go of it. An informer that has ended,
-// or never started, is ended (it can no longer run: its store is about to
-// be closed) and release returns true: the owner closes the store now.
-// An informer that runs keeps running, and release returns false: its
-// store must not be closed under it, so closeStore runs when it ends, in
-// the goroutine of its Run.
-func (inf *Informer) release(closeStore func()) (closeNow bool) {
+// closeStore is how the owner of the informer's store (Factory.Shutdown,
+// InformerConstructor.Close; op names it) lets go of it. An informer that
+// has ended, or never started, is ended (it can no longer run) and its
+// store closed now, with the error returned. An informer that runs keeps
+// running: its store must not be closed under it, so it is closed when
+// the informer ends, in the goroutine of its Run, and an error is logged,
+// there being no caller left to return it to.
+func (inf *Informer) closeStore(op string) error {
 	inf.mu.Lock()
 	if !inf.started || isClosed(inf.ended) {
 		inf.started, inf.stopped = true, true // no Run from now on
 		inf.mu.Unlock()
 		inf.end()
-		return true
+		return inf.store.Close()
 	}
-	inf.atEnd = append(inf.atEnd, closeStore)
+	inf.atEnd = append(inf.atEnd, func() {
+		if err := inf.store.Close(); err != nil {
+			inf.logger.Error(err, "Closing the store of a stopped informer failed", "informer", inf.name, "after", op)
+		}
+	})
 	inf.mu.Unlock()
-	return false
+	return nil
 }
 
 // replay hands every stored object to the handlers registered before start,

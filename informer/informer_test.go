@@ -496,7 +496,7 @@ func TestWatchErrorHandler(t *testing.T) {
 	}
 	start(t, inf)
 	waitDone(t, "informer sync", inf.HasSyncedChecker())
-	lw.waitWatching(t, 1) // expireWatches only reaches open watches
+	waitWatching(t, lw) // expireWatches only reaches open watches
 	lw.expireWatches()
 	select {
 	case err := <-errs:
