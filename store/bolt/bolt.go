@@ -402,9 +402,9 @@ func fileError(path string, o store.Options, err error) error {
 
 func corruptError(path string, err error) error {
 	if errors.Is(err, store.ErrCorrupt) {
-		return fmt.Errorf("store: open %s: %w (delete the file to start over; informers relist)", path, err)
+		return withHint(fmt.Errorf("store: open %s: %w", path, err))
 	}
-	return fmt.Errorf("store: open %s: %w: %w (delete the file to start over; informers relist)", path, store.ErrCorrupt, err)
+	return withHint(fmt.Errorf("store: open %s: %w: %w", path, store.ErrCorrupt, err))
 }
 
 // guard runs fn, turning a panic or a memory fault (a page of a

@@ -106,7 +106,8 @@ func (s *bounded) view(op string, fn func(b *buckets) error) error {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
 		return err
 	}
-	return fmt.Errorf("store: %s %s: bolt %s: %w (delete the file to start over; informers relist)", op, s.info.Name, s.file.path, err)
+	// Any other failure reading the file: the hint as for corruption.
+	return hinted{fmt.Errorf("store: %s %s: bolt %s: %w", op, s.info.Name, s.file.path, err)}
 }
 
 // getLocked returns the object under key, from the cache or decoded from b

@@ -231,7 +231,7 @@ func updateStore(f *file, name string, fn func(b *buckets) error) error {
 	case errors.Is(err, berrors.ErrKeyTooLarge), errors.Is(err, berrors.ErrValueTooLarge), errors.Is(err, berrors.ErrKeyRequired):
 		return fmt.Errorf("bolt %s: %w: %w", f.path, store.ErrInvalid, err)
 	case errors.Is(err, store.ErrCorrupt):
-		return fmt.Errorf("bolt %s: %w (delete the file to start over; informers relist)", f.path, err)
+		return withHint(fmt.Errorf("bolt %s: %w", f.path, err))
 	}
 	return fmt.Errorf("bolt %s: %w", f.path, err)
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -154,12 +153,20 @@ func rawError(op string, u *url.URL, err error) error {
 	return withHint(fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err))
 }
 
+// hinted is an error that ends in corruptHint. Wrapped further, it still
+// tells withHint not to give the hint again.
+type hinted struct{ err error }
+
+func (h hinted) Error() string { return h.err.Error() + " " + corruptHint }
+func (h hinted) Unwrap() error { return h.err }
+
 // withHint appends corruptHint to an ErrCorrupt that lacks it.
 func withHint(err error) error {
-	if !errors.Is(err, store.ErrCorrupt) || strings.Contains(err.Error(), corruptHint) {
+	var h hinted
+	if !errors.Is(err, store.ErrCorrupt) || errors.As(err, &h) {
 		return err
 	}
-	return fmt.Errorf("%w %s", err, corruptHint)
+	return hinted{err}
 }
 
 // rawInfo returns the Info and buckets of the store name in tx.
@@ -183,7 +190,7 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 		// The same buckets, with every index entry.
 		b.entries = true
 	} else if m.FormatVersion != FormatVersion {
-		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d (delete the file to start over; informers relist): %w", name, m.FormatVersion, FormatVersion, store.ErrIncompatible)
+		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d %s: %w", name, m.FormatVersion, FormatVersion, corruptHint, store.ErrIncompatible)
 	}
 	if err := b.complete(name); err != nil {
 		return store.Info{}, nil, err
