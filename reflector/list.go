@@ -271,10 +271,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 				return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, errorEventErr(ev.Object))
 			}
 			if err := r.checkObject(ev.Object); err != nil {
-				r.report(ctx, err)
-				if ev.Type != watch.Bookmark {
-					r.count(func(s *Stats) { s.Dropped++ })
-				}
+				r.drop(ctx, ev.Type, err)
 				continue
 			}
 			var serr error
@@ -295,8 +292,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 				return w, tmp.List(), m.GetResourceVersion(), nil
 			}
 			if serr != nil {
-				r.report(ctx, fmt.Errorf("reflector %s: streaming list: %s event: %w", r.opts.Name, ev.Type, serr))
-				r.count(func(s *Stats) { s.Dropped++ })
+				r.drop(ctx, ev.Type, fmt.Errorf("reflector %s: streaming list: %s event: %w", r.opts.Name, ev.Type, serr))
 			}
 		}
 	}

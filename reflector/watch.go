@@ -205,10 +205,7 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 				return events, bookmarks, errorEventErr(ev.Object)
 			}
 			if err := r.checkObject(ev.Object); err != nil {
-				r.report(ctx, err)
-				if ev.Type != watch.Bookmark {
-					r.count(func(s *Stats) { s.Dropped++ })
-				}
+				r.drop(ctx, ev.Type, err)
 				continue
 			}
 			m, _ := meta.Accessor(ev.Object) // checkObject made sure it works
@@ -227,8 +224,7 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 				}
 				qerr = r.q.Bookmark(rv)
 			default:
-				r.report(ctx, fmt.Errorf("reflector %s: watch event of unknown type %q", r.opts.Name, ev.Type))
-				r.count(func(s *Stats) { s.Dropped++ })
+				r.drop(ctx, ev.Type, fmt.Errorf("reflector %s: watch event of unknown type %q", r.opts.Name, ev.Type))
 				continue
 			}
 			isBookmark := ev.Type == watch.Bookmark
@@ -238,10 +234,7 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 				// refuses: the resume point still moves past it (below, and
 				// with the next event the queue takes), so it is not seen
 				// again after a restart. Counted so that metrics show it.
-				r.report(ctx, fmt.Errorf("reflector %s: queue %s %s at %s: %w", r.opts.Name, strings.ToLower(string(ev.Type)), objectName(m), rv, qerr))
-				if !isBookmark {
-					r.count(func(s *Stats) { s.Dropped++ })
-				}
+				r.drop(ctx, ev.Type, fmt.Errorf("reflector %s: queue %s %s at %s: %w", r.opts.Name, strings.ToLower(string(ev.Type)), objectName(m), rv, qerr))
 			case ev.Type == watch.Added || ev.Type == watch.Modified:
 				st.mayHoldObjects = true
 			}
@@ -296,6 +289,16 @@ func (r *Reflector) markCaughtUpLocked(ctx context.Context, rv string) {
 	r.caughtUp, r.caughtUpRV = true, rv
 	close(r.caughtUpCh)
 	klog.FromContext(ctx).V(2).Info("Caught up with sync target", "syncTarget", r.target, "resourceVersion", rv)
+}
+
+// drop reports err about an event the reflector could not use or the queue
+// refused, and counts it in Stats.Dropped unless it is a bookmark, which
+// carries no object to lose.
+func (r *Reflector) drop(ctx context.Context, t watch.EventType, err error) {
+	r.report(ctx, err)
+	if t != watch.Bookmark {
+		r.count(func(s *Stats) { s.Dropped++ })
+	}
 }
 
 // errorEventErr is the error an Error watch event carries. A typed nil
