@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/internal/typednil"
 )
 
 // DefaultMaxBatch is the number of deltas a FIFO hands out per Pop when
@@ -64,20 +65,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// isNil reports whether obj is nil or a typed nil pointer, map, slice or
-// interface: key functions and transformers would panic on those.
-func isNil(obj interface{}) bool {
-	if obj == nil {
-		return true
-	}
-	v := reflect.ValueOf(obj)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
-}
-
 // keyOf computes the key of obj for operation op. Tombstones are keyed by
 // their Key, Deltas by their newest object, as in client-go. A key function
 // that panics on an unexpected type (a plain type assertion, as in most
@@ -90,7 +77,7 @@ func keyOf(op string, keyFunc cache.KeyFunc, obj interface{}) (key string, err e
 		}
 		obj = d.Newest().Object
 	}
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return "", fmt.Errorf("deltafifo: %s: nil object: %w", op, ErrInvalid)
 	}
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -131,7 +118,7 @@ func transform(op string, t cache.TransformFunc, obj interface{}) (out interface
 	if err != nil {
 		return nil, fmt.Errorf("deltafifo: %s: transform %T: %w (%w)", op, obj, err, ErrInvalid)
 	}
-	if isNil(out) {
+	if typednil.Is(out) {
 		return nil, fmt.Errorf("deltafifo: %s: transformer returned nil for %T: %w", op, obj, ErrInvalid)
 	}
 	return out, nil
@@ -187,7 +174,7 @@ func knownObject(op string, known cache.KeyListerGetter, key string) (obj interf
 	if err != nil {
 		return nil, false, fmt.Errorf("deltafifo: %s: known object %q: %w", op, key, err)
 	}
-	if !exists || isNil(obj) {
+	if !exists || typednil.Is(obj) {
 		return nil, false, nil
 	}
 	return obj, true, nil

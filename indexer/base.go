@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -290,7 +291,7 @@ func (b *Base) Info() store.Info {
 
 // Get implements cache.Store.
 func (b *Base) Get(obj interface{}) (interface{}, bool, error) {
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
 	key, err := callKeyFunc(b.prep.KeyFunc, obj)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -75,7 +76,7 @@ func (c *ProtobufCodec) Encode(obj interface{}) ([]byte, error) {
 	if !ok || reflect.TypeOf(obj).Elem() != c.typ {
 		return nil, fmt.Errorf("indexer: protobuf encode: got %T, want *%s", obj, c.Type())
 	}
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return nil, fmt.Errorf("indexer: protobuf encode: nil *%s", c.Type())
 	}
 	return m.Marshal()
@@ -171,7 +172,7 @@ func (c *JSONCodec) Encode(obj interface{}) ([]byte, error) {
 	if c.ptr && (t == nil || t.Kind() != reflect.Pointer || t.Elem() != c.typ) || !c.ptr && t != c.typ {
 		return nil, fmt.Errorf("indexer: json encode: got %T, want %s", obj, c.Type())
 	}
-	if c.ptr && isNil(obj) {
+	if c.ptr && typednil.Is(obj) {
 		return nil, fmt.Errorf("indexer: json encode: nil *%s", c.Type())
 	}
 	return json.Marshal(obj)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/internal/typednil"
 )
 
 // KeyFuncNamespaceName names client-go's default key function,
@@ -152,7 +154,7 @@ func ResourceVersion(obj interface{}) (string, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return "", fmt.Errorf("indexer: resource version: nil object")
 	}
 	if m, err := meta.Accessor(obj); err == nil {

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -125,7 +126,7 @@ func callIndexFunc(f cache.IndexFunc, obj interface{}) (vals []string, err error
 // a nil object or a key function that fails or panics is an error wrapping
 // store.ErrInvalid, never a panic.
 func Key(f cache.KeyFunc, obj interface{}) (string, error) {
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return "", fmt.Errorf("indexer: key: nil object: %w", store.ErrInvalid)
 	}
 	k, err := callKeyFunc(f, obj)

@@ -2,12 +2,12 @@ package indexer
 
 import (
 	"fmt"
-	"reflect"
 	"runtime"
 	"sync"
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -129,14 +129,14 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 	r.Type, r.Object, r.Key = o.Type, o.Object, o.Key
 	switch o.Type {
 	case store.OpPut:
-		if isNil(o.Object) {
+		if typednil.Is(o.Object) {
 			return fmt.Errorf("store: %s: nil object: %w", op, store.ErrInvalid)
 		}
 		if _, ok := o.Object.(cache.DeletedFinalStateUnknown); ok {
 			return fmt.Errorf("store: %s: cannot store a cache.DeletedFinalStateUnknown tombstone: %w", op, store.ErrInvalid)
 		}
 	case store.OpDelete:
-		if isNil(o.Object) && o.Key == "" {
+		if typednil.Is(o.Object) && o.Key == "" {
 			return fmt.Errorf("store: %s: delete needs an object or a key: %w", op, store.ErrInvalid)
 		}
 	default:
@@ -171,18 +171,4 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 		r.Data = data
 	}
 	return nil
-}
-
-// isNil reports whether v is nil or a typed nil pointer, map, slice or
-// interface, all of which would make key functions panic.
-func isNil(v interface{}) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }

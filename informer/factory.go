@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -88,7 +89,7 @@ type factoryEntry struct {
 // the backend must be imported). ctx bounds the lookup of the cluster
 // identity. opts may be nil.
 func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface, opts *FactoryOptions) (*Factory, error) {
-	if client == nil || isNilValue(reflect.ValueOf(client)) {
+	if client == nil || typednil.Is(client) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
 	}
 	if err := checkURL(rawURL); err != nil {
@@ -111,17 +112,6 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 		}
 	}
 	return f, nil
-}
-
-// isNilValue reports whether v is a nil pointer, map, slice, channel,
-// function or interface; a struct (a clientset wrapper passed by value) is
-// not nil.
-func isNilValue(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
-		return v.IsNil()
-	}
-	return false
 }
 
 // checkURL fails early on a database URL no registered backend serves.

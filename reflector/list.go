@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/informerdb/informerdb/internal/typednil"
 )
 
 // probe makes the consistent LIST with limit=1 whose RV is the sync target,
@@ -85,7 +87,7 @@ func (r *Reflector) probeOnce(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reflector %s: probe list: %w", r.opts.Name, err)
 	}
-	if isNilInterface(obj) {
+	if typednil.Is(obj) {
 		return "", fmt.Errorf("reflector %s: probe list: %w", r.opts.Name, errNoList)
 	}
 	lm, err := meta.ListAccessor(obj)
@@ -204,7 +206,7 @@ func (r *Reflector) list(ctx context.Context) ([]interface{}, string, error) {
 			}
 			return nil, "", fmt.Errorf("reflector %s: list: %w", r.opts.Name, err)
 		}
-		if isNilInterface(obj) {
+		if typednil.Is(obj) {
 			return nil, "", fmt.Errorf("reflector %s: list: %w", r.opts.Name, errNoList)
 		}
 		lm, err := meta.ListAccessor(obj)
@@ -248,7 +250,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeout,
 	})
-	if err == nil && isNilInterface(w) {
+	if err == nil && typednil.Is(w) {
 		err = errNoWatch
 	}
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/internal/typednil"
 )
 
 // Queue receives what the reflector observes. deltafifo.Queue satisfies it.
@@ -171,10 +173,10 @@ type Reflector struct {
 
 // New returns a Reflector that lists and watches through lw and feeds q.
 func New(lw cache.ListerWatcherWithContext, q Queue, opts Options) (*Reflector, error) {
-	if isNilInterface(lw) {
+	if typednil.Is(lw) {
 		return nil, fmt.Errorf("reflector: new: ListerWatcher is nil: %w", ErrInvalid)
 	}
-	if isNilInterface(q) {
+	if typednil.Is(q) {
 		return nil, fmt.Errorf("reflector: new: Queue is nil: %w", ErrInvalid)
 	}
 	o, err := opts.withDefaults()
@@ -186,18 +188,6 @@ func New(lw cache.ListerWatcherWithContext, q Queue, opts Options) (*Reflector, 
 		r.expType = reflect.TypeOf(o.ExpectedType)
 	}
 	return r, nil
-}
-
-func isNilInterface(v interface{}) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // Name returns Options.Name.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/internal/typednil"
 )
 
 // watch makes one watch from st.lastRV (or continues the one a streaming
@@ -59,7 +61,7 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &timeout,
 		})
-		if err == nil && isNilInterface(w) {
+		if err == nil && typednil.Is(w) {
 			err = errNoWatch
 		}
 		if err != nil {
@@ -304,7 +306,7 @@ func (r *Reflector) drop(ctx context.Context, t watch.EventType, err error) {
 // errorEventErr is the error an Error watch event carries. A typed nil
 // status is reported rather than dereferenced (apierrors.FromObject would).
 func errorEventErr(obj runtime.Object) error {
-	if isNilInterface(obj) {
+	if typednil.Is(obj) {
 		return errNoStatus
 	}
 	return apierrors.FromObject(obj)
@@ -312,7 +314,7 @@ func errorEventErr(obj runtime.Object) error {
 
 // checkObject rejects objects the reflector cannot use.
 func (r *Reflector) checkObject(obj runtime.Object) error {
-	if isNilInterface(obj) {
+	if typednil.Is(obj) {
 		return fmt.Errorf("reflector %s: watch event without an object", r.opts.Name)
 	}
 	if r.expType != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"sync"
 
@@ -14,6 +13,7 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -234,7 +234,7 @@ func (b *bounded) Info() store.Info {
 
 // Get implements cache.Store.
 func (b *bounded) Get(obj interface{}) (interface{}, bool, error) {
-	if isNilObj(obj) {
+	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
 	key, err := callKeyFunc(b.keyFn, obj)
@@ -464,7 +464,7 @@ func (b *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 	if !ok {
 		return nil, b.unknownIndex("index", indexName)
 	}
-	if isNilObj(obj) {
+	if typednil.Is(obj) {
 		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
 	}
 	vals, err := set.ValuesOf(i, "", obj)
@@ -611,20 +611,6 @@ func (b *bounded) Close() error {
 }
 
 var _ store.Store = (*bounded)(nil)
-
-// isNilObj reports whether v is nil or a typed nil, which key and index
-// functions would panic on.
-func isNilObj(v interface{}) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
-}
 
 func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
 	defer func() {

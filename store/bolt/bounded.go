@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 
@@ -17,6 +16,7 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -240,7 +240,7 @@ func (s *bounded) Info() store.Info {
 
 // Get implements cache.Store.
 func (s *bounded) Get(obj interface{}) (interface{}, bool, error) {
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
 	key, err := callKeyFunc(s.kf, obj)
@@ -435,7 +435,7 @@ func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 	if !ok {
 		return nil, fmt.Errorf("indexer: index %q does not exist: %w", indexName, store.ErrNotFound)
 	}
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return nil, fmt.Errorf("indexer: index %q: nil object: %w", indexName, store.ErrInvalid)
 	}
 	vals, err := set.ValuesOf(i, "", obj)
@@ -572,20 +572,6 @@ func (s *bounded) Close() error {
 	s.mu.Unlock()
 	s.lru.Clear()
 	return s.file.release(s.info.Name)
-}
-
-// isNil reports whether v is nil or a typed nil, on which key functions
-// would panic.
-func isNil(v interface{}) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // callKeyFunc runs a key function, turning a panic into an error: key

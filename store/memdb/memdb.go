@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
@@ -266,7 +266,7 @@ func (s *memStore) Resync() error {
 
 // Get implements cache.Store.
 func (s *memStore) Get(obj interface{}) (interface{}, bool, error) {
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
 	key, err := callKeyFunc(s.keyFunc, obj)
@@ -393,7 +393,7 @@ func (s *memStore) Index(indexName string, obj interface{}) ([]interface{}, erro
 	if !ok {
 		return nil, unknownIndex("index", indexName)
 	}
-	if isNil(obj) {
+	if typednil.Is(obj) {
 		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
 	}
 	vals, err := set.ValuesOf(i, "", obj)
@@ -448,20 +448,6 @@ func (s *memStore) GetIndexers() cache.Indexers {
 		return cache.Indexers{}
 	}
 	return metaOf(txn).set.Indexers()
-}
-
-// isNil reports whether v is nil or a typed nil, on which key functions
-// would panic.
-func isNil(v interface{}) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // callKeyFunc runs a key function, turning a panic into an error: key
