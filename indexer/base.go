@@ -294,7 +294,7 @@ func (b *Base) Get(obj interface{}) (interface{}, bool, error) {
 	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
-	key, err := callKeyFunc(b.prep.KeyFunc, obj)
+	key, err := CallKeyFunc(b.prep.KeyFunc, obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
 	}

@@ -129,16 +129,18 @@ func Key(f cache.KeyFunc, obj interface{}) (string, error) {
 	if typednil.Is(obj) {
 		return "", fmt.Errorf("indexer: key: nil object: %w", store.ErrInvalid)
 	}
-	k, err := callKeyFunc(f, obj)
+	k, err := CallKeyFunc(f, obj)
 	if err != nil {
 		return "", fmt.Errorf("indexer: key of %T: %w: %w", obj, store.ErrInvalid, err)
 	}
 	return k, nil
 }
 
-// callKeyFunc runs a key function, turning a panic into an error for the same
-// reason as callIndexFunc.
-func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
+// CallKeyFunc runs a key function, turning a panic into an error for the
+// same reason as callIndexFunc: key functions are user code, and a panic
+// must not take the informer down. Every backend calls key functions
+// through it.
+func CallKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("key function panicked: %v", r)

@@ -143,7 +143,7 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 		return fmt.Errorf("store: %s: unknown op type %d: %w", op, o.Type, store.ErrInvalid)
 	}
 	if r.Key == "" {
-		k, err := callKeyFunc(p.KeyFunc, o.Object)
+		k, err := CallKeyFunc(p.KeyFunc, o.Object)
 		if err != nil {
 			return fmt.Errorf("store: %s %T: key function: %w: %w", op, o.Object, store.ErrInvalid, err)
 		}

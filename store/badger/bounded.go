@@ -237,7 +237,7 @@ func (b *bounded) Get(obj interface{}) (interface{}, bool, error) {
 	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
-	key, err := callKeyFunc(b.keyFn, obj)
+	key, err := indexer.CallKeyFunc(b.keyFn, obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
 	}
@@ -611,12 +611,3 @@ func (b *bounded) Close() error {
 }
 
 var _ store.Store = (*bounded)(nil)
-
-func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("key function panicked: %v", r)
-		}
-	}()
-	return f(obj)
-}

@@ -243,7 +243,7 @@ func (s *bounded) Get(obj interface{}) (interface{}, bool, error) {
 	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
-	key, err := callKeyFunc(s.kf, obj)
+	key, err := indexer.CallKeyFunc(s.kf, obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
 	}
@@ -572,17 +572,6 @@ func (s *bounded) Close() error {
 	s.mu.Unlock()
 	s.lru.Clear()
 	return s.file.release(s.info.Name)
-}
-
-// callKeyFunc runs a key function, turning a panic into an error: key
-// functions are user code.
-func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("key function panicked: %v", r)
-		}
-	}()
-	return f(obj)
 }
 
 var _ store.Store = (*bounded)(nil)

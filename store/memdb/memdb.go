@@ -269,7 +269,7 @@ func (s *memStore) Get(obj interface{}) (interface{}, bool, error) {
 	if typednil.Is(obj) {
 		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
 	}
-	key, err := callKeyFunc(s.keyFunc, obj)
+	key, err := indexer.CallKeyFunc(s.keyFunc, obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
 	}
@@ -448,15 +448,4 @@ func (s *memStore) GetIndexers() cache.Indexers {
 		return cache.Indexers{}
 	}
 	return metaOf(txn).set.Indexers()
-}
-
-// callKeyFunc runs a key function, turning a panic into an error: key
-// functions are user code, and a panic must not take the informer down.
-func callKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("key function panicked: %v", r)
-		}
-	}()
-	return f(obj)
 }
