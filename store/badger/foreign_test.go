@@ -3,7 +3,6 @@ package badger
 import (
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,35 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
-
-// listing describes every entry under dir: its path, mode and size (and
-// contents for small files), so that a test sees any change an open made.
-func listing(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		desc := fi.Mode().String()
-		if fi.Mode().IsRegular() {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			desc += " " + string(data)
-		}
-		out[path] = desc
-		return nil
-	})
-	mustOK(t, "WalkDir", err)
-	return out
-}
 
 // TestForeignDirectoryRefused checks that a directory holding files but no
 // badger database is refused with ErrInvalid, and left exactly as it was,
@@ -86,7 +58,7 @@ func TestForeignDirectoryRefused(t *testing.T) {
 			mustOK(t, "WriteFile", os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("keep me"), 0o644))
 			// A badger-like name among them does not make it a database.
 			mustOK(t, "WriteFile", os.WriteFile(filepath.Join(dir, "000001.vlog"), []byte("not badger's"), 0o644))
-			before := listing(t, dir)
+			before := storetest.DirListing(t, dir)
 			err := op.run(t, dirURL(dir, ""))
 			if !errors.Is(err, store.ErrInvalid) {
 				t.Fatalf("%s of a directory of other files = %v; want ErrInvalid", op.name, err)
@@ -96,7 +68,7 @@ func TestForeignDirectoryRefused(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, s)
 				}
 			}
-			if diff := cmp.Diff(before, listing(t, dir)); diff != "" {
+			if diff := cmp.Diff(before, storetest.DirListing(t, dir)); diff != "" {
 				t.Errorf("%s changed the directory (-before +after):\n%s", op.name, diff)
 			}
 			registryMu.Lock()

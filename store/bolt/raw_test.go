@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // deleteHint is the advice every ErrCorrupt of this backend carries.
@@ -44,18 +44,6 @@ func wantSameBytes(t testing.TB, what, path string, want []byte) {
 	t.Helper()
 	if got := readBytes(t, path); !bytes.Equal(got, want) {
 		t.Errorf("%s changed the file: %d bytes before, %d after", what, len(want), len(got))
-	}
-}
-
-// records yields recs, then io.EOF: an Import source.
-func records(recs ...store.Record) func() (store.Record, error) {
-	return func() (store.Record, error) {
-		if len(recs) == 0 {
-			return store.Record{}, io.EOF
-		}
-		r := recs[0]
-		recs = recs[1:]
-		return r, nil
 	}
 }
 
@@ -108,7 +96,7 @@ func rawWrites(t *testing.T) []rawOp {
 	return []rawOp{
 		{"Import", func(ctx context.Context, rawURL string) error {
 			info := store.Info{Name: "pods", Codec: "json", Type: "t", KeyFunc: "namespace/name", ResourceVersion: "9"}
-			return bolt.Raw().Import(ctx, mustParse(t, rawURL), info, records(store.Record{Key: "ns/new", Data: []byte("{}")}))
+			return bolt.Raw().Import(ctx, mustParse(t, rawURL), info, storetest.Records(store.Record{Key: "ns/new", Data: []byte("{}")}))
 		}},
 		{"Open", func(ctx context.Context, rawURL string) error {
 			s, err := store.Open(ctx, rawURL, podOptions("pods"))
@@ -361,11 +349,11 @@ func TestImportEmptyKey(t *testing.T) {
 	rawURL := dbURL(t, "")
 	u := mustParse(t, rawURL)
 	info := store.Info{Name: "pods", Codec: "json", Type: "t", KeyFunc: "namespace/name", ResourceVersion: "5"}
-	if err := bolt.Raw().Import(t.Context(), u, info, records(store.Record{Key: "ns/old", Data: []byte("{}")})); err != nil {
+	if err := bolt.Raw().Import(t.Context(), u, info, storetest.Records(store.Record{Key: "ns/old", Data: []byte("{}")})); err != nil {
 		t.Fatal(err)
 	}
 	info.ResourceVersion = "6"
-	err := bolt.Raw().Import(t.Context(), u, info, records(
+	err := bolt.Raw().Import(t.Context(), u, info, storetest.Records(
 		store.Record{Key: "ns/a", Data: []byte("{}")},
 		store.Record{Key: "", Data: []byte("{}")},
 	))

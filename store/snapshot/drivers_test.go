@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"errors"
-	"io"
 	"net/url"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/informerdb/informerdb/store/memdb"
 	"github.com/informerdb/informerdb/store/memory"
 	"github.com/informerdb/informerdb/store/snapshot"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 var rawBackends = []struct {
@@ -27,18 +27,6 @@ var rawBackends = []struct {
 	{"badger", badgerURL, badger.Raw(), true},
 	{"memory", memoryURL, memory.Raw(), false},
 	{"memdb", memdbURL, memdb.Raw(), false},
-}
-
-// records returns a next function over recs.
-func records(recs ...store.Record) func() (store.Record, error) {
-	return func() (store.Record, error) {
-		if len(recs) == 0 {
-			return store.Record{}, io.EOF
-		}
-		r := recs[0]
-		recs = recs[1:]
-		return r, nil
-	}
 }
 
 func TestRawImportRejectsBadInput(t *testing.T) {
@@ -81,7 +69,7 @@ func TestRawImportRejectsBadInput(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					err = be.d.Import(ctx, u, tc.info, records(tc.recs...))
+					err = be.d.Import(ctx, u, tc.info, storetest.Records(tc.recs...))
 					if !errors.Is(err, store.ErrInvalid) {
 						t.Fatalf("Import: %v, want ErrInvalid", err)
 					}
@@ -112,7 +100,7 @@ func TestRawImportRefusesOpenStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = be.d.Import(ctx, u, store.Info{Name: podsName}, records())
+			err = be.d.Import(ctx, u, store.Info{Name: podsName}, storetest.Records())
 			if !errors.Is(err, store.ErrInUse) {
 				t.Errorf("Import into an open store: %v, want ErrInUse", err)
 			}

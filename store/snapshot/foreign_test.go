@@ -12,6 +12,7 @@ import (
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/snapshot"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // TestRestoreRefusesForeignBadgerDirectory checks that a restore into a
@@ -27,28 +28,6 @@ func TestRestoreRefusesForeignBadgerDirectory(t *testing.T) {
 	if _, err := snapshot.SaveURL(ctx, file, src, nil); err != nil {
 		t.Fatal(err)
 	}
-	list := func(dir string) map[string]string {
-		t.Helper()
-		out := map[string]string{}
-		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			out[path] = fi.Mode().String()
-			if fi.Mode().IsRegular() {
-				out[path] += " " + string(readFile(t, path))
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
 	for _, force := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "force"}[force], func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "home")
@@ -58,7 +37,7 @@ func TestRestoreRefusesForeignBadgerDirectory(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "src", "main.go"), []byte("package main"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			before := list(dir)
+			before := storetest.DirListing(t, dir)
 			_, err := snapshot.Restore(ctx, file, "badger://"+dir, &snapshot.RestoreOptions{Force: force})
 			if !errors.Is(err, store.ErrInvalid) {
 				t.Fatalf("Restore into a directory of other files = %v; want ErrInvalid", err)
@@ -68,7 +47,7 @@ func TestRestoreRefusesForeignBadgerDirectory(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, s)
 				}
 			}
-			if diff := cmp.Diff(before, list(dir)); diff != "" {
+			if diff := cmp.Diff(before, storetest.DirListing(t, dir)); diff != "" {
 				t.Errorf("the refused restore changed the directory (-before +after):\n%s", diff)
 			}
 		})
