@@ -234,10 +234,10 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 	}
 	// Before anything below changes the directory (its mode, badger's
 	// files): a directory of someone else's files is left as it is.
-	if err := checkNotForeign(dir); err != nil {
+	existed, err := checkNotForeign(dir)
+	if err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
-	existed := dirHasFiles(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: create directory: %w", dir, err)
 	}
@@ -525,27 +525,29 @@ func isLockError(err error) bool {
 // lost+found is ignored: it is what the root of a freshly formatted ext4
 // volume holds, and a volume mounted for the cache is a natural directory
 // to give.
-func checkNotForeign(dir string) error {
+//
+// It also reports whether dir holds anything, read in the same listing.
+func checkNotForeign(dir string) (hasFiles bool, err error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	var foreign []string
 	for _, e := range ents {
 		name := e.Name()
 		switch {
 		case name == badger.ManifestFilename || name == badger.KeyRegistryFileName:
-			return nil
+			return true, nil
 		case isBadgerFile(name), name == "lost+found" && e.IsDir():
 		default:
 			foreign = append(foreign, name)
 		}
 	}
 	if len(foreign) == 0 {
-		return nil
+		return len(ents) > 0, nil
 	}
 	const show = 3
 	more := ""
@@ -553,7 +555,7 @@ func checkNotForeign(dir string) error {
 		more = fmt.Sprintf(" and %d more", len(foreign)-show)
 		foreign = foreign[:show]
 	}
-	return fmt.Errorf("directory is not empty and holds no badger database (no %s or %s; it holds %q%s): give an empty or new directory: %w",
+	return true, fmt.Errorf("directory is not empty and holds no badger database (no %s or %s; it holds %q%s): give an empty or new directory: %w",
 		badger.ManifestFilename, badger.KeyRegistryFileName, foreign, more, store.ErrInvalid)
 }
 
