@@ -293,10 +293,14 @@ var testHookLockBusy func(path string)
 // store.ErrCorrupt. It waits for another process's lock at most
 // o.LockTimeout, and stops waiting as soon as ctx ends, with an error
 // wrapping ctx.Err(). A read-only open refuses an empty file rather than let bbolt
-// initialise it, and creates neither the file nor its directory.
+// initialise it, creates neither the file nor its directory, and reports a
+// missing file as store.ErrNotFound.
 func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (db *bbolt.DB, err error) {
 	if readOnly {
 		fi, err := os.Stat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrNotFound, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("store: open %s: %w", path, err)
 		}

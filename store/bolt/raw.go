@@ -83,14 +83,6 @@ func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f 
 	if err != nil {
 		return err
 	}
-	if !write {
-		if _, err := os.Stat(path); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("store: %s %s: %w: %w", op, path, store.ErrNotFound, err)
-			}
-			return fmt.Errorf("store: %s %s: %w", op, path, err)
-		}
-	}
 	filesMu.Lock()
 	f, err := openFileLocked(ctx, path, o, write)
 	if err != nil {
