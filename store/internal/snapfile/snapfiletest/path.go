@@ -30,31 +30,21 @@ func CheckTrailingSlash(t *testing.T, scheme string, newFile func(ctx context.Co
 	}
 	opts := func() *store.Options { return &store.Options{Name: "pods", Codec: codec} }
 	none := func() (store.Record, error) { return store.Record{}, io.EOF }
+	// closed closes a store that opened when it should not have, and
+	// returns the open's error.
+	closed := func(s store.Store, err error) error {
+		if err == nil {
+			s.Close()
+		}
+		return err
+	}
 	for _, tc := range []struct {
 		name string
 		run  func() error
 	}{
-		{"Open", func() error {
-			s, err := store.Open(t.Context(), scheme+"://"+path+"/", opts())
-			if err == nil {
-				s.Close()
-			}
-			return err
-		}},
-		{"Open root", func() error {
-			s, err := store.Open(t.Context(), scheme+"://"+"//", opts())
-			if err == nil {
-				s.Close()
-			}
-			return err
-		}},
-		{"NewFile", func() error {
-			s, err := newFile(t.Context(), path+"/", opts())
-			if err == nil {
-				s.Close()
-			}
-			return err
-		}},
+		{"Open", func() error { return closed(store.Open(t.Context(), scheme+"://"+path+"/", opts())) }},
+		{"Open root", func() error { return closed(store.Open(t.Context(), scheme+"://"+"//", opts())) }},
+		{"NewFile", func() error { return closed(newFile(t.Context(), path+"/", opts())) }},
 		{"Import", func() error {
 			return store.Import(t.Context(), scheme+"://"+path+"/", store.Info{Name: "pods", Codec: codec.Name()}, none)
 		}},
