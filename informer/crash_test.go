@@ -504,22 +504,7 @@ func TestRejectedObjectOneByOne(t *testing.T) {
 	lw, _, h := runGrouped(t, rs, opts)
 	before := rs.commitCount()
 
-	lw.create("ns", "good1", "1")
-	lw.create("ns", "bad", "refuse")
-	lw.create("ns", "good2", "1")
-	want := []ev{
-		{Op: "add", Key: "ns/good1", Value: "1", UID: "uid-1"},
-		{Op: "add", Key: "ns/good2", Value: "1", UID: "uid-3"},
-	}
-	if diff := cmp.Diff(want, h.wait(t, 2)); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]string{"ns/good1": "1", "ns/good2": "1"}, storeValues(rs)); diff != "" {
-		t.Errorf("store (-want +got):\n%s", diff)
-	}
-	if got, want := rs.ResourceVersion(), lw.currentRV(); got != want {
-		t.Errorf("resume point = %q, want %q", got, want)
-	}
+	createSkippingBad(t, lw, h, rs, "refuse")
 	// The group, refused; each operation; the resume point.
 	if got := rs.commitCount() - before; got != 5 {
 		t.Errorf("%d commits for a refused group of 3 operations, want 5 (the group, one per operation, the resume point)", got)

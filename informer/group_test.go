@@ -147,8 +147,23 @@ func TestRejectedObjectIsSkipped(t *testing.T) {
 	start(t, inf)
 	waitDone(t, "informer sync", inf.HasSyncedChecker())
 
+	createSkippingBad(t, lw, h, s, "1")
+	// The informer goes on (three events fill the next group).
+	for _, n := range []string{"good3", "good4", "good5"} {
+		lw.create("ns", n, "1")
+	}
+	if got := h.wait(t, 5)[2]; got.Key != "ns/good3" {
+		t.Errorf("event after the rejected object = %v, want an add of ns/good3", got)
+	}
+}
+
+// createSkippingBad creates good1, bad (with data badValue, which the
+// store rejects) and good2 in one group, and checks that handlers and the
+// store got the good ones only, and that the resume point moved past bad.
+func createSkippingBad(t *testing.T, lw *fakeLW, h *recorder, s store.Store, badValue string) {
+	t.Helper()
 	lw.create("ns", "good1", "1")
-	lw.create("ns", "bad", "1")
+	lw.create("ns", "bad", badValue)
 	lw.create("ns", "good2", "1")
 	want := []ev{
 		{Op: "add", Key: "ns/good1", Value: "1", UID: "uid-1"},
@@ -162,13 +177,6 @@ func TestRejectedObjectIsSkipped(t *testing.T) {
 	}
 	if got, want := s.ResourceVersion(), lw.currentRV(); got != want {
 		t.Errorf("resume point = %q, want %q", got, want)
-	}
-	// The informer goes on (three events fill the next group).
-	for _, n := range []string{"good3", "good4", "good5"} {
-		lw.create("ns", n, "1")
-	}
-	if got := h.wait(t, 5)[2]; got.Key != "ns/good3" {
-		t.Errorf("event after the rejected object = %v, want an add of ns/good3", got)
 	}
 }
 
