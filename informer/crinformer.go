@@ -2,17 +2,25 @@ package informer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
+	"net/http"
+	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -24,25 +32,45 @@ type NewInformerFunc = func(cache.ListerWatcher, runtime.Object, time.Duration, 
 // through a constructor, as controller-runtime does:
 //
 //	c, err := informer.NewInformerConstructor(ctx, "bolt:///var/lib/ctrl/cache.db", &informer.FactoryOptions{Cluster: "prod-1"})
-//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: crcache.Options{NewInformer: c.NewInformer}})
+//	mgr, err := ctrl.NewManager(c.WrapConfig(cfg), ctrl.Options{Cache: crcache.Options{NewInformer: c.NewInformer}})
 //	defer c.Close() // after the manager stopped
 //
-// Each informer gets its own store in the database, named after its object
-// type ("apps/v1/Deployment"; a second informer of the same type in the
-// process, as a multi-namespace cache makes, gets "#2", and so on in the
-// order they are created). The caller's ListerWatcher carries the namespace
-// and selectors, which the constructor cannot see: the store scope records
-// only FactoryOptions.Cluster and the type, so a change of namespaces or
-// selectors needs another database (or Store.Scope in the options).
+// A constructor sees only a ListerWatcher, which hides what it lists: the
+// namespace and the selectors are inside its functions. So that a store
+// never holds the objects of two scopes, NewInformer asks the ListerWatcher
+// for one page of its list with a context that the constructor's transport
+// recognizes: the transport records the request's URL (the resource, the
+// namespace, the label and field selectors) and answers it without sending
+// it. That is why the REST config the caller's clients are built from must
+// go through WrapConfig (or WrapTransport). The store is then named after
+// the object's type and that request ("core/v1/ConfigMap" for a list of
+// every namespace without selectors, "core/v1/ConfigMap@ns=team-a" for one
+// namespace, with "@sel=<digest>" when selectors are set;
+// "core/v1/ConfigMap/unstructured" and "core/v1/ConfigMap/metadata" for the
+// unstructured and metadata-only informers of the type), and its scope
+// records the request in full, so a namespace or selector change relists
+// into an empty store. Informers of a multi-namespace cache, created in a
+// different order at each start, each find their own store.
+//
+// When the scope cannot be told (the config was not wrapped, or the
+// ListerWatcher does not list through it), or the store cannot be opened
+// (another informer of the same scope has it open, the database is
+// unusable), NewInformer logs why and returns client-go's in-memory
+// informer: the controller works, without persistence, and no store is
+// shared by two scopes.
 //
 // An InformerConstructor is safe for concurrent use.
 type InformerConstructor struct {
 	url  string
 	opts FactoryOptions
 
-	mu    sync.Mutex // guards names and made
-	names map[string]int
-	made  []*Informer // every informer made; Close closes their stores
+	// wrapped is set by WrapConfig and WrapTransport: until then no
+	// ListerWatcher lists through the constructor's transport, and
+	// NewInformer does not ask (the request would reach the API server).
+	wrapped atomic.Bool
+
+	mu   sync.Mutex  // guards made
+	made []*Informer // every informer made; Close closes their stores
 }
 
 // NewInformerConstructor returns a constructor whose informers keep their
@@ -50,7 +78,7 @@ type InformerConstructor struct {
 // selectors are ignored (the ListerWatcher applies them); Cluster, Informer
 // and Store are used as by a Factory. opts may be nil.
 func NewInformerConstructor(ctx context.Context, rawURL string, opts *FactoryOptions) (*InformerConstructor, error) {
-	c := &InformerConstructor{url: rawURL, names: map[string]int{}}
+	c := &InformerConstructor{url: rawURL}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -63,10 +91,30 @@ func NewInformerConstructor(ctx context.Context, rawURL string, opts *FactoryOpt
 	return c, nil
 }
 
+// WrapConfig returns a copy of cfg whose transport lets the constructor
+// see the scope of each ListerWatcher it is given (see InformerConstructor).
+// Build the clients whose ListerWatchers reach NewInformer from it (for
+// controller-runtime: the config passed to ctrl.NewManager). Requests other
+// than the constructor's own are passed on unchanged.
+func (c *InformerConstructor) WrapConfig(cfg *rest.Config) *rest.Config {
+	c.wrapped.Store(true)
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(c.WrapTransport)
+	return cfg
+}
+
+// WrapTransport wraps rt as WrapConfig does, for callers that assemble
+// their transports themselves (rest.Config.Wrap, transport.Config).
+func (c *InformerConstructor) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+	c.wrapped.Store(true)
+	return &scopeTransport{next: rt}
+}
+
 // NewInformer has the signature of controller-runtime's
-// cache.Options.NewInformer. It cannot return an error: if the store cannot
-// be opened, it logs the error and returns client-go's in-memory informer,
-// so the controller still works, without persistence.
+// cache.Options.NewInformer. It cannot return an error: if the informer's
+// scope cannot be told or its store cannot be opened, it logs why and
+// returns client-go's in-memory informer, so the controller still works,
+// without persistence.
 func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	inf, err := c.newInformer(lw, obj, resync, indexers)
 	if err != nil {
@@ -77,35 +125,25 @@ func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Ob
 }
 
 func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
-	if lw == nil || obj == nil {
+	if typednil.Is(lw) || typednil.Is(obj) {
 		return nil, fmt.Errorf("informer: new informer: nil ListerWatcher or object")
 	}
-	name := typeName(obj)
-	if gvks, _, err := scheme.Scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
-		name = StoreName(gvks[0].GroupVersion().WithResource(gvks[0].Kind))
-	} else if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
-		name = StoreName(gvk.GroupVersion().WithResource(gvk.Kind))
-	}
+	base := constructedTypeName(obj)
 	codec, err := codecFor(obj, c.opts.Encryption)
 	if err != nil {
-		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
+		return nil, fmt.Errorf("informer: new informer %s: %w", base, err)
 	}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// The n-th informer of a type is named by n, which is only taken once
-	// it is made: a construction that fails must not shift the names of
-	// the next ones, or after a restart in which it succeeds they would
-	// open each other's stores.
-	base, n := name, c.names[name]+1
-	if n > 1 {
-		name += "#" + strconv.Itoa(n)
+	req, err := c.probeScope(lw)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new informer %s: %w", base, err)
 	}
+	name := base + req.nameSuffix()
 	sopts := c.opts.Store
 	sopts.Name = name
 	sopts.Codec = codec
 	sopts.Indexers = indexers
-	sopts.Scope = fmt.Sprintf("cluster=%s;type=%s;scope=%s", c.opts.Cluster, name, c.opts.Store.Scope)
+	sopts.Scope = fmt.Sprintf("cluster=%s;server=%s;type=%s;request=%s;scope=%s",
+		c.opts.Cluster, req.server, base, req.request, c.opts.Store.Scope)
 	s, err := store.Open(context.Background(), c.url, &sopts)
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
@@ -121,8 +159,9 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 		_ = s.Close()
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
-	c.names[base] = n
+	c.mu.Lock()
 	c.made = append(c.made, inf)
+	c.mu.Unlock()
 	return inf, nil
 }
 
@@ -146,4 +185,137 @@ func (c *InformerConstructor) Close() error {
 		return fmt.Errorf("informer: informer constructor: close: %w", err)
 	}
 	return nil
+}
+
+// probeTimeout bounds the constructor's scope request. Its own transport
+// answers it at once; the bound is for a client-side rate limiter that makes
+// it wait for its turn, or a ListerWatcher that sends it elsewhere.
+const probeTimeout = 30 * time.Second
+
+// errScopeProbed is the constructor's transport's answer to its own scope
+// request, which it does not send.
+var errScopeProbed = errors.New("informer: scope request answered by the informer constructor, not sent")
+
+// probeKey is the context key of a scopeProbe.
+type probeKey struct{}
+
+// scopeProbe receives the URL of the constructor's scope request.
+type scopeProbe struct {
+	mu  sync.Mutex
+	url *url.URL
+}
+
+// scopeTransport records the URL of a request made with a scopeProbe in its
+// context and answers it with errScopeProbed; it passes every other request
+// on.
+type scopeTransport struct{ next http.RoundTripper }
+
+func (t *scopeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p, ok := req.Context().Value(probeKey{}).(*scopeProbe)
+	if !ok {
+		return t.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		_ = req.Body.Close() // a RoundTripper closes the body, even on error
+	}
+	p.mu.Lock()
+	if p.url == nil {
+		u := *req.URL
+		p.url = &u
+	}
+	p.mu.Unlock()
+	return nil, errScopeProbed
+}
+
+// WrappedRoundTripper lets client-go's transport utilities see through it.
+func (t *scopeTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+// listRequest is what a ListerWatcher lists, as its request showed it.
+type listRequest struct {
+	server    string // the API server: scheme://host
+	request   string // the path, and the selectors when set
+	namespace string // "" for every namespace
+	selectors string // the label and field selectors, URL-encoded; "" without
+}
+
+// probeScope learns what lw lists by asking it for one object with a context
+// that the constructor's transport recognizes (see InformerConstructor).
+func (c *InformerConstructor) probeScope(lw cache.ListerWatcher) (listRequest, error) {
+	if !c.wrapped.Load() {
+		return listRequest{}, errors.New("its scope cannot be told: build the REST config of the clients that list (controller-runtime: the manager's) with InformerConstructor.WrapConfig")
+	}
+	p := &scopeProbe{}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
+	defer cancel()
+	_, listErr := cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+	p.mu.Lock()
+	u := p.url
+	p.mu.Unlock()
+	if u == nil {
+		const cause = "its scope cannot be told: its ListerWatcher does not list through a transport of InformerConstructor.WrapConfig"
+		if listErr != nil {
+			return listRequest{}, fmt.Errorf("%s (its list failed: %w)", cause, listErr)
+		}
+		return listRequest{}, errors.New(cause)
+	}
+	return parseListRequest(u), nil
+}
+
+// parseListRequest reads the scope of a list request: the API server, the
+// path (group, version, resource, and namespace if any) and the selectors.
+func parseListRequest(u *url.URL) listRequest {
+	q := u.Query()
+	sel := url.Values{}
+	for _, k := range []string{"labelSelector", "fieldSelector"} {
+		if v := q.Get(k); v != "" {
+			sel.Set(k, v)
+		}
+	}
+	r := listRequest{server: u.Scheme + "://" + u.Host, request: u.EscapedPath(), selectors: sel.Encode()}
+	if r.selectors != "" {
+		r.request += "?" + r.selectors
+	}
+	// A namespaced list is .../namespaces/<namespace>/<resource>.
+	if parts := strings.Split(strings.Trim(u.Path, "/"), "/"); len(parts) >= 3 && parts[len(parts)-3] == "namespaces" {
+		r.namespace = parts[len(parts)-2]
+	}
+	return r
+}
+
+// nameSuffix tells apart the stores of one type that list different
+// things: "@ns=<namespace>", and "@sel=<digest of the selectors>". The
+// store's scope holds the request in full, so two requests whose digests
+// collide relist rather than share objects.
+func (r listRequest) nameSuffix() string {
+	s := ""
+	if r.namespace != "" {
+		s += "@ns=" + r.namespace
+	}
+	if r.selectors != "" {
+		sum := sha256.Sum256([]byte(r.selectors))
+		s += "@sel=" + hex.EncodeToString(sum[:6])
+	}
+	return s
+}
+
+// constructedTypeName names the type of a constructed informer's objects
+// after their group, version and kind ("core/v1/ConfigMap"), with
+// "/unstructured" or "/metadata" for the unstructured and metadata-only
+// informers of a kind, whose stores hold other objects.
+func constructedTypeName(obj runtime.Object) string {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvks, _, err := scheme.Scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+		gvk = gvks[0]
+	}
+	if gvk.Empty() {
+		return typeName(obj)
+	}
+	name := StoreName(gvk.GroupVersion().WithResource(gvk.Kind))
+	switch obj.(type) {
+	case runtime.Unstructured:
+		name += "/unstructured"
+	case *metav1.PartialObjectMetadata:
+		name += "/metadata"
+	}
+	return name
 }

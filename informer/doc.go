@@ -64,7 +64,10 @@
 // clientset; each store records a scope fingerprint (cluster, resource,
 // namespace, selectors), so a database reused for another scope is relisted
 // rather than served. InformerConstructor plugs into controller-runtime as
-// its cache.Options.NewInformer.
+// its cache.Options.NewInformer; it learns each informer's scope from the
+// list request its ListerWatcher makes (through InformerConstructor's
+// WrapConfig), so that no store ever holds two scopes, and falls back to
+// client-go's in-memory informer where it cannot tell.
 //
 // # Metrics
 //

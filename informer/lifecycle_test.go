@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/deltafifo"
@@ -60,11 +61,11 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 	}
 }
 
-// TestInformerConstructorFailedConstructionKeepsName checks that a
-// construction that fails (its store cannot be opened) does not take a
-// name: the next informer of the type gets the name (and the store) the
-// first one would have had, the one it had before a restart.
-func TestInformerConstructorFailedConstructionKeepsName(t *testing.T) {
+// TestInformerConstructorFailedConstructionReleasesStore checks that a
+// construction that fails after opening its store (the store refuses an
+// index without a function) closes it: the next informer of that scope
+// gets the store.
+func TestInformerConstructorFailedConstructionReleasesStore(t *testing.T) {
 	ctx := t.Context()
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
 	opts := &FactoryOptions{Cluster: "c1", Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync}}
@@ -77,23 +78,21 @@ func TestInformerConstructorFailedConstructionKeepsName(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	}()
-	// The store refuses an index without a function: this construction
-	// fails and falls back to client-go's informer.
-	bad := c.NewInformer(crListWatch(newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{"broken": nil})
+	cfg := c.WrapConfig(&rest.Config{Host: newAPIServerStub(t).URL})
+	bad := c.NewInformer(listedThrough(t, cfg, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{"broken": nil})
 	if _, ok := bad.(*Informer); ok {
 		t.Fatalf("NewInformer with a nil index function made an informerdb informer")
 	}
-	for _, want := range []string{"core/v1/ConfigMap", "core/v1/ConfigMap#2"} {
-		inf, ok := c.NewInformer(crListWatch(newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
-		if !ok {
-			t.Fatalf("NewInformer fell back to client-go's informer")
-		}
-		if got := inf.Store().Info().Name; got != want {
-			t.Errorf("store name = %q, want %q (a failed construction must not take a name)", got, want)
-		}
-		if got := inf.Name(); got != want {
-			t.Errorf("informer name = %q, want %q", got, want)
-		}
+	const want = "core/v1/ConfigMap@ns=ns"
+	inf, ok := c.NewInformer(listedThrough(t, cfg, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
+	if !ok {
+		t.Fatalf("NewInformer after a failed construction fell back to client-go's informer")
+	}
+	if got := inf.Store().Info().Name; got != want {
+		t.Errorf("store name = %q, want %q", got, want)
+	}
+	if got := inf.Name(); got != want {
+		t.Errorf("informer name = %q, want %q", got, want)
 	}
 }
 
@@ -307,7 +306,8 @@ func TestInformerConstructorCloseRemovesMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: NewInformerConstructor: %v", round, err)
 		}
-		inf, ok := c.NewInformer(crListWatch(newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
+		cfg := c.WrapConfig(&rest.Config{Host: newAPIServerStub(t).URL})
+		inf, ok := c.NewInformer(listedThrough(t, cfg, "", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
 		if !ok {
 			_ = c.Close()
 			t.Fatalf("round %d: NewInformer fell back to client-go's informer", round)

@@ -1,0 +1,58 @@
+package informer_test
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/informerdb/informerdb/informer"
+	_ "github.com/informerdb/informerdb/store/bolt"
+)
+
+// A controller-runtime manager whose cache keeps its objects in a bolt file:
+// after a restart its informers resume their watches from where they
+// stopped instead of listing everything again. The manager's REST config
+// goes through WrapConfig so the constructor can tell the informers of a
+// multi-namespace cache apart; each namespace gets its own store.
+func ExampleInformerConstructor() {
+	ctx := ctrl.SetupSignalHandler()
+	c, err := informer.NewInformerConstructor(ctx, "bolt:///var/lib/configmap-controller/cache.db",
+		&informer.FactoryOptions{Cluster: "prod-1"})
+	if err != nil {
+		panic(err)
+	}
+	// Close the stores once the manager has stopped.
+	defer func() { _ = c.Close() }()
+
+	mgr, err := ctrl.NewManager(c.WrapConfig(ctrl.GetConfigOrDie()), ctrl.Options{
+		Cache: crcache.Options{
+			NewInformer:       c.NewInformer,
+			DefaultNamespaces: map[string]crcache.Config{"team-a": {}, "team-b": {}},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(
+		reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			var cm corev1.ConfigMap
+			if err := mgr.GetClient().Get(ctx, req.NamespacedName, &cm); err != nil {
+				// Deleted while the controller was down: the restarted
+				// informer delivers the delete, and the request lands here.
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			fmt.Println("reconcile", req.NamespacedName, cm.ResourceVersion)
+			return reconcile.Result{}, nil
+		}))
+	if err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctx); err != nil {
+		panic(err)
+	}
+}
