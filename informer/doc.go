@@ -60,8 +60,10 @@
 // # Many resources
 //
 // A Factory keeps the informers of many resources of one cluster in one
-// database, one store per resource, listed and watched through a typed
-// clientset; each store records a scope fingerprint (cluster, resource,
+// database, one store per resource and kind of informer: the clientset's
+// types (InformerFor), unstructured objects through the dynamic client
+// (DynamicInformerFor, for custom resources) and metadata alone
+// (MetadataInformerFor); each store records a scope fingerprint (cluster, resource,
 // namespace, selectors), so a database reused for another scope is relisted
 // rather than served. InformerConstructor plugs into controller-runtime as
 // its cache.Options.NewInformer; it learns each informer's scope from the

@@ -11,10 +11,14 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -54,6 +58,15 @@ type FactoryOptions struct {
 	// reverse (store.ErrIncompatible). Default nil: plain text on disk.
 	Encryption *indexer.KeyRing
 
+	// Dynamic lists and watches for DynamicInformerFor (any resource,
+	// custom resources included, as unstructured.Unstructured), and
+	// Metadata for MetadataInformerFor (metav1.PartialObjectMetadata: only
+	// the objects' metadata is listed, watched and stored). Either may be
+	// nil if the factory is not asked for that kind of informer;
+	// NewFactoryForConfig sets both.
+	Dynamic  dynamic.Interface
+	Metadata metadata.Interface
+
 	// Store is the template of every store's options (Durability,
 	// LockTimeout, CacheSize, Indexers...). The factory sets Name (the
 	// resource, "core/v1/configmaps"), Codec (chosen for the resource's
@@ -62,8 +75,11 @@ type FactoryOptions struct {
 }
 
 // Factory makes informers for many resources of one cluster, all kept in
-// one database (one URL), each in its own store named after its resource.
-// Objects are listed and watched through a typed clientset.
+// one database (one URL), each in its own store named after its resource:
+// informers of the clientset's types (InformerFor), of unstructured objects
+// through the dynamic client (DynamicInformerFor: custom resources), and of
+// objects' metadata alone (MetadataInformerFor). The three kinds of one
+// resource are separate informers with separate stores.
 //
 // A Factory is safe for concurrent use.
 type Factory struct {
@@ -73,10 +89,36 @@ type Factory struct {
 	cluster string
 
 	mu      sync.Mutex // guards entries, cancels and shutdown
-	entries map[schema.GroupVersionResource]*factoryEntry
+	entries map[factoryKey]*factoryEntry
 	cancels []context.CancelFunc
 	wg      sync.WaitGroup
 	closed  bool
+}
+
+// objectKind is what a factory's informer keeps of its resource's objects.
+type objectKind int
+
+const (
+	typedObjects        objectKind = iota // the clientset's Go type
+	unstructuredObjects                   // unstructured.Unstructured, through the dynamic client
+	metadataObjects                       // metav1.PartialObjectMetadata, through the metadata client
+)
+
+// storeName is the name of the store of gvr's informer of this kind:
+// StoreName(gvr), with "/unstructured" or "/metadata" after it.
+func (k objectKind) storeName(gvr schema.GroupVersionResource) string {
+	switch k {
+	case unstructuredObjects:
+		return StoreName(gvr) + "/unstructured"
+	case metadataObjects:
+		return StoreName(gvr) + "/metadata"
+	}
+	return StoreName(gvr)
+}
+
+type factoryKey struct {
+	gvr  schema.GroupVersionResource
+	kind objectKind
 }
 
 type factoryEntry struct {
@@ -95,7 +137,7 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if err := checkURL(rawURL); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	f := &Factory{client: client, url: rawURL, entries: map[schema.GroupVersionResource]*factoryEntry{}}
+	f := &Factory{client: client, url: rawURL, entries: map[factoryKey]*factoryEntry{}}
 	if opts != nil {
 		f.opts = *opts
 	}
@@ -137,46 +179,193 @@ func StoreName(gvr schema.GroupVersionResource) string {
 	return group + "/" + gvr.Version + "/" + gvr.Resource
 }
 
-// InformerFor returns the informer of gvr, creating it (and opening its
-// store) on first use. ctx bounds opening the store. The informer starts with
-// the next Start.
+// NewFactoryForConfig is NewFactory with the typed, dynamic and metadata
+// clients built from cfg (sharing one HTTP client), unless opts sets
+// Dynamic or Metadata.
+func NewFactoryForConfig(ctx context.Context, rawURL string, cfg *rest.Config, opts *FactoryOptions) (*Factory, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("informer: new factory: nil REST config")
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new factory: HTTP client: %w", err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new factory: clientset: %w", err)
+	}
+	o := FactoryOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Dynamic == nil {
+		if o.Dynamic, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
+			return nil, fmt.Errorf("informer: new factory: dynamic client: %w", err)
+		}
+	}
+	if o.Metadata == nil {
+		if o.Metadata, err = metadata.NewForConfigAndClient(cfg, hc); err != nil {
+			return nil, fmt.Errorf("informer: new factory: metadata client: %w", err)
+		}
+	}
+	return NewFactory(ctx, rawURL, client, &o)
+}
+
+// InformerFor returns the informer of gvr's objects as the clientset's Go
+// type (*corev1.ConfigMap for configmaps), creating it (and opening its
+// store, named StoreName(gvr)) on first use. ctx bounds opening the store.
+// The informer starts with the next Start.
 func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
+	return f.informerFor(ctx, factoryKey{gvr, typedObjects})
+}
+
+// DynamicInformerFor returns the informer of gvr's objects as
+// *unstructured.Unstructured, listed and watched through
+// FactoryOptions.Dynamic: any resource the API server serves, custom
+// resources included. Its store is named StoreName(gvr)+"/unstructured".
+// With FactoryOptions.Namespace set, the clientset's discovery tells
+// whether gvr is namespaced (a cluster-scoped resource is listed whole).
+func (f *Factory) DynamicInformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
+	return f.informerFor(ctx, factoryKey{gvr, unstructuredObjects})
+}
+
+// MetadataInformerFor returns the informer of gvr's objects' metadata
+// (*metav1.PartialObjectMetadata), listed and watched through
+// FactoryOptions.Metadata: the API server sends, and the store keeps, only
+// names, labels, annotations, owners and the like, a fraction of the bytes
+// of whole objects. Its store is named StoreName(gvr)+"/metadata".
+// Namespaces are handled as by DynamicInformerFor.
+func (f *Factory) MetadataInformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
+	return f.informerFor(ctx, factoryKey{gvr, metadataObjects})
+}
+
+func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, error) {
+	name := key.kind.storeName(key.gvr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", StoreName(gvr), ErrStopped)
+		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
 	}
-	if e, ok := f.entries[gvr]; ok {
+	if e, ok := f.entries[key]; ok {
 		return e.inf, nil
 	}
-	lw, example, namespaced, err := typedListerWatcher(f.client, gvr, f.opts.Namespace, f.tweak)
+	lw, example, namespaced, err := f.listerWatcher(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	codec, err := codecFor(example, f.opts.Encryption)
 	if err != nil {
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", StoreName(gvr), err)
+		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
 	sopts := f.opts.Store
-	sopts.Name = StoreName(gvr)
+	sopts.Name = name
 	sopts.Codec = codec
-	sopts.Scope = f.scope(gvr, namespaced)
+	sopts.Scope = f.scope(key, namespaced)
 	s, err := store.Open(ctx, f.url, &sopts)
 	if err != nil {
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", StoreName(gvr), err)
+		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
 	iopts := f.opts.Informer
-	iopts.Name = informerName(f.opts.Informer.Name, StoreName(gvr))
+	iopts.Name = informerName(f.opts.Informer.Name, name)
 	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = StoreName(gvr)
+		iopts.Reflector.Name = name
 	}
 	inf, err := New(lw, example, s, iopts)
 	if err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", StoreName(gvr), err)
+		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
-	f.entries[gvr] = &factoryEntry{inf: inf}
+	f.entries[key] = &factoryEntry{inf: inf}
 	return inf, nil
+}
+
+// listerWatcher returns the ListerWatcher of key's informer, an example of
+// its objects, and whether it lists one namespace.
+func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.ListerWatcherWithContext, runtime.Object, bool, error) {
+	gvr := key.gvr
+	fail := func(format string, args ...interface{}) (cache.ListerWatcherWithContext, runtime.Object, bool, error) {
+		return nil, nil, false, fmt.Errorf("informer: factory: resource %s: "+format, append([]interface{}{key.kind.storeName(gvr)}, args...)...)
+	}
+	if key.kind == typedObjects {
+		return typedListerWatcher(f.client, gvr, f.opts.Namespace, f.tweak)
+	}
+	if gvr.Version == "" || gvr.Resource == "" {
+		return fail("version and resource are required")
+	}
+	switch {
+	case key.kind == unstructuredObjects && (f.opts.Dynamic == nil || typednil.Is(f.opts.Dynamic)):
+		return fail("no dynamic client (FactoryOptions.Dynamic, or NewFactoryForConfig)")
+	case key.kind == metadataObjects && (f.opts.Metadata == nil || typednil.Is(f.opts.Metadata)):
+		return fail("no metadata client (FactoryOptions.Metadata, or NewFactoryForConfig)")
+	}
+	namespaced := false
+	if f.opts.Namespace != "" {
+		var err error
+		if namespaced, err = f.isNamespaced(ctx, gvr); err != nil {
+			return fail("%w", err)
+		}
+	}
+	ns := ""
+	if namespaced {
+		ns = f.opts.Namespace
+	}
+	switch key.kind {
+	case unstructuredObjects:
+		var ri dynamic.ResourceInterface = f.opts.Dynamic.Resource(gvr)
+		if namespaced {
+			ri = f.opts.Dynamic.Resource(gvr).Namespace(ns)
+		}
+		return &tweakedLW{
+			list:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, o) },
+			watch: ri.Watch,
+			tweak: f.tweak,
+		}, &unstructured.Unstructured{}, namespaced, nil
+	default:
+		var ri metadata.ResourceInterface = f.opts.Metadata.Resource(gvr)
+		if namespaced {
+			ri = f.opts.Metadata.Resource(gvr).Namespace(ns)
+		}
+		return &tweakedLW{
+			list:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, o) },
+			watch: ri.Watch,
+			tweak: f.tweak,
+		}, &metav1.PartialObjectMetadata{}, namespaced, nil
+	}
+}
+
+// isNamespaced asks the API server's discovery whether gvr is namespaced.
+func (f *Factory) isNamespaced(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	list, err := f.client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return false, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return r.Namespaced, nil
+		}
+	}
+	return false, fmt.Errorf("discovery of %s: the API server does not serve %q", gvr.GroupVersion(), gvr.Resource)
+}
+
+// tweakedLW lists and watches through two functions, after applying the
+// factory's selectors to the options.
+type tweakedLW struct {
+	list  func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	tweak func(*metav1.ListOptions)
+}
+
+func (l *tweakedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	l.tweak(&opts)
+	return l.list(ctx, opts)
+}
+
+func (l *tweakedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	l.tweak(&opts)
+	return l.watch(ctx, opts)
 }
 
 // informerName is the Name of a factory-made informer.
@@ -198,13 +387,13 @@ func codecFor(example interface{}, keys *indexer.KeyRing) (store.Codec, error) {
 }
 
 // scope is the fingerprint a store records of what it caches.
-func (f *Factory) scope(gvr schema.GroupVersionResource, namespaced bool) string {
+func (f *Factory) scope(key factoryKey, namespaced bool) string {
 	ns := ""
 	if namespaced {
 		ns = f.opts.Namespace
 	}
 	return fmt.Sprintf("cluster=%s;resource=%s;namespace=%s;labels=%s;fields=%s",
-		f.cluster, StoreName(gvr), ns, f.opts.LabelSelector, f.opts.FieldSelector)
+		f.cluster, key.kind.storeName(key.gvr), ns, f.opts.LabelSelector, f.opts.FieldSelector)
 }
 
 func (f *Factory) tweak(o *metav1.ListOptions) {
@@ -238,27 +427,33 @@ func (f *Factory) Start(ctx context.Context) {
 
 // WaitForCacheSync waits until every informer Start started has synced or
 // stopped (its start failed, or Shutdown), or ctx is done, and reports which
-// have synced.
+// have synced. A resource with informers of several kinds (typed, dynamic,
+// metadata) is reported synced when all of them are.
 func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionResource]bool {
 	f.mu.Lock()
-	started := map[schema.GroupVersionResource]*Informer{}
-	for gvr, e := range f.entries {
+	started := map[factoryKey]*Informer{}
+	for key, e := range f.entries {
 		if e.started {
-			started[gvr] = e.inf
+			started[key] = e.inf
 		}
 	}
 	f.mu.Unlock()
 	out := make(map[schema.GroupVersionResource]bool, len(started))
-	for gvr, inf := range started {
+	for key, inf := range started {
+		synced := false
 		select {
 		case <-inf.HasSyncedChecker().Done():
-			out[gvr] = true
+			synced = true
 		case <-inf.ended:
 			// It will never sync: waiting for it would only wait for ctx.
-			out[gvr] = inf.HasSynced()
+			synced = inf.HasSynced()
 		case <-ctx.Done():
-			out[gvr] = inf.HasSynced()
+			synced = inf.HasSynced()
 		}
+		if prev, ok := out[key.gvr]; ok {
+			synced = synced && prev
+		}
+		out[key.gvr] = synced
 	}
 	return out
 }
