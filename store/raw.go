@@ -45,7 +45,26 @@ type RawDriver interface {
 	Import(ctx context.Context, u *url.URL, info Info, next func() (Record, error)) error
 }
 
-func rawDriver(op, rawURL string) (RawDriver, *url.URL, error) {
+// RawDropper is implemented by drivers that can delete one store of a
+// database. It is an interface of its own rather than a method of RawDriver
+// so that RawDrivers written before it keep compiling; Drop refuses a
+// scheme whose driver lacks it.
+type RawDropper interface {
+	// Drop deletes the store named name from the database at u: its
+	// objects, index data, metadata and resume point. It is atomic: after
+	// an error or a crash at any point the store is either whole or gone
+	// (a later Open of the name finds an empty store without a resume
+	// point). The database's other stores are untouched. A name the
+	// database does not hold fails with an error wrapping ErrNotFound, a
+	// store open in this process with ErrInUse, a database another
+	// process holds with ErrLocked once the lock timeout or ctx ends, and
+	// an empty name with ErrInvalid.
+	Drop(ctx context.Context, u *url.URL, name string) error
+}
+
+// driverFor parses rawURL and returns the driver registered for its scheme;
+// op names the operation in errors.
+func driverFor(op, rawURL string) (Driver, *url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: %s %q: %w: %w", op, rawURL, ErrInvalid, err)
@@ -55,6 +74,14 @@ func rawDriver(op, rawURL string) (RawDriver, *url.URL, error) {
 	driversMu.RUnlock()
 	if d == nil {
 		return nil, nil, fmt.Errorf("store: %s %q: unknown scheme %q; registered: %s: %w", op, rawURL, u.Scheme, schemeList(), ErrInvalid)
+	}
+	return d, u, nil
+}
+
+func rawDriver(op, rawURL string) (RawDriver, *url.URL, error) {
+	d, u, err := driverFor(op, rawURL)
+	if err != nil {
+		return nil, nil, err
 	}
 	rd, ok := d.(RawDriver)
 	if !ok {
@@ -89,4 +116,38 @@ func Import(ctx context.Context, rawURL string, info Info, next func() (Record, 
 		return err
 	}
 	return d.Import(ctx, u, info, next)
+}
+
+// Drop deletes the store named name from the database at rawURL, which must
+// not be open for writing in another process: its objects, index data,
+// metadata and resume point go, atomically, and the other stores of the
+// database stay as they are. It is how an operator removes the store of an
+// informer that no longer runs (a namespace a controller-runtime cache
+// dropped, a resource a factory stopped watching) without deleting the
+// whole database, which would make every informer relist.
+//
+// A name the database does not hold (or a database that does not exist)
+// fails with an error wrapping ErrNotFound; a store open in this process
+// with ErrInUse (close it first); a database another process holds with
+// ErrLocked after the lock timeout (lock_timeout=), or with ctx's error.
+// An empty name, a malformed URL, an unknown scheme or a backend without
+// RawDropper fail with ErrInvalid. See each backend's Drop for what happens
+// to the space the store took.
+func Drop(ctx context.Context, rawURL, name string) error {
+	op := "drop " + name + " from"
+	if name == "" {
+		op = "drop from"
+	}
+	d, u, err := driverFor(op, rawURL)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return fmt.Errorf("store: drop from %s: empty store name: %w", u.Redacted(), ErrInvalid)
+	}
+	dd, ok := d.(RawDropper)
+	if !ok {
+		return fmt.Errorf("store: drop %s from %s: the %s backend cannot drop a store: %w", name, u.Redacted(), u.Scheme, ErrInvalid)
+	}
+	return dd.Drop(ctx, u, name)
 }

@@ -46,6 +46,12 @@ import (
 // builds a new generation in several transactions and switches to it (with
 // the resume point) in one final transaction; other generations are garbage,
 // deleted after the switch or on the next open.
+//
+// A store without a meta record, or whose meta record says Dropped, does
+// not exist: whatever generations it has are garbage (an Import of a new
+// store that crashed before its switch, a Drop that crashed before it
+// finished), and an Open of the name deletes them and starts past their
+// numbers.
 const (
 	tagStore = 's'
 	tagMeta  = 'm'
@@ -113,6 +119,12 @@ type metaRecord struct {
 	// The default mode keeps none (false); the bounded mode maintains
 	// them (true).
 	Entries bool `json:"entries"`
+	// Dropped says that a Drop of the store began (raw.go): the store is
+	// gone, whatever keys it still has, and they are garbage. Its
+	// Generation is then one without keys and its ResourceVersion empty,
+	// so that a build that does not know the field opens an empty store
+	// and relists rather than the dropped contents.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // upgrade returns m in the current format: a version 1 record, whose store

@@ -28,9 +28,10 @@ func Raw() store.RawDriver { return rawDriver{} }
 type rawDriver struct{}
 
 var (
-	_ store.RawDriver = rawDriver{}
-	_ store.Exporter  = (*defaultStore)(nil)
-	_ store.Exporter  = (*bounded)(nil)
+	_ store.RawDriver  = rawDriver{}
+	_ store.RawDropper = rawDriver{}
+	_ store.Exporter   = (*defaultStore)(nil)
+	_ store.Exporter   = (*bounded)(nil)
 )
 
 func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
@@ -42,25 +43,33 @@ func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (stor
 // open in this process.
 var rawSeq atomic.Uint64
 
+// rawDir checks u and returns its options and directory.
+func rawDir(op string, u *url.URL) (string, store.Options, error) {
+	o, err := (&store.Options{}).WithDefaults()
+	if err != nil {
+		return "", o, err
+	}
+	p := store.NewParams(u)
+	p.Common(&o)
+	if err := p.Err(); err != nil {
+		return "", o, err
+	}
+	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
+		return "", o, fmt.Errorf("store: %s %s: want badger:///absolute/directory (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
+	}
+	return filepath.Clean(u.Path), o, nil
+}
+
 // withDB runs fn on the database at u, shared with the stores this process
 // has open on it, or opened for the call, with name reserved (a read passes
 // ""). Unless create, a missing directory is store.ErrNotFound.
 func withDB(ctx context.Context, op string, u *url.URL, name string, create bool, fn func(sh *sharedDB) error) (err error) {
-	o, err := (&store.Options{}).WithDefaults()
+	dir, o, err := rawDir(op, u)
 	if err != nil {
 		return err
 	}
-	p := store.NewParams(u)
-	p.Common(&o)
 	cfg := defaultDBConfig()
 	cfg.gcInterval = 0
-	if err := p.Err(); err != nil {
-		return err
-	}
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return fmt.Errorf("store: %s %s: want badger:///absolute/directory (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
-	}
-	dir := filepath.Clean(u.Path)
 	if !create {
 		if _, err := os.Stat(dir); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -159,6 +168,10 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	m, err := decodeMeta(raw)
 	if err != nil {
 		return store.Info{}, m, fmt.Errorf("store %q: %w: %w", name, store.ErrCorrupt, err)
+	}
+	if m.Dropped {
+		// Its Drop did not finish: the store is gone (see Drop).
+		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w", name, store.ErrNotFound)
 	}
 	// A format 1 store reads as format 2 with its entries current; it
 	// is rewritten as such when a store opens it.
@@ -382,6 +395,133 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		// they are, a default one drops them when it opens.
 		m.Entries = true
 	})
+}
+
+// testHookDrop, when set (by tests), runs after each step of Drop that a
+// crash could follow; an error stops the drop there, as a crash would.
+var testHookDrop func(step string) error
+
+func dropStep(step string) error {
+	if testHookDrop != nil {
+		return testHookDrop(step)
+	}
+	return nil
+}
+
+// Drop implements store.RawDropper. A store's keys can outnumber what one
+// badger transaction holds, so they are deleted in several, and the store
+// must be gone from the first: Drop first rewrites the meta record, in one
+// transaction, as a drop marker (metaRecord.Dropped, pointing at a
+// generation without keys, no resume point), then deletes every
+// generation, then the meta record. A crash after the marker leaves a store
+// that is gone: Stores skips it, Export finds nothing, an Open of the name
+// starts an empty store (deleting the leftovers, see space.create), and a
+// Drop of the name finishes the job. Deleting the meta record first would
+// have been one step less, but an older build would then open the name at
+// generation 1 and serve whatever objects of the dropped store were left
+// there; with the marker it opens an empty store and relists. badger
+// writes in order, so a crash keeps a prefix of these steps.
+//
+// The other stores of the database are untouched, and may stay open in
+// this process meanwhile; only the store itself must be closed
+// (store.ErrInUse). The deletes are tombstones: badger gives the space back
+// with its compactions and value-log GC, which run while stores have the
+// database open.
+func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
+	fail := func(err error) error {
+		return fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err)
+	}
+	if name == "" || len(name) > maxNameLen {
+		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
+	}
+	dir, _, err := rawDir("drop "+name, u)
+	if err != nil {
+		return err
+	}
+	// Opening a directory without files would make a database of it: a
+	// drop has nothing to create. (A database open in this process has
+	// its files.)
+	if !dirHasFiles(dir) {
+		return fail(fmt.Errorf("no database in the directory: %w", store.ErrNotFound))
+	}
+	err = withDB(ctx, "drop "+name, u, name, false, func(sh *sharedDB) error {
+		return dropStore(ctx, sh, name)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// dropStore deletes the store name of sh, whose name the caller reserved.
+func dropStore(ctx context.Context, sh *sharedDB, name string) error {
+	s := &space{sh: sh, name: name, k: newKeys(name, 0)}
+	var m metaRecord
+	err := sh.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(s.k.meta())
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("no store %q in the database: %w", name, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		raw, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		// Whatever the record says, or if it says nothing readable (a
+		// damaged record, another format): dropping is also the way
+		// out of a store this build cannot open, and every generation
+		// goes.
+		m, _ = decodeMeta(raw)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !m.Dropped {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		gens, err := s.generations()
+		if err != nil {
+			return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
+		}
+		m.Dropped = true
+		m.Generation++
+		for _, g := range gens {
+			m.Generation = max(m.Generation, g+1)
+		}
+		m.ResourceVersion = ""
+		if err := s.writeMeta(m); err != nil {
+			return fmt.Errorf("mark the store dropped: %w", err)
+		}
+		if err := dropStep("marked"); err != nil {
+			return err
+		}
+	}
+	// From here on the store is gone; what is left is garbage, and the
+	// context no longer stops the cleanup: finishing costs less than
+	// leaving it for a later Open or Drop.
+	if _, err := s.deletePrefix(append(append([]byte(nil), s.k.store...), tagGen)); err != nil {
+		return fmt.Errorf("delete the store's keys (the store is dropped; a later Drop of the name deletes the rest): %w", err)
+	}
+	if err := dropStep("generations deleted"); err != nil {
+		return err
+	}
+	if sh.cfg.durability == store.DurabilitySync {
+		// As in switchGen: the deletes went through a write batch.
+		if err := sh.db.Sync(); err != nil {
+			return err
+		}
+	}
+	err = sh.db.Update(func(txn *badger.Txn) error {
+		return txn.Delete(s.k.meta())
+	})
+	if err != nil {
+		return fmt.Errorf("delete the meta record (the store is dropped; a later Drop of the name deletes it): %w", err)
+	}
+	return nil
 }
 
 // IndexEntries calls fn with every persisted index entry (index name,

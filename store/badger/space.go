@@ -76,10 +76,11 @@ func (s *space) resourceVersion() string {
 // what the opening mode wants of metaRecord.Entries: a new or reset store
 // gets it (an empty generation's entries are current either way); an
 // existing store's flag is left for the caller to change (dropEntries,
-// buildEntries) or to set with its rebuild.
+// buildEntries) or to set with its rebuild. A store whose Drop did not
+// finish opens as a new one (see create).
 func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *space, reopen store.Reopen, err error) {
-	s = &space{sh: sh, name: name}
 	k := newKeys(name, 0)
+	s = &space{sh: sh, name: name, k: k}
 	var raw []byte
 	err = sh.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(k.meta())
@@ -91,11 +92,8 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 	})
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
-		s.rec = metaRecord{Meta: want, Generation: 1, Entries: entries}
-		s.k = k.withGen(1)
-		s.nextGen = 2
-		if err := s.writeMeta(s.rec); err != nil {
-			return nil, reopen, fmt.Errorf("store: open %s in %s: %w", name, s.where(), err)
+		if err := s.create(want, entries); err != nil {
+			return nil, reopen, err
 		}
 		return s, reopen, nil
 	case err != nil:
@@ -104,6 +102,13 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 	rec, err := decodeMeta(raw)
 	if err != nil {
 		return nil, reopen, s.corrupt("read meta record", err)
+	}
+	if rec.Dropped {
+		// A Drop that did not finish: the store is gone.
+		if err := s.create(want, entries); err != nil {
+			return nil, reopen, err
+		}
+		return s, reopen, nil
 	}
 	rec, upgraded := rec.upgrade()
 	reopen, err = store.CompareMeta(name, s.where(), rec.Meta, want)
@@ -144,6 +149,33 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 		}
 	}
 	return s, reopen, nil
+}
+
+// create makes s a new, empty store: its meta record, with want and
+// entries, names a generation past every generation that has keys, which
+// are then deleted. Without a live meta record such keys are garbage (an
+// Import of a new store that crashed before its switch, a Drop that crashed
+// before it finished), and a number they use must not become live: their
+// objects would come back. s.k must hold the store's prefix.
+func (s *space) create(want store.Meta, entries bool) error {
+	gens, err := s.generations()
+	if err != nil {
+		return s.corrupt("list generations", err)
+	}
+	gen := uint64(1)
+	for _, g := range gens {
+		gen = max(gen, g+1)
+	}
+	s.rec = metaRecord{Meta: want, Generation: gen, Entries: entries}
+	s.k = s.k.withGen(gen)
+	s.nextGen = gen + 1
+	if err := s.writeMeta(s.rec); err != nil {
+		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
+	}
+	for _, g := range gens {
+		s.deleteGen(g)
+	}
+	return nil
 }
 
 // generations lists the generation numbers that have keys.

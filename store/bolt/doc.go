@@ -59,10 +59,10 @@
 // and let the informers relist. Durability is per file: every store opened
 // on a file must ask for the same.
 //
-// The file never shrinks. Space freed by updates and deletes is reused by
-// later writes, so a steady churn does not grow the file; a file that grew
-// during a large Replace keeps its size (compacting it is a later job for the
-// snapshot tool).
+// The file never shrinks. Space freed by updates, deletes and store.Drop is
+// reused by later writes, so a steady churn does not grow the file; a file
+// that grew during a large Replace keeps its size until Compact (`snapshot
+// compact`) rewrites it.
 //
 // # Layout
 //

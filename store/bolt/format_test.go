@@ -81,6 +81,14 @@ func TestFormatVersion1Refused(t *testing.T) {
 	if _, err := Raw().Export(t.Context(), u, "pods", func(store.Record) error { return nil }); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: export pods", path, "format version 1") {
 		t.Errorf("raw Export: error %v; want ErrIncompatible naming the operation, the file and the version", err)
 	}
+	// Dropping the store is a way out that keeps the file's other stores:
+	// it needs no more of the store than its name.
+	if err := (rawDriver{}).Drop(t.Context(), u, "pods"); err != nil {
+		t.Fatalf("Drop of a store of format version 1: %v", err)
+	}
+	if infos, err := Raw().Stores(t.Context(), u); err != nil || len(infos) != 0 {
+		t.Errorf("Stores after the Drop: %+v, %v; want no store", infos, err)
+	}
 }
 
 func containsAll(s string, subs ...string) bool {

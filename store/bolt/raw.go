@@ -26,8 +26,9 @@ func Raw() store.RawDriver { return rawDriver{} }
 type rawDriver struct{}
 
 var (
-	_ store.RawDriver = rawDriver{}
-	_ store.Exporter  = (*bounded)(nil)
+	_ store.RawDriver  = rawDriver{}
+	_ store.RawDropper = rawDriver{}
+	_ store.Exporter   = (*bounded)(nil)
 )
 
 // bucketImport is the top-level bucket where Import builds a store before
@@ -317,6 +318,83 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 					return errNothingStaged
 				})
 			})
+			return fail(err)
+		}
+		return nil
+	})
+}
+
+// Drop implements store.RawDropper. A store is one bucket under the stores
+// bucket (objects, key records, index entries, metadata and resume point,
+// see layout.go), so the store goes in one bbolt transaction: a crash
+// leaves it whole or gone. What an Import of the name staged and did not
+// finish goes with it. The other stores of the file are untouched, and may
+// stay open in this process meanwhile; only the store itself must be
+// closed (store.ErrInUse).
+//
+// bbolt puts the freed pages on its freelist, where later writes reuse
+// them: the file does not shrink. Compact (`snapshot compact`) gives the
+// space back to the file system.
+func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
+	fail := func(err error) error {
+		return withHint(fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err))
+	}
+	if name == "" || len(name) > maxNameLen {
+		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
+	}
+	path, _, err := rawPath("drop "+name, u)
+	if err != nil {
+		return err
+	}
+	// withFile opens for writing, which would create a missing file, and
+	// write bbolt's first pages into an empty one (what a crash while
+	// bbolt created the file leaves): neither holds a store, and a drop
+	// has nothing to create.
+	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
+	} else if err == nil && fi.Size() == 0 {
+		return fail(fmt.Errorf("empty file (0 bytes), no store in it: %w", store.ErrNotFound))
+	}
+	return withFile(ctx, "drop "+name, u, true, func(f *file) error {
+		filesMu.Lock()
+		if f.names[name] {
+			filesMu.Unlock()
+			return fail(fmt.Errorf("the store is open in this process: %w (close it first)", store.ErrInUse))
+		}
+		// Reserved for the drop, so that no store opens on it meanwhile.
+		f.names[name] = true
+		filesMu.Unlock()
+		defer func() {
+			filesMu.Lock()
+			delete(f.names, name)
+			filesMu.Unlock()
+		}()
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		// An error rolls the transaction back: a refused drop (a missing
+		// name, a damaged file) leaves the file as it was.
+		err := guard(func() error {
+			return f.db.Update(func(tx *bbolt.Tx) error {
+				root, err := rootBucket(tx)
+				if err != nil {
+					return err
+				}
+				// Whatever the store's format or state: dropping is also
+				// the way out of a store this build cannot open.
+				if root == nil || root.Bucket([]byte(name)) == nil {
+					return fmt.Errorf("no store %q in the file: %w", name, store.ErrNotFound)
+				}
+				if err := root.DeleteBucket([]byte(name)); err != nil {
+					return err
+				}
+				if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
+					return ib.DeleteBucket([]byte(name))
+				}
+				return nil
+			})
+		})
+		if err != nil {
 			return fail(err)
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -91,7 +92,7 @@ func rawReads(t *testing.T) []rawOp {
 }
 
 // rawWrites are the operations that write a file: an Import, a store's
-// Open, a Compact.
+// Open, a Compact, a Drop.
 func rawWrites(t *testing.T) []rawOp {
 	return []rawOp{
 		{"Import", func(ctx context.Context, rawURL string) error {
@@ -122,6 +123,9 @@ func rawWrites(t *testing.T) []rawOp {
 			}
 			_, _, err := bolt.Compact(ctx, mustParse(t, rawURL).Path, timeout)
 			return err
+		}},
+		{"Drop", func(ctx context.Context, rawURL string) error {
+			return store.Drop(ctx, rawURL, "pods")
 		}},
 	}
 }
@@ -367,4 +371,119 @@ func TestImportEmptyKey(t *testing.T) {
 	if got.ResourceVersion != "5" || len(keys) != 1 || keys[0] != "ns/old" {
 		t.Errorf("after the failed import: keys %q at %q; want the old store, [ns/old] at 5", keys, got.ResourceVersion)
 	}
+}
+
+// TestDropFreesPagesForReuse checks what Drop does to the file: it does not
+// shrink, later writes reuse the pages the dropped store freed, and Compact
+// gives them back.
+func TestDropFreesPagesForReuse(t *testing.T) {
+	rawURL := dbURL(t, "?durability=nosync")
+	path := pathOf(t, rawURL)
+	// fill writes 2,000 Pods with large annotations (about 4 MiB) into
+	// the store name.
+	fill := func(name string) {
+		s := mustOpen(t, rawURL, podOptions(name))
+		var objs []interface{}
+		for i := range 2000 {
+			p := newPod("ns", fmt.Sprintf("pod-%04d", i), "1", map[string]string{"app": "a"})
+			p.Annotations = map[string]string{"blob": strings.Repeat("x", 2000)}
+			objs = append(objs, p)
+		}
+		if err := s.Replace(objs, "7"); err != nil {
+			t.Fatal(err)
+		}
+		mustClose(t, s)
+	}
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	writePods(t, rawURL, 3)
+	fill("big")
+	full := size()
+	if err := store.Drop(t.Context(), rawURL, "big"); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got != full {
+		t.Errorf("the file is %d bytes after the Drop, %d before; bbolt files do not shrink", got, full)
+	}
+	fill("big again")
+	if got := size(); got > full+full/10 {
+		t.Errorf("the file grew from %d to %d bytes for as much data as the dropped store freed; want its pages reused", full, got)
+	}
+	if err := store.Drop(t.Context(), rawURL, "big again"); err != nil {
+		t.Fatal(err)
+	}
+	before, after, err := bolt.Compact(t.Context(), path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after > before/4 {
+		t.Errorf("Compact after the drops: %d -> %d bytes; want the dropped stores' pages given back", before, after)
+	}
+	infos, err := store.Stores(t.Context(), rawURL)
+	if err != nil || len(infos) != 1 || infos[0].Name != "pods" || infos[0].ResourceVersion != "7" {
+		t.Errorf("Stores after the drops and Compact: %+v, %v; want pods at 7 alone", infos, err)
+	}
+}
+
+// TestDropTakesStagedImport checks that Drop also deletes what an Import of
+// the name staged and did not move (a crash), and that a name with nothing
+// but such a staged store is not a store: ErrNotFound, the file unchanged.
+func TestDropTakesStagedImport(t *testing.T) {
+	rawURL := dbURL(t, "")
+	path := pathOf(t, rawURL)
+	writePods(t, rawURL, 3)
+	stage := func(name string) func(tx *bbolt.Tx) error {
+		return func(tx *bbolt.Tx) error {
+			ib, err := tx.CreateBucketIfNotExists([]byte("snapshot-import"))
+			if err != nil {
+				return err
+			}
+			_, err = ib.CreateBucket([]byte(name))
+			return err
+		}
+	}
+	editBolt(t, path, stage("pods"))
+	editBolt(t, path, stage("half-imported"))
+	before := readBytes(t, path)
+	err := store.Drop(t.Context(), rawURL, "half-imported")
+	wantErr(t, "Drop of a name only staged", err, store.ErrNotFound, "half-imported", path)
+	wantSameBytes(t, "Drop of a name only staged", path, before)
+	if err := store.Drop(t.Context(), rawURL, "pods"); err != nil {
+		t.Fatal(err)
+	}
+	editBolt(t, path, func(tx *bbolt.Tx) error {
+		ib := tx.Bucket([]byte("snapshot-import"))
+		if ib == nil || ib.Bucket([]byte("half-imported")) == nil {
+			t.Errorf("Drop of pods took another name's staged import")
+		}
+		if ib != nil && ib.Bucket([]byte("pods")) != nil {
+			t.Errorf("Drop of pods left its staged import")
+		}
+		if tx.Bucket([]byte("stores")).Bucket([]byte("pods")) != nil {
+			t.Errorf("Drop of pods left its bucket")
+		}
+		return nil
+	})
+}
+
+// TestDropFromEmptyFile checks that Drop from an empty file (what a crash
+// while bbolt created it leaves) finds no store and leaves the file empty
+// rather than making a bolt database of it.
+func TestDropFromEmptyFile(t *testing.T) {
+	rawURL := dbURL(t, "")
+	path := pathOf(t, rawURL)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := store.Drop(t.Context(), rawURL, "pods")
+	wantErr(t, "Drop from an empty file", err, store.ErrNotFound, "pods", path)
+	wantSameBytes(t, "Drop from an empty file", path, nil)
 }

@@ -16,13 +16,15 @@
 // atomicity, resume point semantics, Close, Info and URL parameters, and for
 // persistent backends the restart cases (what survives Close and Open, index
 // set, codec, type, key function and scope changes, several stores in one
-// database, ErrInUse).
+// database, ErrInUse) and store.Drop (one store of several dropped, the
+// others untouched record for record; missing names, stores in use,
+// concurrent drops).
 //
 // [CheckIndexes] checks DESIGN invariant 7 on any store; other tests (crash
 // tests, backend tests) call it too.
 //
 // # Concurrency
 //
-// Run starts goroutines only inside the concurrency rule and waits for them
-// before it returns.
+// Run starts goroutines only inside the concurrency rules (Concurrency/...
+// and Drop/Concurrent) and waits for them before it returns.
 package storetest

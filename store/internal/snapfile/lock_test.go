@@ -3,9 +3,11 @@
 package snapfile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,4 +87,39 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+func TestDropRefusesLockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.snap")
+	if err := Write(path, sampleSections()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &RawDriver{
+		Scheme:         "test",
+		WithFileLocked: func(_ string, f func(bool) error) error { return f(false) },
+		LockTimeout:    30 * time.Millisecond,
+	}
+	unlock, err := Lock(path, 0) // a running process's stores hold the file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	err = d.Drop(context.Background(), mustURL(t, "test://"+path), "pods")
+	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "drop pods") || !strings.Contains(err.Error(), "close that process's stores") {
+		t.Fatalf("Drop from a locked file = %v, want ErrLocked naming the drop and saying what to do", err)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("Drop from a locked file changed it (%v)", err)
+	}
+	// And a file open in this process, whichever of its stores, is
+	// refused before the lock is even tried.
+	d.WithFileLocked = func(_ string, f func(bool) error) error { return f(true) }
+	err = d.Drop(context.Background(), mustURL(t, "test://"+path), "nodes")
+	if !errors.Is(err, store.ErrInUse) {
+		t.Fatalf("Drop from a file open in this process = %v, want ErrInUse", err)
+	}
 }

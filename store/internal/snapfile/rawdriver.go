@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
+	"os"
 	"slices"
 	"time"
 
@@ -40,7 +41,10 @@ type RawDriver struct {
 	LockTimeout time.Duration
 }
 
-var _ store.RawDriver = (*RawDriver)(nil)
+var (
+	_ store.RawDriver  = (*RawDriver)(nil)
+	_ store.RawDropper = (*RawDriver)(nil)
+)
 
 // Open implements store.Driver.
 func (d *RawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
@@ -161,57 +165,10 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 	if info.Name == "" {
 		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
 	}
-	// Held throughout, so that no store of this process opens the file
-	// while it is rewritten.
-	return d.WithFileLocked(path, func(open bool) error {
-		if open {
-			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
-		}
-		// Nor in another process, whose stores would overwrite the
-		// import with their next snapshot.
-		timeout := d.LockTimeout
-		if timeout == 0 {
-			timeout = store.DefaultLockTimeout
-		}
-		unlock, err := Lock(path, timeout)
-		if errors.Is(err, store.ErrLocked) {
-			// The raw driver takes no lock_timeout= (rawPath refuses
-			// every parameter): the way out is the other process.
-			return fail(fmt.Errorf("%w (close that process's stores of the file first)", err))
-		}
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
-		secs := map[string]*rawSection{}
-		headers, err := Read(path, func(h *Header, key string, data []byte) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if h.Name == info.Name {
-				return nil
-			}
-			s := secs[h.Name]
-			if s == nil {
-				s = &rawSection{data: map[string][]byte{}}
-				secs[h.Name] = s
-			}
-			s.data[key] = bytes.Clone(data)
-			return nil
-		})
+	return d.exclusive(path, true, fail, func() error {
+		secs, _, err := readOthers(ctx, path, info.Name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fail(err)
-		}
-		for _, h := range headers {
-			if h.Name == info.Name {
-				continue
-			}
-			s := secs[h.Name]
-			if s == nil {
-				s = &rawSection{data: map[string][]byte{}}
-				secs[h.Name] = s
-			}
-			s.h = h
 		}
 		data := map[string][]byte{}
 		for n := 1; ; n++ {
@@ -243,12 +200,134 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 			},
 			data: data,
 		}
-		out := make([]Section, 0, len(secs))
-		for _, name := range slices.Sorted(maps.Keys(secs)) {
-			s := secs[name]
-			out = append(out, Section{Header: s.h, Len: len(s.data), Records: maps.All(s.data)})
+		if err := writeSections(path, secs); err != nil {
+			return fail(err)
 		}
-		if err := Write(path, out); err != nil {
+		return nil
+	})
+}
+
+// exclusive runs fn with the file at path held against this process's
+// stores (the backend's registry of open files locked, so that none opens
+// it meanwhile) and against other processes' (its lock, see Lock). A file
+// open in this process is refused with store.ErrInUse, whichever of its
+// stores is open: they share the file's contents, and their next snapshot
+// would write over what fn writes. One held by another process is refused
+// with store.ErrLocked after LockTimeout, for the same reason. Unless
+// create, a missing file is refused with store.ErrNotFound before the lock,
+// which would create the directory and the lock file. fail wraps the
+// refusals.
+func (d *RawDriver) exclusive(path string, create bool, fail func(error) error, fn func() error) error {
+	return d.WithFileLocked(path, func(open bool) error {
+		// First: a store open in this process may not have written its
+		// file yet.
+		if open {
+			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
+		}
+		if _, err := os.Stat(path); !create && errors.Is(err, fs.ErrNotExist) {
+			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
+		}
+		timeout := d.LockTimeout
+		if timeout == 0 {
+			timeout = store.DefaultLockTimeout
+		}
+		unlock, err := Lock(path, timeout)
+		if errors.Is(err, store.ErrLocked) {
+			// The raw driver takes no lock_timeout= (rawPath refuses
+			// every parameter): the way out is the other process.
+			return fail(fmt.Errorf("%w (close that process's stores of the file first)", err))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		defer unlock()
+		return fn()
+	})
+}
+
+// readOthers reads the file at path into memory, every store but skip, and
+// returns them with the headers of every store of the file, skip's
+// included. A missing file is an error wrapping fs.ErrNotExist, with no
+// store.
+func readOthers(ctx context.Context, path, skip string) (map[string]*rawSection, []Header, error) {
+	secs := map[string]*rawSection{}
+	headers, err := Read(path, func(h *Header, key string, data []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if h.Name == skip {
+			return nil
+		}
+		s := secs[h.Name]
+		if s == nil {
+			s = &rawSection{data: map[string][]byte{}}
+			secs[h.Name] = s
+		}
+		s.data[key] = bytes.Clone(data)
+		return nil
+	})
+	if err != nil {
+		// Empty rather than nil: Import writes into it when the file
+		// does not exist yet.
+		return map[string]*rawSection{}, nil, err
+	}
+	for _, h := range headers {
+		if h.Name == skip {
+			continue
+		}
+		s := secs[h.Name]
+		if s == nil {
+			s = &rawSection{data: map[string][]byte{}}
+			secs[h.Name] = s
+		}
+		s.h = h
+	}
+	return secs, headers, nil
+}
+
+// writeSections writes secs to path atomically, sorted by name.
+func writeSections(path string, secs map[string]*rawSection) error {
+	out := make([]Section, 0, len(secs))
+	for _, name := range slices.Sorted(maps.Keys(secs)) {
+		s := secs[name]
+		out = append(out, Section{Header: s.h, Len: len(s.data), Records: maps.All(s.data)})
+	}
+	return Write(path, out)
+}
+
+// Drop implements store.RawDropper: the file is rewritten without the
+// store, atomically (Write: a crash leaves the old file or the new one,
+// both whole), with the other stores' records, metadata and resume points
+// as they were. It is refused, as Import is, while the file is open in this
+// process (store.ErrInUse, whichever of its stores is open) or in another
+// one (store.ErrLocked): their next snapshot would write the store back.
+// The file shrinks by the store's records.
+func (d *RawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
+	path, err := d.rawPath("drop "+name, u)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("store: drop %s from %s://%s: %w", name, d.Scheme, path, err)
+	}
+	if name == "" {
+		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
+	}
+	return d.exclusive(path, false, fail, func() error {
+		secs, headers, err := readOthers(ctx, path, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if !slices.ContainsFunc(headers, func(h Header) bool { return h.Name == name }) {
+			return fail(fmt.Errorf("no store %q in the file: %w", name, store.ErrNotFound))
+		}
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if err := writeSections(path, secs); err != nil {
 			return fail(err)
 		}
 		return nil
