@@ -12,6 +12,7 @@
 //	snapshot by-index <file|store-url> <index> <value> [--store name] [-o yaml|json]
 //	snapshot compact <bolt-file>
 //	snapshot rekey <store-url> --key FILE [--old-key FILE]... [--store name]...
+//	snapshot drop <store-url> --store name [--store name]...
 //
 // Store URLs are those of store.Open: bolt:///abs/file.db,
 // badger:///abs/dir, memory:///abs/file.snap, memdb:///abs/file.snap. Bolt

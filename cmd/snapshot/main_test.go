@@ -439,6 +439,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		{"compact", "--lock-timeout", "100ms", path},
 		{"save", "bolt://" + path + "?lock_timeout=100ms", filepath.Join(t.TempDir(), "s.idb")},
 		{"status", "bolt://" + path + "?lock_timeout=100ms"},
+		{"drop", "bolt://" + path + "?lock_timeout=100ms", "--store", podsName},
 	} {
 		if code, _, stderr := cli(t, args...); code != exitLocked {
 			t.Errorf("%v while another process holds the file: exit %d (%s), want %d", args, code, stderr, exitLocked)

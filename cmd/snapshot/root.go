@@ -17,9 +17,10 @@ import (
 )
 
 func init() {
-	// The backends' registered drivers do not implement store.RawDriver;
-	// their raw drivers are wired here, the one place that imports every
-	// backend.
+	// The backends register their raw drivers with store.Register too
+	// (drop goes through store.Drop); registering them here as well makes
+	// package snapshot use them whatever else a program registers, from
+	// the one place that imports every backend.
 	snapshot.RegisterDriver(bolt.Scheme, bolt.Raw())
 	snapshot.RegisterDriver(badger.Scheme, badger.Raw())
 	snapshot.RegisterDriver(memory.Scheme, memory.Raw())
@@ -58,7 +59,7 @@ Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or incompatible data,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newSave(g), newRestore(g), newStatus(g), newVerify(g),
-		newLs(), newGet(), newByIndex(), newCompact(), newRekey(),
+		newLs(), newGet(), newByIndex(), newCompact(), newRekey(), newDrop(),
 	)
 	return root
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/snapshot"
+)
+
+// oldName is the store the drop tests drop: what a controller-runtime
+// cache leaves behind when it stops watching a namespace.
+const oldName = "core/v1/ConfigMap@ns=old"
+
+// twoStores fills the database at url with the stores podsName (n Pods at
+// rv) and oldName (3 Pods at 9), and returns their status.
+func twoStores(t *testing.T, url string, n int, rv string) (kept, old *snapshot.StoreHeader) {
+	t.Helper()
+	fill(t, url, n, rv)
+	o := podOptions(t)
+	o.Name = oldName
+	s, err := store.Open(t.Context(), url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace([]interface{}{pod(1), pod(2), pod(3)}, "9"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := statusJSON(t, url)
+	kept, old = m.Store(podsName), m.Store(oldName)
+	if kept == nil || old == nil || len(m.Stores) != 2 {
+		t.Fatalf("status of the fixture: %+v; want %s and %s", m.Stores, podsName, oldName)
+	}
+	return kept, old
+}
+
+func TestDrop(t *testing.T) {
+	for _, url := range []string{
+		"bolt://" + filepath.Join(t.TempDir(), "cache.db"),
+		"badger://" + filepath.Join(t.TempDir(), "db"),
+		"memory://" + filepath.Join(t.TempDir(), "m.snap"),
+		"memdb://" + filepath.Join(t.TempDir(), "m.snap"),
+	} {
+		t.Run(strings.SplitN(url, ":", 2)[0], func(t *testing.T) {
+			kept, _ := twoStores(t, url, 20, "77")
+			code, out, stderr := cli(t, "drop", url, "--store", oldName)
+			if code != exitOK {
+				t.Fatalf("drop: exit %d: %s", code, stderr)
+			}
+			if want := "Dropped " + oldName + " from " + url + ".\n"; out != want {
+				t.Errorf("drop printed %q; want %q", out, want)
+			}
+			m := statusJSON(t, url)
+			if len(m.Stores) != 1 || m.Store(oldName) != nil {
+				t.Errorf("stores after drop: %+v; want %s alone", m.Stores, podsName)
+			}
+			if diff := cmp.Diff(kept, m.Store(podsName)); diff != "" {
+				t.Errorf("drop changed the other store (-before +after):\n%s", diff)
+			}
+			if code, out, stderr := cli(t, "verify", url); code != exitOK || !strings.HasPrefix(out, "OK") {
+				t.Errorf("verify after drop: exit %d: %s%s", code, out, stderr)
+			}
+			// Dropped, the store is missing like any other name.
+			code, _, stderr = cli(t, "drop", url, "--store", oldName)
+			if code != exitError || !strings.Contains(stderr, oldName) || !strings.Contains(stderr, "not found") {
+				t.Errorf("second drop: exit %d (%s); want %d naming the store as not found", code, stderr, exitError)
+			}
+		})
+	}
+}
+
+// TestDropChecksEveryNameFirst checks that a drop naming a store the
+// database lacks fails, names it, and drops none of the others.
+func TestDropChecksEveryNameFirst(t *testing.T) {
+	url := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	twoStores(t, url, 5, "7")
+	before := statusJSON(t, url)
+	code, out, stderr := cli(t, "drop", url, "--store", oldName, "--store", "v1/typo", "--store", podsName)
+	if code != exitError {
+		t.Errorf("drop with a missing name: exit %d (%s); want %d", code, stderr, exitError)
+	}
+	for _, want := range []string{"v1/typo", "nothing dropped", podsName} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("error %q does not mention %q", stderr, want)
+		}
+	}
+	if out != "" {
+		t.Errorf("a refused drop printed %q", out)
+	}
+	if diff := cmp.Diff(before, statusJSON(t, url)); diff != "" {
+		t.Errorf("a refused drop changed the database (-before +after):\n%s", diff)
+	}
+
+	// All the names, one given twice: both go, each said once.
+	code, out, stderr = cli(t, "drop", url, "--store", oldName, "--store", podsName, "--store", oldName)
+	if code != exitOK {
+		t.Fatalf("drop of both stores: exit %d: %s", code, stderr)
+	}
+	if strings.Count(out, "Dropped ") != 2 || !strings.Contains(out, oldName) || !strings.Contains(out, podsName) {
+		t.Errorf("drop printed %q; want one line per store", out)
+	}
+	if m := statusJSON(t, url); len(m.Stores) != 0 {
+		t.Errorf("stores left: %+v", m.Stores)
+	}
+}
+
+// TestDropRefusals checks the exit codes of the drops refused: usage
+// errors, a database that does not exist, a store open in this process.
+func TestDropRefusals(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	url := "bolt://" + path
+	twoStores(t, url, 5, "7")
+	_, file := savedFile(t, 2)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"no --store", []string{"drop", url}, exitUsage, "--store"},
+		{"empty --store", []string{"drop", url, "--store", ""}, exitUsage, "empty"},
+		{"no URL", []string{"drop", "--store", oldName}, exitUsage, "arg"},
+		{"two URLs", []string{"drop", url, url, "--store", oldName}, exitUsage, "arg"},
+		{"snapshot file", []string{"drop", file, "--store", podsName}, exitUsage, "not a store URL"},
+		{"unknown scheme", []string{"drop", "nosuch:///x", "--store", podsName}, exitError, "nosuch"},
+		{"missing database", []string{"drop", "bolt://" + filepath.Join(dir, "none.db"), "--store", podsName}, exitError, "not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := cli(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.says) {
+				t.Errorf("%v: exit %d (%s); want %d mentioning %q", tc.args, code, stderr, tc.code, tc.says)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none.db")); !os.IsNotExist(err) {
+		t.Errorf("drop from a missing database created it: %v", err)
+	}
+
+	// A store open in this process: refused, the store kept.
+	o := podOptions(t)
+	o.Name = oldName
+	s, err := store.Open(t.Context(), url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cli(t, "drop", url, "--store", oldName)
+	if code != exitLocked {
+		t.Errorf("drop of a store in use: exit %d (%s); want %d", code, stderr, exitLocked)
+	}
+	if n := len(s.ListKeys()); n != 3 {
+		t.Errorf("the store refused to drop holds %d objects; want 3", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A relative path is the file in the working directory.
+	t.Chdir(dir)
+	if code, out, stderr := cli(t, "drop", "bolt://cache.db", "--store", oldName); code != exitOK || !strings.Contains(out, path) {
+		t.Errorf("drop bolt://cache.db in its directory: exit %d: %s%s", code, out, stderr)
+	}
+}
