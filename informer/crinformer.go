@@ -48,9 +48,11 @@ type NewInformerFunc = func(cache.ListerWatcher, runtime.Object, time.Duration, 
 // namespace, with "@sel=<digest>" when selectors are set;
 // "core/v1/ConfigMap/unstructured" and "core/v1/ConfigMap/metadata" for the
 // unstructured and metadata-only informers of the type), and its scope
-// records the request in full, so a namespace or selector change relists
-// into an empty store. Informers of a multi-namespace cache, created in a
-// different order at each start, each find their own store.
+// records the request in full. Informers of a multi-namespace cache,
+// created in a different order at each start, each find their own store. A
+// namespace or selector change opens another store, which starts empty and
+// lists; the store no informer opens any more stays in the database until
+// it is removed (store.Drop, `snapshot drop`).
 //
 // When the scope cannot be told (the config was not wrapped, or the
 // ListerWatcher does not list through it), or the store cannot be opened
