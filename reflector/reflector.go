@@ -71,7 +71,10 @@ var Reasons = []string{ReasonCold, ReasonExpired, ReasonTooLarge, ReasonTimeTrav
 
 // Stats are the reflector's counters since New.
 type Stats struct {
-	// Lists counts LIST requests: the freshness probe and every page.
+	// Lists counts LIST requests: the freshness probe, the one-object
+	// LISTs made after catch-up watches that did not reach the sync target
+	// (see "Catching up after a resume" in the package documentation), and
+	// every page.
 	Lists int64
 	// WatchLists counts streaming-list requests (sendInitialEvents=true).
 	WatchLists int64

@@ -185,6 +185,58 @@ func TestIntegrationRealAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("resume whose newest write is in another namespace catches up without a relist", func(t *testing.T) {
+		other := "reflector-it-other"
+		if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create namespace: %v", err)
+		}
+		list, err := c.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		createCM(t, c, ns, "seen-1")
+		// The newest write of the resource, which the namespaced watch
+		// filters out: the server's bookmarks then carry nothing past
+		// the last event the watch processed, unless the watch cache
+		// learns of a newer etcd revision.
+		createCM(t, c, other, "unseen")
+
+		before := s.Metrics(t)
+		q := &fakeQueue{n: newNotifier()}
+		began := time.Now()
+		// A deadline shorter than the minute after which something else
+		// may move the watch cache: without the catch-up LISTs this
+		// resume relists (reason catch-up).
+		r, rec, stop := runReal(t, lw, q, Options{Name: "it-filtered", ResumeFrom: list.ResourceVersion, ExpectedType: &corev1.ConfigMap{}, CatchUpDeadline: 45 * time.Second})
+		select {
+		case <-r.CaughtUp():
+		case <-time.After(integrationTimeout):
+			t.Fatalf("not caught up with sync target")
+		}
+		caughtUpAfter := time.Since(began)
+		stop()
+		delta := s.Metrics(t).Sub(before)
+		st := r.Stats()
+		target, _ := r.SyncTarget()
+		caughtRV, _ := r.CaughtUpResourceVersion()
+		t.Logf("caught up %v after start: sync target %s reached by resourceVersion %s; %d catch-up LISTs",
+			caughtUpAfter.Round(time.Millisecond), target, caughtRV, st.Lists-1)
+		if st.Resumes != 1 || st.Relists != (RelistStats{}) || st.WatchLists != 0 {
+			t.Errorf("Stats = %+v, want one resume and no relist", st)
+		}
+		if d := cmp.Diff([]qCall{{Op: "add", Key: ns + "/seen-1"}}, objectCalls(q.Calls())); d != "" {
+			t.Errorf("queue calls without bookmarks (-want +got):\n%s", d)
+		}
+		// The probe and the catch-up LISTs, each of one object: nothing
+		// else.
+		if got := delta.Lists["configmaps"]; got != st.Lists {
+			t.Errorf("API server counted %d LIST requests for configmaps, the reflector %d", got, st.Lists)
+		}
+		if errs := rec.Errs(); len(errs) != 0 {
+			t.Errorf("watch error handler got %v", errs)
+		}
+	})
+
 	t.Run("cold start", func(t *testing.T) {
 		off := false
 		tests := []struct {

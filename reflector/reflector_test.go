@@ -587,6 +587,109 @@ func TestCatchUpWatches(t *testing.T) {
 	})
 }
 
+// TestCatchUpNudge: a catch-up watch the server ends at its timeout
+// without reaching the sync target is followed by a consistent LIST of one
+// object before the next catch-up watch (kube-apiserver's watch cache then
+// catches up with etcd, so the next watch's bookmark can carry a
+// resourceVersion past events the watch filtered out); once the target is
+// reached, no more.
+func TestCatchUpNudge(t *testing.T) {
+	w1, w2 := watch.NewRaceFreeFake(), watch.NewRaceFreeFake()
+	h := newHarness(t, Options{ResumeFrom: "100", CatchUpWatchTimeout: 7 * time.Second},
+		[]listResult{{obj: cmList("200", "")}, {obj: cmList("205", "")}},
+		[]watchResult{{w: w1}, {w: w2}})
+	h.start()
+	h.waitLWCalls(2)
+	w1.Action(watch.Modified, cm("a", "150"))
+	h.waitQCalls(1)
+	h.settle()
+	// The server ends the watch at its timeout; its bookmark was held
+	// back (nothing past the last event it processed).
+	h.clock.Step(7 * time.Second)
+	w1.Stop()
+	h.waitLWCalls(4)
+	w2.Action(watch.Bookmark, bookmarkObj("205"))
+	h.waitFor("caught up", func() bool { _, ok := h.r.CaughtUpResourceVersion(); return ok })
+	h.clock.Step(7 * time.Second)
+	w2.Stop()
+	want := []lwCall{probeCall, watchCall("100", "7"), probeCall, watchCall("150", "7"), watchCall("205", "normal")}
+	if d := cmp.Diff(want, h.waitLWCalls(len(want))); d != "" {
+		t.Errorf("list/watch calls (-want +got):\n%s", d)
+	}
+	if st := h.r.Stats(); st.Lists != 2 || st.Relists != (RelistStats{}) {
+		t.Errorf("Stats = %+v, want 2 LISTs (the probe, one nudge) and no relist", st)
+	}
+}
+
+// TestCatchUpNudgeMisses: a catch-up watch without a bookmark counts
+// towards the three after which catch-up watches stop only if the LIST
+// after it shows etcd past the sync target (the server had something to
+// bookmark and did not: it sends no bookmarks). While etcd has not moved,
+// catch-up watches and LISTs go on.
+func TestCatchUpNudgeMisses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		nudgeRV string
+		// catchUps is how many catch-up watches come before the first
+		// normal one (0: none within the 5 watches checked).
+		catchUps int
+	}{
+		{"etcd moved: three misses end catch-up watches", "250", 3},
+		{"etcd did not move: no miss, catch-up goes on", "200", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const watches = 5
+			lists := []listResult{{obj: cmList("200", "")}}
+			var ws []watchResult
+			var fakes []*watch.RaceFreeFakeWatcher
+			for range watches {
+				lists = append(lists, listResult{obj: cmList(tc.nudgeRV, "")})
+				w := watch.NewRaceFreeFake()
+				fakes = append(fakes, w)
+				ws = append(ws, watchResult{w: w})
+			}
+			h := newHarness(t, Options{ResumeFrom: "100", CatchUpWatchTimeout: 7 * time.Second}, lists, ws)
+			h.start()
+			var want []lwCall
+			want = append(want, probeCall)
+			for i := range watches {
+				catchUp := tc.catchUps == 0 || i < tc.catchUps
+				timeout := "normal"
+				if catchUp {
+					timeout = "7"
+				}
+				want = append(want, watchCall("100", timeout))
+				if i == watches-1 {
+					break
+				}
+				h.waitFor("watch "+itoa(i+1), func() bool {
+					n := 0
+					for _, c := range h.lw.Calls() {
+						if c.Verb == "watch" {
+							n++
+						}
+					}
+					return n == i+1
+				})
+				// The server ends the watch at its timeout, with no
+				// bookmark.
+				if catchUp {
+					h.clock.Step(7 * time.Second)
+				} else {
+					h.clock.Step(2 * DefaultMinWatchTimeout)
+				}
+				fakes[i].Stop()
+				if catchUp {
+					want = append(want, probeCall)
+				}
+			}
+			if d := cmp.Diff(want, h.waitLWCalls(len(want))); d != "" {
+				t.Errorf("list/watch calls (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
 func TestSlowQueueLosesAndReordersNothing(t *testing.T) {
 	var events []watch.Event
 	var want []qCall
