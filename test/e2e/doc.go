@@ -2,7 +2,9 @@
 // kube-apiserver and etcd (package test/apiserver): what a restart costs the
 // API server, what handlers see when the informer resumes or relists, and
 // how a restarted controller built on a generated lister and a workqueue
-// picks up where it stopped.
+// picks up where it stopped, a controller-runtime manager whose
+// multi-namespace cache restarts on one database, and a factory's dynamic
+// (custom resource), metadata-only and typed informers.
 //
 // The tests start one API server per test function, shared by its subtests,
 // and skip under -short (the harness does). INFORMERDB_E2E_N sets how many
