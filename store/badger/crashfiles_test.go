@@ -1,10 +1,8 @@
 package badger
 
 import (
-	"bufio"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -338,21 +336,7 @@ func dirListing(t *testing.T, dir string) map[string]int64 {
 // with ErrLocked, neither calling them damage nor removing them.
 func TestCheckLeavesAnotherProcessAlone(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
-	stdin, err := cmd.StdinPipe()
-	mustOK(t, "StdinPipe", err)
-	stdout, err := cmd.StdoutPipe()
-	mustOK(t, "StdoutPipe", err)
-	mustOK(t, "start child", cmd.Start())
-	defer func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("child said %q, %v; want ready", line, err)
-	}
+	holdDir(t, dir)
 	writeFile(t, filepath.Join(dir, fmtID(nextID(t, dir, ".vlog"), 6)+".vlog"), nil)
 	writeFile(t, table.NewFilename(nextID(t, dir, ".sst"), dir), []byte(strings.Repeat("\xde\xad\xbe\xef", 1024)))
 	before := dirListing(t, dir)
