@@ -292,19 +292,11 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 		return fail(fmt.Errorf("index names %q are not sorted and unique: %w", info.Indexes, store.ErrInvalid))
 	}
 	return withFile(ctx, "import "+name, u, true, func(f *file) error {
-		filesMu.Lock()
-		if f.names[name] {
-			filesMu.Unlock()
+		release, ok := f.reserve(name)
+		if !ok {
 			return fail(fmt.Errorf("%w (close it first)", store.ErrInUse))
 		}
-		// Reserved for the import, so that no store opens on it meanwhile.
-		f.names[name] = true
-		filesMu.Unlock()
-		defer func() {
-			filesMu.Lock()
-			delete(f.names, name)
-			filesMu.Unlock()
-		}()
+		defer release()
 		if err := importDB(ctx, f.db, info, next); err != nil {
 			// Drop what was staged; a failure here only leaves garbage
 			// for the next import. With nothing staged, the transaction
@@ -322,6 +314,23 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 		}
 		return nil
 	})
+}
+
+// reserve takes name in f for a raw write (Import, Drop), so that no store
+// opens on it meanwhile; it returns false if a store of this process has it
+// open. release gives it back.
+func (f *file) reserve(name string) (release func(), ok bool) {
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	if f.names[name] {
+		return nil, false
+	}
+	f.names[name] = true
+	return func() {
+		filesMu.Lock()
+		delete(f.names, name)
+		filesMu.Unlock()
+	}, true
 }
 
 // Drop implements store.RawDropper. A store is one bucket under the stores
@@ -356,19 +365,11 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 		return fail(fmt.Errorf("empty file (0 bytes), no store in it: %w", store.ErrNotFound))
 	}
 	return withFile(ctx, "drop "+name, u, true, func(f *file) error {
-		filesMu.Lock()
-		if f.names[name] {
-			filesMu.Unlock()
+		release, ok := f.reserve(name)
+		if !ok {
 			return fail(fmt.Errorf("the store is open in this process: %w (close it first)", store.ErrInUse))
 		}
-		// Reserved for the drop, so that no store opens on it meanwhile.
-		f.names[name] = true
-		filesMu.Unlock()
-		defer func() {
-			filesMu.Lock()
-			delete(f.names, name)
-			filesMu.Unlock()
-		}()
+		defer release()
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
