@@ -309,28 +309,28 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 	if namespaced {
 		ns = f.opts.Namespace
 	}
-	switch key.kind {
-	case unstructuredObjects:
+	lw := &tweakedLW{tweak: f.tweak}
+	var example runtime.Object
+	if key.kind == unstructuredObjects {
 		var ri dynamic.ResourceInterface = f.opts.Dynamic.Resource(gvr)
 		if namespaced {
 			ri = f.opts.Dynamic.Resource(gvr).Namespace(ns)
 		}
-		return &tweakedLW{
-			list:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, o) },
-			watch: ri.Watch,
-			tweak: f.tweak,
-		}, &unstructured.Unstructured{}, namespaced, nil
-	default:
+		lw.list, lw.watch, example = listOf(ri.List), ri.Watch, &unstructured.Unstructured{}
+	} else {
 		var ri metadata.ResourceInterface = f.opts.Metadata.Resource(gvr)
 		if namespaced {
 			ri = f.opts.Metadata.Resource(gvr).Namespace(ns)
 		}
-		return &tweakedLW{
-			list:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, o) },
-			watch: ri.Watch,
-			tweak: f.tweak,
-		}, &metav1.PartialObjectMetadata{}, namespaced, nil
+		lw.list, lw.watch, example = listOf(ri.List), ri.Watch, &metav1.PartialObjectMetadata{}
 	}
+	return lw, example, namespaced, nil
+}
+
+// listOf turns a client's List, which returns its own list type, into one
+// returning a runtime.Object.
+func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
 }
 
 // isNamespaced asks the API server's discovery whether gvr is namespaced.
