@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -81,6 +82,16 @@ func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, 
 	return open(ctx, u.Path, opts)
 }
 
+// checkNoTrailingSlash refuses a URL path that ends in a slash: it names a
+// directory, and cleaning the slash away would open (or create) a file of
+// that name instead, as the snapshot-file backends also refuse.
+func checkNoTrailingSlash(path string) error {
+	if strings.HasSuffix(path, "/") {
+		return fmt.Errorf("the path ends in a slash, which names a directory; want a file (bolt:///abs/path/file.db): %w", store.ErrInvalid)
+	}
+	return nil
+}
+
 // Open opens the store named opts.Name in the bbolt file at path, creating
 // the file (0600) and its directory (0700) when missing. Unset options take
 // their defaults, but opts.Codec is required. opts.CacheSize > 0 selects the
@@ -89,6 +100,9 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 	o, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if err := checkNoTrailingSlash(path); err != nil { // before Abs cleans it away
+		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
 	}
 	if !filepath.IsAbs(path) {
 		abs, err := filepath.Abs(path)
@@ -101,6 +115,9 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 }
 
 func open(ctx context.Context, path string, o store.Options) (store.Store, error) {
+	if err := checkNoTrailingSlash(path); err != nil {
+		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+	}
 	// Before links are resolved: a database path that is itself a link,
 	// or that other users can write, is refused (links in the directories
 	// above it are followed).

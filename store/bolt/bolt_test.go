@@ -179,6 +179,31 @@ func TestOpenURLs(t *testing.T) {
 		// The failed open left the file usable.
 		mustOpen(t, "bolt://"+dir+"/d.db", podOptions("pods"))
 	})
+	t.Run("trailing slash", func(t *testing.T) {
+		// A path that names a directory: cleaning the slash away would
+		// create a file of that name.
+		target := filepath.Join(dir, "e.db")
+		s, err := store.Open(t.Context(), "bolt://"+target+"/", podOptions("pods"))
+		if err == nil {
+			s.Close()
+			t.Fatal("store.Open of a path ending in a slash succeeded")
+		}
+		wantErr(t, "Open", err, store.ErrInvalid, "ends in a slash")
+		t.Chdir(dir) // where a relative path would land
+		s, err = bolt.Open(t.Context(), "relative/e.db/", podOptions("pods"))
+		if err == nil {
+			s.Close()
+			t.Fatal("bolt.Open of a relative path ending in a slash succeeded")
+		}
+		wantErr(t, "bolt.Open", err, store.ErrInvalid, "ends in a slash")
+		_, err = store.Stores(t.Context(), "bolt://"+target+"/")
+		wantErr(t, "Stores", err, store.ErrInvalid, "ends in a slash")
+		for _, p := range []string{target, filepath.Join(dir, "relative")} {
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("refused opens left %s: %v", p, err)
+			}
+		}
+	})
 	t.Run("parameters accepted", func(t *testing.T) {
 		s := mustOpen(t, "bolt://"+dir+"/c.db?durability=nosync&lock_timeout=1s&cache=10", podOptions("pods"))
 		if got := s.Info().Backend; got != bolt.Scheme {

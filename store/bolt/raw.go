@@ -66,6 +66,9 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
 		return "", o, fmt.Errorf("store: %s %s: want an absolute file path, bolt:///abs/path/file.db (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
 	}
+	if err := checkNoTrailingSlash(u.Path); err != nil {
+		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
+	}
 	if err := store.CheckPath(filepath.Clean(u.Path), false); err != nil {
 		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
