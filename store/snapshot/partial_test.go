@@ -75,6 +75,10 @@ func TestRestoreRefusesEmptyKeyFirst(t *testing.T) {
 	if _, err := snapshot.Save(ctx, file, []snapshot.Source{src("first", "ns/x"), src("second", "ns/y", "")}, nil); err != nil {
 		t.Fatal(err)
 	}
+	// Verify says so before a restore is tried.
+	if _, err := snapshot.Verify(ctx, file, nil); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), `store "second": record 2`) || !strings.Contains(err.Error(), "empty key") {
+		t.Errorf("Verify of a snapshot with an empty key = %v; want ErrIncompatible naming store second, record 2 and the empty key", err)
+	}
 	for _, tc := range []struct {
 		name string
 		url  func(testing.TB) string

@@ -114,8 +114,10 @@ const maxProblems = 10
 
 // Verify checks target, a snapshot file or a database URL. For a file: its
 // structure, checksum, record counts and content hashes, and that every
-// record's index values are aligned with its store's indexes. For a
-// database: that keys are unique and index values aligned, and, when
+// record's index values are aligned with its store's indexes, and that
+// every key is one a restore takes (store.CheckKey; otherwise the error
+// wraps store.ErrIncompatible). For a database: that keys are unique and
+// index values aligned, and, when
 // o.Entries has a reader for its scheme, that every index agrees with the
 // objects: for every index name and value, the keys of its entries are
 // exactly the keys of the records having that value. A failed check is an
@@ -126,7 +128,21 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 		o = &VerifyOptions{}
 	}
 	if !IsURL(target) {
-		return Read(ctx, target, nil)
+		// Read checks the file; a key no backend takes (store.CheckKey:
+		// the empty key, kept by older builds) would make its store's
+		// restore fail, which is what verify is asked before a restore.
+		var cur string
+		var n int64
+		return Read(ctx, target, func(name string, rec store.Record) error {
+			if name != cur {
+				cur, n = name, 0
+			}
+			n++
+			if err := store.CheckKey(rec.Key); err != nil {
+				return fmt.Errorf("store %q: record %d: %w; no backend can restore it (restore the other stores with RestoreOptions.Stores): %w", name, n, err, store.ErrIncompatible)
+			}
+			return nil
+		})
 	}
 	u, err := url.Parse(target)
 	if err != nil {
