@@ -43,7 +43,7 @@ var (
 		"Relists, each counted once when its list is handed to the queue, by reason: cold (empty store), expired (410 from the server), too-large (resume point newer than the server knows), time-travel (server older than the resume point), catch-up (resume did not catch up in time), scope-change (store reopened for another scope), corrupt (damaged database deleted), gone (resource not served: the store emptied, no list).",
 		[]string{labelInformer, labelReason}, nil)
 	descListRequests = prometheus.NewDesc(MetricListRequests,
-		"LIST requests made (freshness probes and every page).", []string{labelInformer}, nil)
+		"LIST requests made (freshness probes, catch-up LISTs of one object, and every page).", []string{labelInformer}, nil)
 	descWatchRequests = prometheus.NewDesc(MetricWatchRequests,
 		"WATCH requests made, streaming lists included.", []string{labelInformer}, nil)
 	descWatchEvents = prometheus.NewDesc(MetricWatchEvents,
