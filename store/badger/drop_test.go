@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // dropObjects is how many Pods the store to drop holds: with smallConfig,
@@ -202,17 +202,7 @@ func TestDropCrash(t *testing.T) {
 					}
 				case "import":
 					info := store.Info{Name: "pods", Codec: keepInfo.Codec, Type: keepInfo.Type, KeyFunc: keepInfo.KeyFunc, Indexes: keepInfo.Indexes, ResourceVersion: "50"}
-					next := func(recs []store.Record) func() (store.Record, error) {
-						return func() (store.Record, error) {
-							if len(recs) == 0 {
-								return store.Record{}, io.EOF
-							}
-							r := recs[0]
-							recs = recs[1:]
-							return r, nil
-						}
-					}(keepRecs)
-					mustOK(t, "Import into the half-dropped store", rawDriver{}.Import(t.Context(), rawURL(dir), info, next))
+					mustOK(t, "Import into the half-dropped store", rawDriver{}.Import(t.Context(), rawURL(dir), info, storetest.Records(keepRecs...)))
 					recs, got, err := exportOf(t, dir, "pods")
 					mustOK(t, "Export after Import", err)
 					if len(recs) != len(keepRecs) || got.ResourceVersion != "50" {

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,21 +51,28 @@ func TestLock(t *testing.T) {
 	unlock3()
 }
 
-func TestImportRefusesLockedFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cache.snap")
-	d := &RawDriver{
+// lockedElsewhere takes path's lock as a running process's stores hold it
+// (until the test ends) and returns a raw driver that waits 30ms for it.
+func lockedElsewhere(t *testing.T, path string) *RawDriver {
+	t.Helper()
+	unlock, err := Lock(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
+	return &RawDriver{
 		Scheme:         "test",
 		WithFileLocked: func(_ string, f func(bool) error) error { return f(false) },
 		LockTimeout:    30 * time.Millisecond,
 	}
-	unlock, err := Lock(path, 0) // a running process's stores hold the file
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
+}
+
+func TestImportRefusesLockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.snap")
+	d := lockedElsewhere(t, path)
 	none := func() (store.Record, error) { return store.Record{}, errors.New("not reached") }
 	u := mustURL(t, "test://"+path)
-	err = d.Import(context.Background(), u, store.Info{Name: "pods"}, none)
+	err := d.Import(context.Background(), u, store.Info{Name: "pods"}, none)
 	if !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("Import into a locked file = %v, want ErrLocked", err)
 	}
@@ -80,15 +86,6 @@ func TestImportRefusesLockedFile(t *testing.T) {
 	}
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
-	t.Helper()
-	u, err := url.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
 func TestDropRefusesLockedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.snap")
 	if err := Write(path, sampleSections()); err != nil {
@@ -98,16 +95,7 @@ func TestDropRefusesLockedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &RawDriver{
-		Scheme:         "test",
-		WithFileLocked: func(_ string, f func(bool) error) error { return f(false) },
-		LockTimeout:    30 * time.Millisecond,
-	}
-	unlock, err := Lock(path, 0) // a running process's stores hold the file
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
+	d := lockedElsewhere(t, path)
 	err = d.Drop(context.Background(), mustURL(t, "test://"+path), "pods")
 	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "drop pods") || !strings.Contains(err.Error(), "close that process's stores") {
 		t.Fatalf("Drop from a locked file = %v, want ErrLocked naming the drop and saying what to do", err)

@@ -16,8 +16,8 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// testURL parses s (mustURL is unix-only, with the lock tests).
-func testURL(t *testing.T, s string) *url.URL {
+// mustURL parses s.
+func mustURL(t *testing.T, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
@@ -49,7 +49,7 @@ func TestRawDriverDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := unlockedDriver()
-	u := testURL(t, "test://"+path)
+	u := mustURL(t, "test://"+path)
 	sorted := func(hs []Header, recs []record) ([]Header, []record) {
 		slices.SortFunc(hs, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
 		slices.SortFunc(recs, func(a, b record) int {
@@ -104,7 +104,7 @@ func TestRawDriverDrop(t *testing.T) {
 	}
 
 	missing := filepath.Join(dir, "sub", "none.snap")
-	err = d.Drop(context.Background(), testURL(t, "test://"+missing), "pods")
+	err = d.Drop(context.Background(), mustURL(t, "test://"+missing), "pods")
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Drop from a file that does not exist = %v; want ErrNotFound", err)
 	}
