@@ -3,6 +3,7 @@ package memdb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -137,6 +138,10 @@ type memStore struct {
 	// on one view under the race detector), and they see an immutable
 	// snapshot.
 	view atomic.Pointer[memdb.Txn]
+	// closedIndexers are the store's indexers when it closed: GetIndexers
+	// still reports them, as the other backends do. Written before view
+	// is cleared, whose atomic store publishes it.
+	closedIndexers cache.Indexers
 }
 
 var (
@@ -180,6 +185,7 @@ func (s *memStore) Close() error {
 		// snapshot running meanwhile still finds it.
 		s.file.freeze(s.view.Load())
 	}
+	s.closedIndexers = metaOf(s.view.Load()).set.Indexers()
 	s.view.Store(nil)
 	s.db = nil
 	s.writeMu.Unlock()
@@ -445,7 +451,7 @@ func (s *memStore) ListIndexFuncValues(indexName string) []string {
 func (s *memStore) GetIndexers() cache.Indexers {
 	txn, ok := s.readTxn()
 	if !ok {
-		return cache.Indexers{}
+		return maps.Clone(s.closedIndexers)
 	}
 	return metaOf(txn).set.Indexers()
 }

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +29,12 @@ var _ = addRules(
 func testClosed(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	seed(t, s)
+	indexers := slices.Sorted(maps.Keys(s.GetIndexers()))
 	closeStore(t, s)
+	// The store's configuration outlives it, as its data does not.
+	if got := slices.Sorted(maps.Keys(s.GetIndexers())); !slices.Equal(got, indexers) {
+		t.Errorf("GetIndexers after Close = %q; want the indexers it had, %q", got, indexers)
+	}
 	p := newPod("ns", "a", "1")
 	for _, tc := range []struct {
 		name string
