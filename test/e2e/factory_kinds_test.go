@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -251,7 +250,7 @@ func startKindsFactory(t *testing.T, srv *apiserver.Server, url, namespace strin
 		if got := inf.Name(); got != k.store {
 			t.Errorf("%s: informer (and store) named %q, want %q", k.what, got, k.store)
 		}
-		ki := &kindsInformer{inf: inf, rec: &kindsRecorder{changed: make(chan struct{})}}
+		ki := &kindsInformer{inf: inf, rec: &kindsRecorder{newEventLog[kindsEvent]()}}
 		if ki.reg, err = inf.AddEventHandler(ki.rec); err != nil {
 			t.Fatalf("%s: AddEventHandler: %v", k.what, err)
 		}
@@ -301,19 +300,7 @@ type kindsEvent struct {
 
 // kindsRecorder is a cache.ResourceEventHandler of any object type that
 // records what it receives. It is safe for concurrent use.
-type kindsRecorder struct {
-	mu      sync.Mutex // guards evs and changed
-	evs     []kindsEvent
-	changed chan struct{} // closed and replaced on every append
-}
-
-func (r *kindsRecorder) record(e kindsEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
+type kindsRecorder struct{ eventLog[kindsEvent] }
 
 // describe returns obj's key, Go type, UID and resourceVersion.
 func describe(obj interface{}) (key, typ, uid, rv string) {
@@ -348,32 +335,6 @@ func (r *kindsRecorder) OnDelete(obj interface{}) {
 	}
 	key, typ, uid, rv := describe(obj)
 	r.record(kindsEvent{Op: "delete", Key: key, Type: typ, UID: uid, RV: rv})
-}
-
-func (r *kindsRecorder) events() []kindsEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]kindsEvent(nil), r.evs...)
-}
-
-// waitN waits for at least n notifications and returns the first n.
-func (r *kindsRecorder) waitN(t *testing.T, n int) []kindsEvent {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		evs, changed := append([]kindsEvent(nil), r.evs...), r.changed
-		r.mu.Unlock()
-		if len(evs) >= n {
-			return evs[:n]
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("waiting for %d notifications: gave up after %v with %+v", n, waitLimit, evs)
-		}
-	}
 }
 
 func sortKindsEvents(evs []kindsEvent) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -133,7 +132,7 @@ func startWidgetInformer(t *testing.T, url string, dyn dynamic.Interface) *widge
 	if err != nil {
 		t.Fatalf("informer.New: %v", err)
 	}
-	w := &widgetInformer{inf: inf, store: s, rec: &lineRecorder{changed: make(chan struct{})}, done: make(chan struct{})}
+	w := &widgetInformer{inf: inf, store: s, rec: &lineRecorder{newEventLog[string]()}, done: make(chan struct{})}
 	if w.reg, err = inf.AddEventHandler(w.rec); err != nil {
 		t.Fatal(err)
 	}
@@ -159,19 +158,9 @@ func (w *widgetInformer) waitSynced(t *testing.T) {
 }
 
 // lineRecorder records handler calls as "op name [initial|tombstone]".
-type lineRecorder struct {
-	mu      sync.Mutex
-	lines   []string
-	changed chan struct{}
-}
+type lineRecorder struct{ eventLog[string] }
 
-func (r *lineRecorder) add(line string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lines = append(r.lines, line)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
+func (r *lineRecorder) add(line string) { r.record(line) }
 
 func nameOf(obj interface{}) string {
 	m, err := meta.Accessor(obj)
@@ -201,25 +190,6 @@ func (r *lineRecorder) OnDelete(obj interface{}) {
 		return
 	}
 	r.add("delete " + nameOf(obj))
-}
-
-func (r *lineRecorder) waitFor(t *testing.T, what string, done func([]string) bool) []string {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		lines, changed := append([]string(nil), r.lines...), r.changed
-		r.mu.Unlock()
-		if done(lines) {
-			return lines
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("waiting for %s: gave up after %v with %q", what, waitLimit, lines)
-		}
-	}
 }
 
 // createWidgetCRD creates the namespaced CRD widgets.e2e.informerdb.io and

@@ -90,23 +90,63 @@ type ev struct {
 	OldRV   string
 }
 
-// recorder is a cache.ResourceEventHandler that records what it receives.
-// It is safe for concurrent use.
-type recorder struct {
+// eventLog is what the tests' handlers record, in order, with waits on
+// it. It is safe for concurrent use; the zero value is not: use
+// newEventLog.
+type eventLog[E any] struct {
 	mu      sync.Mutex // guards evs and changed
-	evs     []ev
+	evs     []E
 	changed chan struct{} // closed and replaced on every append
 }
 
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+func newEventLog[E any]() eventLog[E] { return eventLog[E]{changed: make(chan struct{})} }
 
-func (r *recorder) record(e ev) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
+func (l *eventLog[E]) record(e E) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, e)
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
+
+// events returns a copy of what was recorded so far.
+func (l *eventLog[E]) events() []E {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]E(nil), l.evs...)
+}
+
+// waitFor waits until done holds for the recorded events and returns them.
+func (l *eventLog[E]) waitFor(t *testing.T, what string, done func([]E) bool) []E {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		evs, changed := append([]E(nil), l.evs...), l.changed
+		l.mu.Unlock()
+		if done(evs) {
+			return evs
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("waiting for %s: gave up after %v with %d events recorded, the last: %+v", what, waitLimit, len(evs), evs[max(0, len(evs)-5):])
+		}
+	}
+}
+
+// waitN waits for at least n events and returns the first n.
+func (l *eventLog[E]) waitN(t *testing.T, n int) []E {
+	t.Helper()
+	return l.waitFor(t, fmt.Sprintf("%d events", n), func(evs []E) bool { return len(evs) >= n })[:n]
+}
+
+// recorder is a cache.ResourceEventHandler of ConfigMaps that records what
+// it receives. It is safe for concurrent use.
+type recorder struct{ eventLog[ev] }
+
+func newRecorder() *recorder { return &recorder{newEventLog[ev]()} }
 
 func cmOf(obj interface{}) *corev1.ConfigMap {
 	cm, _ := obj.(*corev1.ConfigMap)
@@ -139,39 +179,6 @@ func (r *recorder) OnDelete(obj interface{}) {
 	}
 	cm := cmOf(obj)
 	r.record(ev{Op: "delete", Name: cm.Name, UID: string(cm.UID), RV: cm.ResourceVersion})
-}
-
-// events returns a copy of what was recorded so far.
-func (r *recorder) events() []ev {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]ev(nil), r.evs...)
-}
-
-// waitFor waits until done holds for the recorded events and returns them.
-func (r *recorder) waitFor(t *testing.T, what string, done func([]ev) bool) []ev {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		evs, changed := append([]ev(nil), r.evs...), r.changed
-		r.mu.Unlock()
-		if done(evs) {
-			return evs
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("waiting for %s: gave up after %v with %d events recorded", what, waitLimit, len(evs))
-		}
-	}
-}
-
-// waitN waits for at least n events and returns the first n.
-func (r *recorder) waitN(t *testing.T, n int) []ev {
-	t.Helper()
-	return r.waitFor(t, fmt.Sprintf("%d events", n), func(evs []ev) bool { return len(evs) >= n })[:n]
 }
 
 // codec is the ConfigMap codec every test store uses.
