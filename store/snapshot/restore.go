@@ -48,21 +48,15 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 		want[name] = true
 	}
 	selected := func(name string) bool { return len(want) == 0 || want[name] }
-	var checked, n int64 // records read in all, and in the current store
-	cur := ""
+	var checked int64 // records read in all
+	var keys keyCheck
 	m, err := Read(ctx, path, func(name string, rec store.Record) error {
 		checked++
-		if name != cur {
-			cur, n = name, 0
-		}
-		n++
 		// Every backend's Import refuses a key store.CheckKey refuses:
 		// found here, before anything is written, the restore fails
 		// whole instead of after replacing the stores before this one.
-		if selected(name) {
-			if err := store.CheckKey(rec.Key); err != nil {
-				return fmt.Errorf("store %q: record %d: %w (no backend can hold it)", name, n, err)
-			}
+		if err := keys.check(name, rec.Key); err != nil && selected(name) {
+			return err
 		}
 		if o.Progress != nil && checked%progressEvery == 0 {
 			o.Progress(Progress{Op: "verify", Store: name, Done: checked})
@@ -209,4 +203,23 @@ func redact(rawURL string) string {
 		return rawURL
 	}
 	return u.Redacted()
+}
+
+// keyCheck checks the keys of a snapshot's records as Read hands them over,
+// numbering them per store, so that a key no backend can hold
+// (store.CheckKey: the empty key) is named by its store and position.
+type keyCheck struct {
+	store string
+	n     int64 // records of store so far
+}
+
+func (c *keyCheck) check(name, key string) error {
+	if name != c.store {
+		c.store, c.n = name, 0
+	}
+	c.n++
+	if err := store.CheckKey(key); err != nil {
+		return fmt.Errorf("store %q: record %d: %w (no backend can hold it)", name, c.n, err)
+	}
+	return nil
 }

@@ -131,15 +131,10 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 		// Read checks the file; a key no backend takes (store.CheckKey:
 		// the empty key, kept by older builds) would make its store's
 		// restore fail, which is what verify is asked before a restore.
-		var cur string
-		var n int64
+		var keys keyCheck
 		return Read(ctx, target, func(name string, rec store.Record) error {
-			if name != cur {
-				cur, n = name, 0
-			}
-			n++
-			if err := store.CheckKey(rec.Key); err != nil {
-				return fmt.Errorf("store %q: record %d: %w; no backend can restore it (restore the other stores with RestoreOptions.Stores): %w", name, n, err, store.ErrIncompatible)
+			if err := keys.check(name, rec.Key); err != nil {
+				return fmt.Errorf("%w; restore the other stores (RestoreOptions.Stores): %w", err, store.ErrIncompatible)
 			}
 			return nil
 		})
