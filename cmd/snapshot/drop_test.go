@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/snapshot"
@@ -165,5 +167,64 @@ func TestDropRefusals(t *testing.T) {
 	t.Chdir(dir)
 	if code, out, stderr := cli(t, "drop", "bolt://cache.db", "--store", oldName); code != exitOK || !strings.Contains(out, path) {
 		t.Errorf("drop bolt://cache.db in its directory: exit %d: %s%s", code, out, stderr)
+	}
+}
+
+// TestDropUnreadableStore checks the way out of a store this build cannot
+// read: it hides every store from status (exit 3), and drop removes it,
+// saying that the names could not be checked first, and leaves the other
+// store as it was. A name that is missing then fails where it comes.
+func TestDropUnreadableStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	url := "bolt://" + path
+	kept, _ := twoStores(t, url, 5, "7")
+	// A later build's format version in oldName's metadata record.
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket([]byte("stores")).Bucket([]byte(oldName)).Bucket([]byte("meta"))
+		var m map[string]interface{}
+		if err := json.Unmarshal(meta.Get([]byte("meta")), &m); err != nil {
+			return err
+		}
+		m["formatVersion"] = 99
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return meta.Put([]byte("meta"), data)
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := cli(t, "status", url); code != exitCorrupt || !strings.Contains(stderr, "format version 99") {
+		t.Fatalf("status with an unreadable store: exit %d (%s); want %d naming its format version", code, stderr, exitCorrupt)
+	}
+
+	code, _, stderr := cli(t, "drop", url, "--store", "v1/typo")
+	if code != exitError || !strings.Contains(stderr, "Cannot check the names first") || !strings.Contains(stderr, "v1/typo") || !strings.Contains(stderr, "not found") {
+		t.Errorf("drop of a missing name: exit %d (%s); want %d, the warning and the name as not found", code, stderr, exitError)
+	}
+	code, out, stderr := cli(t, "drop", url, "--store", oldName)
+	if code != exitOK {
+		t.Fatalf("drop of the unreadable store: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "Cannot check the names first") || !strings.Contains(stderr, "format version 99") {
+		t.Errorf("drop said %q on stderr; want the reason the names were not checked", stderr)
+	}
+	if want := "Dropped " + oldName + " from " + url + ".\n"; out != want {
+		t.Errorf("drop printed %q; want %q", out, want)
+	}
+	m := statusJSON(t, url)
+	if len(m.Stores) != 1 {
+		t.Fatalf("stores after drop: %+v; want %s alone", m.Stores, podsName)
+	}
+	if diff := cmp.Diff(kept, m.Store(podsName)); diff != "" {
+		t.Errorf("drop changed the other store (-before +after):\n%s", diff)
 	}
 }
