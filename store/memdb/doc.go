@@ -28,7 +28,8 @@
 // process at a time has a file open: the first store of a file locks it
 // (flock of cache.snap.lock beside it, which stays in place), and another
 // process's Open waits up to Options.LockTimeout, then fails with
-// store.ErrLocked; the lock is released when the file's last store closes. A file
+// store.ErrLocked (or with the error of Open's context, if that ends
+// first); the lock is released when the file's last store closes. A file
 // store needs Options.Codec: every put is encoded when it is written, and
 // Open decodes the objects and computes their index entries again, which is
 // also how a changed index set is rebuilt.

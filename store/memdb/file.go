@@ -115,7 +115,7 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 	if fdb == nil {
 		// The first store of the file in this process locks it against
 		// other processes, before reading it.
-		unlock, err := snapfile.Lock(path, o.LockTimeout)
+		unlock, err := snapfile.Lock(ctx, path, o.LockTimeout)
 		if errors.Is(err, store.ErrLocked) {
 			return nil, fmt.Errorf("store: open %s in %s: %w (%s)", o.Name, where, err, snapfile.OpenLockHint)
 		}

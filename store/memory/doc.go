@@ -19,7 +19,8 @@
 // any of them saves all of them. One process at a time has a file open: the
 // first store of a file locks it (flock of cache.snap.lock beside it, which
 // stays in place), and another process's Open waits up to
-// Options.LockTimeout, then fails with store.ErrLocked; the lock is released
+// Options.LockTimeout, then fails with store.ErrLocked (or with the error
+// of Open's context, if that ends first); the lock is released
 // when the file's last store closes. Two processes writing snapshots of one
 // file would each drop the other's stores from it. A file store needs Options.Codec: snapshots
 // hold encoded objects, and Open decodes them and rebuilds the indexes.

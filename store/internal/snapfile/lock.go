@@ -1,6 +1,7 @@
 package snapfile
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,12 +26,13 @@ const OpenLockHint = "to wait longer, raise Options.LockTimeout or the URL's loc
 // exclusive flock of a lock file beside the snapshot (path + LockSuffix,
 // created if needed and left in place: removing it would race with another
 // process taking it). Lock waits up to timeout for another process to
-// release it, then fails with store.ErrLocked. On platforms without flock
-// it does not lock (see lock_other.go).
+// release it, then fails with store.ErrLocked; it stops waiting when ctx
+// ends, with an error wrapping ctx's. On platforms without flock it does
+// not lock (see lock_other.go).
 //
 // Within a process, the stores of one file share it (and take the lock
 // once); the lock is released by the unlock function returned.
-func Lock(path string, timeout time.Duration) (unlock func(), err error) {
+func Lock(ctx context.Context, path string, timeout time.Duration) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("snapfile: lock %s: create directory: %w", path, err)
 	}
@@ -57,6 +59,13 @@ func Lock(path string, timeout time.Duration) (unlock func(), err error) {
 			// so each adds its own (OpenLockHint).
 			return nil, fmt.Errorf("snapfile: %s: another process holds %s (waited %v): %w", path, path+LockSuffix, timeout, store.ErrLocked)
 		}
-		time.Sleep(min(lockPoll, left))
+		wait := time.NewTimer(min(lockPoll, left))
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			f.Close()
+			return nil, fmt.Errorf("snapfile: %s: stopped waiting for another process to release %s: %w", path, path+LockSuffix, ctx.Err())
+		case <-wait.C:
+		}
 	}
 }

@@ -20,11 +20,11 @@ import (
 
 func TestLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "cache.snap")
-	unlock, err := Lock(path, 0)
+	unlock, err := Lock(t.Context(), path, 0)
 	if err != nil {
 		t.Fatalf("Lock of a free file: %v", err)
 	}
-	_, err = Lock(path, 30*time.Millisecond)
+	_, err = Lock(t.Context(), path, 30*time.Millisecond)
 	if !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("second Lock = %v, want ErrLocked", err)
 	}
@@ -38,24 +38,48 @@ func TestLock(t *testing.T) {
 		unlock()
 		close(released)
 	}()
-	unlock2, err := Lock(path, time.Minute)
+	unlock2, err := Lock(t.Context(), path, time.Minute)
 	if err != nil {
 		t.Fatalf("Lock waiting for a release: %v", err)
 	}
 	<-released
 	unlock2()
-	unlock3, err := Lock(path, 0)
+	unlock3, err := Lock(t.Context(), path, 0)
 	if err != nil {
 		t.Fatalf("Lock after unlock: %v", err)
 	}
 	unlock3()
 }
 
+// TestLockStopsWithContext checks that a Lock waiting for another process
+// gives up when its context ends, long before its timeout, with the
+// context's error and not ErrLocked, and leaves the lock to its holder.
+func TestLockStopsWithContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.snap")
+	unlock, err := Lock(t.Context(), path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(t.Context())
+	// Whether the cancel lands before or during the wait, the Lock must
+	// end with it: nothing else would end a wait of an hour.
+	stop := time.AfterFunc(20*time.Millisecond, cancel)
+	defer stop.Stop()
+	_, err = Lock(ctx, path, time.Hour)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), path+LockSuffix) {
+		t.Fatalf("Lock with its context canceled = %v, want context.Canceled naming the lock file", err)
+	}
+	if _, err := Lock(t.Context(), path, 0); !errors.Is(err, store.ErrLocked) {
+		t.Errorf("Lock after the canceled one = %v, want ErrLocked (the holder keeps it)", err)
+	}
+}
+
 // lockedElsewhere takes path's lock as a running process's stores hold it
 // (until the test ends) and returns a raw driver that waits 30ms for it.
 func lockedElsewhere(t *testing.T, path string) *RawDriver {
 	t.Helper()
-	unlock, err := Lock(path, 0)
+	unlock, err := Lock(t.Context(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +107,15 @@ func TestImportRefusesLockedFile(t *testing.T) {
 	}
 	if _, err := Read(path, func(*Header, string, []byte) error { return nil }); err == nil {
 		t.Errorf("Import into a locked file wrote it")
+	}
+
+	// An Import that would wait an hour ends with its context.
+	d.LockTimeout = time.Hour
+	ctx, cancel := context.WithCancel(t.Context())
+	stop := time.AfterFunc(20*time.Millisecond, cancel)
+	defer stop.Stop()
+	if err := d.Import(ctx, u, store.Info{Name: "pods"}, none); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "import pods") {
+		t.Errorf("Import with its context canceled while it waits = %v, want context.Canceled naming the import", err)
 	}
 }
 

@@ -152,7 +152,7 @@ func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func
 // store rebuilds them when it loads. A file open in this process is
 // refused with store.ErrInUse, and one open in another process (its lock,
 // see Lock, held for longer than LockTimeout) with
-// store.ErrLocked, since their stores would overwrite the import with their
+// store.ErrLocked (or ctx's error, if it ends first), since their stores would overwrite the import with their
 // next snapshot.
 func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	path, err := d.rawPath("import "+info.Name, u)
@@ -165,7 +165,7 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 	if info.Name == "" {
 		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
 	}
-	return d.exclusive(path, true, fail, func() error {
+	return d.exclusive(ctx, path, true, fail, func() error {
 		secs, _, err := readOthers(ctx, path, info.Name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fail(err)
@@ -213,11 +213,12 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 // open in this process is refused with store.ErrInUse, whichever of its
 // stores is open: they share the file's contents, and their next snapshot
 // would write over what fn writes. One held by another process is refused
-// with store.ErrLocked after LockTimeout, for the same reason. Unless
+// with store.ErrLocked after LockTimeout, for the same reason, or with
+// ctx's error if ctx ends first. Unless
 // create, a missing file is refused with store.ErrNotFound before the lock,
 // which would create the directory and the lock file. fail wraps the
 // refusals.
-func (d *RawDriver) exclusive(path string, create bool, fail func(error) error, fn func() error) error {
+func (d *RawDriver) exclusive(ctx context.Context, path string, create bool, fail func(error) error, fn func() error) error {
 	return d.WithFileLocked(path, func(open bool) error {
 		// First: a store open in this process may not have written its
 		// file yet.
@@ -231,7 +232,7 @@ func (d *RawDriver) exclusive(path string, create bool, fail func(error) error, 
 		if timeout == 0 {
 			timeout = store.DefaultLockTimeout
 		}
-		unlock, err := Lock(path, timeout)
+		unlock, err := Lock(ctx, path, timeout)
 		if errors.Is(err, store.ErrLocked) {
 			// The raw driver takes no lock_timeout= (rawPath refuses
 			// every parameter): the way out is the other process.
@@ -313,7 +314,7 @@ func (d *RawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	if name == "" {
 		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
 	}
-	return d.exclusive(path, false, fail, func() error {
+	return d.exclusive(ctx, path, false, fail, func() error {
 		secs, headers, err := readOthers(ctx, path, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))

@@ -5,11 +5,13 @@
 package snapfiletest
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -23,7 +25,8 @@ import (
 // this process conflicts with the stores' as another process's does):
 // Open waits lock_timeout and fails with ErrLocked, opens once the lock is
 // released, and holds the lock itself until its file's last store closes,
-// and a failed Open does not keep it.
+// and a failed Open does not keep it. An Open waiting for the lock stops
+// when its context ends.
 func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cache.snap")
@@ -34,7 +37,7 @@ func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 	opts := func(name string) *store.Options { return &store.Options{Name: name, Codec: codec} }
 	url := scheme + "://" + path + "?lock_timeout=30ms"
 
-	unlock, err := snapfile.Lock(path, 0)
+	unlock, err := snapfile.Lock(t.Context(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +46,13 @@ func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 	} else if !strings.Contains(err.Error(), "lock_timeout=") {
 		// Open takes the parameter (with a file): the error says so.
 		t.Errorf("Open error %q does not say how to wait longer (lock_timeout=)", err)
+	}
+	// An Open that would wait an hour ends with its context.
+	ctx, cancel := context.WithCancel(t.Context())
+	stop := time.AfterFunc(20*time.Millisecond, cancel)
+	defer stop.Stop()
+	if _, err := store.Open(ctx, scheme+"://"+path+"?lock_timeout=1h", opts("pods")); !errors.Is(err, context.Canceled) || errors.Is(err, store.ErrLocked) {
+		t.Fatalf("Open with its context canceled while it waits = %v, want context.Canceled", err)
 	}
 	unlock()
 
@@ -55,14 +65,14 @@ func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 		t.Fatalf("Open of a second store of the file: %v", err)
 	}
 	for _, s := range []store.Store{pods, nodes} {
-		if _, err := snapfile.Lock(path, 0); !errors.Is(err, store.ErrLocked) {
+		if _, err := snapfile.Lock(t.Context(), path, 0); !errors.Is(err, store.ErrLocked) {
 			t.Fatalf("another process's Lock while a store is open = %v, want ErrLocked", err)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	unlock, err = snapfile.Lock(path, 0)
+	unlock, err = snapfile.Lock(t.Context(), path, 0)
 	if err != nil {
 		t.Fatalf("another process's Lock after the last store closed: %v", err)
 	}
@@ -94,7 +104,7 @@ func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 			}
 			t.Fatalf("Open of a damaged file = %v, want ErrCorrupt", err)
 		}
-		unlock, err = snapfile.Lock(path, 0)
+		unlock, err = snapfile.Lock(t.Context(), path, 0)
 		if err != nil {
 			t.Fatalf("Lock after a failed Open: %v", err)
 		}
