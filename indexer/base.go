@@ -364,12 +364,17 @@ func (b *Base) GetIndexers() cache.Indexers {
 }
 
 // AddIndexers implements cache.Indexer: the new indexes are backfilled from
-// every stored object and persisted before they become visible.
+// every stored object and persisted before they become visible. No new
+// index (an empty map) writes nothing, as in client-go.
 func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	if b.isClosed() {
 		return b.closedErr("add indexers")
+	}
+	if len(newIndexers) == 0 {
+		// PersistIndexes would rewrite every object's index values.
+		return nil
 	}
 	set, vals, err := b.cache.PrepareIndexes(newIndexers)
 	if err != nil {

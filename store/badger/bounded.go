@@ -576,6 +576,9 @@ func (b *bounded) AddIndexers(newIndexers cache.Indexers) error {
 	if closed {
 		return b.closedErr("add indexers")
 	}
+	if len(newIndexers) == 0 {
+		return nil // nothing to add: do not decode and rewrite every object's values
+	}
 	nset, err := set.With(newIndexers)
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,6 +23,7 @@ var _ = addRules(
 	rule{name: "Indexer/Index", contract: "cache.Indexer: Index(obj) returns the objects sharing an index value with obj", fn: testIndexOfObject},
 	rule{name: "Indexer/UnknownIndex", contract: "cache.Indexer: ByIndex, IndexKeys and Index of an unknown index return an error; ListIndexFuncValues returns an empty, non-nil list, as client-go's", fn: testUnknownIndex},
 	rule{name: "Indexer/AddIndexersBackfills", contract: "cache.Indexer: AddIndexers on a populated store indexes the existing objects, and later writes maintain the new index", fn: testAddIndexersBackfills},
+	rule{name: "Indexer/AddIndexersNone", contract: "cache.Indexer: AddIndexers with no index (nil or empty) succeeds and changes nothing, without decoding a stored object", fn: testAddIndexersNone},
 	rule{name: "Indexer/AddIndexersConflict", contract: "cache.Indexer: AddIndexers with an existing name returns ErrIndexExists saying \"indexer conflict\", as client-go's does, and changes nothing", fn: testAddIndexersConflict},
 	rule{name: "Indexer/AddIndexersFailure", contract: "cache.Indexer: AddIndexers whose function fails on a stored object returns ErrInvalid and changes nothing", fn: testAddIndexersFailure},
 	rule{name: "Indexer/GetIndexers", contract: "cache.Indexer: GetIndexers returns the indexes the store was opened with", fn: testGetIndexers},
@@ -309,6 +312,42 @@ func testAddIndexersBackfills(t *testing.T, h *harness) {
 	}
 	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace, "zone"}, s.Info().Indexes); diff != "" {
 		t.Errorf("Info().Indexes after AddIndexers (-want +got):\n%s", diff)
+	}
+	CheckIndexes(t, s)
+}
+
+// decodeCounter is a codec that counts its decodes.
+type decodeCounter struct {
+	store.Codec
+	n atomic.Int64
+}
+
+func (c *decodeCounter) Decode(data []byte) (interface{}, error) {
+	c.n.Add(1)
+	return c.Codec.Decode(data)
+}
+
+func testAddIndexersNone(t *testing.T, h *harness) {
+	codec := &decodeCounter{Codec: podCodec(t)}
+	o := podOptions(t, "pods")
+	o.Codec = codec
+	s := h.open(t, h.url(t), o)
+	// More objects than the bounded mode's conformance cache holds, so a
+	// backfill there would have to decode some.
+	for i := range 5 {
+		mustOK(t, "Add", s.Add(newPod("ns", fmt.Sprintf("p%d", i), "1", "app=web")))
+	}
+	before := codec.n.Load()
+	mustOK(t, "AddIndexers(nil)", s.AddIndexers(nil))
+	mustOK(t, "AddIndexers(empty)", s.AddIndexers(cache.Indexers{}))
+	if n := codec.n.Load() - before; n != 0 {
+		t.Errorf("AddIndexers with no index decoded %d objects; want none", n)
+	}
+	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace}, s.Info().Indexes); diff != "" {
+		t.Errorf("Info().Indexes after AddIndexers with no index (-want +got):\n%s", diff)
+	}
+	if len(s.GetIndexers()) != 4 {
+		t.Errorf("GetIndexers after AddIndexers with no index: %d indexes; want 4", len(s.GetIndexers()))
 	}
 	CheckIndexes(t, s)
 }
