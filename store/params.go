@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Params reads a URL's query parameters for a driver and rejects the ones the
@@ -110,6 +112,28 @@ func (p *Params) Duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// Bytes returns the parameter as a non-negative number of bytes written as
+// a Kubernetes quantity ("128Mi", "1G", "0"), or def.
+func (p *Params) Bytes(name string, def int64) int64 {
+	v, ok := p.take(name)
+	if !ok {
+		return def
+	}
+	q, err := resource.ParseQuantity(v)
+	if err == nil && q.Sign() < 0 {
+		err = fmt.Errorf("negative")
+	}
+	n, exact := q.AsInt64()
+	if err == nil && !exact {
+		err = fmt.Errorf("not a whole number of bytes below 2^63")
+	}
+	if err != nil {
+		p.fail(name, v, "a quantity of bytes such as 128Mi", err)
+		return def
+	}
+	return n
 }
 
 // Common reads the parameters every persistent backend shares into o:

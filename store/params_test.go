@@ -66,3 +66,42 @@ func TestParamsLockTimeoutZero(t *testing.T) {
 		t.Errorf("options %+v, want lock_timeout 250ms, nosync, cache 3", o)
 	}
 }
+
+// TestParamsBytes checks the quantities Bytes takes and the ones it refuses.
+func TestParamsBytes(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  int64
+		bad   bool
+	}{
+		{"", 7, false},
+		{"min_free=0", 0, false},
+		{"min_free=128Mi", 128 << 20, false},
+		{"min_free=1G", 1e9, false},
+		{"min_free=4096", 4096, false},
+		{"min_free=-1Mi", 7, true},
+		{"min_free=1.5", 7, true},
+		{"min_free=lots", 7, true},
+		{"min_free=10Ei", 7, true},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			u, err := url.Parse("badger:///tmp/db?" + tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := NewParams(u)
+			got := p.Bytes("min_free", 7)
+			err = p.Err()
+			if tc.bad {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "min_free") {
+					t.Errorf("Err() = %v; want ErrInvalid naming min_free", err)
+				}
+			} else if err != nil {
+				t.Errorf("Err() = %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("Bytes = %d; want %d", got, tc.want)
+			}
+		})
+	}
+}
