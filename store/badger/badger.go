@@ -26,6 +26,7 @@ func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, 
 	p.Common(&opts)
 	cfg := defaultDBConfig()
 	cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
+	cfg.minFree = p.Bytes("min_free", cfg.minFree)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -32,11 +33,23 @@ type dbConfig struct {
 	// on small data.
 	memTableSize     int64
 	valueLogFileSize int64
+	// minFree is the free space writes keep on the file system (URL
+	// parameter min_free); 0 checks nothing.
+	minFree int64
 }
 
 // DefaultGCInterval is how often the value log is garbage collected by
 // default (URL parameter gc_interval).
 const DefaultGCInterval = 5 * time.Minute
+
+// DefaultMinFree is the free space a database keeps on its file system by
+// default (URL parameter min_free): a write that would leave less fails
+// with an error wrapping syscall.ENOSPC instead of running into a full
+// disk, which ends the process (see the package documentation, Caveats).
+// It covers what badger writes on its own between two commits: a memtable
+// flushed to a table (16 MiB), a compaction of two such tables, and a
+// value-log file rewritten by GC (64 MiB).
+const DefaultMinFree = 128 << 20
 
 func defaultDBConfig() dbConfig {
 	return dbConfig{
@@ -44,7 +57,70 @@ func defaultDBConfig() dbConfig {
 		gcInterval:       DefaultGCInterval,
 		memTableSize:     16 << 20,
 		valueLogFileSize: 64 << 20,
+		minFree:          DefaultMinFree,
 	}
+}
+
+// freeSpace tells the free bytes of the file system holding a directory;
+// tests replace it to run out of space on demand.
+var freeSpace = diskusage.Free
+
+// spaceCheckBytes is how much a write through a write batch (a Replace,
+// an AddIndexers, an Import: any size) writes between two checks of the
+// free space.
+const spaceCheckBytes = 4 << 20
+
+// checkSpace fails with an error wrapping syscall.ENOSPC if writing need
+// more bytes would leave the database's file system with less than
+// cfg.minFree free. Badger writes through memory-mapped files that it
+// grows without allocating their blocks, so on a full disk a write faults
+// (SIGBUS) inside badger's own goroutines and the process ends: no error
+// reaches the caller, and nothing can recover. Checking first turns that
+// into an error of the write, which leaves the store as it was (the
+// informer retries it), as long as nothing else fills the disk faster than
+// the reserve. Where the platform does not tell the free space, nothing is
+// checked.
+func (sh *sharedDB) checkSpace(need int64) error {
+	if sh.cfg.minFree == 0 {
+		return nil
+	}
+	free, ok, err := freeSpace(sh.dir)
+	if err != nil {
+		return fmt.Errorf("check the free space of %s: %w", sh.dir, err)
+	}
+	if !ok || free-need >= sh.cfg.minFree {
+		return nil
+	}
+	return fmt.Errorf("%s free on the file system of %s, and badger keeps min_free=%s there (a badger write that finds the disk full ends the process); free some space or lower min_free: %w",
+		mib(free), sh.dir, mib(sh.cfg.minFree), syscall.ENOSPC)
+}
+
+// mib formats n bytes in MiB.
+func mib(n int64) string { return fmt.Sprintf("%.1fMi", float64(n)/(1<<20)) }
+
+// spaceChecked is a writer that checks the free space before its first
+// write and again every spaceCheckBytes it writes.
+type spaceChecked struct {
+	writer
+	sh      *sharedDB
+	pending int64 // bytes written since the last check, or -1 before the first
+}
+
+func newSpaceChecked(w writer, sh *sharedDB) *spaceChecked {
+	return &spaceChecked{writer: w, sh: sh, pending: -1}
+}
+
+func (w *spaceChecked) Set(k, v []byte) error {
+	if w.pending < 0 || w.pending >= spaceCheckBytes {
+		// Twice the bytes to come: a value goes to the value log and
+		// its pointer to the write-ahead log and, later, a table.
+		if err := w.sh.checkSpace(2 * spaceCheckBytes); err != nil {
+			return err
+		}
+		w.pending = 0
+	}
+	w.pending += int64(len(k) + len(v))
+	return w.writer.Set(k, v)
 }
 
 // sharedDB is one open badger database, shared by the stores opened on its
@@ -177,6 +253,12 @@ func (sh *sharedDB) runGC(stop <-chan struct{}) int {
 		case <-stop:
 			return n
 		default:
+		}
+		// A rewrite writes up to a file's live half before it deletes
+		// the file.
+		if err := sh.checkSpace(sh.cfg.valueLogFileSize / 2); err != nil {
+			klog.Background().Error(err, "Badger value log GC skipped", "dir", sh.dir)
+			return n
 		}
 		// 0.5: rewrite a file when half of it is garbage, badger's advice
 		// (a lifetime write amplification of 2).

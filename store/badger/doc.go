@@ -10,6 +10,7 @@
 //	badger:///var/lib/ctrl/cache?cache=1000        bounded mode: at most 1000 decoded objects
 //	badger:///var/lib/ctrl/cache?lock_timeout=30s  wait longer for another process
 //	badger:///var/lib/ctrl/cache?gc_interval=1m    value-log GC period; 0 disables it
+//	badger:///var/lib/ctrl/cache?min_free=512Mi    free space writes keep on the disk; 0 disables the check
 //
 // The path must be absolute (three slashes). Unknown parameters are rejected.
 // The directory must be missing, empty (a volume root holding only
@@ -23,7 +24,7 @@
 // reference counted by the stores open on it; it is closed with the last of
 // them. Opening a store name that is already open in the process fails with
 // store.ErrInUse until it is closed. The database-wide settings (durability,
-// gc_interval) are those of the first store opened; a later store asking for
+// gc_interval, min_free) are those of the first store opened; a later store asking for
 // another durability fails with store.ErrInvalid.
 //
 // # Layout
@@ -182,12 +183,27 @@
 //   - Badger may still panic on damaged data in its own background
 //     goroutines (compaction); such a panic cannot be recovered and ends
 //     the process.
-//   - A full disk ends the process: when badger cannot create the file of
-//     a new memtable it asserts (log.Fatal) in its write path, so a Commit
-//     never returns the error. What was acknowledged survives, as after
+//   - Disk space: badger writes through memory-mapped files that it grows
+//     without allocating their blocks, so a write of badger's that finds
+//     the disk full faults (SIGBUS) in badger's own goroutines and the
+//     process ends; no error can reach the caller. So every write of a
+//     store (Commit, Replace, AddIndexers, an Import, value-log GC) first
+//     checks the free space of the file system (statfs, on Linux and
+//     macOS) and, if it would leave less than min_free (DefaultMinFree,
+//     128 MiB: what badger writes on its own between commits, a memtable
+//     flush, a compaction, a GC rewrite), fails with an error wrapping
+//     syscall.ENOSPC that says so, leaving the store as it was. The
+//     informer logs the failed commit and retries it until there is room.
+//     Writes of any size check again every 4 MiB they write. Drop is not
+//     checked: it frees space. The reserve cannot help when another
+//     process fills the disk faster than badger uses the reserve, nor
+//     against a file size limit (RLIMIT_FSIZE), which statfs does not
+//     show: then badger asserts (log.Fatal) when it cannot create a
+//     memtable file. Either way, what was acknowledged survives, as after
 //     kill -9, and the store opens and commits again once there is room
-//     (store/crashtest TestDiskFull, with a file size limit standing in for
-//     a full disk).
+//     (store/crashtest: TestFullFileSystem fills a tmpfs of 256 MiB and
+//     gets ENOSPC from Commit, and crashes with SIGBUS with min_free=0;
+//     TestDiskFull uses a file size limit).
 //   - A Replace and an AddIndexers rewrite the whole store (a new
 //     generation); their cost is proportional to the store, not the change.
 package badger

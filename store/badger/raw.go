@@ -43,33 +43,36 @@ func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (stor
 // open in this process.
 var rawSeq atomic.Uint64
 
-// rawDir checks u and returns its options and directory.
-func rawDir(op string, u *url.URL) (string, store.Options, error) {
+// rawDir checks u and returns its directory, its options and the settings
+// of a database opened for one raw access (no value-log GC).
+func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
+	cfg := defaultDBConfig()
+	cfg.gcInterval = 0
 	o, err := (&store.Options{}).WithDefaults()
 	if err != nil {
-		return "", o, err
+		return "", o, cfg, err
 	}
 	p := store.NewParams(u)
 	p.Common(&o)
+	cfg.durability = o.Durability
+	cfg.minFree = p.Bytes("min_free", cfg.minFree)
 	if err := p.Err(); err != nil {
-		return "", o, err
+		return "", o, cfg, err
 	}
 	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return "", o, fmt.Errorf("store: %s %s: want badger:///absolute/directory (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
+		return "", o, cfg, fmt.Errorf("store: %s %s: want badger:///absolute/directory (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
 	}
-	return filepath.Clean(u.Path), o, nil
+	return filepath.Clean(u.Path), o, cfg, nil
 }
 
 // withDB runs fn on the database at u, shared with the stores this process
 // has open on it, or opened for the call, with name reserved (a read passes
 // ""). Unless create, a missing directory is store.ErrNotFound.
 func withDB(ctx context.Context, op string, u *url.URL, name string, create bool, fn func(sh *sharedDB) error) (err error) {
-	dir, o, err := rawDir(op, u)
+	dir, o, cfg, err := rawDir(op, u)
 	if err != nil {
 		return err
 	}
-	cfg := defaultDBConfig()
-	cfg.gcInterval = 0
 	if !create {
 		if _, err := os.Stat(dir); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -78,7 +81,6 @@ func withDB(ctx context.Context, op string, u *url.URL, name string, create bool
 			return fmt.Errorf("store: %s badger://%s: %w", op, dir, err)
 		}
 	}
-	cfg.durability = o.Durability
 	if name == "" {
 		// NUL cannot start a name an informer picks; the counter keeps
 		// concurrent reads apart.
@@ -434,7 +436,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	if name == "" || len(name) > maxNameLen {
 		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
 	}
-	dir, _, err := rawDir("drop "+name, u)
+	dir, _, _, err := rawDir("drop "+name, u)
 	if err != nil {
 		return err
 	}

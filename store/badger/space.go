@@ -356,11 +356,12 @@ func (s *space) buildEntries(ctx context.Context) error {
 	}
 	wb := s.sh.db.NewWriteBatch()
 	defer wb.Cancel()
+	w := newSpaceChecked(wb, s.sh)
 	n := 0
 	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
 		return eachImpliedEntry(ctx, txn, k, names, func(index, value, key string) error {
 			n++
-			return wb.Set(k.entry(index, value, key))
+			return w.Set(k.entry(index, value, key))
 		})
 	})
 	if err == nil {
@@ -449,6 +450,13 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 	}
 	k, names, entries := s.snapshot()
 	if !replace {
+		var need int64
+		for i := range changes {
+			need += int64(len(changes[i].Key) + len(changes[i].Data))
+		}
+		if err := s.sh.checkSpace(2 * need); err != nil {
+			return err
+		}
 		err := s.sh.db.Update(func(txn *badger.Txn) error {
 			for i := range changes {
 				if err := writeChange(txn, k, names, entries, &changes[i]); err != nil {
@@ -528,17 +536,18 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, fill func(
 	k, _, _ := s.snapshot()
 	nk := k.withGen(gen)
 	wb := s.sh.db.NewWriteBatch()
+	w := newSpaceChecked(wb, s.sh)
 	err := func() error {
 		if copyObjs {
 			prefix := k.gen
 			if objsOnly {
 				prefix = k.objPrefix()
 			}
-			if err := s.copyPrefix(ctx, wb, prefix, len(k.gen), nk.gen); err != nil {
+			if err := s.copyPrefix(ctx, w, prefix, len(k.gen), nk.gen); err != nil {
 				return err
 			}
 		}
-		if err := fill(wb, nk); err != nil {
+		if err := fill(w, nk); err != nil {
 			return err
 		}
 		return wb.Flush()

@@ -13,6 +13,9 @@ func init() {
 			durable: true,
 			// Badger asserts (log.Fatal) when it cannot create a
 			// memtable file: the process ends, as under kill -9.
+			// Its min_free reserve does not see a file size limit;
+			// on a full file system it fails the commit instead
+			// (TestFullFileSystem).
 			diskFullExits: true,
 		},
 	)

@@ -57,6 +57,9 @@ func TestMain(m *testing.M) {
 	if u := os.Getenv(envDiskFull); u != "" {
 		os.Exit(diskFullChild(u))
 	}
+	if env := os.Getenv(envFullFS); env != "" {
+		os.Exit(fullFSChild(env))
+	}
 	goleak.VerifyTestMain(m)
 }
 
