@@ -476,6 +476,7 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 			oneByOne = true
 			continue
 		}
+		inf.stats.commitFailures.Add(1)
 		logger.Error(err, "Committing to the store failed; will retry", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
 		t := inf.opts.Clock.NewTimer(backoff)
 		select {

@@ -101,6 +101,7 @@ type Informer struct {
 	stats struct {
 		commits, deltas atomic.Int64
 		popped          atomic.Int64 // deltas popped, committed or not
+		commitFailures  atomic.Int64
 	}
 }
 
@@ -637,6 +638,14 @@ type Stats struct {
 	Commits int64
 	// Deltas is the number of deltas applied.
 	Deltas int64
+	// PendingDeltas is the number of deltas taken from the queue and not
+	// yet applied: gathered into the next group commit, or in a commit
+	// that failed and is being retried.
+	PendingDeltas int64
+	// CommitFailures is the number of store commits that failed and were
+	// retried (a full disk, an I/O error). Commits of a batch the store
+	// rejects in part are not failures: what it rejects is left out.
+	CommitFailures int64
 	// Reflector holds the reflector's counters (lists, watches, resumes,
 	// relists by reason); zero before Run.
 	Reflector reflector.Stats
@@ -644,7 +653,11 @@ type Stats struct {
 
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
-	st := Stats{Commits: inf.stats.commits.Load(), Deltas: inf.stats.deltas.Load()}
+	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load()}
+	// deltas before popped: a commit between the two loads could only
+	// make the difference too large for an instant, never negative.
+	st.Deltas = inf.stats.deltas.Load()
+	st.PendingDeltas = inf.stats.popped.Load() - st.Deltas
 	if src := inf.srcPub.Load(); src != nil {
 		st.Reflector = src.Stats()
 	}

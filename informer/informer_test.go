@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -430,15 +431,20 @@ func (f *failingStore) Commit(ctx context.Context, b store.Batch) error {
 	return f.Store.Commit(ctx, b)
 }
 
+// TestFailedCommitIsRetried checks that a failed commit notifies nothing
+// and keeps the resume point, is retried after the backoff, and shows in
+// the informer's stats and metrics while it fails.
 func TestFailedCommitIsRetried(t *testing.T) {
 	lw := newFakeLW()
 	inner := openStore(t, "memory://")
 	fs := &failingStore{Store: inner, failed: make(chan struct{}, 4)}
 	fc := testingclock.NewFakeClock(time.Unix(1000, 0))
-	opts := testOptions()
-	opts.Clock = fc
-	opts.Reflector.Clock = clock.RealClock{}
-	inf := newInformer(t, lw, fs, opts)
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := newInformer(t, lw, fs, metricOptions(m, fc))
 	h := newRecorder()
 	addHandler(t, inf, h)
 	start(t, inf)
@@ -462,6 +468,17 @@ func TestFailedCommitIsRetried(t *testing.T) {
 	if got := inner.ResourceVersion(); got != before {
 		t.Errorf("resume point moved to %q by a failed commit, want %q", got, before)
 	}
+	// The event, and whatever else the watch delivered meanwhile (its
+	// first bookmark may come after the sync): the gathering goes on
+	// while the commit fails.
+	st := inf.Stats()
+	if st.CommitFailures != 1 || st.PendingDeltas < 1 {
+		t.Errorf("stats while the commit is retried: %d failures, %d deltas pending; want 1 and at least 1", st.CommitFailures, st.PendingDeltas)
+	}
+	checkMetrics(t, reg, "cms", map[string]float64{MetricCommitFailures: 1})
+	if v, _ := metricValue(t, reg, MetricDeltasPending, "cms"); v < 1 {
+		t.Errorf("%s = %v while the commit is retried; want at least 1", MetricDeltasPending, v)
+	}
 	fc.Step(commitRetryInitial)
 	want := []ev{{Op: "add", Key: "ns/a", Value: "1", UID: "uid-1"}}
 	if diff := cmp.Diff(want, h.wait(t, 1)); diff != "" {
@@ -469,6 +486,10 @@ func TestFailedCommitIsRetried(t *testing.T) {
 	}
 	if got, want := inner.ResourceVersion(), lw.currentRV(); got != want {
 		t.Errorf("resume point after retry = %q, want %q", got, want)
+	}
+	waitMetric(t, reg, 0, MetricDeltasPending, "cms")
+	if st := inf.Stats(); st.CommitFailures != 1 {
+		t.Errorf("%d commit failures after the retry; want 1", st.CommitFailures)
 	}
 }
 

@@ -23,6 +23,8 @@ const (
 	MetricBookmarks        = "informerdb_bookmarks_total"
 	MetricDroppedEvents    = "informerdb_dropped_events_total"
 	MetricDeltasApplied    = "informerdb_deltas_applied_total"
+	MetricDeltasPending    = "informerdb_deltas_pending"
+	MetricCommitFailures   = "informerdb_commit_failures_total"
 	MetricCommitDuration   = "informerdb_commit_duration_seconds"
 	MetricCommitObjects    = "informerdb_commit_objects"
 	MetricStoreObjects     = "informerdb_store_objects"
@@ -54,6 +56,10 @@ var (
 		"ADDED, MODIFIED and DELETED watch events dropped: refused by the queue (a key-function or transform error) or unusable (wrong type); each was reported to the watch error handler, and none is seen again after a restart.", []string{labelInformer}, nil)
 	descDeltasApplied = prometheus.NewDesc(MetricDeltasApplied,
 		"Deltas applied to the store and notified: listed objects, watch events and bookmarks.", []string{labelInformer}, nil)
+	descDeltasPending = prometheus.NewDesc(MetricDeltasPending,
+		"Deltas taken from the queue and not yet applied: gathered into the next group commit, or in a commit that failed and is retried.", []string{labelInformer}, nil)
+	descCommitFailures = prometheus.NewDesc(MetricCommitFailures,
+		"Store commits that failed and were retried with backoff (a full disk, an I/O error); while they fail, handlers hear of nothing new and the resume point stays.", []string{labelInformer}, nil)
 	descStoreObjects = prometheus.NewDesc(MetricStoreObjects,
 		"Objects in the informer's store.", []string{labelInformer}, nil)
 	descStoreBytes = prometheus.NewDesc(MetricStoreBytes,
@@ -167,7 +173,7 @@ type collector struct{ m *Metrics }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descResumes, descRelists, descListRequests, descWatchRequests, descWatchEvents,
-		descBookmarks, descDroppedEvents, descDeltasApplied, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
+		descBookmarks, descDroppedEvents, descDeltasApplied, descDeltasPending, descCommitFailures, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
 		descResumePointAge, descSynced} {
 		ch <- d
 	}
@@ -206,6 +212,8 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descBookmarks, r.Bookmarks)
 	counter(descDroppedEvents, r.Dropped)
 	counter(descDeltasApplied, st.Deltas)
+	counter(descCommitFailures, st.CommitFailures)
+	gauge(descDeltasPending, float64(st.PendingDeltas))
 
 	if n, ok := storeLen(inf.store); ok {
 		gauge(descStoreObjects, float64(n))
