@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -121,17 +121,6 @@ func TestIndexEntryKeys(t *testing.T) {
 	}
 }
 
-// countingCodec counts decodes, to check what bounded reads decode.
-type countingCodec struct {
-	store.Codec
-	decodes atomic.Int64
-}
-
-func (c *countingCodec) Decode(data []byte) (interface{}, error) {
-	c.decodes.Add(1)
-	return c.Codec.Decode(data)
-}
-
 func pod(ns, name, app, rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv, Labels: map[string]string{"app": app}}}
 }
@@ -161,7 +150,7 @@ func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec := &countingCodec{Codec: base}
+	codec := &storetest.DecodeCounter{Codec: base}
 	path := filepath.Join(t.TempDir(), "pods.db")
 	s := openBoundedForTest(t, path, codec, 2)
 	var ops []store.Op
@@ -182,7 +171,7 @@ func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openBoundedForTest(t, path, codec, 2)
-	codec.decodes.Store(0)
+	codec.Decodes.Store(0)
 
 	keys, err := s.IndexKeys("app", "rare")
 	if err != nil {
@@ -194,7 +183,7 @@ func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
 	if diff := cmp.Diff([]string{"common", "rare"}, slices.Sorted(slices.Values(s.ListIndexFuncValues("app")))); diff != "" {
 		t.Errorf("ListIndexFuncValues(app) (-want +got):\n%s", diff)
 	}
-	if n := codec.decodes.Load(); n != 0 {
+	if n := codec.Decodes.Load(); n != 0 {
 		t.Errorf("IndexKeys and ListIndexFuncValues decoded %d objects; want 0", n)
 	}
 	list, err := s.ByIndex("app", "rare")
@@ -204,7 +193,7 @@ func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
 	if len(list) != 4 {
 		t.Errorf("ByIndex(app, rare) returned %d objects; want 4", len(list))
 	}
-	if n := codec.decodes.Load(); n != 4 {
+	if n := codec.Decodes.Load(); n != 4 {
 		t.Errorf("ByIndex of 4 objects decoded %d; want 4 (no scan)", n)
 	}
 	for i := range 10 {
@@ -215,11 +204,11 @@ func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
 	if n := s.lru.Len(); n != 2 {
 		t.Errorf("cache holds %d objects after 10 Gets; want 2", n)
 	}
-	codec.decodes.Store(0)
+	codec.Decodes.Store(0)
 	if _, _, err := s.GetByKey("ns/p009"); err != nil {
 		t.Fatal(err)
 	}
-	if n := codec.decodes.Load(); n != 0 {
+	if n := codec.Decodes.Load(); n != 0 {
 		t.Errorf("Get of the most recently read object decoded %d times; want 0 (cached)", n)
 	}
 }

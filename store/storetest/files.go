@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/informerdb/informerdb/store"
@@ -52,4 +53,17 @@ func DirListing(t testing.TB, dir string) map[string]string {
 		t.Fatalf("listing %s: %v", dir, err)
 	}
 	return out
+}
+
+// DecodeCounter is a codec that counts its decodes, to check what a store
+// decodes (a bounded mode's reads, a backfill).
+type DecodeCounter struct {
+	store.Codec
+	Decodes atomic.Int64
+}
+
+// Decode counts the call and decodes with the wrapped codec.
+func (c *DecodeCounter) Decode(data []byte) (interface{}, error) {
+	c.Decodes.Add(1)
+	return c.Codec.Decode(data)
 }

@@ -3,7 +3,6 @@ package storetest
 import (
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -316,19 +315,8 @@ func testAddIndexersBackfills(t *testing.T, h *harness) {
 	CheckIndexes(t, s)
 }
 
-// decodeCounter is a codec that counts its decodes.
-type decodeCounter struct {
-	store.Codec
-	n atomic.Int64
-}
-
-func (c *decodeCounter) Decode(data []byte) (interface{}, error) {
-	c.n.Add(1)
-	return c.Codec.Decode(data)
-}
-
 func testAddIndexersNone(t *testing.T, h *harness) {
-	codec := &decodeCounter{Codec: podCodec(t)}
+	codec := &DecodeCounter{Codec: podCodec(t)}
 	o := podOptions(t, "pods")
 	o.Codec = codec
 	s := h.open(t, h.url(t), o)
@@ -337,10 +325,10 @@ func testAddIndexersNone(t *testing.T, h *harness) {
 	for i := range 5 {
 		mustOK(t, "Add", s.Add(newPod("ns", fmt.Sprintf("p%d", i), "1", "app=web")))
 	}
-	before := codec.n.Load()
+	before := codec.Decodes.Load()
 	mustOK(t, "AddIndexers(nil)", s.AddIndexers(nil))
 	mustOK(t, "AddIndexers(empty)", s.AddIndexers(cache.Indexers{}))
-	if n := codec.n.Load() - before; n != 0 {
+	if n := codec.Decodes.Load() - before; n != 0 {
 		t.Errorf("AddIndexers with no index decoded %d objects; want none", n)
 	}
 	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace}, s.Info().Indexes); diff != "" {
