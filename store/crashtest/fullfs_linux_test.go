@@ -4,6 +4,7 @@ import (
 	gocontext "context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,18 +41,18 @@ const (
 // and ends the process, which badger's min_free reserve prevents; bbolt
 // writes with pwrite, which fails with ENOSPC. The failed commit leaves the
 // store as it was, the store commits again once there is room, and a
-// reopen finds every acknowledged commit and nothing else. TestDiskFull
-// checks the same through a file size limit, which needs no privileges
-// but which badger's reserve cannot see.
+// reopen finds every acknowledged commit and nothing else. Stores whose
+// commits stay in memory (memory, memdb with a file) meet the full file
+// system in their snapshot instead: Close fails with ENOSPC, no partial
+// file stays, and a reopen finds the last complete snapshot. TestDiskFull
+// checks the durable backends through a file size limit, which needs no
+// privileges but which badger's reserve cannot see.
 func TestFullFileSystem(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range backends {
-		if !b.durable {
-			continue
-		}
 		t.Run(b.name, func(t *testing.T) {
 			cmd := exec.Command(exe, "-test.run=^$")
 			cmd.Env = append(os.Environ(), envFullFS+"="+b.name+"\n"+t.TempDir())
@@ -91,18 +92,14 @@ func TestFullFileSystem(t *testing.T) {
 
 // fullFSChild runs the child of TestFullFileSystem: it mounts a tmpfs of
 // fullFSSize over dir in its own mount namespace, fills it and checks the
-// store there (the parent cannot see that file system). It prints each
-// batch committed, the failure, and "ok" when every check held; a failed
-// check exits with 3.
+// store there (the parent cannot see that file system). It prints what it
+// committed, the failure, and "ok" when every check held; a failed check
+// exits with 3.
 func fullFSChild(env string) int {
-	fail := func(format string, args ...interface{}) int {
-		fmt.Fprintf(os.Stderr, "full file system child: "+format+"\n", args...)
-		return 3
-	}
 	name, dir, _ := strings.Cut(env, "\n")
 	i := slices.IndexFunc(backends, func(b backend) bool { return b.name == name })
 	if i < 0 {
-		return fail("no backend %q", name)
+		return childFail("no backend %q", name)
 	}
 	// Mounts made here must not propagate to the parent's namespace.
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
@@ -113,87 +110,197 @@ func fullFSChild(env string) int {
 		fmt.Fprintf(os.Stderr, "mount a tmpfs on %s: %v\n", dir, err)
 		return exitNoMount
 	}
-	filler := filepath.Join(dir, "filler")
-	if err := os.WriteFile(filler, make([]byte, fullFSFiller), 0o600); err != nil {
-		return fail("write the filler: %v", err)
+	f := &filling{url: backends[i].url(filepath.Join(dir, "db")), dir: dir, keys: map[string]bool{}}
+	if backends[i].durable {
+		return f.commits()
 	}
-	url := backends[i].url(filepath.Join(dir, "db"))
-	ctx := gocontext.Background()
-	out := os.Stdout // unbuffered: a crash must not take the lines before it
-	s, err := store.Open(ctx, url, options())
+	return f.snapshots()
+}
+
+func childFail(format string, args ...interface{}) int {
+	fmt.Fprintf(os.Stderr, "full file system child: "+format+"\n", args...)
+	return 3
+}
+
+// filling is the state of a full file system child.
+type filling struct {
+	url, dir string
+	s        store.Store
+	keys     map[string]bool // the model: every key committed
+}
+
+// commit commits batch n: fullFSBatch new objects of 16 KiB, resume point n.
+func (f *filling) commit(n int) error {
+	ops := make([]store.Op, 0, fullFSBatch)
+	added := make([]string, 0, fullFSBatch)
+	for j := range fullFSBatch {
+		key := fmt.Sprintf("full/b%04d-%02d", n, j)
+		p := newPod(key, uint64(n), "fill")
+		p.Annotations["payload"] = strings.Repeat("f", 16<<10)
+		ops = append(ops, store.Op{Type: store.OpPut, Object: p})
+		added = append(added, key)
+	}
+	if err := f.s.Commit(gocontext.Background(), store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(n)}); err != nil {
+		return err
+	}
+	for _, k := range added {
+		f.keys[k] = true
+	}
+	// Unbuffered: a crash must not take the lines before it.
+	fmt.Printf("commit %d\n", n)
+	return nil
+}
+
+// open opens the store.
+func (f *filling) open() error {
+	s, err := store.Open(gocontext.Background(), f.url, options())
+	f.s = s
+	return err
+}
+
+// check compares the store with the model and its resume point with rv.
+func (f *filling) check(when string, rv int) error {
+	if got := f.s.ResourceVersion(); got != strconv.Itoa(rv) {
+		return fmt.Errorf("resume point %q %s; want %d", got, when, rv)
+	}
+	got := f.s.ListKeys()
+	if len(got) != len(f.keys) {
+		return fmt.Errorf("%d objects %s; want the %d committed", len(got), when, len(f.keys))
+	}
+	for _, k := range got {
+		if !f.keys[k] {
+			return fmt.Errorf("object %s %s was never acknowledged", k, when)
+		}
+	}
+	return nil
+}
+
+// fill writes a file of size bytes to take up space, and returns its path.
+func (f *filling) fill(size int64) (string, error) {
+	path := filepath.Join(f.dir, "filler")
+	return path, os.WriteFile(path, make([]byte, size), 0o600)
+}
+
+// commits fills the file system with commits of a store that writes each
+// (bolt, badger) until one fails, then makes room and commits again.
+func (f *filling) commits() int {
+	filler, err := f.fill(fullFSFiller)
 	if err != nil {
-		return fail("open: %v", err)
+		return childFail("write the filler: %v", err)
 	}
-	keys := map[string]bool{} // the model: every key committed
-	commit := func(n int) error {
-		ops := make([]store.Op, 0, fullFSBatch)
-		added := make([]string, 0, fullFSBatch)
-		for j := range fullFSBatch {
-			key := fmt.Sprintf("full/b%04d-%02d", n, j)
-			p := newPod(key, uint64(n), "fill")
-			p.Annotations["payload"] = strings.Repeat("f", 16<<10)
-			ops = append(ops, store.Op{Type: store.OpPut, Object: p})
-			added = append(added, key)
-		}
-		if err := s.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(n)}); err != nil {
-			return err
-		}
-		for _, k := range added {
-			keys[k] = true
-		}
-		fmt.Fprintf(out, "commit %d\n", n)
-		return nil
+	if err := f.open(); err != nil {
+		return childFail("open: %v", err)
 	}
 	n, full := 0, 0
 	for full == 0 && n < 2*fullFSSize/(fullFSBatch<<14) {
 		n++
-		if err := commit(n); err != nil {
+		if err := f.commit(n); err != nil {
 			full = n
-			fmt.Fprintf(out, "full %d: %v\n", n, err)
+			fmt.Printf("full %d: %v\n", n, err)
 			if !errors.Is(err, syscall.ENOSPC) {
-				return fail("batch %d failed with %v; want an error wrapping ENOSPC", n, err)
+				return childFail("batch %d failed with %v; want an error wrapping ENOSPC", n, err)
 			}
 		}
 	}
 	if full == 0 {
-		return fail("%d batches of %d objects of 16 KiB fit a file system of %d bytes", n, fullFSBatch, fullFSSize)
+		return childFail("%d batches of %d objects of 16 KiB fit a file system of %d bytes", n, fullFSBatch, fullFSSize)
 	}
-	if rv := s.ResourceVersion(); rv != strconv.Itoa(full-1) {
-		return fail("resume point %q after the failed batch %d; want %d", rv, full, full-1)
-	}
-	if got := len(s.ListKeys()); got != len(keys) {
-		return fail("%d objects after the failed batch; want the %d committed", got, len(keys))
+	if err := f.check("after the failed batch", full-1); err != nil {
+		return childFail("%v", err)
 	}
 	// Room again: the failed batch, then one more.
 	if err := os.Remove(filler); err != nil {
-		return fail("remove the filler: %v", err)
+		return childFail("remove the filler: %v", err)
 	}
 	for _, b := range []int{full, full + 1} {
-		if err := commit(b); err != nil {
-			return fail("batch %d once there was room: %v", b, err)
+		if err := f.commit(b); err != nil {
+			return childFail("batch %d once there was room: %v", b, err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		return fail("close: %v", err)
+	if err := f.s.Close(); err != nil {
+		return childFail("close: %v", err)
 	}
-	s, err = store.Open(ctx, url, options())
+	if err := f.open(); err != nil {
+		return childFail("reopen: %v", err)
+	}
+	defer f.s.Close()
+	if err := f.check("after reopening", full+1); err != nil {
+		return childFail("%v", err)
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+// snapshots checks a store whose commits stay in memory and whose
+// snapshots (memory, memdb with a file) meet a full file system: the
+// snapshot that does not fit fails Close with ENOSPC and leaves the last
+// complete one, and no partial file, behind.
+func (f *filling) snapshots() int {
+	if err := f.open(); err != nil {
+		return childFail("open: %v", err)
+	}
+	for n := 1; n <= 10; n++ {
+		if err := f.commit(n); err != nil {
+			return childFail("batch %d: %v", n, err)
+		}
+	}
+	if err := f.s.Close(); err != nil {
+		return childFail("close with room: %v", err)
+	}
+	saved := maps.Clone(f.keys)
+	// Leave 4 MiB: less than the next snapshot needs.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(f.dir, &st); err != nil {
+		return childFail("statfs: %v", err)
+	}
+	filler, err := f.fill(int64(st.Bavail)*st.Bsize - 4<<20)
 	if err != nil {
-		return fail("reopen: %v", err)
+		return childFail("write the filler: %v", err)
 	}
-	defer s.Close()
-	if rv := s.ResourceVersion(); rv != strconv.Itoa(full+1) {
-		return fail("resume point %q after reopening; want %d", rv, full+1)
+	if err := f.open(); err != nil {
+		return childFail("open on a full file system: %v", err)
 	}
-	got := s.ListKeys()
-	if len(got) != len(keys) {
-		return fail("%d objects after reopening; want the %d committed", len(got), len(keys))
-	}
-	for _, k := range got {
-		if !keys[k] {
-			return fail("object %s after reopening was never acknowledged", k)
+	for n := 11; n <= 20; n++ {
+		if err := f.commit(n); err != nil {
+			return childFail("batch %d (in memory) on a full file system: %v", n, err)
 		}
 	}
-	fmt.Fprintln(out, "ok")
+	err = f.s.Close()
+	fmt.Printf("full: close: %v\n", err)
+	if !errors.Is(err, syscall.ENOSPC) {
+		return childFail("close on a full file system: %v; want an error wrapping ENOSPC", err)
+	}
+	parts, err := filepath.Glob(filepath.Join(f.dir, "db", "*.part-*"))
+	if err != nil || len(parts) != 0 {
+		return childFail("temporary files left by the failed snapshots: %q (%v)", parts, err)
+	}
+	// The last complete snapshot is what a reopen finds.
+	f.keys = saved
+	if err := f.open(); err != nil {
+		return childFail("reopen after the failed snapshot: %v", err)
+	}
+	if err := f.check("after the failed snapshot", 10); err != nil {
+		return childFail("%v", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		return childFail("remove the filler: %v", err)
+	}
+	for n := 11; n <= 12; n++ {
+		if err := f.commit(n); err != nil {
+			return childFail("batch %d once there was room: %v", n, err)
+		}
+	}
+	if err := f.s.Close(); err != nil {
+		return childFail("close once there was room: %v", err)
+	}
+	if err := f.open(); err != nil {
+		return childFail("reopen: %v", err)
+	}
+	defer f.s.Close()
+	if err := f.check("after reopening", 12); err != nil {
+		return childFail("%v", err)
+	}
+	fmt.Println("ok")
 	return 0
 }
 
