@@ -47,6 +47,19 @@
 // same way, every object reaching handlers as deleted, and the resource is
 // listed afresh once it is served again.
 //
+// # Relists
+//
+// A relist (after a 410, at any time, running or restarted) notifies as
+// client-go's informer does, with one difference: a name that was deleted
+// and created again while the watch was not looking (the listed object has
+// another UID than the stored one) reaches handlers as OnDelete of a
+// cache.DeletedFinalStateUnknown carrying the old object, then OnAdd of the
+// new one, where client-go calls OnUpdate(old, new) across the two
+// objects. Handlers that key their state by UID, or clean up after the old
+// object, hear of its deletion. TestDifferential runs client-go's informer
+// and this one on the same changes and checks that this is the only
+// difference.
+//
 // # HasSynced
 //
 // A cold start is synced once the first relist is committed, as in client-go.
