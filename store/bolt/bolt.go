@@ -348,13 +348,26 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	// interval (50ms) tries the lock once.
 	bo.Timeout = time.Nanosecond
 	deadline := time.Now().Add(o.LockTimeout)
-	for {
+	for replacements := 0; ; {
 		osFile = nil
 		err = guard(func() error {
 			var err error
 			db, err = bbolt.Open(path, 0o600, bo)
 			return err
 		})
+		if err == nil && replaced(path, osFile) {
+			// bbolt opened the file, and the path then got another one
+			// before bbolt had the lock: a Compact (of another process)
+			// renamed its copy over it and released the old file. That
+			// lock is on a file no longer reachable: writes to it would
+			// be lost. Open the path again.
+			db.Close()
+			db = nil
+			if replacements++; replacements < maxReplacements {
+				continue
+			}
+			return nil, fmt.Errorf("store: open %s: another process replaced the file %d times while this one opened it: %w", path, replacements, store.ErrLocked)
+		}
 		wait := time.Until(deadline)
 		if err == nil || !errors.Is(err, berrors.ErrTimeout) || wait <= 0 {
 			break
@@ -407,6 +420,34 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 		return nil, fileError(path, o, err)
 	}
 	return db, nil
+}
+
+// maxReplacements bounds how often openDB opens a path again because the
+// file it named was replaced meanwhile (see replaced).
+const maxReplacements = 10
+
+// testHookOpened, when set by a test, is called after each bbolt.Open of
+// openDB that succeeded, before openDB checks that the path still names the
+// file it opened.
+var testHookOpened func(path string)
+
+// replaced reports whether path no longer names f, the file bbolt opened
+// and locked.
+func replaced(path string, f *os.File) bool {
+	if testHookOpened != nil {
+		testHookOpened(path)
+	}
+	if f == nil {
+		return false
+	}
+	opened, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(path)
+	// A path that is gone was renamed away or deleted: the opened file is
+	// no longer the database either.
+	return err != nil || !os.SameFile(opened, now)
 }
 
 // fileError explains an error opening or reading path.

@@ -698,9 +698,9 @@ const compactTxSize = 64 << 20
 // (store.ErrLocked, after lockTimeout). It returns the sizes before and
 // after.
 //
-// A process that was already waiting for the file's lock when Compact
-// renamed the copy over it gets the old, unlinked file: stop the informers
-// first.
+// A process that opens the file meanwhile waits for the lock, and then
+// opens the compacted copy: an open checks, once it has the lock, that the
+// path still names the file it locked, and opens the path again if not.
 func Compact(ctx context.Context, path string, lockTimeout time.Duration) (before, after int64, err error) {
 	fail := func(err error) (int64, int64, error) {
 		return 0, 0, fmt.Errorf("store: compact %s: %w", path, err)

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -215,5 +218,85 @@ func oneRecord(key string) func() (store.Record, error) {
 		}
 		done = true
 		return store.Record{Key: key, Data: []byte("{}")}, nil
+	}
+}
+
+// TestOpenOfReplacedFile checks an open that loses a race with a Compact
+// of another process: bbolt opened the file, then the path got the
+// compacted copy before bbolt had the lock. The store must be the file the
+// path names, not the unlinked old one, whose writes would be lost; a path
+// replaced again and again fails with ErrLocked rather than loop.
+func TestOpenOfReplacedFile(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path, copyPath := filepath.Join(dir, "cache.db"), filepath.Join(dir, "copy.db")
+	o := store.Options{Name: "pods", Codec: codec}
+	for p, name := range map[string]string{path: "old", copyPath: "copy"} {
+		s, err := store.Open(t.Context(), "bolt://"+p, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opens := 0
+	testHookOpened = func(p string) {
+		if opens++; opens == 1 && p == path {
+			if err := os.Rename(copyPath, path); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { testHookOpened = nil }()
+	s, err := store.Open(t.Context(), "bolt://"+path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ListKeys(); !slices.Equal(got, []string{"ns/copy"}) {
+		t.Errorf("store opened across a replacement holds %q; want the new file's [ns/copy]", got)
+	}
+	if opens != 2 {
+		t.Errorf("bbolt opened the file %d times; want 2 (the replaced file, then the path again)", opens)
+	}
+	if err := s.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testHookOpened = nil
+	s, err = store.Open(t.Context(), "bolt://"+path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ListKeys(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"ns/copy", "ns/new"}) {
+		t.Errorf("after reopening: %q; want the write made after the replacement, in the file the path names", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Replaced at every open: give up.
+	testHookOpened = func(p string) {
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = os.WriteFile(p+".copy", data, 0o600)
+		}
+		if err == nil {
+			err = os.Rename(p+".copy", p)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := store.Open(t.Context(), "bolt://"+path, &o); !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "replaced") {
+		t.Errorf("open of a file replaced at every attempt: %v; want ErrLocked saying it was replaced", err)
 	}
 }
