@@ -93,6 +93,8 @@ type Informer struct {
 	// srcPub is src, published for Stats without applyMu, which a
 	// long commit holds: a metrics scrape must not wait for it.
 	srcPub atomic.Pointer[reflector.Reflector]
+	// queuePub is the queue, published for Stats once started.
+	queuePub atomic.Pointer[deltafifo.FIFO]
 	// rvAdvanced is when the committed resume point last advanced (or
 	// the informer started), in Unix nanoseconds of the informer's clock;
 	// 0 before start. Atomic so that a scrape never waits for a commit.
@@ -265,6 +267,7 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	inf.applyMu.Lock()
 	inf.src = src
 	inf.srcPub.Store(src)
+	inf.queuePub.Store(q)
 	inf.resuming = ropts.ResumeFrom != ""
 	inf.appliedRV = ropts.ResumeFrom
 	inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())
@@ -642,6 +645,11 @@ type Stats struct {
 	// yet applied: gathered into the next group commit, or in a commit
 	// that failed and is being retried.
 	PendingDeltas int64
+	// Queued is the number of entries in the informer's queue, not yet
+	// taken for a commit: keys with deltas, bookmarks, relists, resyncs.
+	// It grows when the store commits slower than the watch delivers (or
+	// not at all: see CommitFailures); zero before Run.
+	Queued int64
 	// CommitFailures is the number of store commits that failed and were
 	// retried (a full disk, an I/O error). Commits of a batch the store
 	// rejects in part are not failures: what it rejects is left out.
@@ -658,6 +666,9 @@ func (inf *Informer) Stats() Stats {
 	// make the difference too large for an instant, never negative.
 	st.Deltas = inf.stats.deltas.Load()
 	st.PendingDeltas = inf.stats.popped.Load() - st.Deltas
+	if q := inf.queuePub.Load(); q != nil {
+		st.Queued = int64(q.Len())
+	}
 	if src := inf.srcPub.Load(); src != nil {
 		st.Reflector = src.Stats()
 	}

@@ -24,6 +24,7 @@ const (
 	MetricDroppedEvents    = "informerdb_dropped_events_total"
 	MetricDeltasApplied    = "informerdb_deltas_applied_total"
 	MetricDeltasPending    = "informerdb_deltas_pending"
+	MetricQueueLength      = "informerdb_queue_length"
 	MetricCommitFailures   = "informerdb_commit_failures_total"
 	MetricCommitDuration   = "informerdb_commit_duration_seconds"
 	MetricCommitObjects    = "informerdb_commit_objects"
@@ -58,6 +59,8 @@ var (
 		"Deltas applied to the store and notified: listed objects, watch events and bookmarks.", []string{labelInformer}, nil)
 	descDeltasPending = prometheus.NewDesc(MetricDeltasPending,
 		"Deltas taken from the queue and not yet applied: gathered into the next group commit, or in a commit that failed and is retried.", []string{labelInformer}, nil)
+	descQueueLength = prometheus.NewDesc(MetricQueueLength,
+		"Entries in the informer's queue not yet taken for a commit (keys with deltas, bookmarks, relists); it grows while the store commits slower than the watch delivers.", []string{labelInformer}, nil)
 	descCommitFailures = prometheus.NewDesc(MetricCommitFailures,
 		"Store commits that failed and were retried with backoff (a full disk, an I/O error); while they fail, handlers hear of nothing new and the resume point stays.", []string{labelInformer}, nil)
 	descStoreObjects = prometheus.NewDesc(MetricStoreObjects,
@@ -173,7 +176,7 @@ type collector struct{ m *Metrics }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descResumes, descRelists, descListRequests, descWatchRequests, descWatchEvents,
-		descBookmarks, descDroppedEvents, descDeltasApplied, descDeltasPending, descCommitFailures, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
+		descBookmarks, descDroppedEvents, descDeltasApplied, descDeltasPending, descQueueLength, descCommitFailures, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
 		descResumePointAge, descSynced} {
 		ch <- d
 	}
@@ -214,6 +217,7 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descDeltasApplied, st.Deltas)
 	counter(descCommitFailures, st.CommitFailures)
 	gauge(descDeltasPending, float64(st.PendingDeltas))
+	gauge(descQueueLength, float64(st.Queued))
 
 	if n, ok := storeLen(inf.store); ok {
 		gauge(descStoreObjects, float64(n))

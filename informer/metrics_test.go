@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,6 +228,7 @@ func checkFamilies(t *testing.T, reg prometheus.Gatherer) {
 		MetricWatchEvents: dto.MetricType_COUNTER, MetricBookmarks: dto.MetricType_COUNTER,
 		MetricDroppedEvents: dto.MetricType_COUNTER,
 		MetricDeltasApplied: dto.MetricType_COUNTER, MetricDeltasPending: dto.MetricType_GAUGE,
+		MetricQueueLength:    dto.MetricType_GAUGE,
 		MetricCommitFailures: dto.MetricType_COUNTER, MetricCommitDuration: dto.MetricType_HISTOGRAM,
 		MetricCommitObjects: dto.MetricType_HISTOGRAM, MetricStoreObjects: dto.MetricType_GAUGE,
 		MetricHandlerQueue: dto.MetricType_GAUGE, MetricHandlerLag: dto.MetricType_GAUGE,
@@ -688,4 +690,48 @@ func TestMetricsDroppedEvents(t *testing.T) {
 	if _, ok, _ := inf.GetStore().GetByKey("ns/bad"); ok {
 		t.Errorf("the refused object is in the store")
 	}
+}
+
+// TestMetricsQueueLength holds the store's commits: the group being
+// committed and the next one (MaxBatchSize operations) leave the rest of
+// the events in the queue, which informerdb_queue_length counts, and
+// which drains once the commits go through.
+func TestMetricsQueueLength(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedStore{Store: openStore(t, "memory://"), entered: make(chan int, 100), release: make(chan struct{})}
+	opts := metricOptions(m, clock.RealClock{})
+	opts.MaxBatchSize = 2
+	lw, inf, _ := runGrouped(t, g, opts)
+	if st := inf.Stats(); st.Queued != 0 {
+		t.Errorf("%d entries queued after the sync; want 0", st.Queued)
+	}
+	g.closed.Store(true)
+	const events = 20
+	for i := range events {
+		lw.create("ns", fmt.Sprintf("q%02d", i), "v")
+	}
+	<-g.entered // a commit of the first group is held
+	// Out of the queue: the held group, the next one gathered meanwhile,
+	// and a pop carried over to the group after it, each of at most 2
+	// deltas (a pop hands out no more than a group takes). The other
+	// events wait in the queue, one entry each.
+	const least = events - 3*2
+	deadline := time.Now().Add(waitLimit)
+	for inf.Stats().Queued < least {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries queued while commits are held; want at least %d", inf.Stats().Queued, least)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if v, _ := metricValue(t, reg, MetricQueueLength, "cms"); v < least {
+		t.Errorf("%s = %v while commits are held; want at least %d", MetricQueueLength, v, least)
+	}
+	g.closed.Store(false)
+	close(g.release)
+	waitMetric(t, reg, 0, MetricQueueLength, "cms")
+	waitMetric(t, reg, 0, MetricDeltasPending, "cms")
 }
