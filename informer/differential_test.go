@@ -482,12 +482,7 @@ func waitListedAndWatching(t *testing.T, s *diffSubject, lists int) {
 		lw := s.lw
 		lw.mu.Lock()
 		defer lw.mu.Unlock()
-		n := 0
-		for _, o := range lw.lists {
-			if o.Limit != 1 {
-				n++
-			}
-		}
+		n := lw.fullListsLocked()
 		if n > lists {
 			t.Fatalf("%s made %d full lists, want %d", s.name, n, lists)
 		}

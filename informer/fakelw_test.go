@@ -197,6 +197,10 @@ func (f *fakeLW) currentRV() string {
 func (f *fakeLW) fullLists() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.fullListsLocked()
+}
+
+func (f *fakeLW) fullListsLocked() int {
 	n := 0
 	for _, o := range f.lists {
 		if o.Limit != 1 {

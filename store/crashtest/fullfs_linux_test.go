@@ -209,22 +209,29 @@ func (f *filling) commits() int {
 		return childFail("%v", err)
 	}
 	// Room again: the failed batch, then one more.
+	return f.roomAgain(filler, full, full+1)
+}
+
+// roomAgain removes the filler, commits the batches from first to last,
+// closes the store and checks what a reopen finds: everything committed,
+// at resume point last. It prints "ok" when that holds.
+func (f *filling) roomAgain(filler string, first, last int) int {
 	if err := os.Remove(filler); err != nil {
 		return childFail("remove the filler: %v", err)
 	}
-	for _, b := range []int{full, full + 1} {
-		if err := f.commit(b); err != nil {
-			return childFail("batch %d once there was room: %v", b, err)
+	for n := first; n <= last; n++ {
+		if err := f.commit(n); err != nil {
+			return childFail("batch %d once there was room: %v", n, err)
 		}
 	}
 	if err := f.s.Close(); err != nil {
-		return childFail("close: %v", err)
+		return childFail("close once there was room: %v", err)
 	}
 	if err := f.open(); err != nil {
 		return childFail("reopen: %v", err)
 	}
 	defer f.s.Close()
-	if err := f.check("after reopening", full+1); err != nil {
+	if err := f.check("after reopening", last); err != nil {
 		return childFail("%v", err)
 	}
 	fmt.Println("ok")
@@ -282,26 +289,8 @@ func (f *filling) snapshots() int {
 	if err := f.check("after the failed snapshot", 10); err != nil {
 		return childFail("%v", err)
 	}
-	if err := os.Remove(filler); err != nil {
-		return childFail("remove the filler: %v", err)
-	}
-	for n := 11; n <= 12; n++ {
-		if err := f.commit(n); err != nil {
-			return childFail("batch %d once there was room: %v", n, err)
-		}
-	}
-	if err := f.s.Close(); err != nil {
-		return childFail("close once there was room: %v", err)
-	}
-	if err := f.open(); err != nil {
-		return childFail("reopen: %v", err)
-	}
-	defer f.s.Close()
-	if err := f.check("after reopening", 12); err != nil {
-		return childFail("%v", err)
-	}
-	fmt.Println("ok")
-	return 0
+	// The store is open again, holding batches 1 to 10.
+	return f.roomAgain(filler, 11, 12)
 }
 
 // fullFSBatch is how many objects of 16 KiB a batch of the full file
