@@ -16,3 +16,11 @@ func (f *FIFO) ArrayStart() uintptr {
 	defer f.mu.Unlock()
 	return uintptr(unsafe.Pointer(unsafe.SliceData(f.units.buf)))
 }
+
+// SetFullHook makes f run each time a write starts waiting for room in a
+// full FIFO (Options.MaxQueued), with the queue locked; it returns a func
+// that removes the hook. Tests only, not parallel.
+func SetFullHook(f func()) (restore func()) {
+	testHookFull = f
+	return func() { testHookFull = nil }
+}

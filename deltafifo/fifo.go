@@ -117,6 +117,15 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for !f.closed && f.opts.MaxQueued > 0 && f.units.len() >= f.opts.MaxQueued {
+		// Full: the consumer is behind (a store whose commits fail).
+		// Waiting here holds up the watch instead of growing without
+		// bound; a Pop or Close wakes us.
+		if testHookFull != nil {
+			testHookFull()
+		}
+		f.cond.Wait()
+	}
 	if f.closed {
 		return closedError(op)
 	}
@@ -124,6 +133,10 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 	f.pushLocked(unit{kind: unitEvent, delta: cache.Delta{Type: typ, Object: out}, key: key, rv: rv})
 	return nil
 }
+
+// testHookFull, when set by a test, is called (with the queue locked) each
+// time a write starts waiting for room in a full FIFO.
+var testHookFull func()
 
 func (f *FIFO) pushLocked(u unit) {
 	f.units.push(u)
@@ -336,6 +349,9 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 	}
 
 	b, initial := f.takeLocked()
+	// Writers waiting for room (Options.MaxQueued) go on once the lock is
+	// free again.
+	f.cond.Broadcast()
 	err := process(ctx, b)
 	if initial {
 		// Only now, after processing, as client-go: HasSynced must not turn

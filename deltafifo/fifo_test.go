@@ -2,6 +2,8 @@ package deltafifo_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -240,5 +242,65 @@ func TestFIFOReusesItsArray(t *testing.T) {
 	}
 	if moves > 0 {
 		t.Errorf("the queue's array was reallocated %d times over the last %d rounds with a steady backlog of %d, want 0", moves, rounds-rounds/10, backlog)
+	}
+}
+
+// TestFIFOMaxQueued checks the bound on what a FIFO holds: a write to a
+// full queue waits (the hook tells when it does) until a Pop makes room,
+// and then queues its event after the others, in order; a write waiting
+// when the queue closes fails with ErrClosed; Replace and Bookmark never
+// wait.
+func TestFIFOMaxQueued(t *testing.T) {
+	q := deltafifo.New(deltafifo.Options{MaxQueued: 3, MaxBatch: 1})
+	full := make(chan struct{}, 10)
+	defer deltafifo.SetFullHook(func() { full <- struct{}{} })()
+	for i := range 3 {
+		if err := q.Add(cm("k"+strconv.Itoa(i), strconv.Itoa(i+1), "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	added := make(chan error, 1)
+	go func() { added <- q.Add(cm("k3", "4", "v")) }()
+	<-full // the fourth Add waits, the queue locked meanwhile
+	select {
+	case err := <-added:
+		t.Fatalf("Add to a full queue returned (%v) before a Pop made room", err)
+	default:
+	}
+	if n := q.Len(); n != 3 {
+		t.Fatalf("Len = %d while a write waits; want 3", n)
+	}
+	if b := pop(t, q); len(b.Deltas) != 1 || b.ResourceVersion != "1" {
+		t.Fatalf("first pop: %+v; want k0 alone", b)
+	}
+	if err := <-added; err != nil {
+		t.Fatalf("Add once there was room: %v", err)
+	}
+	// Bookmarks and relists do not wait, full or not.
+	if err := q.Bookmark("5"); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.Len(); n != 4 {
+		t.Fatalf("Len = %d after a bookmark on a full queue; want 4", n)
+	}
+	var rvs []string
+	for range 4 {
+		rvs = append(rvs, pop(t, q).ResourceVersion)
+	}
+	if want := []string{"2", "3", "4", "5"}; !slices.Equal(rvs, want) {
+		t.Errorf("popped resourceVersions %q; want %q, in order", rvs, want)
+	}
+
+	// A write waiting when the queue closes fails.
+	for i := range 3 {
+		if err := q.Add(cm("c"+strconv.Itoa(i), strconv.Itoa(10+i), "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { added <- q.Add(cm("c3", "13", "v")) }()
+	<-full
+	q.Close()
+	if err := <-added; !errors.Is(err, deltafifo.ErrClosed) {
+		t.Errorf("Add waiting when the queue closed: %v; want ErrClosed", err)
 	}
 }

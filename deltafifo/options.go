@@ -53,6 +53,14 @@ type Options struct {
 	// or Resync larger than that still goes out whole). Zero or negative
 	// means DefaultMaxBatch. DeltaFIFO ignores it: it pops one key at a time.
 	MaxBatch int
+
+	// MaxQueued bounds the events a FIFO holds in memory: while it holds
+	// MaxQueued entries, Add, Update and Delete wait until a Pop makes room
+	// (or the queue is closed), which holds up the reflector and with it
+	// the watch. Replace, Resync and Bookmark never wait: a relist is one
+	// entry, and what they queue comes from memory already. Zero or
+	// negative means no bound. DeltaFIFO ignores it.
+	MaxQueued int
 }
 
 func (o Options) withDefaults() Options {

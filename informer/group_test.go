@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -533,5 +534,59 @@ func TestGroupPreparedAhead(t *testing.T) {
 	}
 	if got, want := p.ResourceVersion(), lw.currentRV(); got != want {
 		t.Errorf("resume point = %q, want %q", got, want)
+	}
+}
+
+// TestMaxQueuedHoldsTheWatch holds the store's commits while the watch
+// delivers far more events than Options.MaxQueued: the queue fills up to
+// the bound and no further (the reflector waits for room), and once the
+// commits go through, every event reaches the handler, in order, and the
+// resume point is the last one.
+func TestMaxQueuedHoldsTheWatch(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, "memory://"), entered: make(chan int, 100), release: make(chan struct{})}
+	opts := testOptions()
+	opts.MaxBatchSize = 2
+	opts.MaxQueued = 5
+	lw, inf, h := runGrouped(t, g, opts)
+	g.closed.Store(true)
+	const events = 40
+	var want []string
+	for i := range events {
+		name := fmt.Sprintf("q%02d", i)
+		lw.create("ns", name, "v")
+		want = append(want, "ns/"+name)
+	}
+	<-g.entered // the first group's commit is held
+	deadline := time.Now().Add(waitLimit)
+	for inf.Stats().Queued < int64(opts.MaxQueued) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue holds %d entries while commits are held; want it full (%d)", inf.Stats().Queued, opts.MaxQueued)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Full, and no fuller: the rest of the events wait in the watch.
+	st := inf.Stats()
+	if st.Queued != int64(opts.MaxQueued) {
+		t.Errorf("the queue holds %d entries; want at most MaxQueued (%d)", st.Queued, opts.MaxQueued)
+	}
+	if taken := st.Queued + st.PendingDeltas; taken >= events {
+		t.Errorf("%d of %d events taken from the watch while commits are held; the watch should wait", taken, events)
+	}
+	g.closed.Store(false)
+	close(g.release)
+	got := h.wait(t, events)
+	var keys []string
+	for _, e := range got {
+		keys = append(keys, e.Key)
+	}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("notifications after the commits went through (-want +got):\n%s", diff)
+	}
+	deadline = time.Now().Add(waitLimit)
+	for g.ResourceVersion() != lw.currentRV() {
+		if time.Now().After(deadline) {
+			t.Fatalf("resume point %q; want %q", g.ResourceVersion(), lw.currentRV())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -239,7 +239,8 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 		EmitDeltaTypeReplaced: true,
 		Transformer:           inf.transform,
 		// A single pop cannot be split across commits.
-		MaxBatch: inf.storeLimit(),
+		MaxBatch:  inf.storeLimit(),
+		MaxQueued: inf.opts.MaxQueued, // negative: no bound
 	})
 	ropts := inf.opts.Reflector
 	ropts.ResumeFrom = inf.store.ResourceVersion()

@@ -22,6 +22,9 @@ const (
 	// commit are bounded by MaxBatchSize itself; this bounds how long the
 	// changes of a few hot keys wait for one commit, and what they hold.
 	GroupDeltasPerOp = 10
+	// DefaultMaxQueued is the default of Options.MaxQueued: ten commits of
+	// DefaultMaxBatchSize.
+	DefaultMaxQueued = 10 * DefaultMaxBatchSize
 )
 
 // Options configure an Informer. The zero value means defaults. New copies
@@ -75,6 +78,17 @@ type Options struct {
 	// which is the right choice for the memory backend, where commits cost
 	// nothing.
 	MaxBatchDelay time.Duration
+
+	// MaxQueued bounds the watch events waiting in the informer's queue
+	// for their commit. When the store falls behind (commits that keep
+	// failing, as on a full disk), the reflector then waits for room
+	// instead of the queue growing with every event until the process
+	// runs out of memory. Nothing is lost: the watch resumes where it
+	// stopped reading; if the API server closed it meanwhile, the
+	// reflector watches again from the last event it queued, or relists
+	// after a 410. Relists, resyncs and bookmarks never wait. Default
+	// DefaultMaxQueued (50,000); a negative value means no bound.
+	MaxQueued int
 
 	// ServeStale, when true and the store holds a resume point, makes the
 	// informer (and its handlers, once they have seen the persisted
@@ -130,6 +144,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxBatchSize == 0 {
 		o.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if o.MaxQueued == 0 {
+		o.MaxQueued = DefaultMaxQueued
 	}
 	switch {
 	case o.MaxBatchDelay == 0:
