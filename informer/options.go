@@ -86,7 +86,8 @@ type Options struct {
 	// runs out of memory. Nothing is lost: the watch resumes where it
 	// stopped reading; if the API server closed it meanwhile, the
 	// reflector watches again from the last event it queued, or relists
-	// after a 410. Relists, resyncs and bookmarks never wait. Default
+	// (after a 410, or when a resume did not catch up in time while it
+	// waited). Relists, resyncs and bookmarks never wait. Default
 	// DefaultMaxQueued (50,000); a negative value means no bound.
 	MaxQueued int
 
