@@ -590,3 +590,42 @@ func TestMaxQueuedHoldsTheWatch(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestStopWithTheQueueFull stops an informer whose reflector waits for room
+// in a full queue (commits held): it stops, and the event it was queuing
+// is not reported as dropped, since nothing was.
+func TestStopWithTheQueueFull(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, "memory://"), entered: make(chan int, 100), release: make(chan struct{})}
+	opts := testOptions()
+	opts.MaxBatchSize = 2
+	opts.MaxQueued = 2
+	lw := newFakeLW()
+	lw.noBookmarks = true
+	inf := newInformer(t, lw, g, opts)
+	reported := make(chan error, 100)
+	if err := inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { reported <- err }); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	g.closed.Store(true)
+	for i := range 10 {
+		lw.create("ns", fmt.Sprintf("s%d", i), "v")
+	}
+	<-g.entered
+	deadline := time.Now().Add(waitLimit)
+	for inf.Stats().Queued < int64(opts.MaxQueued) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue holds %d entries; want it full (%d)", inf.Stats().Queued, opts.MaxQueued)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.stop()
+	if n := inf.Stats().Reflector.Dropped; n != 0 {
+		t.Errorf("%d events counted as dropped by a stop with the queue full; want 0", n)
+	}
+	close(reported)
+	for err := range reported {
+		t.Errorf("watch error reported by a stop with the queue full: %v", err)
+	}
+}
