@@ -286,8 +286,9 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 			case qerr != nil && ctx.Err() != nil:
 				// Stopping: the informer ends ctx and then closes the
 				// queue, under a write that may have been waiting for
-				// room in it. Nothing was dropped; nothing to report.
-				return events, bookmarks, nil
+				// room in it. Nothing was dropped; nothing to report (the
+				// caller ends quietly when ctx has).
+				return events, bookmarks, ctx.Err()
 			case qerr != nil:
 				// Dropped, as client-go's watchHandler drops what its store
 				// refuses: the resume point still moves past it (below, and
