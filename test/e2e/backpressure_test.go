@@ -236,19 +236,7 @@ func startBackpressureInformer(t *testing.T, srv *apiserver.Server, s store.Stor
 	if err != nil {
 		t.Fatalf("informer.New: %v", err)
 	}
-	rec := newRecorder()
-	reg, err := inf.AddEventHandler(rec)
-	if err != nil {
-		t.Fatalf("AddEventHandler: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	r := &running{inf: inf, store: s, rec: rec, reg: reg, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		inf.RunWithContext(ctx)
-	}()
-	t.Cleanup(func() { r.stop(t) })
-	return r, &errs
+	return runRecorded(t, inf, s), &errs
 }
 
 // queueSampler records the largest Stats().Queued of an informer, sampled

@@ -265,6 +265,13 @@ func startInformerOn(t *testing.T, srv *apiserver.Server, s store.Store, sel sel
 	if err != nil {
 		t.Fatalf("informer.New: %v", err)
 	}
+	return runRecorded(t, inf, s)
+}
+
+// runRecorded adds a recording handler to inf, over store s, and runs it.
+// Cleanup stops it if the test has not.
+func runRecorded(t *testing.T, inf *informer.Informer, s store.Store) *running {
+	t.Helper()
 	rec := newRecorder()
 	reg, err := inf.AddEventHandler(rec)
 	if err != nil {
