@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -494,22 +493,6 @@ func waitListedAndWatching(t *testing.T, s *diffSubject, lists int) {
 		}
 		return ""
 	})
-}
-
-// pollUntil waits, within waitLimit, until mismatch returns "".
-func pollUntil(t *testing.T, what string, mismatch func() string) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		m := mismatch()
-		if m == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not there after %v: %s", what, waitLimit, m)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // checkScriptCoverage checks that client-go's handlers were told each kind

@@ -557,13 +557,7 @@ func TestMaxQueuedHoldsTheWatch(t *testing.T) {
 		want = append(want, "ns/"+name)
 	}
 	<-g.entered // the first group's commit is held
-	deadline := time.Now().Add(waitLimit)
-	for inf.Stats().Queued < int64(opts.MaxQueued) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue holds %d entries while commits are held; want it full (%d)", inf.Stats().Queued, opts.MaxQueued)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, inf, opts.MaxQueued)
 	// Full, and no fuller: the rest of the events wait in the watch.
 	st := inf.Stats()
 	if st.Queued != int64(opts.MaxQueued) {
@@ -582,13 +576,12 @@ func TestMaxQueuedHoldsTheWatch(t *testing.T) {
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("notifications after the commits went through (-want +got):\n%s", diff)
 	}
-	deadline = time.Now().Add(waitLimit)
-	for g.ResourceVersion() != lw.currentRV() {
-		if time.Now().After(deadline) {
-			t.Fatalf("resume point %q; want %q", g.ResourceVersion(), lw.currentRV())
+	pollUntil(t, "the resume point to reach the last event", func() string {
+		if got, want := g.ResourceVersion(), lw.currentRV(); got != want {
+			return fmt.Sprintf("resume point %q, want %q", got, want)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return ""
+	})
 }
 
 // TestStopWithTheQueueFull stops an informer whose reflector waits for room
@@ -613,13 +606,7 @@ func TestStopWithTheQueueFull(t *testing.T) {
 		lw.create("ns", fmt.Sprintf("s%d", i), "v")
 	}
 	<-g.entered
-	deadline := time.Now().Add(waitLimit)
-	for inf.Stats().Queued < int64(opts.MaxQueued) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue holds %d entries; want it full (%d)", inf.Stats().Queued, opts.MaxQueued)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, inf, opts.MaxQueued)
 	r.stop()
 	if n := inf.Stats().Reflector.Dropped; n != 0 {
 		t.Errorf("%d events counted as dropped by a stop with the queue full; want 0", n)

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"sync"
@@ -280,4 +281,31 @@ func addHandler(t *testing.T, inf *Informer, h cache.ResourceEventHandler) cache
 		t.Fatalf("AddEventHandler: %v", err)
 	}
 	return reg
+}
+
+// pollUntil waits, within waitLimit, until mismatch returns "".
+func pollUntil(t *testing.T, what string, mismatch func() string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		m := mismatch()
+		if m == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not there after %v: %s", what, waitLimit, m)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitQueued waits until inf's queue holds at least n entries.
+func waitQueued(t *testing.T, inf *Informer, n int) {
+	t.Helper()
+	pollUntil(t, fmt.Sprintf("the queue to hold %d entries", n), func() string {
+		if q := inf.Stats().Queued; q < int64(n) {
+			return fmt.Sprintf("%d queued", q)
+		}
+		return ""
+	})
 }

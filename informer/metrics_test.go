@@ -720,13 +720,7 @@ func TestMetricsQueueLength(t *testing.T) {
 	// deltas (a pop hands out no more than a group takes). The other
 	// events wait in the queue, one entry each.
 	const least = events - 3*2
-	deadline := time.Now().Add(waitLimit)
-	for inf.Stats().Queued < least {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d entries queued while commits are held; want at least %d", inf.Stats().Queued, least)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, inf, least)
 	if v, _ := metricValue(t, reg, MetricQueueLength, "cms"); v < least {
 		t.Errorf("%s = %v while commits are held; want at least %d", MetricQueueLength, v, least)
 	}
