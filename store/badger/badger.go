@@ -111,15 +111,17 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	if bounded {
 		return openBounded(ctx, sp, o, set, info, reopen.RebuildIndexes)
 	}
-	if !reopen.RebuildIndexes {
-		// (A rebuild writes a generation without entries.)
-		if err := sp.dropEntries(); err != nil {
-			return nil, fmt.Errorf("store: open %s in %s: drop the index entries: %w", o.Name, sp.where(), err)
-		}
-	}
 	c, err := load(ctx, sp, o.Codec, set, reopen.RebuildIndexes)
 	if err != nil {
 		return nil, err
+	}
+	// After the load, so that a store that cannot be read keeps its
+	// entries for the bounded mode, or a snapshot, to read. (A rebuild
+	// wrote a generation without entries.)
+	if !reopen.RebuildIndexes {
+		if err := sp.dropEntries(); err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: drop the index entries: %w", o.Name, sp.where(), err)
+		}
 	}
 	info.ResourceVersion = sp.resourceVersion()
 	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: sp, Options: o, Cache: c})

@@ -524,3 +524,34 @@ func metaBytes(txn *badger.Txn, k keys) ([]byte, error) {
 	}
 	return item.ValueCopy(nil)
 }
+
+// TestUnreadableStoreKeepsEntries opens, in the default mode, a store the
+// bounded mode wrote (it keeps index entries) in which one object does not
+// decode: the open fails with ErrCorrupt, and the store keeps its entries
+// and its flag, for the bounded mode or a snapshot to read.
+func TestUnreadableStoreKeepsEntries(t *testing.T) {
+	dir := t.TempDir()
+	s := openMode(t, dir, true)
+	mutate(t, s, 0)
+	mustOK(t, "Close", s.Close())
+	editRaw(t, dir, "pods", func(txn *badger.Txn, k keys, _ *metaRecord) error {
+		return txn.Set(k.obj("ns-3/pod-000013"), []byte("not a protobuf object"))
+	})
+	before := readRaw(t, dir, "pods")
+	if !before.meta.Entries || len(before.entries) == 0 {
+		t.Fatalf("the bounded mode left no entries: flag %v, %d entries", before.meta.Entries, len(before.entries))
+	}
+
+	s, err := open(t.Context(), dir, podOptions(t, "pods", 0), smallConfig())
+	if err == nil {
+		s.Close()
+		t.Fatal("default-mode open of a store with an object that does not decode: no error")
+	}
+	if !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("open: %v, want ErrCorrupt", err)
+	}
+	after := readRaw(t, dir, "pods")
+	if diff := cmp.Diff(before, after, cmp.AllowUnexported(rawState{})); diff != "" {
+		t.Errorf("the failed open changed the store (-before +after):\n%s", diff)
+	}
+}

@@ -485,7 +485,15 @@ func guard(fn func() error) (err error) {
 // prepareStore looks up or creates the store o.Name in f and applies what
 // store.CompareMeta decides. It returns the store's resume point and, if the
 // store was emptied, why.
-func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset string, err error) {
+//
+// load, if not nil, reads the whole store (the default mode decodes every
+// object): prepareStore calls it once, after any write that changes what
+// the store holds (a creation, a reset, an index rebuild), but before an
+// upgrade, which only changes how the store is kept (format version 2 to
+// 3, index entries switched on or off). A store that cannot be read is
+// then left as it was, for another build or mode to read, or for a
+// snapshot to be taken of it.
+func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
 	want := store.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).
 	wantEntries := o.CacheSize > 0
@@ -532,8 +540,16 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 		}
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
 	}
-	if exists && reopen.Reset == "" && !reopen.RebuildIndexes && !upgrade {
-		return rv, "", nil
+	if exists && reopen.Reset == "" && !reopen.RebuildIndexes {
+		if load != nil {
+			if err := load(); err != nil {
+				return "", "", err
+			}
+			load = nil
+		}
+		if !upgrade {
+			return rv, "", nil
+		}
 	}
 	// Creating, resetting, reindexing, upgrading or switching index
 	// entries on or off writes: one transaction each, so a crash leaves
@@ -585,6 +601,11 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet) (rv, reset st
 			return "", "", fmt.Errorf("store: open %s in %s: rebuild indexes: %w", o.Name, f.path, err)
 		}
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
+	}
+	if load != nil {
+		if err := load(); err != nil {
+			return "", "", err
+		}
 	}
 	return rv, reset, nil
 }

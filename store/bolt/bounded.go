@@ -53,7 +53,7 @@ type bounded struct {
 }
 
 func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	rv, reset, err := prepareStore(f, o, set)
+	rv, reset, err := prepareStore(f, o, set, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -234,4 +235,75 @@ func editFile(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestUnreadableStoreNotUpgraded opens, in the default mode, stores that a
+// default-mode open would upgrade (one that keeps index entries, and one of
+// format version 2) but with an object that does not decode. The open
+// fails, and leaves the file as it was: its index entries, its "entries"
+// record and its format version are still there for the bounded mode, an
+// older build, or a snapshot to read.
+func TestUnreadableStoreNotUpgraded(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("version2=%v", v2), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "pods.db")
+			s, err := open(t.Context(), path, entriesOptions(t, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if err := s.Add(pod(fmt.Sprintf("ns%d", i%2), fmt.Sprint("p", i), fmt.Sprint("app", i%3), "1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if v2 {
+				setFormat2(t, path)
+			}
+			editFile(t, path, func(tx *bbolt.Tx) error {
+				b, err := storeBuckets(tx, "pods")
+				if err != nil {
+					return err
+				}
+				k, _ := b.objects.Cursor().Last()
+				return b.objects.Put(k, []byte("not a protobuf object"))
+			})
+			before := rawFileState(t, path)
+
+			s, err = open(t.Context(), path, entriesOptions(t, 0))
+			if err == nil {
+				s.Close()
+				t.Fatal("default-mode open of a store with an object that does not decode: no error")
+			}
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Errorf("open: %v, want ErrCorrupt", err)
+			}
+			if diff := cmp.Diff(before, rawFileState(t, path)); diff != "" {
+				t.Errorf("the failed open changed the store (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// rawFileState is every key and value of the store "pods" in the bbolt file
+// at path (which must not be open), by bucket path.
+func rawFileState(t *testing.T, path string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	editFile(t, path, func(tx *bbolt.Tx) error {
+		var walk func(prefix string, b *bbolt.Bucket) error
+		walk = func(prefix string, b *bbolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				if v == nil {
+					return walk(prefix+string(k)+"/", b.Bucket(k))
+				}
+				out[prefix+string(k)] = string(v)
+				return nil
+			})
+		}
+		return walk("", tx.Bucket(bucketStores))
+	})
+	return out
 }

@@ -20,11 +20,11 @@ import (
 // openDefault opens a store that keeps every object decoded in memory: an
 // indexer.Base over a persister writing bbolt transactions.
 func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	rv, reset, err := prepareStore(f, o, set)
-	if err != nil {
-		return nil, err
-	}
-	c, err := load(f, o, set)
+	var c *indexer.Cache
+	rv, reset, err := prepareStore(f, o, set, func() (err error) {
+		c, err = load(f, o, set)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
