@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 )
 
 // Record is one stored object in its encoded form together with its index
@@ -43,6 +45,30 @@ type RawDriver interface {
 	// key) fails it with an error wrapping ErrInvalid that names the
 	// record by its position.
 	Import(ctx context.Context, u *url.URL, info Info, next func() (Record, error)) error
+}
+
+// StoreEntry is one store of a database as ListStores finds it.
+type StoreEntry struct {
+	// Info describes the store. Only its Name is set when Err is not nil.
+	Info Info
+	// Err, if not nil, is why this build cannot read the store's metadata:
+	// it wraps ErrIncompatible (a store of another format version) or
+	// ErrCorrupt (a damaged metadata record).
+	Err error
+}
+
+// RawStoreLister is implemented by raw drivers whose databases keep each
+// store's metadata apart (bolt, badger), so that one store can be
+// unreadable while the others are not. RawDriver.Stores fails on such a
+// store, which hides every other; ListStores names it beside them, so that
+// a tool can still act on the others, or drop it. It is an interface of its
+// own so that RawDrivers written before it keep compiling.
+type RawStoreLister interface {
+	// ListStores returns every store of the database at u, in name order:
+	// each with its Info, or with the error that reading its metadata
+	// gave, if that error wraps ErrIncompatible or ErrCorrupt. Any other
+	// error (the database's own damage, the lock, ctx) fails the call.
+	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
 }
 
 // RawDropper is implemented by drivers that can delete one store of a
@@ -97,6 +123,36 @@ func Stores(ctx context.Context, rawURL string) ([]Info, error) {
 		return nil, err
 	}
 	return d.Stores(ctx, u)
+}
+
+// ListStores returns every store in the database at rawURL, in name order,
+// naming those whose metadata this build cannot read (see StoreEntry) where
+// the backend can tell them apart (RawStoreLister). With other backends, it
+// is Stores: a store that cannot be read fails the call.
+func ListStores(ctx context.Context, rawURL string) ([]StoreEntry, error) {
+	d, u, err := rawDriver("list stores", rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return ListStoresOf(ctx, d, u)
+}
+
+// ListStoresOf is ListStores through the raw driver d, for callers that
+// have their own registry of drivers (the snapshot package).
+func ListStoresOf(ctx context.Context, d RawDriver, u *url.URL) ([]StoreEntry, error) {
+	if l, ok := d.(RawStoreLister); ok {
+		return l.ListStores(ctx, u)
+	}
+	infos, err := d.Stores(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]StoreEntry, len(infos))
+	for i, info := range infos {
+		entries[i] = StoreEntry{Info: info}
+	}
+	slices.SortFunc(entries, func(a, b StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
+	return entries, nil
 }
 
 // Export reads the store named name in the database at rawURL.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -21,9 +20,7 @@ metadata and resume point, atomically (after a crash a store is whole or gone);
 the other stores are untouched, so their informers do not relist. Every name is
 checked first: if one is missing, nothing is dropped. A store this build cannot
 read (another format version, damaged metadata) can be dropped too, which is
-the way out of it short of deleting the database; the names cannot be checked
-first then, and they are dropped one by one in sorted order up to the first
-missing one. A bolt file keeps its size
+the way out of it short of deleting the database. A bolt file keeps its size
 (later writes reuse the freed pages; compact gives them back), a badger
 directory gives the space back as badger compacts it. The database must not be
 open in another process.`,
@@ -45,27 +42,25 @@ open in another process.`,
 			if slices.Contains(names, "") {
 				return usageError{fmt.Errorf("drop: --store with an empty name")}
 			}
-			infos, err := snapshot.Stores(cmd.Context(), target)
-			switch {
-			case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
-				// One store this build cannot read (another format
-				// version, a damaged metadata record) fails the listing
-				// of all of them, and dropping that store is the way out
-				// of it. The names cannot be checked first, so each is
-				// dropped in turn, and a missing one stops the drop there.
-				fmt.Fprintf(cmd.ErrOrStderr(), "Cannot check the names first, dropping them one by one: %v\n", err)
-			case err != nil:
+			// A store this build cannot read (another format version,
+			// a damaged metadata record) is listed too: dropping it is
+			// the way out of it.
+			entries, err := snapshot.ListStores(cmd.Context(), target)
+			if err != nil {
 				return err
-			default:
-				var missing []string
-				for _, name := range names {
-					if !slices.ContainsFunc(infos, func(info store.Info) bool { return info.Name == name }) {
-						missing = append(missing, name)
-					}
+			}
+			have := make([]string, len(entries))
+			for i, e := range entries {
+				have[i] = e.Info.Name
+			}
+			var missing []string
+			for _, name := range names {
+				if !slices.Contains(have, name) {
+					missing = append(missing, name)
 				}
-				if len(missing) > 0 {
-					return fmt.Errorf("drop: no store %q in %s (it has %q); nothing dropped: %w", missing, target, storeNames(infos), store.ErrNotFound)
-				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("drop: no store %q in %s (it has %q); nothing dropped: %w", missing, target, have, store.ErrNotFound)
 			}
 			for _, name := range names {
 				if err := store.Drop(cmd.Context(), target, name); err != nil {

@@ -555,3 +555,53 @@ func TestUnreadableStoreKeepsEntries(t *testing.T) {
 		t.Errorf("the failed open changed the store (-before +after):\n%s", diff)
 	}
 }
+
+// TestListStoresNamesUnreadable checks that a store of another format
+// version, and one with a damaged meta record, are listed by name with
+// their errors beside the readable store, in name order (which is not
+// badger's key order: keys start with the name's length), while Stores
+// fails on the first of them.
+func TestListStoresNamesUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"c-damaged", "a-readable-store", "b-newer"} {
+		s, err := open(t.Context(), dir, podOptions(t, name, 0), smallConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustOK(t, "Add", s.Add(newPod(1, "1", "app")))
+		mustOK(t, "Close", s.Close())
+	}
+	editRaw(t, dir, "b-newer", func(_ *badger.Txn, _ keys, m *metaRecord) error {
+		m.FormatVersion = 99
+		return nil
+	})
+	err := withDB(t.Context(), "test edit", rawURL(dir), "", false, func(sh *sharedDB) error {
+		return sh.db.Update(func(txn *badger.Txn) error {
+			return txn.Set(newKeys("c-damaged", 0).meta(), []byte("{not json"))
+		})
+	})
+	mustOK(t, "damage a meta record", err)
+
+	u := rawURL(dir).String()
+	entries, err := store.ListStores(t.Context(), u)
+	if err != nil {
+		t.Fatalf("ListStores: %v", err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, fmt.Sprintf("%s %v %v", e.Info.Name, errors.Is(e.Err, store.ErrIncompatible), errors.Is(e.Err, store.ErrCorrupt)))
+	}
+	want := []string{"a-readable-store false false", "b-newer true false", "c-damaged false true"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("ListStores: name, incompatible, corrupt (-want +got):\n%s", diff)
+	}
+	if e := entries[0]; e.Err != nil || e.Info.Codec == "" || len(e.Info.Indexes) == 0 {
+		t.Errorf("the readable store: %+v; want its whole Info", e)
+	}
+	if msg := entries[1].Err.Error(); !strings.Contains(msg, "b-newer") || !strings.Contains(msg, "format version 99") {
+		t.Errorf("the newer store's error %q does not name the store and its version", msg)
+	}
+	if _, err := store.Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "b-newer") {
+		t.Errorf("Stores: %v; want the newer store's ErrIncompatible", err)
+	}
+}

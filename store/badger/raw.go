@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
@@ -116,14 +117,42 @@ func otherDurability(d store.Durability) store.Durability {
 	return store.DurabilitySync
 }
 
-// Stores implements store.RawDriver.
+// Stores implements store.RawDriver: a store this build cannot read fails
+// the call (ListStores names it beside the others).
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	var infos []store.Info
-	err := withDB(ctx, "stores", u, "", false, func(sh *sharedDB) error {
+	entries, err := listStores(ctx, "stores", u)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]store.Info, 0, len(entries))
+	for _, e := range entries {
+		if e.Err != nil {
+			return nil, e.Err
+		}
+		infos = append(infos, e.Info)
+	}
+	return infos, nil
+}
+
+// ListStores implements store.RawStoreLister.
+func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	return listStores(ctx, "list stores", u)
+}
+
+// listStores reads the meta record of every store of the database at u, in
+// name order (keys start with the length-prefixed name, so their order is
+// not the names' order). A store whose record is of another format version
+// or damaged gets its error in its entry; other errors fail the call.
+func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry, error) {
+	var entries []store.StoreEntry
+	err := withDB(ctx, op, u, "", false, func(sh *sharedDB) error {
 		return sh.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
 			defer it.Close()
 			for it.Seek([]byte{tagStore}); it.Valid(); {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 				name, _, err := readLP(it.Item().Key()[1:])
 				if err != nil {
 					return fmt.Errorf("key %q: %w: %w", it.Item().Key(), store.ErrCorrupt, err)
@@ -133,10 +162,15 @@ func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
 				case errors.Is(err, store.ErrNotFound):
 					// Generations without a meta record: garbage of a
 					// store whose creation did not finish.
+				case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
+					entries = append(entries, store.StoreEntry{
+						Info: store.Info{Backend: Scheme, Name: name},
+						Err:  fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err),
+					})
 				case err != nil:
 					return err
 				default:
-					infos = append(infos, info)
+					entries = append(entries, store.StoreEntry{Info: info})
 				}
 				end := prefixEnd(storePrefix(name))
 				if end == nil {
@@ -150,8 +184,11 @@ func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return infos, nil
+	slices.SortFunc(entries, func(a, b store.StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
+	return entries, nil
 }
+
+var _ store.RawStoreLister = rawDriver{}
 
 // rawInfo reads the meta record of the store name in txn.
 func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {

@@ -108,22 +108,59 @@ func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f 
 	return fn(f)
 }
 
-// Stores implements store.RawDriver.
+// Stores implements store.RawDriver: a store this build cannot read fails
+// the call (ListStores names it beside the others).
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	var infos []store.Info
-	err := withFile(ctx, "stores", u, false, func(f *file) error {
-		return rawError("stores", u, guard(func() error {
+	entries, err := listStores(ctx, "stores", u)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]store.Info, 0, len(entries))
+	for _, e := range entries {
+		if e.Err != nil {
+			return nil, e.Err
+		}
+		infos = append(infos, e.Info)
+	}
+	return infos, nil
+}
+
+// ListStores implements store.RawStoreLister: one read transaction.
+func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	return listStores(ctx, "list stores", u)
+}
+
+// listStores reads the metadata of every store of the file at u, in name
+// (bucket) order. A store whose metadata is of another format version or
+// damaged, or whose buckets are incomplete, gets its error in its entry;
+// damage above the stores fails the call.
+func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry, error) {
+	var entries []store.StoreEntry
+	err := withFile(ctx, op, u, false, func(f *file) error {
+		return rawError(op, u, guard(func() error {
 			return f.db.View(func(tx *bbolt.Tx) error {
 				root, err := rootBucket(tx)
 				if err != nil || root == nil {
 					return err
 				}
 				return root.ForEachBucket(func(k []byte) error {
-					info, _, err := rawInfo(tx, string(k))
-					if err != nil {
+					if err := ctx.Err(); err != nil {
 						return err
 					}
-					infos = append(infos, info)
+					name := string(k)
+					var info store.Info
+					err := guard(func() (err error) {
+						info, _, err = rawInfo(tx, name)
+						return err
+					})
+					switch {
+					case err == nil:
+						entries = append(entries, store.StoreEntry{Info: info})
+					case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
+						entries = append(entries, store.StoreEntry{Info: store.Info{Backend: Scheme, Name: name}, Err: rawError(op, u, err)})
+					default:
+						return err
+					}
 					return nil
 				})
 			})
@@ -132,8 +169,10 @@ func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return infos, nil
+	return entries, nil
 }
+
+var _ store.RawStoreLister = rawDriver{}
 
 // corruptHint is what every ErrCorrupt of this backend advises.
 const corruptHint = "(delete the file to start over; informers relist)"

@@ -2,7 +2,9 @@ package bolt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -298,5 +301,67 @@ func TestOpenOfReplacedFile(t *testing.T) {
 	}
 	if _, err := store.Open(t.Context(), "bolt://"+path, &o); !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "replaced") {
 		t.Errorf("open of a file replaced at every attempt: %v; want ErrLocked saying it was replaced", err)
+	}
+}
+
+// TestListStoresNamesUnreadable checks that a store of another format
+// version, and one with a damaged metadata record, are listed by name with
+// their errors beside the readable store, in name order, while Stores
+// fails on the first of them.
+func TestListStoresNamesUnreadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	for _, name := range []string{"c-damaged", "a-readable", "b-newer"} {
+		o := entriesOptions(t, 0)
+		o.Name = name
+		s, err := open(t.Context(), path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Add(pod("ns", name, "app", "1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	editFile(t, path, func(tx *bbolt.Tx) error {
+		root := tx.Bucket(bucketStores)
+		meta := root.Bucket([]byte("b-newer")).Bucket(bucketMeta)
+		var m map[string]interface{}
+		if err := json.Unmarshal(meta.Get(keyMeta), &m); err != nil {
+			return err
+		}
+		m["formatVersion"] = 99
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyMeta, data); err != nil {
+			return err
+		}
+		return root.Bucket([]byte("c-damaged")).Bucket(bucketMeta).Put(keyMeta, []byte("{not json"))
+	})
+	u := &url.URL{Scheme: Scheme, Path: path}
+
+	entries, err := store.ListStores(t.Context(), u.String())
+	if err != nil {
+		t.Fatalf("ListStores: %v", err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, fmt.Sprintf("%s %v %v", e.Info.Name, errors.Is(e.Err, store.ErrIncompatible), errors.Is(e.Err, store.ErrCorrupt)))
+	}
+	want := []string{"a-readable false false", "b-newer true false", "c-damaged false true"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("ListStores: name, incompatible, corrupt (-want +got):\n%s", diff)
+	}
+	if e := entries[0]; e.Err != nil || e.Info.Codec == "" || len(e.Info.Indexes) != 2 {
+		t.Errorf("the readable store: %+v; want its whole Info", e)
+	}
+	if msg := entries[1].Err.Error(); !strings.Contains(msg, "b-newer") || !strings.Contains(msg, "format version 99") {
+		t.Errorf("the newer store's error %q does not name the store and its version", msg)
+	}
+	if _, err := store.Stores(t.Context(), u.String()); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "b-newer") {
+		t.Errorf("Stores: %v; want the newer store's ErrIncompatible", err)
 	}
 }

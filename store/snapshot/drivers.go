@@ -42,6 +42,13 @@ func storesOf(ctx context.Context, rawURL string) ([]store.Info, error) {
 	return store.Stores(ctx, rawURL)
 }
 
+func listStoresOf(ctx context.Context, rawURL string) ([]store.StoreEntry, error) {
+	if d, u := lookup(rawURL); d != nil {
+		return store.ListStoresOf(ctx, d, u)
+	}
+	return store.ListStores(ctx, rawURL)
+}
+
 func exportOf(ctx context.Context, rawURL, name string, fn func(store.Record) error) (store.Info, error) {
 	if d, u := lookup(rawURL); d != nil {
 		return d.Export(ctx, u, name, fn)

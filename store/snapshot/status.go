@@ -268,6 +268,31 @@ func Stores(ctx context.Context, target string) ([]store.Info, error) {
 	return infos, nil
 }
 
+// ListStores returns every store of target, a snapshot file (read and
+// verified in full) or a database URL, in name order. Where a database's
+// backend can tell them apart (bolt, badger), a store whose metadata this
+// build cannot read is listed with the reason (store.StoreEntry.Err)
+// beside the others, instead of failing the call as Stores does.
+func ListStores(ctx context.Context, target string) ([]store.StoreEntry, error) {
+	if !IsURL(target) {
+		infos, err := Stores(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		entries := make([]store.StoreEntry, len(infos))
+		for i, info := range infos {
+			entries[i] = store.StoreEntry{Info: info}
+		}
+		slices.SortFunc(entries, func(a, b store.StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
+		return entries, nil
+	}
+	entries, err := listStoresOf(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: stores of %s: %w", redact(target), err)
+	}
+	return entries, nil
+}
+
 // Records calls fn with every record of the store name of target, a
 // snapshot file or a database URL, and returns the store's Info. A file is
 // verified in full before fn sees a record. fn must not retain rec.Data.
