@@ -71,6 +71,23 @@ type RawStoreLister interface {
 	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
 }
 
+// StoreInfos returns the Info of every entry, or err, or the error of the
+// first entry that has one: RawDriver.Stores of a driver that implements
+// RawStoreLister, as StoreInfos(d.ListStores(ctx, u)).
+func StoreInfos(entries []StoreEntry, err error) ([]Info, error) {
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]Info, 0, len(entries))
+	for _, e := range entries {
+		if e.Err != nil {
+			return nil, e.Err
+		}
+		infos = append(infos, e.Info)
+	}
+	return infos, nil
+}
+
 // RawDropper is implemented by drivers that can delete one store of a
 // database. It is an interface of its own rather than a method of RawDriver
 // so that RawDrivers written before it keep compiling; Drop refuses a

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // rawState is what a closed store holds: its meta record as stored, the
@@ -558,9 +559,9 @@ func TestUnreadableStoreKeepsEntries(t *testing.T) {
 
 // TestListStoresNamesUnreadable checks that a store of another format
 // version, and one with a damaged meta record, are listed by name with
-// their errors beside the readable store, in name order (which is not
-// badger's key order: keys start with the name's length), while Stores
-// fails on the first of them.
+// their errors beside the readable store (storetest.CheckUnreadableListed),
+// in name order, which is not badger's key order: keys start with the
+// name's length.
 func TestListStoresNamesUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"c-damaged", "a-readable-store", "b-newer"} {
@@ -582,26 +583,5 @@ func TestListStoresNamesUnreadable(t *testing.T) {
 	})
 	mustOK(t, "damage a meta record", err)
 
-	u := rawURL(dir).String()
-	entries, err := store.ListStores(t.Context(), u)
-	if err != nil {
-		t.Fatalf("ListStores: %v", err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, fmt.Sprintf("%s %v %v", e.Info.Name, errors.Is(e.Err, store.ErrIncompatible), errors.Is(e.Err, store.ErrCorrupt)))
-	}
-	want := []string{"a-readable-store false false", "b-newer true false", "c-damaged false true"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("ListStores: name, incompatible, corrupt (-want +got):\n%s", diff)
-	}
-	if e := entries[0]; e.Err != nil || e.Info.Codec == "" || len(e.Info.Indexes) == 0 {
-		t.Errorf("the readable store: %+v; want its whole Info", e)
-	}
-	if msg := entries[1].Err.Error(); !strings.Contains(msg, "b-newer") || !strings.Contains(msg, "format version 99") {
-		t.Errorf("the newer store's error %q does not name the store and its version", msg)
-	}
-	if _, err := store.Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "b-newer") {
-		t.Errorf("Stores: %v; want the newer store's ErrIncompatible", err)
-	}
+	storetest.CheckUnreadableListed(t, rawURL(dir).String(), "a-readable-store", "b-newer", "c-damaged")
 }

@@ -120,18 +120,7 @@ func otherDurability(d store.Durability) store.Durability {
 // Stores implements store.RawDriver: a store this build cannot read fails
 // the call (ListStores names it beside the others).
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	entries, err := listStores(ctx, "stores", u)
-	if err != nil {
-		return nil, err
-	}
-	infos := make([]store.Info, 0, len(entries))
-	for _, e := range entries {
-		if e.Err != nil {
-			return nil, e.Err
-		}
-		infos = append(infos, e.Info)
-	}
-	return infos, nil
+	return store.StoreInfos(listStores(ctx, "stores", u))
 }
 
 // ListStores implements store.RawStoreLister.

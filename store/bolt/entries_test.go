@@ -138,15 +138,7 @@ func TestFormatVersion2Upgraded(t *testing.T) {
 	for _, cacheSize := range []int{0, 3} {
 		t.Run(fmt.Sprintf("cache=%d", cacheSize), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "pods.db")
-			s, err := open(t.Context(), path, entriesOptions(t, 3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 5 {
-				if err := s.Add(pod(fmt.Sprintf("ns%d", i%2), fmt.Sprint("p", i), fmt.Sprint("app", i%3), "1")); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := openFivePods(t, path)
 			wantIndexes := indexView(t, s)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
@@ -189,6 +181,22 @@ func TestFormatVersion2Upgraded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openFivePods opens the store "pods" of the file at path in the bounded
+// mode, which keeps index entries, and adds five Pods to it.
+func openFivePods(t *testing.T, path string) store.Store {
+	t.Helper()
+	s, err := open(t.Context(), path, entriesOptions(t, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := s.Add(pod(fmt.Sprintf("ns%d", i%2), fmt.Sprint("p", i), fmt.Sprint("app", i%3), "1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }
 
 // setFormat2 turns the store "pods" of the file at path, which keeps its
@@ -247,15 +255,7 @@ func TestUnreadableStoreNotUpgraded(t *testing.T) {
 	for _, v2 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("version2=%v", v2), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "pods.db")
-			s, err := open(t.Context(), path, entriesOptions(t, 3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 5 {
-				if err := s.Add(pod(fmt.Sprintf("ns%d", i%2), fmt.Sprint("p", i), fmt.Sprint("app", i%3), "1")); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := openFivePods(t, path)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -272,7 +272,7 @@ func TestUnreadableStoreNotUpgraded(t *testing.T) {
 			})
 			before := rawFileState(t, path)
 
-			s, err = open(t.Context(), path, entriesOptions(t, 0))
+			s, err := open(t.Context(), path, entriesOptions(t, 0))
 			if err == nil {
 				s.Close()
 				t.Fatal("default-mode open of a store with an object that does not decode: no error")

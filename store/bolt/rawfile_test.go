@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -14,13 +13,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // TestWriteWaitsForReadOnlyOpen checks that a write (an Import, a store's
@@ -306,8 +305,7 @@ func TestOpenOfReplacedFile(t *testing.T) {
 
 // TestListStoresNamesUnreadable checks that a store of another format
 // version, and one with a damaged metadata record, are listed by name with
-// their errors beside the readable store, in name order, while Stores
-// fails on the first of them.
+// their errors beside the readable store (storetest.CheckUnreadableListed).
 func TestListStoresNamesUnreadable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	for _, name := range []string{"c-damaged", "a-readable", "b-newer"} {
@@ -341,27 +339,5 @@ func TestListStoresNamesUnreadable(t *testing.T) {
 		}
 		return root.Bucket([]byte("c-damaged")).Bucket(bucketMeta).Put(keyMeta, []byte("{not json"))
 	})
-	u := &url.URL{Scheme: Scheme, Path: path}
-
-	entries, err := store.ListStores(t.Context(), u.String())
-	if err != nil {
-		t.Fatalf("ListStores: %v", err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, fmt.Sprintf("%s %v %v", e.Info.Name, errors.Is(e.Err, store.ErrIncompatible), errors.Is(e.Err, store.ErrCorrupt)))
-	}
-	want := []string{"a-readable false false", "b-newer true false", "c-damaged false true"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("ListStores: name, incompatible, corrupt (-want +got):\n%s", diff)
-	}
-	if e := entries[0]; e.Err != nil || e.Info.Codec == "" || len(e.Info.Indexes) != 2 {
-		t.Errorf("the readable store: %+v; want its whole Info", e)
-	}
-	if msg := entries[1].Err.Error(); !strings.Contains(msg, "b-newer") || !strings.Contains(msg, "format version 99") {
-		t.Errorf("the newer store's error %q does not name the store and its version", msg)
-	}
-	if _, err := store.Stores(t.Context(), u.String()); !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), "b-newer") {
-		t.Errorf("Stores: %v; want the newer store's ErrIncompatible", err)
-	}
+	storetest.CheckUnreadableListed(t, (&url.URL{Scheme: Scheme, Path: path}).String(), "a-readable", "b-newer", "c-damaged")
 }

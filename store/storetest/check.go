@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -96,4 +98,63 @@ func short(s string) string {
 		return s
 	}
 	return fmt.Sprintf("%s...(%d bytes)", s[:60], len(s))
+}
+
+// CheckUnreadableListed checks store.ListStores and store.Stores on the
+// database at rawURL, which holds exactly three stores: readable, one of
+// another format version (newer) and one whose metadata is damaged
+// (damaged). ListStores must list all three in name order, the readable one
+// with its Info and the others with errors wrapping store.ErrIncompatible
+// and store.ErrCorrupt, the first naming the store and its version (99);
+// Stores must fail with the error of the first unreadable store in name
+// order.
+func CheckUnreadableListed(t testing.TB, rawURL, readable, newer, damaged string) {
+	t.Helper()
+	entries, err := store.ListStores(t.Context(), rawURL)
+	if err != nil {
+		t.Fatalf("ListStores: %v", err)
+	}
+	kind := func(err error) string {
+		switch {
+		case err == nil:
+			return "readable"
+		case errors.Is(err, store.ErrIncompatible):
+			return "incompatible"
+		case errors.Is(err, store.ErrCorrupt):
+			return "corrupt"
+		}
+		return fmt.Sprintf("unexpected error %v", err)
+	}
+	got := map[string]string{}
+	var order []string
+	for _, e := range entries {
+		got[e.Info.Name] = kind(e.Err)
+		order = append(order, e.Info.Name)
+	}
+	want := map[string]string{readable: "readable", newer: "incompatible", damaged: "corrupt"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("ListStores: the stores and what is wrong with them (-want +got):\n%s", diff)
+	}
+	if !slices.IsSorted(order) {
+		t.Errorf("ListStores listed %q, not in name order", order)
+	}
+	for _, e := range entries {
+		switch e.Info.Name {
+		case readable:
+			if e.Info.Codec == "" || len(e.Info.Indexes) == 0 {
+				t.Errorf("ListStores: the readable store has Info %+v; want its whole Info", e.Info)
+			}
+		case newer:
+			if msg := e.Err.Error(); !strings.Contains(msg, newer) || !strings.Contains(msg, "format version 99") {
+				t.Errorf("ListStores: the newer store's error %q does not name the store and its version", msg)
+			}
+		}
+	}
+	first := newer
+	if damaged < newer {
+		first = damaged
+	}
+	if _, err := store.Stores(t.Context(), rawURL); err == nil || !strings.Contains(err.Error(), first) || kind(err) != want[first] {
+		t.Errorf("Stores: %v; want the error of %s, the first unreadable store", err, first)
+	}
 }
