@@ -81,18 +81,23 @@ const spaceCheckBytes = 4 << 20
 // the reserve. Where the platform does not tell the free space, nothing is
 // checked.
 func (sh *sharedDB) checkSpace(need int64) error {
-	if sh.cfg.minFree == 0 {
+	return checkFree(sh.dir, sh.cfg.minFree, need)
+}
+
+// checkFree is checkSpace for the database in dir, which keeps minFree.
+func checkFree(dir string, minFree, need int64) error {
+	if minFree == 0 {
 		return nil
 	}
-	free, ok, err := freeSpace(sh.dir)
+	free, ok, err := freeSpace(dir)
 	if err != nil {
-		return fmt.Errorf("check the free space of %s: %w", sh.dir, err)
+		return fmt.Errorf("check the free space of %s: %w", dir, err)
 	}
-	if !ok || free-need >= sh.cfg.minFree {
+	if !ok || free-need >= minFree {
 		return nil
 	}
 	return fmt.Errorf("%s free on the file system of %s, and badger keeps min_free=%s there (a badger write that finds the disk full ends the process); free some space or lower min_free: %w",
-		mib(free), sh.dir, mib(sh.cfg.minFree), syscall.ENOSPC)
+		mib(free), dir, mib(minFree), syscall.ENOSPC)
 }
 
 // mib formats n bytes in MiB.
@@ -326,6 +331,12 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 	// MkdirAll leaves existing directories alone and is subject to umask;
 	// the cache holds cluster objects (Secrets, maybe): owner only.
 	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	}
+	// Opening writes too: badger flushes the memtables it replays from its
+	// write-ahead logs to tables (through memory maps, see checkSpace),
+	// right after it opens, whatever the open is for.
+	if err := checkFree(dir, cfg.minFree, 0); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
 	deadline := time.Now().Add(lockTimeout)

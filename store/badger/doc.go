@@ -194,8 +194,12 @@
 //     flush, a compaction, a GC rewrite), fails with an error wrapping
 //     syscall.ENOSPC that says so, leaving the store as it was. The
 //     informer logs the failed commit and retries it until there is room.
-//     Writes of any size check again every 4 MiB they write. Drop is not
-//     checked: it frees space. The reserve cannot help when another
+//     Writes of any size check again every 4 MiB they write. Opening a
+//     database checks too, whatever the open is for (a store, a snapshot
+//     read): badger flushes the memtables it replays from its logs right
+//     after it opens. A read of a database on a full disk can pass
+//     min_free=0 in its URL, at that risk. Drop is not checked: it frees
+//     space. The reserve cannot help when another
 //     process fills the disk faster than badger uses the reserve, nor
 //     against a file size limit (RLIMIT_FSIZE), which statfs does not
 //     show: then badger asserts (log.Fatal) when it cannot create a

@@ -111,6 +111,44 @@ func TestMinFree(t *testing.T) {
 	}
 }
 
+// TestMinFreeAtOpen checks that opening a badger database, which flushes
+// the memtables it replays, needs min_free too: a store's open and a raw
+// read fail with an error wrapping ENOSPC that says what to do, and
+// min_free=0 in the URL opens anyway.
+func TestMinFreeAtOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	s, err := store.Open(t.Context(), "badger://"+dir+"?durability=nosync", podOptions(t, "pods", 0))
+	mustOK(t, "Open", err)
+	mustOK(t, "Add", s.Add(newPod(1, "1", "web")))
+	mustOK(t, "Close", s.Close())
+
+	f := newFakeFree(t, DefaultMinFree-1)
+	url := "badger://" + dir + "?durability=nosync"
+	if s, err := store.Open(t.Context(), url, podOptions(t, "pods", 0)); !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "min_free=128.0Mi") || !strings.Contains(err.Error(), dir) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("Open with too little free space: %v; want ENOSPC naming min_free and the directory", err)
+	}
+	if _, err := store.Stores(t.Context(), url); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Stores with too little free space: %v; want ENOSPC", err)
+	}
+	if f.checks.Load() == 0 {
+		t.Error("no free-space check")
+	}
+	infos, err := store.Stores(t.Context(), url+"&min_free=0")
+	if err != nil || len(infos) != 1 {
+		t.Errorf("Stores with min_free=0: %v, %v; want the one store", infos, err)
+	}
+	f.free.Store(DefaultMinFree)
+	s, err = store.Open(t.Context(), url, podOptions(t, "pods", 0))
+	mustOK(t, "Open with min_free free", err)
+	if got := len(s.List()); got != 1 {
+		t.Errorf("reopened with room: %d objects, want 1", got)
+	}
+	mustOK(t, "Close", s.Close())
+}
+
 // TestMinFreeParam checks that min_free takes Kubernetes quantities and
 // refuses anything else, in Open and in the raw driver.
 func TestMinFreeParam(t *testing.T) {
