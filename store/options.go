@@ -44,7 +44,12 @@ type Options struct {
 
 	// Indexers are the indexes kept from the start. A persistent store whose
 	// recorded index set differs rebuilds its index entries from the stored
-	// objects when it is opened.
+	// objects when it is opened. Index sets are recorded by name: a store
+	// that decodes every object when it opens (every backend's default
+	// mode) also finds a function that computes something else under the
+	// same name, and stores the new values; the bounded mode (CacheSize > 0)
+	// trusts the values it stored, so give an index a new name when its
+	// function changes.
 	Indexers cache.Indexers
 
 	// Scope is an opaque fingerprint of what the store caches (cluster,

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"sync"
 
+	"k8s.io/klog/v2"
+
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
@@ -139,8 +141,9 @@ type defaultStore struct {
 	sp *space
 }
 
-// load decodes every object of sp into a cache over set, with its stored
-// index values, or, when rebuild, with values computed by set and persisted.
+// load decodes every object of sp into a cache over set, with the index
+// values set's functions compute, and persists those values when rebuild,
+// or when they differ from the stored ones (see indexer.ValueCheck).
 // Decoding is most of a resume's cost (about 11 us per Pod), so one
 // goroutine per CPU decodes while this one reads badger.
 func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexSet, rebuild bool) (*indexer.Cache, error) {
@@ -152,6 +155,7 @@ func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexS
 		}
 	}
 	c := indexer.NewCache(set)
+	check := indexer.NewValueCheck(set)
 	type record struct {
 		key, suffix string
 		data        []byte
@@ -197,9 +201,16 @@ func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexS
 				computed[r.key] = v
 				mu.Unlock()
 			} else if set.Len() > 0 {
-				var ok bool
-				if v, ok = vals[r.suffix]; !ok {
+				stored, ok := vals[r.suffix]
+				if !ok {
 					return sp.corrupt(fmt.Sprintf("object %q has no index values", r.key), errBadRecord)
+				}
+				if v, err = check.Values(r.key, obj, stored); err != nil {
+					if errors.Is(err, store.ErrInvalid) {
+						// An index function that fails on a stored object.
+						return fmt.Errorf("store: open %s in %s: %w", sp.name, sp.where(), err)
+					}
+					return sp.corrupt("read index values", err)
 				}
 			}
 			ps[i] = indexer.Prepared{Type: store.OpPut, Key: r.key, Object: obj, Values: v}
@@ -254,6 +265,19 @@ func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexS
 	if rebuild {
 		if err := sp.reindex(ctx, set.Names(), computed, false); err != nil {
 			return nil, fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
+		}
+	}
+	if stale := check.Stale(); stale != nil {
+		// An index function changed under the same name: store what the
+		// cache now serves.
+		klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
+			"store", sp.name, "dir", sp.sh.dir, "indexes", stale)
+		computed = make(map[string][][]string, c.Len())
+		for _, key := range c.ListKeys() {
+			computed[key], _ = c.IndexValues(key)
+		}
+		if err := sp.reindex(ctx, set.Names(), computed, false); err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: store the index values of changed index functions: %w", sp.name, sp.where(), err)
 		}
 	}
 	return c, nil

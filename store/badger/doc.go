@@ -54,7 +54,14 @@
 // generation is garbage deleted on the next open. A scope change (Info.Reset)
 // switches to an empty generation the same way, and an index-set change
 // rebuilds the value records (and entries, in bounded mode) into a new
-// generation from the stored objects.
+// generation from the stored objects. The default mode, which decodes every
+// object when it opens, runs the index functions on them; if their values
+// differ from the stored ones (a function changed under the same name, in a
+// new build), it logs so and rebuilds the value records the same way
+// (indexer.ValueCheck). The bounded mode, which decodes nothing when it
+// opens, tells index sets apart by their names only: give an index a new
+// name when its function computes something else, or open the store once in
+// the default mode.
 //
 // A Commit that does not fit one badger transaction therefore costs as much
 // as the whole store. Stores implement store.BatchLimiter: MaxBatchOps is a

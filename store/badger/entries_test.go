@@ -585,3 +585,35 @@ func TestListStoresNamesUnreadable(t *testing.T) {
 
 	storetest.CheckUnreadableListed(t, rawURL(dir).String(), "a-readable-store", "b-newer", "c-damaged")
 }
+
+// TestChangedIndexFunctionStored opens, in the default mode, a store whose
+// app index function computes something else under the same name: the
+// store serves the new values and stores them, so that the bounded mode,
+// which trusts the stored values, serves the same afterwards.
+func TestChangedIndexFunctionStored(t *testing.T) {
+	dir := t.TempDir()
+	s := openMode(t, dir, false)
+	mutate(t, s, 0)
+	mustOK(t, "Close", s.Close())
+	v2 := func(cacheSize int) *store.Options {
+		o := podOptions(t, "pods", cacheSize)
+		o.Indexers["app"] = func(obj interface{}) ([]string, error) {
+			return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
+		}
+		return o
+	}
+	s, err := open(t.Context(), dir, v2(0), smallConfig())
+	mustOK(t, "open with the new function", err)
+	checkAllIndexReads(t, s)
+	if keys, err := s.IndexKeys("app", "v2-app-1"); err != nil || len(keys) == 0 {
+		t.Errorf("default mode: IndexKeys(app, v2-app-1) = %q, %v; want the objects under the new function", keys, err)
+	}
+	mustOK(t, "Close", s.Close())
+	if st := readRaw(t, dir, "pods"); !st.implied[triple("app", "v2-app-1", "ns-1/pod-000001")] {
+		t.Error("the stored value records do not hold the new function's values")
+	}
+	s, err = open(t.Context(), dir, v2(3), smallConfig())
+	mustOK(t, "open bounded with the new function", err)
+	defer s.Close()
+	checkAllIndexReads(t, s)
+}

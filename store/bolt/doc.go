@@ -23,8 +23,11 @@
 //
 // In the default mode, reads are served from decoded objects in memory, as
 // fast as client-go's indexer, and opening a store decodes every object (in
-// parallel). Its indexes are in memory too, loaded at open from the index
-// values persisted with each object, without running index functions. In
+// parallel). Its indexes are in memory too, built at open from what the
+// index functions compute on the decoded objects; where that differs from
+// the index values persisted with each object (an index function that
+// changed under the same name, in a new build), the open logs it and
+// persists the new values (indexer.ValueCheck). In
 // the bounded mode (Options.CacheSize or cache=N), at most N recently used
 // objects stay decoded; Get decodes the others from the file, and ByIndex,
 // IndexKeys and ListIndexFuncValues read index entries persisted in the file
@@ -169,7 +172,11 @@
 // On reopen, a store opened with a different Options.Scope is emptied and
 // loses its resume point (Info().Reset says why); one opened with a
 // different index set recomputes its index values (and entries, in the
-// bounded mode) from the stored objects.
+// bounded mode) from the stored objects. The bounded mode, which does not
+// decode every object when it opens, tells index sets apart by their names
+// only: give an index a new name when its function computes something
+// else, or open the store once in the default mode, which stores the new
+// values.
 //
 // # Caveats
 //

@@ -307,3 +307,41 @@ func rawFileState(t *testing.T, path string) map[string]string {
 	})
 	return out
 }
+
+// TestChangedIndexFunctionStored opens, in the default mode, a store whose
+// app index function computes something else under the same name: the
+// store serves the new values and stores them, so that the bounded mode,
+// which trusts the stored values, serves the same afterwards.
+func TestChangedIndexFunctionStored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pods.db")
+	s := openFivePods(t, path)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	v2 := func(cacheSize int) store.Options {
+		o := entriesOptions(t, cacheSize)
+		o.Indexers["app"] = func(obj interface{}) ([]string, error) {
+			return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
+		}
+		return o
+	}
+	s, err := open(t.Context(), path, v2(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := indexView(t, s)
+	if keys := got["app"]["v2-app0"]; !slices.Equal(keys, []string{"ns0/p0", "ns1/p3"}) {
+		t.Errorf("default mode: IndexKeys(app, v2-app0) = %q under the new function; want [ns0/p0 ns1/p3]", keys)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = open(t.Context(), path, v2(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if diff := cmp.Diff(got, indexView(t, s)); diff != "" {
+		t.Errorf("the bounded mode after the default mode's open (-default +bounded):\n%s", diff)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -22,8 +23,11 @@ import (
 func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
 	var c *indexer.Cache
 	rv, reset, err := prepareStore(f, o, set, func() (err error) {
-		c, err = load(f, o, set)
-		return err
+		var stale []string
+		if c, stale, err = load(f, o, set); err != nil || stale == nil {
+			return err
+		}
+		return rewriteValues(f, o, set, c, stale)
 	})
 	if err != nil {
 		return nil, err
@@ -53,18 +57,21 @@ type loaded struct {
 	data []byte
 }
 
-// load decodes every object of the store and its index values into a new
-// Cache. Decoding dominates (about 11 us per Pod with protobuf), so it runs
-// on every CPU; the data is read straight from the memory map inside one
-// read transaction, as codecs never retain their input.
+// load decodes every object of the store into a new Cache, with the index
+// values set's functions compute (see indexer.ValueCheck), and describes
+// the indexes whose stored values differ (stale; nil if none). Decoding
+// dominates (about 11 us per Pod with protobuf), so it runs on every CPU;
+// the data is read straight from the memory map inside one read
+// transaction, as codecs never retain their input.
 //
 // It joins keys/ and objects/: the key records, ordered by sequence number,
 // walk objects/ in its order (sequential pages). A record without its
 // object, or an object without a record, is ErrCorrupt.
-func load(f *file, o store.Options, set *indexer.IndexSet) (*indexer.Cache, error) {
-	c := indexer.NewCache(set)
+func load(f *file, o store.Options, set *indexer.IndexSet) (c *indexer.Cache, stale []string, err error) {
+	c = indexer.NewCache(set)
+	check := indexer.NewValueCheck(set)
 	var ps []indexer.Prepared
-	err := guard(func() error {
+	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
 			b, err := storeBuckets(tx, o.Name)
 			if err != nil {
@@ -77,15 +84,38 @@ func load(f *file, o store.Options, set *indexer.IndexSet) (*indexer.Cache, erro
 			if err != nil {
 				return err
 			}
-			ps, err = decodeAll(items, o.Codec, set.Len())
+			ps, err = decodeAll(items, o.Codec, check, set.Len())
 			return err
 		})
 	})
 	if err != nil {
-		return nil, fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
+		if errors.Is(err, store.ErrInvalid) {
+			// An index function that fails on a stored object.
+			return nil, nil, fmt.Errorf("store: open %s in %s: %w", o.Name, f.path, err)
+		}
+		return nil, nil, fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
 	}
 	c.Replace(ps)
-	return c, nil
+	return c, check.Stale(), nil
+}
+
+// rewriteValues stores the index values of every object of c, which load
+// computed, when the stored ones differed (stale): one transaction, which
+// leaves the store's metadata as it is.
+func rewriteValues(f *file, o store.Options, set *indexer.IndexSet, c *indexer.Cache, stale []string) error {
+	klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
+		"store", o.Name, "path", f.path, "indexes", stale)
+	err := updateStore(f, o.Name, func(b *buckets) error {
+		m, err := getMeta(b)
+		if err != nil {
+			return err
+		}
+		return rebuildIndexes(b, set, o.Codec, c.Get, m)
+	})
+	if err != nil {
+		return fmt.Errorf("store: open %s in %s: store the index values of changed index functions: %w", o.Name, f.path, err)
+	}
+	return nil
 }
 
 // joinRecords returns every key record of b with its object, in sequence
@@ -146,7 +176,7 @@ func joinRecords(b *buckets) ([]loaded, error) {
 func compareLoaded(a, b loaded) int { return cmp.Compare(a.seq, b.seq) }
 
 // decodeAll decodes items in parallel.
-func decodeAll(items []loaded, codec store.Codec, nindexes int) ([]indexer.Prepared, error) {
+func decodeAll(items []loaded, codec store.Codec, check *indexer.ValueCheck, nindexes int) ([]indexer.Prepared, error) {
 	ps := make([]indexer.Prepared, len(items))
 	workers := min(runtime.GOMAXPROCS(0), len(items)/256+1)
 	var (
@@ -177,6 +207,11 @@ func decodeAll(items []loaded, codec store.Codec, nindexes int) ([]indexer.Prepa
 					obj, err := codec.Decode(it.data)
 					if err != nil {
 						return fmt.Errorf("object %q: %w", key, err)
+					}
+					if nindexes > 0 {
+						if vals, err = check.Values(key, obj, vals); err != nil {
+							return err
+						}
 					}
 					ps[i] = indexer.Prepared{Type: store.OpPut, Key: key, Object: obj, Values: vals}
 				}

@@ -19,6 +19,7 @@ var _ = addRules(
 	rule{name: "Restart/Types", persistent: true, contract: "restart: unstructured objects (int64 numbers kept) and plain structs with a custom key function decode as stored", fn: testRestartTypes},
 	rule{name: "Restart/UnusualKeysAndLarge", persistent: true, contract: "restart: unusual keys and index values, and 1 MiB objects survive", fn: testRestartUnusual},
 	rule{name: "Restart/IndexSetChange", persistent: true, contract: "restart: reopening with another index set rebuilds the indexes (new ones queryable, removed ones gone) and keeps objects and resume point", fn: testRestartIndexSetChange},
+	rule{name: "Restart/IndexFuncChange", persistent: true, decodesAll: true, contract: "restart: reopening with an index function that computes something else under the same name serves, and keeps, the new function's values (invariant 7)", fn: testRestartIndexFuncChange},
 	rule{name: "Restart/Incompatible", persistent: true, contract: "restart: reopening with another codec, object type or key function fails with ErrIncompatible and destroys nothing", fn: testRestartIncompatible},
 	rule{name: "Restart/ScopeChange", persistent: true, contract: "restart: reopening with another Scope gives an empty store with no resume point and Info().Reset saying why", fn: testRestartScopeChange},
 	rule{name: "Restart/TwoNames", persistent: true, contract: "database: two stores with different Names in one database are independent, each with its own resume point", fn: testRestartTwoNames},
@@ -181,6 +182,48 @@ func testRestartIndexSetChange(t *testing.T, h *harness) {
 	}
 	if _, err := s.ByIndex("zone", "east"); err == nil {
 		t.Error("the removed index zone is still queryable")
+	}
+	CheckIndexes(t, s)
+}
+
+// testRestartIndexFuncChange reopens a store with the app index computing
+// the zone label instead: what a controller upgrade that fixes an index
+// function, keeping its name, does. Index values stored with the objects
+// must not be trusted then.
+func testRestartIndexFuncChange(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "3", Ops: []store.Op{
+		{Type: store.OpPut, Object: newPod("ns", "a", "1", "app=web", "zone=east")},
+		{Type: store.OpPut, Object: newPod("ns", "b", "2", "app=db", "zone=west")},
+		{Type: store.OpPut, Object: newPod("ns", "c", "3", "zone=east")},
+	}}))
+	before := contents(t, s)
+
+	changed := podOptions(t, "pods")
+	changed.Indexers[idxApp] = labelIndex("zone")
+	s = h.reopen(t, s, u, changed)
+	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
+		t.Errorf("objects after an index function change (-before +after):\n%s", diff)
+	}
+	checkRV(t, s, "3")
+	if diff := cmp.Diff([]string{"ns/a", "ns/c"}, indexKeys(t, s, idxApp, "east")); diff != "" {
+		t.Errorf("IndexKeys(app, east) under the new function (-want +got):\n%s", diff)
+	}
+	if keys := indexKeys(t, s, idxApp, "web"); len(keys) != 0 {
+		t.Errorf("IndexKeys(app, web) = %q: the old function's values are still served", keys)
+	}
+	CheckIndexes(t, s)
+	// Writes after the change move the new values, and a restart keeps
+	// them.
+	mustOK(t, "Update", s.Update(newPod("ns", "a", "4", "app=web", "zone=west")))
+	mustOK(t, "Delete", s.Delete(newPod("ns", "c", "", "")))
+	s = h.reopen(t, s, u, changed)
+	if diff := cmp.Diff([]string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, "west")); diff != "" {
+		t.Errorf("IndexKeys(app, west) after writes and a restart (-want +got):\n%s", diff)
+	}
+	if keys := indexKeys(t, s, idxApp, "east"); len(keys) != 0 {
+		t.Errorf("IndexKeys(app, east) after writes and a restart = %q; want none", keys)
 	}
 	CheckIndexes(t, s)
 }

@@ -1,0 +1,77 @@
+package indexer
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// ValueCheck compares, while a persistent store loads, the index values
+// stored with each object against what the index functions compute now.
+//
+// A store records its index set by name, so a new build whose index
+// function computes something else under the same name (a fixed bug, a new
+// rule) looks unchanged: trusting the stored values would then serve the
+// old function's results, for every object until it changes, which breaks
+// DESIGN invariant 7 without a sign. A store that decodes every object when
+// it opens (the default mode of bolt and badger) runs the functions on each
+// object it decoded, a small cost next to the decode, serves what they
+// compute, and rewrites the stored values if any differed (Stale).
+//
+// A ValueCheck is safe for concurrent use by a store's decoding workers.
+type ValueCheck struct {
+	set *IndexSet
+
+	mu    sync.Mutex
+	stale map[string]int // index name -> objects whose values differ
+}
+
+// NewValueCheck returns a check against the functions of set.
+func NewValueCheck(set *IndexSet) *ValueCheck {
+	return &ValueCheck{set: set}
+}
+
+// Values returns the index values of obj, stored under key with stored
+// (aligned with the set's names), computed by the set's functions, and
+// notes each index whose stored values differ. A function that fails on obj
+// fails it, as it would fail the write of obj: the error names the index
+// and the key and wraps store.ErrInvalid.
+func (v *ValueCheck) Values(key string, obj interface{}, stored [][]string) ([][]string, error) {
+	now, err := v.set.Values(key, obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(stored) != len(now) {
+		return nil, fmt.Errorf("indexer: index values of %q: %d stored for %d indexes: %w", key, len(stored), len(now), store.ErrCorrupt)
+	}
+	for i := range now {
+		// nil and empty are the same: no value.
+		if slices.Equal(stored[i], now[i]) {
+			continue
+		}
+		v.mu.Lock()
+		if v.stale == nil {
+			v.stale = map[string]int{}
+		}
+		v.stale[v.set.names[i]]++
+		v.mu.Unlock()
+	}
+	return now, nil
+}
+
+// Stale describes the indexes whose stored values differed from the
+// functions' for at least one object, in name order, each with the number
+// of objects ("app (12 objects)"), or returns nil if none did.
+func (v *ValueCheck) Stale() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for _, name := range v.set.names {
+		if n := v.stale[name]; n > 0 {
+			out = append(out, fmt.Sprintf("%s (%d objects)", name, n))
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package indexer_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// TestValueCheck checks what a loading store learns from a ValueCheck: the
+// values the functions compute now, whatever was stored; which indexes
+// differed, and for how many objects, counted across concurrent workers;
+// nil and empty as the same; and the errors of a failing function and of a
+// stored record of the wrong length.
+func TestValueCheck(t *testing.T) {
+	set := mustIndexSet(t, cache.Indexers{
+		"app":                indexer.LabelIndexFunc("app"),
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		"none":               func(interface{}) ([]string, error) { return nil, nil },
+	})
+	// Names in order: app, namespace, none.
+	check := indexer.NewValueCheck(set)
+	got, err := check.Values("ns/a", pod("ns", "a", "app=web"), [][]string{{"web"}, {"ns"}, {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"web"}, {"ns"}, nil}, got); diff != "" {
+		t.Errorf("Values of an object stored right (-want +got):\n%s", diff)
+	}
+	if s := check.Stale(); s != nil {
+		t.Errorf("Stale after values that agree = %q; want nil", s)
+	}
+
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			// The app index stored "db", the function says "web"; every
+			// other object also had its namespace wrong.
+			stored := [][]string{{"db"}, {"ns"}, nil}
+			if i%2 == 0 {
+				stored[1] = []string{"old"}
+			}
+			got, err := check.Values("ns/b", pod("ns", "b", "app=web"), stored)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if diff := cmp.Diff([][]string{{"web"}, {"ns"}, nil}, got); diff != "" {
+				t.Errorf("Values of an object stored under another function (-want +got):\n%s", diff)
+			}
+		})
+	}
+	wg.Wait()
+	if diff := cmp.Diff([]string{"app (20 objects)", "namespace (10 objects)"}, check.Stale()); diff != "" {
+		t.Errorf("Stale (-want +got):\n%s", diff)
+	}
+
+	failing := indexer.NewValueCheck(mustIndexSet(t, cache.Indexers{"fail": failIndex}))
+	if _, err := failing.Values("ns/f", pod("ns", "f", "fail=yes"), [][]string{nil}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("Values with a failing index function: %v; want ErrInvalid", err)
+	}
+	if _, err := check.Values("ns/a", pod("ns", "a"), [][]string{{"web"}}); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("Values with one stored value list for three indexes: %v; want ErrCorrupt", err)
+	}
+}
