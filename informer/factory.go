@@ -70,7 +70,12 @@ type FactoryOptions struct {
 	// Store is the template of every store's options (Durability,
 	// LockTimeout, CacheSize, Indexers...). The factory sets Name (the
 	// resource, "core/v1/configmaps"), Codec (chosen for the resource's
-	// type), and Scope (cluster, resource, namespace and selectors).
+	// type), and Scope (cluster, resource, namespace and selectors, and
+	// Store.Scope if set). Store.Scope is the caller's part of every
+	// store's scope: a change relists every store into an empty one. Put
+	// in it what changes the stored objects but that no store can see,
+	// such as a version of Informer.Transform: objects stored by one
+	// transform are not transformed again by the next.
 	Store store.Options
 }
 
@@ -392,8 +397,14 @@ func (f *Factory) scope(key factoryKey, namespaced bool) string {
 	if namespaced {
 		ns = f.opts.Namespace
 	}
-	return fmt.Sprintf("cluster=%s;resource=%s;namespace=%s;labels=%s;fields=%s",
+	scope := fmt.Sprintf("cluster=%s;resource=%s;namespace=%s;labels=%s;fields=%s",
 		f.cluster, key.kind.storeName(key.gvr), ns, f.opts.LabelSelector, f.opts.FieldSelector)
+	if f.opts.Store.Scope != "" {
+		// Last, and only when set: scopes recorded before this part
+		// existed stay equal.
+		scope += ";scope=" + f.opts.Store.Scope
+	}
+	return scope
 }
 
 func (f *Factory) tweak(o *metav1.ListOptions) {

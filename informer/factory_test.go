@@ -284,3 +284,56 @@ func TestFactoryEncryption(t *testing.T) {
 		t.Errorf("open the encrypted store without encryption: %v, want ErrIncompatible", err)
 	}
 }
+
+// TestFactoryCallerScope checks FactoryOptions.Store.Scope, the caller's
+// part of every store's scope: the same part reopens the store as it was,
+// another one empties it (Info().Reset), and without one the scope is what
+// it was before the caller's part existed.
+func TestFactoryCallerScope(t *testing.T) {
+	ctx := t.Context()
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	client, _ := fakeClientset()
+	openInfo := func(callerScope string) store.Info {
+		t.Helper()
+		f, err := NewFactory(ctx, dbURL, client, &FactoryOptions{
+			Namespace: "a",
+			Informer:  testOptions(),
+			Store:     store.Options{Durability: store.DurabilityNoSync, Scope: callerScope},
+		})
+		if err != nil {
+			t.Fatalf("NewFactory: %v", err)
+		}
+		defer func() {
+			if err := f.Shutdown(); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+		}()
+		inf, err := f.InformerFor(ctx, configMapsGVR)
+		if err != nil {
+			t.Fatalf("InformerFor: %v", err)
+		}
+		// A resume point, so that a reset shows.
+		inf.Store().Bookmark("5")
+		return inf.Store().Info()
+	}
+	plain := openInfo("")
+	if strings.Contains(plain.Scope, "scope=") {
+		t.Errorf("scope without the caller's part = %q; want no scope= component", plain.Scope)
+	}
+	for _, tc := range []struct {
+		scope     string
+		wantReset bool
+	}{
+		{"transform-v1", true}, // another scope than the plain one
+		{"transform-v1", false},
+		{"transform-v2", true},
+	} {
+		info := openInfo(tc.scope)
+		if !strings.HasSuffix(info.Scope, ";scope="+tc.scope) {
+			t.Errorf("scope %q does not end in the caller's part %q", info.Scope, tc.scope)
+		}
+		if got := info.Reset != ""; got != tc.wantReset {
+			t.Errorf("reopened with caller scope %q: reset %q; want a reset %v", tc.scope, info.Reset, tc.wantReset)
+		}
+	}
+}

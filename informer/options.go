@@ -104,7 +104,12 @@ type Options struct {
 	// overrides it). The resourceVersion of each event is read before it
 	// runs, so a transform that strips metadata cannot break resumption.
 	// Objects replayed from the store at start were transformed when they
-	// were stored and are not transformed again. Default nil.
+	// were stored and are not transformed again: a build whose transform
+	// keeps or drops other fields serves the stored objects as the old
+	// transform left them until they change. Name the transform's version
+	// in the store's Scope (store.Options.Scope; FactoryOptions.Store.Scope
+	// for a Factory or an InformerConstructor), so that a change relists.
+	// Default nil.
 	Transform cache.TransformFunc
 
 	// WatchErrorHandler, if set, is called whenever the list or watch fails,
