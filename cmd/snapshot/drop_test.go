@@ -171,8 +171,8 @@ func TestDropRefusals(t *testing.T) {
 }
 
 // TestDropUnreadableStore checks the way out of a store this build cannot
-// read: it hides every store from status (exit 3), and drop removes it and
-// leaves the other store as it was. Its name is checked with the others:
+// read: status names it (exit 3) and still describes the other store, and
+// drop removes it and leaves the other store as it was. Its name is checked with the others:
 // with a missing name beside it, nothing is dropped.
 func TestDropUnreadableStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
@@ -202,20 +202,24 @@ func TestDropUnreadableStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := cli(t, "status", url); code != exitCorrupt || !strings.Contains(stderr, "format version 99") {
-		t.Fatalf("status with an unreadable store: exit %d (%s); want %d naming its format version", code, stderr, exitCorrupt)
+	code, out, stderr := cli(t, "status", url)
+	if code != exitCorrupt || !strings.Contains(stderr, "format version 99") || !strings.Contains(stderr, oldName) {
+		t.Fatalf("status with an unreadable store: exit %d (%s); want %d naming the store and its format version", code, stderr, exitCorrupt)
+	}
+	if !strings.Contains(out, podsName) || strings.Contains(out, oldName) {
+		t.Errorf("status with an unreadable store printed %q; want the readable store %s described, and only it", out, podsName)
 	}
 
 	// Every name is checked first, the unreadable store's too: with a
 	// missing one, nothing is dropped.
-	code, _, stderr := cli(t, "drop", url, "--store", oldName, "--store", "v1/typo")
+	code, _, stderr = cli(t, "drop", url, "--store", oldName, "--store", "v1/typo")
 	if code != exitError || !strings.Contains(stderr, "v1/typo") || !strings.Contains(stderr, "nothing dropped") {
 		t.Errorf("drop of the unreadable store and a missing name: exit %d (%s); want %d naming the missing one", code, stderr, exitError)
 	}
 	if code, _, stderr := cli(t, "status", url); code != exitCorrupt || !strings.Contains(stderr, "format version 99") {
 		t.Fatalf("status after the refused drop: exit %d (%s); want the unreadable store still there (exit %d)", code, stderr, exitCorrupt)
 	}
-	code, out, stderr := cli(t, "drop", url, "--store", oldName)
+	code, out, stderr = cli(t, "drop", url, "--store", oldName)
 	if code != exitOK {
 		t.Fatalf("drop of the unreadable store: exit %d: %s", code, stderr)
 	}

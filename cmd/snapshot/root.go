@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -173,7 +174,9 @@ func newStatus(g *globals) *cobra.Command {
 		Short: "Describe the stores of a snapshot file or a database",
 		Long: `status prints per store the object count, resume point, index names, type,
 codec, scope, bytes and a content hash that is the same for the same objects in
-any backend or file. A file is verified on the way.`,
+any backend or file. A file is verified on the way. A store of a database that
+this build cannot read (another format version, damaged metadata) is named in
+the error, and the others are still described (exit 3).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := checkFormat(format); err != nil {
@@ -186,10 +189,15 @@ any backend or file. A file is verified on the way.`,
 			p := newProgress(cmd, g, "status")
 			m, err := snapshot.Status(cmd.Context(), target, p.report)
 			p.done()
-			if err != nil {
+			if m == nil {
 				return err
 			}
-			return printManifest(cmd.OutOrStdout(), format, m)
+			// With stores that cannot be read, the others are still
+			// described, and the error (exit 3) names the rest.
+			if perr := printManifest(cmd.OutOrStdout(), format, m); perr != nil {
+				return errors.Join(err, perr)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&format, "write-out", "w", "simple", "output format: simple, json or table")

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -21,12 +22,33 @@ func IsURL(target string) bool { return strings.Contains(target, "://") }
 // identity, resume point, object count, bytes and content hash. A file is
 // verified as by Read; a database is read one consistent view per store.
 // progress may be nil.
+//
+// A store of a database that this build cannot read (another format
+// version, damaged metadata; see store.ListStores) does not hide the
+// others: Status describes those it can read and returns, with that
+// manifest, an error naming each store it cannot, which wraps their
+// store.ErrIncompatible or store.ErrCorrupt.
 func Status(ctx context.Context, target string, progress func(Progress)) (*Manifest, error) {
 	if !IsURL(target) {
 		return Read(ctx, target, nil)
 	}
+	entries, err := ListStores(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		infos      []store.Info
+		unreadable []error
+	)
+	for _, e := range entries {
+		if e.Err != nil {
+			unreadable = append(unreadable, e.Err)
+			continue
+		}
+		infos = append(infos, e.Info)
+	}
 	m := &Manifest{Source: redact(target)}
-	err := eachStore(ctx, target, "status", progress, func(info store.Info, h *hasher) error {
+	err = eachStoreOf(ctx, target, infos, "status", progress, func(info store.Info, h *hasher) error {
 		m.Stores = append(m.Stores, h.header(info))
 		return nil
 	})
@@ -34,6 +56,10 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 		return nil, err
 	}
 	m.Size = diskSize(target)
+	if unreadable != nil {
+		return m, fmt.Errorf("snapshot: status %s: %d of %d stores cannot be read (the manifest describes the others): %w",
+			redact(target), len(unreadable), len(entries), errors.Join(unreadable...))
+	}
 	return m, nil
 }
 
@@ -44,6 +70,11 @@ func eachStore(ctx context.Context, rawURL, op string, progress func(Progress), 
 	if err != nil {
 		return fmt.Errorf("snapshot: %s %s: %w", op, redact(rawURL), err)
 	}
+	return eachStoreOf(ctx, rawURL, infos, op, progress, done)
+}
+
+// eachStoreOf is eachStore over the stores infos of the database at rawURL.
+func eachStoreOf(ctx context.Context, rawURL string, infos []store.Info, op string, progress func(Progress), done func(store.Info, *hasher) error) error {
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
 	var n int64
 	for _, si := range infos {
