@@ -48,7 +48,7 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 		infos = append(infos, e.Info)
 	}
 	m := &Manifest{Source: redact(target)}
-	err = eachStoreOf(ctx, target, infos, "status", progress, func(info store.Info, h *hasher) error {
+	err = eachStore(ctx, target, infos, "status", progress, func(info store.Info, h *hasher) error {
 		m.Stores = append(m.Stores, h.header(info))
 		return nil
 	})
@@ -63,18 +63,9 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 	return m, nil
 }
 
-// eachStore exports every store of the database at rawURL, feeding each
-// record to a hasher, then calls done.
-func eachStore(ctx context.Context, rawURL, op string, progress func(Progress), done func(store.Info, *hasher) error) error {
-	infos, err := storesOf(ctx, rawURL)
-	if err != nil {
-		return fmt.Errorf("snapshot: %s %s: %w", op, redact(rawURL), err)
-	}
-	return eachStoreOf(ctx, rawURL, infos, op, progress, done)
-}
-
-// eachStoreOf is eachStore over the stores infos of the database at rawURL.
-func eachStoreOf(ctx context.Context, rawURL string, infos []store.Info, op string, progress func(Progress), done func(store.Info, *hasher) error) error {
+// eachStore exports the stores infos of the database at rawURL, feeding
+// each record to a hasher, then calls done.
+func eachStore(ctx context.Context, rawURL string, infos []store.Info, op string, progress func(Progress), done func(store.Info, *hasher) error) error {
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
 	var n int64
 	for _, si := range infos {
