@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -235,29 +236,46 @@ func parseObj(suffix, value []byte) (string, []byte, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("object key %q: %w", suffix, err)
 	}
+	if !namesHashed(suffix, key) {
+		return "", nil, fmt.Errorf("object key %q: the key in the value has another digest: %w", suffix, errBadRecord)
+	}
 	return key, data, nil
+}
+
+// namesHashed reports whether b starts with the hashed component of s.
+func namesHashed(b []byte, s string) bool {
+	sum := sha256.Sum256([]byte(s))
+	return len(b) >= 1+sha256.Size && b[0] == compHashed && bytes.Equal(b[1:1+sha256.Size], sum[:])
 }
 
 // parseEntry returns the index value and object key of an index entry from
 // its key suffix (after the index prefix) and value.
 func parseEntry(suffix, value []byte) (string, string, error) {
-	v, hv, rest, err := readComp(suffix)
+	v, hv, keyComp, err := readComp(suffix)
 	if err != nil {
 		return "", "", err
 	}
-	key, hk, rest, err := readComp(rest)
+	key, hk, rest, err := readComp(keyComp)
 	if err != nil || len(rest) != 0 {
 		return "", "", errBadRecord
 	}
-	if hv || hk {
-		if v, value, err = readLP(value); err != nil {
-			return "", "", err
-		}
-		if key, _, err = readLP(value); err != nil {
-			return "", "", err
-		}
+	if !hv && !hk {
+		return v, key, nil
 	}
-	return v, key, nil
+	// The value holds both parts, whole; each must be the one the key
+	// names, inline or by its digest.
+	fullV, value, err := readLP(value)
+	if err != nil {
+		return "", "", err
+	}
+	fullKey, value, err := readLP(value)
+	if err != nil || len(value) != 0 {
+		return "", "", errBadRecord
+	}
+	if hv && !namesHashed(suffix, fullV) || !hv && fullV != v || hk && !namesHashed(keyComp, fullKey) || !hk && fullKey != key {
+		return "", "", fmt.Errorf("index entry: the value names other parts than the key: %w", errBadRecord)
+	}
+	return fullV, fullKey, nil
 }
 
 var errBadRecord = errors.New("malformed record")

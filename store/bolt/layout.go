@@ -314,9 +314,9 @@ func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, val
 		if err != nil {
 			return fmt.Errorf("object %q: %w", shorten(string(k)), err)
 		}
-		key := string(k)
-		if isDigest(k) {
-			key = long
+		key, err := keyOf(k, long)
+		if err != nil {
+			return err
 		}
 		if err := fn(key, seq, vals); err != nil {
 			return err
@@ -605,7 +605,24 @@ func recordKey(k, rec []byte) (string, error) {
 		return "", fmt.Errorf("malformed key record of long key %q...: %w", k[:64], store.ErrCorrupt)
 	}
 	key, _, err := decodeRecordKey(rec[seqLen:])
-	return key, err
+	if err != nil {
+		return "", err
+	}
+	return keyOf(k, key)
+}
+
+// keyOf returns the object key that the keys/ bucket's key k stands for,
+// given the full key its record holds (decodeKeyRecord's fullKey, which
+// only a digest has). A digest whose record holds a key of another digest
+// is ErrCorrupt: read as it is, the record would be another object's.
+func keyOf(k []byte, fullKey string) (string, error) {
+	if !isDigest(k) {
+		return string(k), nil
+	}
+	if !bytes.Equal(boltKey(fullKey), k) {
+		return "", fmt.Errorf("key record of long key %q...: the key it holds has another digest: %w", k[:64], store.ErrCorrupt)
+	}
+	return fullKey, nil
 }
 
 // recordIdentity returns the object key and sequence number of the key

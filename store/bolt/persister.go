@@ -196,13 +196,13 @@ func decodeAll(items []loaded, codec store.Codec, check *indexer.ValueCheck, nin
 			err := guard(func() error {
 				for i := lo; i < hi; i++ {
 					it := &items[i]
-					key := string(it.key)
 					_, long, vals, err := decodeKeyRecord(it.rec, nindexes)
 					if err != nil {
-						return fmt.Errorf("object %q: %w", shorten(key), err)
+						return fmt.Errorf("object %q: %w", shorten(string(it.key)), err)
 					}
-					if isDigest(it.key) {
-						key = long
+					key, err := keyOf(it.key, long)
+					if err != nil {
+						return err
 					}
 					obj, err := codec.Decode(it.data)
 					if err != nil {

@@ -1,0 +1,73 @@
+package bolt
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// FuzzKeyRecord feeds arbitrary bytes, as a keys/ bucket key and its record,
+// to what reads them: decodeKeyRecord, keyOf and recordKey return their
+// values or ErrCorrupt, never panic, and what they accept is what
+// boltKey and encodeKeyRecord write: a long key's digest must name the
+// key its record holds. The seeds, which `go test` runs, are well-formed
+// records and cuts of them.
+func FuzzKeyRecord(f *testing.F) {
+	long := strings.Repeat("k", maxInline+1)
+	for _, tc := range []struct {
+		key  string
+		vals [][]string
+	}{
+		{"ns/a", nil},
+		{"ns/a", [][]string{{"web"}, {}, {"x", "y"}}},
+		{long, [][]string{{"web"}}},
+	} {
+		rec := encodeKeyRecord(7, tc.key, tc.vals)
+		f.Add(boltKey(tc.key), rec, len(tc.vals))
+		f.Add(boltKey(tc.key), rec[:len(rec)-1], len(tc.vals))
+	}
+	// A long key's record that holds another long key.
+	f.Add(boltKey(long), encodeKeyRecord(7, long+"x", nil), 0)
+	f.Fuzz(func(t *testing.T, k, rec []byte, want int) {
+		want %= 8
+		if want < 0 {
+			want = -want
+		}
+		corruptOrNil := func(what string, err error) {
+			t.Helper()
+			if err != nil && !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("%s: %v; want ErrCorrupt or success", what, err)
+			}
+		}
+		seq, long, vals, err := decodeKeyRecord(rec, want)
+		corruptOrNil("decodeKeyRecord", err)
+		if _, err := recordKey(k, rec); err != nil {
+			corruptOrNil("recordKey", err)
+		}
+		if err != nil {
+			return
+		}
+		key, err := keyOf(k, long)
+		corruptOrNil("keyOf", err)
+		if err != nil {
+			return
+		}
+		if got := boltKey(key); string(got) != string(k) {
+			t.Fatalf("keyOf accepted key %.40q... (%d bytes) for bbolt key %.40q... (%d bytes), which is not its bbolt key", key, len(key), k, len(k))
+		}
+		seq2, long2, vals2, err := decodeKeyRecord(encodeKeyRecord(seq, key, vals), want)
+		if err != nil {
+			t.Fatalf("decodeKeyRecord of encodeKeyRecord(%d, %.40q, %q): %v", seq, key, vals, err)
+		}
+		if seq2 != seq || (long2 != "") != isDigest(k) {
+			t.Fatalf("record of %.40q: seq %d, full key %.40q after a round trip; want seq %d and a full key only for a digest", key, seq2, long2, seq)
+		}
+		if diff := cmp.Diff(vals, vals2, cmp.Comparer(func(x, y []string) bool { return len(x) == len(y) && (len(x) == 0 || cmp.Equal(x, y)) })); diff != "" {
+			t.Fatalf("values do not survive a round trip (-decoded +again):\n%s", diff)
+		}
+	})
+}
