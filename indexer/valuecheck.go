@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -74,4 +76,59 @@ func (v *ValueCheck) Stale() []string {
 		}
 	}
 	return out
+}
+
+// KeyCheck compares, while a persistent store loads, the key each object is
+// stored under with what the store's key function computes for it now.
+//
+// A store records its key function by name (store.Options.KeyFuncName). A
+// build whose function computes other keys under the same name would find
+// the stored objects under keys it never computes: the watch's updates and
+// deletes would miss them, and they would stay, beside their new copies,
+// for ever. A store that decodes every object when it opens (the default
+// modes, and snapshot files) checks each key; if one differs, the store
+// must start empty, as after a scope change (store.Reopen.Reset), and the
+// informer relists.
+//
+// A KeyCheck is safe for concurrent use by a store's decoding workers.
+type KeyCheck struct {
+	fn cache.KeyFunc
+
+	mu          sync.Mutex
+	n           int
+	stored, now string // the first key that differs, and what fn computes
+}
+
+// NewKeyCheck returns a check against fn.
+func NewKeyCheck(fn cache.KeyFunc) *KeyCheck { return &KeyCheck{fn: fn} }
+
+// Check notes whether obj, stored under key, still has that key. A key
+// function that fails on obj counts as a key that differs.
+func (c *KeyCheck) Check(key string, obj interface{}) {
+	now, err := CallKeyFunc(c.fn, obj)
+	if err == nil && now == key {
+		return
+	}
+	if err != nil {
+		now = "error: " + err.Error()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		c.stored, c.now = key, now
+	}
+	c.n++
+}
+
+// Reset returns why a store whose stored keys the key function (named
+// keyFuncName) no longer computes must start empty, or "" if every key
+// checked matched.
+func (c *KeyCheck) Reset(keyFuncName string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("key function %q changed: %d objects are stored under keys it no longer computes (%q is now %q)",
+		keyFuncName, c.n, c.stored, c.now)
 }

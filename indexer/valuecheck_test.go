@@ -2,6 +2,7 @@ package indexer_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -66,5 +67,30 @@ func TestValueCheck(t *testing.T) {
 	}
 	if _, err := check.Values("ns/a", pod("ns", "a"), [][]string{{"web"}}); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("Values with one stored value list for three indexes: %v; want ErrCorrupt", err)
+	}
+}
+
+// TestKeyCheck checks what a loading store learns from a KeyCheck: nothing
+// while every stored key is what the key function computes, and otherwise
+// a reason naming the function, how many objects differ (counted across
+// concurrent workers, a failing function included) and an example.
+func TestKeyCheck(t *testing.T) {
+	keys := indexer.NewKeyCheck(cache.MetaNamespaceKeyFunc)
+	keys.Check("ns/a", pod("ns", "a"))
+	keys.Check("b", pod("", "b"))
+	if r := keys.Reset("namespace/name"); r != "" {
+		t.Errorf("Reset after keys that agree = %q; want empty", r)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { keys.Check("name:c", pod("ns", "c")) })
+	}
+	wg.Wait()
+	keys.Check("ns/x", "not an object") // the key function fails
+	r := keys.Reset("namespace/name")
+	for _, want := range []string{`key function "namespace/name" changed`, "11 objects", `"name:c" is now "ns/c"`} {
+		if !strings.Contains(r, want) {
+			t.Errorf("Reset = %q; want it to say %q", r, want)
+		}
 	}
 }

@@ -40,6 +40,12 @@ type Options struct {
 	KeyFunc cache.KeyFunc
 	// KeyFuncName identifies KeyFunc in the store's metadata. Default
 	// "namespace/name" when KeyFunc is nil; required when KeyFunc is set.
+	// Change it with the function: a store opened with another name fails
+	// with ErrIncompatible. A store that decodes every object when it opens
+	// (every backend's default mode) also finds a function that computes
+	// other keys under the same name, and starts empty (Info().Reset says
+	// why), as after a scope change; the bounded mode (CacheSize > 0) does
+	// not.
 	KeyFuncName string
 
 	// Indexers are the indexes kept from the start. A persistent store whose

@@ -113,9 +113,17 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	if bounded {
 		return openBounded(ctx, sp, o, set, info, reopen.RebuildIndexes)
 	}
-	c, err := load(ctx, sp, o.Codec, set, reopen.RebuildIndexes)
+	c, keyReset, err := load(ctx, sp, o, set, reopen.RebuildIndexes)
 	if err != nil {
 		return nil, err
+	}
+	if keyReset != "" {
+		// As a scope change (openSpace): start empty.
+		klog.Background().Info("Emptying the store; its informer relists", "store", o.Name, "dir", sh.dir, "reason", keyReset)
+		if err := sp.empty(false); err != nil {
+			return nil, fmt.Errorf("store: open %s in %s: empty the store (%s): %w", o.Name, sp.where(), keyReset, err)
+		}
+		c, info.Reset = indexer.NewCache(set), keyReset
 	}
 	// After the load, so that a store that cannot be read keeps its
 	// entries for the bounded mode, or a snapshot, to read. (A rebuild
@@ -143,19 +151,22 @@ type defaultStore struct {
 
 // load decodes every object of sp into a cache over set, with the index
 // values set's functions compute, and persists those values when rebuild,
-// or when they differ from the stored ones (see indexer.ValueCheck).
+// or when they differ from the stored ones (see indexer.ValueCheck). If
+// o.KeyFunc no longer computes the keys the objects are stored under (see
+// indexer.KeyCheck), it writes nothing and returns why in keyReset.
 // Decoding is most of a resume's cost (about 11 us per Pod), so one
 // goroutine per CPU decodes while this one reads badger.
-func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexSet, rebuild bool) (*indexer.Cache, error) {
+func load(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, rebuild bool) (c *indexer.Cache, keyReset string, err error) {
+	codec := o.Codec
 	var vals map[string][][]string
-	var err error
 	if !rebuild {
 		if vals, err = sp.loadValues(); err != nil {
-			return nil, sp.corrupt("read index values", err)
+			return nil, "", sp.corrupt("read index values", err)
 		}
 	}
-	c := indexer.NewCache(set)
+	c = indexer.NewCache(set)
 	check := indexer.NewValueCheck(set)
+	keys := indexer.NewKeyCheck(o.KeyFunc)
 	type record struct {
 		key, suffix string
 		data        []byte
@@ -192,6 +203,7 @@ func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexS
 			if err != nil {
 				return sp.corrupt(fmt.Sprintf("decode object %q with %s codec", r.key, codec.Name()), err)
 			}
+			keys.Check(r.key, obj)
 			var v [][]string
 			if rebuild {
 				if v, err = set.Values(r.key, obj); err != nil {
@@ -254,17 +266,20 @@ func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexS
 	close(work)
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, "", firstErr
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("store: open %s in %s: %w", sp.name, sp.where(), err)
+		return nil, "", fmt.Errorf("store: open %s in %s: %w", sp.name, sp.where(), err)
 	}
 	if err != nil {
-		return nil, wrapScanErr(sp, err)
+		return nil, "", wrapScanErr(sp, err)
+	}
+	if r := keys.Reset(o.KeyFuncName); r != "" {
+		return nil, r, nil
 	}
 	if rebuild {
 		if err := sp.reindex(ctx, set.Names(), computed, false); err != nil {
-			return nil, fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
+			return nil, "", fmt.Errorf("store: open %s in %s: rebuild indexes: %w", sp.name, sp.where(), err)
 		}
 	}
 	if stale := check.Stale(); stale != nil {
@@ -277,10 +292,10 @@ func load(ctx context.Context, sp *space, codec store.Codec, set *indexer.IndexS
 			computed[key], _ = c.IndexValues(key)
 		}
 		if err := sp.reindex(ctx, set.Names(), computed, false); err != nil {
-			return nil, fmt.Errorf("store: open %s in %s: store the index values of changed index functions: %w", sp.name, sp.where(), err)
+			return nil, "", fmt.Errorf("store: open %s in %s: store the index values of changed index functions: %w", sp.name, sp.where(), err)
 		}
 	}
-	return c, nil
+	return c, "", nil
 }
 
 var errStopped = errors.New("stopped")

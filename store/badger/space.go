@@ -138,17 +138,26 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 		}
 	}
 	if reopen.Reset != "" {
-		// A scope change: drop objects, index entries and the resume
-		// point together, by switching to an empty generation.
-		if err := s.switchGen(s.allocGen(), func(m *metaRecord) {
-			m.Meta = want
-			m.ResourceVersion = ""
-			m.Entries = entries
-		}); err != nil {
+		// A scope change.
+		if err := s.empty(entries, func(m *metaRecord) { m.Meta = want }); err != nil {
 			return nil, reopen, fmt.Errorf("store: open %s in %s: reset: %w", name, s.where(), err)
 		}
 	}
 	return s, reopen, nil
+}
+
+// empty drops the store's objects, index entries and resume point
+// together, by switching to an empty generation, whose entries are current
+// either way (entries sets metaRecord.Entries), with the meta record edited
+// by edits.
+func (s *space) empty(entries bool, edits ...func(*metaRecord)) error {
+	return s.switchGen(s.allocGen(), func(m *metaRecord) {
+		for _, edit := range edits {
+			edit(m)
+		}
+		m.ResourceVersion = ""
+		m.Entries = entries
+	})
 }
 
 // create makes s a new, empty store: its meta record, with want and

@@ -21,16 +21,33 @@ import (
 // openDefault opens a store that keeps every object decoded in memory: an
 // indexer.Base over a persister writing bbolt transactions.
 func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	var c *indexer.Cache
-	rv, reset, err := prepareStore(f, o, set, func() (err error) {
-		var stale []string
-		if c, stale, err = load(f, o, set); err != nil || stale == nil {
+	var (
+		c        *indexer.Cache
+		keyReset string
+	)
+	rv, reset, err := prepareStore(f, o, set, func() error {
+		var (
+			found loadFindings
+			err   error
+		)
+		if c, found, err = load(f, o, set); err != nil {
 			return err
 		}
-		return rewriteValues(f, o, set, c, stale)
+		if keyReset = found.keyReset; keyReset != "" {
+			// As a scope change (prepareStore): start empty.
+			c = indexer.NewCache(set)
+			return emptyStore(f, o, set, keyReset)
+		}
+		if found.stale != nil {
+			return rewriteValues(f, o, set, c, found.stale)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if keyReset != "" {
+		rv, reset = "", keyReset
 	}
 	info := storeInfo(o, rv, reset)
 	p := &persister{file: f, name: o.Name, meta: store.MetaFor(o, FormatVersion), names: set.Names()}
@@ -57,9 +74,20 @@ type loaded struct {
 	data []byte
 }
 
+// loadFindings is what load found besides the objects.
+type loadFindings struct {
+	// stale describes the indexes whose stored values differ from what
+	// their functions compute (see indexer.ValueCheck); nil if none.
+	stale []string
+	// keyReset, if not empty, says that the key function no longer
+	// computes the keys the objects are stored under (see
+	// indexer.KeyCheck).
+	keyReset string
+}
+
 // load decodes every object of the store into a new Cache, with the index
-// values set's functions compute (see indexer.ValueCheck), and describes
-// the indexes whose stored values differ (stale; nil if none). Decoding
+// values set's functions compute, and checks them and their keys (see
+// loadFindings). Decoding
 // dominates (about 11 us per Pod with protobuf), so it runs on every CPU;
 // the data is read straight from the memory map inside one read
 // transaction, as codecs never retain their input.
@@ -67,9 +95,10 @@ type loaded struct {
 // It joins keys/ and objects/: the key records, ordered by sequence number,
 // walk objects/ in its order (sequential pages). A record without its
 // object, or an object without a record, is ErrCorrupt.
-func load(f *file, o store.Options, set *indexer.IndexSet) (c *indexer.Cache, stale []string, err error) {
+func load(f *file, o store.Options, set *indexer.IndexSet) (c *indexer.Cache, found loadFindings, err error) {
 	c = indexer.NewCache(set)
 	check := indexer.NewValueCheck(set)
+	keys := indexer.NewKeyCheck(o.KeyFunc)
 	var ps []indexer.Prepared
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -84,19 +113,39 @@ func load(f *file, o store.Options, set *indexer.IndexSet) (c *indexer.Cache, st
 			if err != nil {
 				return err
 			}
-			ps, err = decodeAll(items, o.Codec, check, set.Len())
+			ps, err = decodeAll(items, o.Codec, check, keys, set.Len())
 			return err
 		})
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrInvalid) {
 			// An index function that fails on a stored object.
-			return nil, nil, fmt.Errorf("store: open %s in %s: %w", o.Name, f.path, err)
+			return nil, found, fmt.Errorf("store: open %s in %s: %w", o.Name, f.path, err)
 		}
-		return nil, nil, fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
+		return nil, found, fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
+	}
+	if found.keyReset = keys.Reset(o.KeyFuncName); found.keyReset != "" {
+		return c, found, nil
 	}
 	c.Replace(ps)
-	return c, check.Stale(), nil
+	found.stale = check.Stale()
+	return c, found, nil
+}
+
+// emptyStore empties the store o.Name and its resume point, in one
+// transaction, because of why.
+func emptyStore(f *file, o store.Options, set *indexer.IndexSet, why string) error {
+	klog.Background().Info("Emptying the store; its informer relists", "store", o.Name, "path", f.path, "reason", why)
+	err := updateStore(f, o.Name, func(b *buckets) error {
+		if err := b.clear(set.Names()); err != nil {
+			return err
+		}
+		return putRV(b, "")
+	})
+	if err != nil {
+		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", o.Name, f.path, why, err)
+	}
+	return nil
 }
 
 // rewriteValues stores the index values of every object of c, which load
@@ -176,7 +225,7 @@ func joinRecords(b *buckets) ([]loaded, error) {
 func compareLoaded(a, b loaded) int { return cmp.Compare(a.seq, b.seq) }
 
 // decodeAll decodes items in parallel.
-func decodeAll(items []loaded, codec store.Codec, check *indexer.ValueCheck, nindexes int) ([]indexer.Prepared, error) {
+func decodeAll(items []loaded, codec store.Codec, check *indexer.ValueCheck, keys *indexer.KeyCheck, nindexes int) ([]indexer.Prepared, error) {
 	ps := make([]indexer.Prepared, len(items))
 	workers := min(runtime.GOMAXPROCS(0), len(items)/256+1)
 	var (
@@ -208,6 +257,7 @@ func decodeAll(items []loaded, codec store.Codec, check *indexer.ValueCheck, nin
 					if err != nil {
 						return fmt.Errorf("object %q: %w", key, err)
 					}
+					keys.Check(key, obj)
 					if nindexes > 0 {
 						if vals, err = check.Values(key, obj, vals); err != nil {
 							return err

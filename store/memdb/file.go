@@ -152,8 +152,14 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 		}
 		if r.Reset != "" {
 			s.info.Reset = r.Reset
-		} else if err := s.load(where, sec); err != nil {
-			return nil, err
+		} else {
+			keyReset, err := s.load(where, sec)
+			if err != nil {
+				return nil, err
+			}
+			// As a scope change: the objects are stored under keys the
+			// key function no longer computes; s stays empty.
+			s.info.Reset = keyReset
 		}
 	}
 	// Recorded only now that nothing can fail: a failed open leaves the
@@ -175,8 +181,10 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 
 // load fills the new store s with the records of sec, decoded, with index
 // entries computed afresh (which is also how an index set change rebuilds
-// them), in one transaction.
-func (s *memStore) load(where string, sec *fileSection) error {
+// them), in one transaction. If the store's key function no longer
+// computes the keys the records are stored under (see indexer.KeyCheck),
+// it loads nothing and says so in keyReset.
+func (s *memStore) load(where string, sec *fileSection) (keyReset string, err error) {
 	op := "open " + s.info.Name + " in " + where
 	var records iter.Seq2[string, []byte]
 	switch {
@@ -187,17 +195,22 @@ func (s *memStore) load(where string, sec *fileSection) error {
 	}
 	var ops []store.Op
 	var data [][]byte
+	keys := indexer.NewKeyCheck(s.keyFunc)
 	for key, d := range records {
 		obj, err := s.fileCodec.Decode(d)
 		if err != nil {
-			return fmt.Errorf("store: %s: object %q: %w", op, key, err)
+			return "", fmt.Errorf("store: %s: object %q: %w", op, key, err)
 		}
+		keys.Check(key, obj)
 		ops = append(ops, store.Op{Type: store.OpPut, Key: key, Object: obj})
 		data = append(data, d)
 	}
+	if r := keys.Reset(s.info.KeyFunc); r != "" {
+		return r, nil
+	}
 	tx, err := s.begin(op)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer tx.abort() // a no-op after commit
 	m := metaOf(tx.r)
@@ -205,16 +218,16 @@ func (s *memStore) load(where string, sec *fileSection) error {
 	p := indexer.Preparer{KeyFunc: s.keyFunc, Indexes: m.set}
 	ps, err := p.Prepare(op, ops)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for i := range ps {
 		ps[i].Data = data[i]
 	}
 	if err := apply(tx.w, tx.r, m, ps, sec.rv, false); err != nil {
-		return fmt.Errorf("store: %s: memdb: %w", op, err)
+		return "", fmt.Errorf("store: %s: memdb: %w", op, err)
 	}
 	tx.commit()
-	return nil
+	return "", nil
 }
 
 // txnRecords yields the key and encoding of every object of txn's snapshot.

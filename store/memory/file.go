@@ -133,9 +133,18 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 			sec = &section{data: map[string][]byte{}}
 		}
 	}
-	cache, err := decodeSection(where, o, sec)
+	cache, keyReset, err := decodeSection(where, o, sec)
 	if err != nil {
 		return nil, err
+	}
+	if keyReset != "" {
+		// As a scope change: the objects are stored under keys the key
+		// function no longer computes.
+		info.Reset = keyReset
+		sec = &section{data: map[string][]byte{}}
+		if cache, _, err = decodeSection(where, o, sec); err != nil {
+			return nil, err
+		}
 	}
 	info.ResourceVersion = sec.rv
 	fst := &fileStore{db: db, name: o.Name, stop: make(chan struct{})}
@@ -173,28 +182,35 @@ var (
 
 // decodeSection decodes a section's objects into a cache with o's indexes;
 // the index entries are computed afresh, which is also how an index set
-// change rebuilds them.
-func decodeSection(where string, o store.Options, sec *section) (*indexer.Cache, error) {
+// change rebuilds them. keyReset, if not empty, says that o.KeyFunc no
+// longer computes the keys the objects are stored under (see
+// indexer.KeyCheck), and the store must start empty.
+func decodeSection(where string, o store.Options, sec *section) (c *indexer.Cache, keyReset string, err error) {
 	set, err := indexer.NewIndexSet(o.Indexers)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	keys := indexer.NewKeyCheck(o.KeyFunc)
 	ops := make([]store.Op, 0, len(sec.data))
 	for key, data := range sec.data {
 		obj, err := o.Codec.Decode(data)
 		if err != nil {
-			return nil, fmt.Errorf("store: open %s in %s: object %q: %w", o.Name, where, key, err)
+			return nil, "", fmt.Errorf("store: open %s in %s: object %q: %w", o.Name, where, key, err)
 		}
+		keys.Check(key, obj)
 		ops = append(ops, store.Op{Type: store.OpPut, Key: key, Object: obj})
+	}
+	if r := keys.Reset(o.KeyFuncName); r != "" {
+		return nil, r, nil
 	}
 	p := indexer.Preparer{KeyFunc: o.KeyFunc, Indexes: set}
 	ps, err := p.Prepare("open "+o.Name+" in "+where, ops)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	c := indexer.NewCache(set)
+	c = indexer.NewCache(set)
 	c.Apply(ps)
-	return c, nil
+	return c, "", nil
 }
 
 // fileStore is the Persister of one store of a snapshot file: commits go to

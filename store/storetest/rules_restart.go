@@ -20,6 +20,7 @@ var _ = addRules(
 	rule{name: "Restart/UnusualKeysAndLarge", persistent: true, contract: "restart: unusual keys and index values, and 1 MiB objects survive", fn: testRestartUnusual},
 	rule{name: "Restart/IndexSetChange", persistent: true, contract: "restart: reopening with another index set rebuilds the indexes (new ones queryable, removed ones gone) and keeps objects and resume point", fn: testRestartIndexSetChange},
 	rule{name: "Restart/IndexFuncChange", persistent: true, decodesAll: true, contract: "restart: reopening with an index function that computes something else under the same name serves, and keeps, the new function's values (invariant 7)", fn: testRestartIndexFuncChange},
+	rule{name: "Restart/KeyFuncChange", persistent: true, decodesAll: true, contract: "restart: reopening with a key function that computes other keys under the same KeyFuncName gives an empty store with no resume point and Info().Reset saying why, never objects under keys the function does not compute", fn: testRestartKeyFuncChange},
 	rule{name: "Restart/Incompatible", persistent: true, contract: "restart: reopening with another codec, object type or key function fails with ErrIncompatible and destroys nothing", fn: testRestartIncompatible},
 	rule{name: "Restart/ScopeChange", persistent: true, contract: "restart: reopening with another Scope gives an empty store with no resume point and Info().Reset saying why", fn: testRestartScopeChange},
 	rule{name: "Restart/TwoNames", persistent: true, contract: "database: two stores with different Names in one database are independent, each with its own resume point", fn: testRestartTwoNames},
@@ -224,6 +225,52 @@ func testRestartIndexFuncChange(t *testing.T, h *harness) {
 	}
 	if keys := indexKeys(t, s, idxApp, "east"); len(keys) != 0 {
 		t.Errorf("IndexKeys(app, east) after writes and a restart = %q; want none", keys)
+	}
+	CheckIndexes(t, s)
+}
+
+// testRestartKeyFuncChange reopens a store whose custom key function now
+// computes other keys under the same KeyFuncName: the stored objects'
+// keys are not the ones the function gives, so updates and deletes from
+// the watch would miss them, and they would stay for ever beside their
+// new copies. Like a scope change, the store must start empty.
+func testRestartKeyFuncChange(t *testing.T, h *harness) {
+	u := h.url(t)
+	byName := func(obj interface{}) (string, error) {
+		return "name:" + obj.(*corev1.Pod).Name, nil
+	}
+	opts := func(kf cache.KeyFunc) *store.Options {
+		o := podOptions(t, "pods")
+		o.KeyFunc, o.KeyFuncName = kf, "storetest-pod-key"
+		return o
+	}
+	s := h.open(t, u, opts(byName))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "3", Ops: []store.Op{
+		{Type: store.OpPut, Object: newPod("ns", "a", "1", "app=web")},
+		{Type: store.OpPut, Object: newPod("ns", "b", "2", "app=db")},
+	}}))
+	if _, ok, _ := s.GetByKey("name:a"); !ok {
+		t.Fatal("the custom key function's key name:a does not find its object")
+	}
+	byUID := func(obj interface{}) (string, error) {
+		return "uid:" + obj.(*corev1.Pod).Namespace + "." + obj.(*corev1.Pod).Name, nil
+	}
+	s = h.reopen(t, s, u, opts(byUID))
+	if keys := s.ListKeys(); len(keys) != 0 {
+		t.Errorf("reopened with a key function that computes other keys, the store holds %q; want it empty", keys)
+	}
+	checkRV(t, s, "")
+	if s.Info().Reset == "" {
+		t.Error("Info().Reset is empty; want why the store was emptied")
+	}
+	// Under the new function the store works as a new one.
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "4", "app=web")))
+	s = h.reopen(t, s, u, opts(byUID))
+	if diff := cmp.Diff([]string{"uid:ns.a"}, s.ListKeys()); diff != "" {
+		t.Errorf("keys after a write and a restart under the new function (-want +got):\n%s", diff)
+	}
+	if r := s.Info().Reset; r != "" {
+		t.Errorf("Info().Reset = %q after a restart under the same function; want empty", r)
 	}
 	CheckIndexes(t, s)
 }
