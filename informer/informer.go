@@ -248,7 +248,8 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 		ropts.Name = inf.name
 	}
 	if ropts.ResumeFrom == "" && ropts.ColdReason == "" && inf.store.Info().Reset != "" {
-		// The store was emptied when it was opened (its scope changed):
+		// The store was emptied when it was opened (its scope, or the
+		// keys its key function computes, changed):
 		// say so instead of calling it a plain cold start.
 		ropts.ColdReason = reflector.ReasonScopeChange
 	}

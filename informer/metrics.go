@@ -43,7 +43,7 @@ var (
 	descResumes = prometheus.NewDesc(MetricResumes,
 		"Starts that resumed the watch from the persisted resourceVersion instead of listing.", []string{labelInformer}, nil)
 	descRelists = prometheus.NewDesc(MetricRelists,
-		"Relists, each counted once when its list is handed to the queue, by reason: cold (empty store), expired (410 from the server), too-large (resume point newer than the server knows), time-travel (server older than the resume point), catch-up (resume did not catch up in time), scope-change (store reopened for another scope), corrupt (damaged database deleted), gone (resource not served: the store emptied, no list).",
+		"Relists, each counted once when its list is handed to the queue, by reason: cold (empty store), expired (410 from the server), too-large (resume point newer than the server knows), time-travel (server older than the resume point), catch-up (resume did not catch up in time), scope-change (store emptied at open: another scope, or a key function that computes other keys), corrupt (damaged database deleted), gone (resource not served: the store emptied, no list).",
 		[]string{labelInformer, labelReason}, nil)
 	descListRequests = prometheus.NewDesc(MetricListRequests,
 		"LIST requests made (freshness probes, catch-up LISTs of one object, and every page).", []string{labelInformer}, nil)
