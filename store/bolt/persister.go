@@ -87,10 +87,9 @@ type loadFindings struct {
 
 // load decodes every object of the store into a new Cache, with the index
 // values set's functions compute, and checks them and their keys (see
-// loadFindings). Decoding
-// dominates (about 11 us per Pod with protobuf), so it runs on every CPU;
-// the data is read straight from the memory map inside one read
-// transaction, as codecs never retain their input.
+// loadFindings). Decoding dominates (about 11 us per Pod with protobuf), so
+// it runs on every CPU; the data is read straight from the memory map
+// inside one read transaction, as codecs never retain their input.
 //
 // It joins keys/ and objects/: the key records, ordered by sequence number,
 // walk objects/ in its order (sequential pages). A record without its
