@@ -143,7 +143,11 @@ func testRestartUnusual(t *testing.T, h *harness) {
 	CheckIndexes(t, s)
 }
 
-func testRestartIndexSetChange(t *testing.T, h *harness) {
+// zonedPods opens a fresh database with three Pods labelled with an app and
+// a zone (one without an app) committed at resourceVersion 3, and returns
+// its URL, the store and its contents.
+func (h *harness) zonedPods(t *testing.T) (string, store.Store, map[string]string) {
+	t.Helper()
 	u := h.url(t)
 	s := h.open(t, u, podOptions(t, "pods"))
 	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "3", Ops: []store.Op{
@@ -151,7 +155,11 @@ func testRestartIndexSetChange(t *testing.T, h *harness) {
 		{Type: store.OpPut, Object: newPod("ns", "b", "2", "app=db", "zone=west")},
 		{Type: store.OpPut, Object: newPod("ns", "c", "3", "zone=east")},
 	}}))
-	before := contents(t, s)
+	return u, s, contents(t, s)
+}
+
+func testRestartIndexSetChange(t *testing.T, h *harness) {
+	u, s, before := h.zonedPods(t)
 
 	changed := podOptions(t, "pods")
 	delete(changed.Indexers, idxApp)
@@ -192,14 +200,7 @@ func testRestartIndexSetChange(t *testing.T, h *harness) {
 // function, keeping its name, does. Index values stored with the objects
 // must not be trusted then.
 func testRestartIndexFuncChange(t *testing.T, h *harness) {
-	u := h.url(t)
-	s := h.open(t, u, podOptions(t, "pods"))
-	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "3", Ops: []store.Op{
-		{Type: store.OpPut, Object: newPod("ns", "a", "1", "app=web", "zone=east")},
-		{Type: store.OpPut, Object: newPod("ns", "b", "2", "app=db", "zone=west")},
-		{Type: store.OpPut, Object: newPod("ns", "c", "3", "zone=east")},
-	}}))
-	before := contents(t, s)
+	u, s, before := h.zonedPods(t)
 
 	changed := podOptions(t, "pods")
 	changed.Indexers[idxApp] = labelIndex("zone")
