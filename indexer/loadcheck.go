@@ -20,7 +20,8 @@ import (
 // DESIGN invariant 7 without a sign. A store that decodes every object when
 // it opens (the default mode of bolt and badger) runs the functions on each
 // object it decoded, a small cost next to the decode, serves what they
-// compute, and rewrites the stored values if any differed (Stale).
+// compute, and rewrites the stored values if any differed (Stale); a
+// bounded mode checks a sample of its objects.
 //
 // A ValueCheck is safe for concurrent use by a store's decoding workers.
 type ValueCheck struct {
@@ -49,8 +50,7 @@ func (v *ValueCheck) Values(key string, obj interface{}, stored [][]string) ([][
 		return nil, fmt.Errorf("indexer: index values of %q: %d stored for %d indexes: %w", key, len(stored), len(now), store.ErrCorrupt)
 	}
 	for i := range now {
-		// nil and empty are the same: no value.
-		if slices.Equal(stored[i], now[i]) {
+		if sameValues(stored[i], now[i]) {
 			continue
 		}
 		v.mu.Lock()
@@ -61,6 +61,21 @@ func (v *ValueCheck) Values(key string, obj interface{}, stored [][]string) ([][
 		v.mu.Unlock()
 	}
 	return now, nil
+}
+
+// sameValues reports whether two lists of an object's values for one index
+// hold the same values. They are a set, as in client-go's indexer: an index
+// function may return them in any order (one that ranges over a map of
+// labels returns them in a new order each time), and repeat them; nil and
+// empty are both no value.
+func sameValues(a, b []string) bool {
+	if slices.Equal(a, b) {
+		return true
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // Stale describes the indexes whose stored values differed from the
@@ -86,9 +101,9 @@ func (v *ValueCheck) Stale() []string {
 // the stored objects under keys it never computes: the watch's updates and
 // deletes would miss them, and they would stay, beside their new copies,
 // for ever. A store that decodes every object when it opens (the default
-// modes, and snapshot files) checks each key; if one differs, the store
-// must start empty, as after a scope change (store.Reopen.Reset), and the
-// informer relists.
+// modes, and snapshot files) checks each key, a bounded mode a sample; if
+// one differs, the store must start empty, as after a scope change
+// (store.Reopen.Reset), and the informer relists.
 //
 // A KeyCheck is safe for concurrent use by a store's decoding workers.
 type KeyCheck struct {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
@@ -26,6 +27,21 @@ func TestValueCheck(t *testing.T) {
 	})
 	// Names in order: app, namespace, none.
 	check := indexer.NewValueCheck(set)
+	// Values are a set: order and repeats do not count.
+	everyLabel := func(obj interface{}) ([]string, error) {
+		var out []string
+		for k, v := range obj.(*corev1.Pod).Labels { // map order
+			out = append(out, k+"="+v)
+		}
+		return out, nil
+	}
+	labels := indexer.NewValueCheck(mustIndexSet(t, cache.Indexers{"labels": everyLabel}))
+	if _, err := labels.Values("ns/l", pod("ns", "l", "a=1", "b=2", "c=3"), [][]string{{"c=3", "a=1", "b=2", "a=1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := labels.Stale(); s != nil {
+		t.Errorf("Stale after the same values in another order = %q; want nil", s)
+	}
 	got, err := check.Values("ns/a", pod("ns", "a", "app=web"), [][]string{{"web"}, {"ns"}, {}})
 	if err != nil {
 		t.Fatal(err)

@@ -41,21 +41,22 @@ type Options struct {
 	// KeyFuncName identifies KeyFunc in the store's metadata. Default
 	// "namespace/name" when KeyFunc is nil; required when KeyFunc is set.
 	// Change it with the function: a store opened with another name fails
-	// with ErrIncompatible. A store that decodes every object when it opens
-	// (every backend's default mode) also finds a function that computes
+	// with ErrIncompatible. A store also finds a function that computes
 	// other keys under the same name, and starts empty (Info().Reset says
-	// why), as after a scope change; the bounded mode (CacheSize > 0) does
-	// not.
+	// why), as after a scope change: every backend's default mode checks
+	// every object when it opens, the bounded mode (CacheSize > 0) a sample
+	// of 256, and misses a change that alters no key of the sample.
 	KeyFuncName string
 
 	// Indexers are the indexes kept from the start. A persistent store whose
 	// recorded index set differs rebuilds its index entries from the stored
-	// objects when it is opened. Index sets are recorded by name: a store
-	// that decodes every object when it opens (every backend's default
-	// mode) also finds a function that computes something else under the
-	// same name, and stores the new values; the bounded mode (CacheSize > 0)
-	// trusts the values it stored, so give an index a new name when its
-	// function changes.
+	// objects when it is opened. Index sets are recorded by name; a store
+	// also finds a function that computes something else under the same
+	// name, and stores the new values: every backend's default mode checks
+	// every object when it opens, the bounded mode (CacheSize > 0) a sample
+	// of 256, and misses a change that alters no value of the sample. Give
+	// an index a new name when its function changes what only a few
+	// objects yield.
 	Indexers cache.Indexers
 
 	// Scope is an opaque fingerprint of what the store caches (cluster,

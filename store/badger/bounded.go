@@ -52,6 +52,26 @@ type bounded struct {
 func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, info store.Info, rebuild bool) (store.Store, error) {
 	b := &bounded{info: info, sp: sp, codec: o.Codec, keyFn: o.KeyFunc, set: set, lru: lru.New(o.CacheSize)}
 	b.Writes = indexer.NewWrites(info.Name, b.write)
+	if !rebuild {
+		keyReset, stale, err := checkSample(sp, o, set)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case keyReset != "":
+			// As a scope change (openSpace): start empty.
+			klog.Background().Info("Emptying the store; its informer relists", "store", o.Name, "dir", sp.sh.dir, "reason", keyReset)
+			if err := sp.empty(true); err != nil {
+				return nil, fmt.Errorf("store: open %s in %s: empty the store (%s): %w", o.Name, sp.where(), keyReset, err)
+			}
+			b.info.Reset = keyReset
+			return b, nil
+		case stale != nil:
+			klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
+				"store", o.Name, "dir", sp.sh.dir, "indexes", stale)
+			rebuild = true
+		}
+	}
 	if rebuild {
 		vals, err := b.computeValues(set)
 		if err != nil {
@@ -67,6 +87,80 @@ func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.I
 		return nil, fmt.Errorf("store: open %s in %s: build the index entries: %w", sp.name, sp.where(), err)
 	}
 	return b, nil
+}
+
+// sampleSize is how many objects a bounded-mode open decodes to check its
+// functions against what is stored (checkSample).
+const sampleSize = 256
+
+// checkSample checks, on the first sampleSize objects of the store in key
+// order, that the index functions and the key function still compute the
+// index values and keys stored with them. The bounded mode does not decode
+// every object when it opens, as the default mode does (see load), so a
+// sample is how it notices a function that changed under the same name. It
+// returns why the store must start empty if a key differs (keyReset), and
+// describes the indexes whose values differ (stale), which the caller
+// rebuilds. A change that alters no object of the sample goes unnoticed
+// (see the package documentation).
+func checkSample(sp *space, o store.Options, set *indexer.IndexSet) (keyReset string, stale []string, err error) {
+	check := indexer.NewValueCheck(set)
+	keyCheck := indexer.NewKeyCheck(o.KeyFunc)
+	errSampled := errors.New("sampled")
+	err = sp.view(func(txn *badger.Txn, k keys, names []string) error {
+		n := 0
+		prefix := k.objPrefix()
+		return eachUnder(context.Background(), txn, prefix, func(item *badger.Item, suffix []byte) error {
+			if n == sampleSize {
+				return errSampled
+			}
+			n++
+			// An object that cannot be read is skipped: as before the
+			// check, reading it fails, not the open. An index function
+			// that fails on it fails its next write instead.
+			var key string
+			var obj interface{}
+			err := item.Value(func(v []byte) error {
+				var data []byte
+				var err error
+				if key, data, err = parseObj(suffix, v); err != nil {
+					return err
+				}
+				obj, err = o.Codec.Decode(data)
+				return err
+			})
+			if err == nil {
+				keyCheck.Check(key, obj)
+				if len(names) > 0 {
+					sampleValues(txn, k.vals(key), len(names), func(stored [][]string) {
+						_, _ = check.Values(key, obj, stored)
+					})
+				}
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errSampled) {
+		err = nil
+	}
+	if err != nil {
+		return "", nil, sp.corrupt("check a sample of the objects", err)
+	}
+	return keyCheck.Reset(o.KeyFuncName), check.Stale(), nil
+}
+
+// sampleValues calls fn with the index values stored under valsKey in txn,
+// if they can be read: checkSample skips what cannot.
+func sampleValues(txn *badger.Txn, valsKey []byte, n int, fn func(stored [][]string)) {
+	item, err := txn.Get(valsKey)
+	if err != nil {
+		return
+	}
+	_ = item.Value(func(v []byte) error {
+		if stored, err := decodeValues(v, n); err == nil {
+			fn(stored)
+		}
+		return nil
+	})
 }
 
 // computeValues decodes every stored object and computes its values under set.

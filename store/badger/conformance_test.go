@@ -29,12 +29,9 @@ func TestConformance(t *testing.T) {
 	// commit). Bounded mode shares the write path (durability is a
 	// database setting below both modes), so it runs without fsync to
 	// keep the package's test time within budget on shared disks.
-	for _, tc := range []struct {
-		name, query string
-		bounded     bool
-	}{
-		{"default", "", false},
-		{"bounded", "?cache=2&durability=nosync", true},
+	for _, tc := range []struct{ name, query string }{
+		{"default", ""},
+		{"bounded", "?cache=2&durability=nosync"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Run(t, storetest.Backend{
@@ -42,7 +39,6 @@ func TestConformance(t *testing.T) {
 					return "badger://" + (&url.URL{Path: t.TempDir()}).EscapedPath() + tc.query
 				},
 				Persistent: true,
-				Bounded:    tc.bounded,
 			})
 		})
 	}

@@ -58,10 +58,13 @@
 // object when it opens, runs the index functions on them; if their values
 // differ from the stored ones (a function changed under the same name, in a
 // new build), it logs so and rebuilds the value records the same way
-// (indexer.ValueCheck). The bounded mode, which decodes nothing when it
-// opens, tells index sets apart by their names only: give an index a new
-// name when its function computes something else, or open the store once in
-// the default mode.
+// (indexer.ValueCheck); keys its key function no longer computes empty the
+// store, as a scope change does (indexer.KeyCheck). The bounded mode, which
+// does not decode every object when it opens, checks a sample, the first 256
+// objects in key order, and rebuilds or empties the same way; a change that
+// alters no object of the sample goes unnoticed: give an index a new name
+// when its function changes what only a few objects yield, or open the
+// store once in the default mode.
 //
 // A Commit that does not fit one badger transaction therefore costs as much
 // as the whole store. Stores implement store.BatchLimiter: MaxBatchOps is a

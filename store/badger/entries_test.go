@@ -589,7 +589,7 @@ func TestListStoresNamesUnreadable(t *testing.T) {
 // TestChangedIndexFunctionStored opens, in the default mode, a store whose
 // app index function computes something else under the same name: the
 // store serves the new values and stores them, so that the bounded mode,
-// which trusts the stored values, serves the same afterwards.
+// which reads the stored values, serves the same afterwards.
 func TestChangedIndexFunctionStored(t *testing.T) {
 	dir := t.TempDir()
 	s := openMode(t, dir, false)

@@ -53,9 +53,16 @@ type bounded struct {
 }
 
 func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	rv, reset, err := prepareStore(f, o, set, nil)
+	var keyReset string
+	rv, reset, err := prepareStore(f, o, set, func() (err error) {
+		keyReset, err = checkSample(f, o, set)
+		return err
+	})
 	if err != nil {
 		return nil, err
+	}
+	if keyReset != "" {
+		rv, reset = "", keyReset
 	}
 	s := &bounded{
 		file:    f,
@@ -69,6 +76,75 @@ func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 	}
 	s.Writes = indexer.NewWrites(s.info.Name, s.write)
 	return s, nil
+}
+
+// sampleSize is how many objects a bounded-mode open decodes to check its
+// functions against what is stored (checkSample).
+const sampleSize = 256
+
+// checkSample checks, on the first sampleSize objects of the store in key
+// order, that the index functions and the key function still compute the
+// index values and keys stored with them. The bounded mode does not decode
+// every object when it opens, as the default mode does (see load), so a
+// sample is how it notices a function that changed under the same name:
+// values that differ make it recompute every object's values and index
+// entries (decoding them all, in one transaction), and a key that differs
+// makes it empty the store and return why (keyReset). A change that alters
+// no object of the sample goes unnoticed (see the package documentation).
+func checkSample(f *file, o store.Options, set *indexer.IndexSet) (keyReset string, err error) {
+	check := indexer.NewValueCheck(set)
+	keys := indexer.NewKeyCheck(o.KeyFunc)
+	err = guard(func() error {
+		return f.db.View(func(tx *bbolt.Tx) error {
+			b, err := storeBuckets(tx, o.Name)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return fmt.Errorf("store %q vanished: %w", o.Name, store.ErrCorrupt)
+			}
+			c := b.keys.Cursor()
+			n := 0
+			for k, rec := c.First(); k != nil && n < sampleSize; k, rec = c.Next() {
+				n++
+				// An object that cannot be read is skipped: as
+				// before the check, reading it fails, not the open.
+				seq, long, vals, err := decodeKeyRecord(rec, set.Len())
+				if err != nil {
+					continue
+				}
+				key, err := keyOf(k, long)
+				if err != nil {
+					continue
+				}
+				data, err := objectOf(b, key, seq)
+				if err != nil {
+					continue
+				}
+				obj, err := o.Codec.Decode(data)
+				if err != nil {
+					continue
+				}
+				keys.Check(key, obj)
+				if set.Len() > 0 {
+					// An index function that fails on the object
+					// fails its next write instead.
+					_, _ = check.Values(key, obj, vals)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return "", fileError(f.path, o, fmt.Errorf("check store %q: %w", o.Name, err))
+	}
+	if r := keys.Reset(o.KeyFuncName); r != "" {
+		return r, emptyStore(f, o, set, r)
+	}
+	if stale := check.Stale(); stale != nil {
+		return "", rewriteValues(f, o, set, nil, stale)
+	}
+	return "", nil
 }
 
 func (s *bounded) state() (closed bool, set *indexer.IndexSet) {

@@ -13,12 +13,9 @@ import (
 // time down (its write path is the same code, its read path is what this
 // run checks).
 func TestConformance(t *testing.T) {
-	for _, mode := range []struct {
-		name, query string
-		bounded     bool
-	}{
-		{"default", "", false},
-		{"bounded", "?cache=2&durability=nosync", true},
+	for _, mode := range []struct{ name, query string }{
+		{"default", ""},
+		{"bounded", "?cache=2&durability=nosync"},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			storetest.Run(t, storetest.Backend{
@@ -26,7 +23,6 @@ func TestConformance(t *testing.T) {
 					return "bolt://" + filepath.Join(t.TempDir(), "db", "cache.db") + mode.query
 				},
 				Persistent: true,
-				Bounded:    mode.bounded,
 			})
 		})
 	}

@@ -172,11 +172,17 @@
 // On reopen, a store opened with a different Options.Scope is emptied and
 // loses its resume point (Info().Reset says why); one opened with a
 // different index set recomputes its index values (and entries, in the
-// bounded mode) from the stored objects. The bounded mode, which does not
-// decode every object when it opens, tells index sets apart by their names
-// only: give an index a new name when its function computes something
-// else, or open the store once in the default mode, which stores the new
-// values.
+// bounded mode) from the stored objects. An index or key function that
+// changed under the same name is found by the default mode on every object
+// it decodes, and by the bounded mode, which does not decode every object
+// when it opens, on a sample: the first 256 objects in key order (about 5
+// ms to decode for realistic Pods; BenchmarkOpen, impl=bolt-bounded, went
+// from 0.1-0.3 ms to 4.8-5.2 ms with it). Values
+// that differ are stored anew (the bounded mode decodes every object for
+// that, once); keys that differ empty the store, as a scope change does. A
+// change that alters no object of the sample goes unnoticed in the bounded
+// mode: give an index a new name when its function changes what only a few
+// objects yield, or open the store once in the default mode.
 //
 // # Caveats
 //

@@ -311,7 +311,7 @@ func rawFileState(t *testing.T, path string) map[string]string {
 // TestChangedIndexFunctionStored opens, in the default mode, a store whose
 // app index function computes something else under the same name: the
 // store serves the new values and stores them, so that the bounded mode,
-// which trusts the stored values, serves the same afterwards.
+// which reads the stored values, serves the same afterwards.
 func TestChangedIndexFunctionStored(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pods.db")
 	s := openFivePods(t, path)

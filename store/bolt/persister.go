@@ -147,18 +147,23 @@ func emptyStore(f *file, o store.Options, set *indexer.IndexSet, why string) err
 	return nil
 }
 
-// rewriteValues stores the index values of every object of c, which load
-// computed, when the stored ones differed (stale): one transaction, which
-// leaves the store's metadata as it is.
+// rewriteValues stores the index values set's functions compute for every
+// object, when the stored ones differed (stale): one transaction, which
+// leaves the store's metadata as it is. The objects come from c if it is
+// not nil (load decoded them), else they are decoded from the file.
 func rewriteValues(f *file, o store.Options, set *indexer.IndexSet, c *indexer.Cache, stale []string) error {
 	klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
 		"store", o.Name, "path", f.path, "indexes", stale)
+	var get func(key string) (interface{}, bool)
+	if c != nil {
+		get = c.Get
+	}
 	err := updateStore(f, o.Name, func(b *buckets) error {
 		m, err := getMeta(b)
 		if err != nil {
 			return err
 		}
-		return rebuildIndexes(b, set, o.Codec, c.Get, m)
+		return rebuildIndexes(b, set, o.Codec, get, m)
 	})
 	if err != nil {
 		return fmt.Errorf("store: open %s in %s: store the index values of changed index functions: %w", o.Name, f.path, err)

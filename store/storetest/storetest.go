@@ -30,12 +30,6 @@ type Backend struct {
 	// Persistent reports that the database survives Close, so restart cases
 	// run.
 	Persistent bool
-	// Bounded reports a persistent store that does not decode every object
-	// when it opens (a bounded mode): it trusts the index values stored
-	// with each object, so the rule that changes an index function under
-	// the same name does not run (the backend documents that such a change
-	// needs a new index name).
-	Bounded bool
 }
 
 // rule is one named subtest of the suite.
@@ -45,9 +39,6 @@ type rule struct {
 	contract string
 	// persistent rules run only for persistent backends.
 	persistent bool
-	// decodesAll rules run only for backends that decode every object when
-	// they open (not Backend.Bounded).
-	decodesAll bool
 	fn         func(t *testing.T, h *harness)
 }
 
@@ -67,7 +58,7 @@ func Run(t *testing.T, b Backend) {
 		t.Fatal("storetest: Backend.URL is nil")
 	}
 	for _, r := range rules {
-		if r.persistent && !b.Persistent || r.decodesAll && b.Bounded {
+		if r.persistent && !b.Persistent {
 			continue
 		}
 		t.Run(r.name, func(t *testing.T) {
