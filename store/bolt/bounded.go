@@ -94,46 +94,37 @@ const sampleSize = 256
 func checkSample(f *file, o store.Options, set *indexer.IndexSet) (keyReset string, err error) {
 	check := indexer.NewValueCheck(set)
 	keys := indexer.NewKeyCheck(o.KeyFunc)
-	err = guard(func() error {
-		return f.db.View(func(tx *bbolt.Tx) error {
-			b, err := storeBuckets(tx, o.Name)
+	err = viewStore(f, o.Name, func(b *buckets) error {
+		c := b.keys.Cursor()
+		n := 0
+		for k, rec := c.First(); k != nil && n < sampleSize; k, rec = c.Next() {
+			n++
+			// An object that cannot be read is skipped: as
+			// before the check, reading it fails, not the open.
+			seq, long, vals, err := decodeKeyRecord(rec, set.Len())
 			if err != nil {
-				return err
+				continue
 			}
-			if b == nil {
-				return fmt.Errorf("store %q vanished: %w", o.Name, store.ErrCorrupt)
+			key, err := keyOf(k, long)
+			if err != nil {
+				continue
 			}
-			c := b.keys.Cursor()
-			n := 0
-			for k, rec := c.First(); k != nil && n < sampleSize; k, rec = c.Next() {
-				n++
-				// An object that cannot be read is skipped: as
-				// before the check, reading it fails, not the open.
-				seq, long, vals, err := decodeKeyRecord(rec, set.Len())
-				if err != nil {
-					continue
-				}
-				key, err := keyOf(k, long)
-				if err != nil {
-					continue
-				}
-				data, err := objectOf(b, key, seq)
-				if err != nil {
-					continue
-				}
-				obj, err := o.Codec.Decode(data)
-				if err != nil {
-					continue
-				}
-				keys.Check(key, obj)
-				if set.Len() > 0 {
-					// An index function that fails on the object
-					// fails its next write instead.
-					_, _ = check.Values(key, obj, vals)
-				}
+			data, err := objectOf(b, key, seq)
+			if err != nil {
+				continue
 			}
-			return nil
-		})
+			obj, err := o.Codec.Decode(data)
+			if err != nil {
+				continue
+			}
+			keys.Check(key, obj)
+			if set.Len() > 0 {
+				// An index function that fails on the object
+				// fails its next write instead.
+				_, _ = check.Values(key, obj, vals)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return "", fileError(f.path, o, fmt.Errorf("check store %q: %w", o.Name, err))

@@ -99,22 +99,13 @@ func load(f *file, o store.Options, set *indexer.IndexSet) (c *indexer.Cache, fo
 	check := indexer.NewValueCheck(set)
 	keys := indexer.NewKeyCheck(o.KeyFunc)
 	var ps []indexer.Prepared
-	err = guard(func() error {
-		return f.db.View(func(tx *bbolt.Tx) error {
-			b, err := storeBuckets(tx, o.Name)
-			if err != nil {
-				return err
-			}
-			if b == nil {
-				return fmt.Errorf("store %q vanished: %w", o.Name, store.ErrCorrupt)
-			}
-			items, err := joinRecords(b)
-			if err != nil {
-				return err
-			}
-			ps, err = decodeAll(items, o.Codec, check, keys, set.Len())
+	err = viewStore(f, o.Name, func(b *buckets) error {
+		items, err := joinRecords(b)
+		if err != nil {
 			return err
-		})
+		}
+		ps, err = decodeAll(items, o.Codec, check, keys, set.Len())
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrInvalid) {
@@ -297,6 +288,25 @@ type persister struct {
 // update runs fn on the store's buckets in one read-write transaction.
 func (p *persister) update(fn func(b *buckets) error) error {
 	return updateStore(p.file, p.name, fn)
+}
+
+// viewStore runs fn on the buckets of the store name in one read
+// transaction of f, turning bbolt's panics on damaged files into
+// ErrCorrupt (guard). A store that is not in the file is ErrCorrupt: its
+// caller opened it.
+func viewStore(f *file, name string, fn func(b *buckets) error) error {
+	return guard(func() error {
+		return f.db.View(func(tx *bbolt.Tx) error {
+			b, err := storeBuckets(tx, name)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return fmt.Errorf("store %q vanished: %w", name, store.ErrCorrupt)
+			}
+			return fn(b)
+		})
+	})
 }
 
 func updateStore(f *file, name string, fn func(b *buckets) error) error {
