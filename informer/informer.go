@@ -249,8 +249,8 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	}
 	if ropts.ResumeFrom == "" && ropts.ColdReason == "" && inf.store.Info().Reset != "" {
 		// The store was emptied when it was opened (its scope, or the
-		// keys its key function computes, changed):
-		// say so instead of calling it a plain cold start.
+		// keys its key function computes, changed): say so instead of
+		// calling it a plain cold start.
 		ropts.ColdReason = reflector.ReasonScopeChange
 	}
 	if inf.example != nil && ropts.ExpectedType == nil {

@@ -164,12 +164,18 @@ func ListStoresOf(ctx context.Context, d RawDriver, u *url.URL) ([]StoreEntry, e
 	if err != nil {
 		return nil, err
 	}
+	return EntriesOf(infos), nil
+}
+
+// EntriesOf returns the stores infos, all readable, as ListStores does: in
+// name order.
+func EntriesOf(infos []Info) []StoreEntry {
 	entries := make([]StoreEntry, len(infos))
 	for i, info := range infos {
 		entries[i] = StoreEntry{Info: info}
 	}
 	slices.SortFunc(entries, func(a, b StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
-	return entries, nil
+	return entries
 }
 
 // Export reads the store named name in the database at rawURL.

@@ -486,13 +486,13 @@ func guard(fn func() error) (err error) {
 // store.CompareMeta decides. It returns the store's resume point and, if the
 // store was emptied, why.
 //
-// load, if not nil, reads the whole store (the default mode decodes every
-// object): prepareStore calls it once, after any write that changes what
-// the store holds (a creation, a reset, an index rebuild), but before an
-// upgrade, which only changes how the store is kept (format version 2 to
-// 3, index entries switched on or off). A store that cannot be read is
-// then left as it was, for another build or mode to read, or for a
-// snapshot to be taken of it.
+// load, if not nil, reads the store (the default mode decodes every object,
+// the bounded mode checks a sample): prepareStore calls it once, after any
+// write that changes what the store holds (a creation, a reset, an index
+// rebuild), but before an upgrade, which only changes how the store is kept
+// (format version 2 to 3, index entries switched on or off). A store that
+// cannot be read is then left as it was, for another build or mode to
+// read, or for a snapshot to be taken of it.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
 	want := store.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).

@@ -34,8 +34,8 @@ func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 			return err
 		}
 		if keyReset = found.keyReset; keyReset != "" {
-			// As a scope change (prepareStore): start empty.
-			c = indexer.NewCache(set)
+			// As a scope change (prepareStore): start empty (load
+			// returned an empty cache).
 			return emptyStore(f, o, set, keyReset)
 		}
 		if found.stale != nil {
@@ -115,7 +115,7 @@ func load(f *file, o store.Options, set *indexer.IndexSet) (c *indexer.Cache, fo
 		return nil, found, fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
 	}
 	if found.keyReset = keys.Reset(o.KeyFuncName); found.keyReset != "" {
-		return c, found, nil
+		return c, found, nil // empty
 	}
 	c.Replace(ps)
 	found.stale = check.Stale()
@@ -140,21 +140,27 @@ func emptyStore(f *file, o store.Options, set *indexer.IndexSet, why string) err
 
 // rewriteValues stores the index values set's functions compute for every
 // object, when the stored ones differed (stale): one transaction, which
-// leaves the store's metadata as it is. The objects come from c if it is
-// not nil (load decoded them), else they are decoded from the file.
+// leaves the store's metadata as it is. The values come from c if it is not
+// nil (load computed them), else the objects are decoded from the file and
+// the functions run on them.
 func rewriteValues(f *file, o store.Options, set *indexer.IndexSet, c *indexer.Cache, stale []string) error {
 	klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
 		"store", o.Name, "path", f.path, "indexes", stale)
-	var get func(key string) (interface{}, bool)
-	if c != nil {
-		get = c.Get
-	}
 	err := updateStore(f, o.Name, func(b *buckets) error {
 		m, err := getMeta(b)
 		if err != nil {
 			return err
 		}
-		return rebuildIndexes(b, set, o.Codec, get, m)
+		if c == nil {
+			return rebuildIndexes(b, set, o.Codec, nil, m)
+		}
+		return writeIndexes(b, set, func(key string, _ uint64) ([][]string, error) {
+			v, ok := c.IndexValues(key)
+			if !ok {
+				return nil, fmt.Errorf("object %q is stored but was not loaded: %w", shorten(key), store.ErrCorrupt)
+			}
+			return v, nil
+		}, m)
 	})
 	if err != nil {
 		return fmt.Errorf("store: open %s in %s: store the index values of changed index functions: %w", o.Name, f.path, err)

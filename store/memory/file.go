@@ -139,12 +139,9 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 	}
 	if keyReset != "" {
 		// As a scope change: the objects are stored under keys the key
-		// function no longer computes.
+		// function no longer computes, and cache is empty.
 		info.Reset = keyReset
 		sec = &section{data: map[string][]byte{}}
-		if cache, _, err = decodeSection(where, o, sec); err != nil {
-			return nil, err
-		}
 	}
 	info.ResourceVersion = sec.rv
 	fst := &fileStore{db: db, name: o.Name, stop: make(chan struct{})}
@@ -184,7 +181,7 @@ var (
 // the index entries are computed afresh, which is also how an index set
 // change rebuilds them. keyReset, if not empty, says that o.KeyFunc no
 // longer computes the keys the objects are stored under (see
-// indexer.KeyCheck), and the store must start empty.
+// indexer.KeyCheck), and the store must start empty: c is empty then.
 func decodeSection(where string, o store.Options, sec *section) (c *indexer.Cache, keyReset string, err error) {
 	set, err := indexer.NewIndexSet(o.Indexers)
 	if err != nil {
@@ -201,7 +198,7 @@ func decodeSection(where string, o store.Options, sec *section) (c *indexer.Cach
 		ops = append(ops, store.Op{Type: store.OpPut, Key: key, Object: obj})
 	}
 	if r := keys.Reset(o.KeyFuncName); r != "" {
-		return nil, r, nil
+		return indexer.NewCache(set), r, nil
 	}
 	p := indexer.Preparer{KeyFunc: o.KeyFunc, Indexes: set}
 	ps, err := p.Prepare("open "+o.Name+" in "+where, ops)

@@ -301,12 +301,7 @@ func ListStores(ctx context.Context, target string) ([]store.StoreEntry, error) 
 		if err != nil {
 			return nil, err
 		}
-		entries := make([]store.StoreEntry, len(infos))
-		for i, info := range infos {
-			entries[i] = store.StoreEntry{Info: info}
-		}
-		slices.SortFunc(entries, func(a, b store.StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
-		return entries, nil
+		return store.EntriesOf(infos), nil
 	}
 	entries, err := listStoresOf(ctx, target)
 	if err != nil {

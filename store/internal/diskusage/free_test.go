@@ -11,7 +11,7 @@ import (
 // TestFree: the free space of a directory's file system is known, no more
 // than the file system's size, and a missing path is an error. What it
 // means for a write is checked where it is used, on a file system of a
-// known size (store/crashtest TestBadgerDiskFull).
+// known size (store/crashtest TestFullFileSystem).
 func TestFree(t *testing.T) {
 	dir := t.TempDir()
 	free, ok, err := Free(dir)

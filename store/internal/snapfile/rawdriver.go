@@ -151,9 +151,9 @@ func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func
 // replaced, atomically (snapfile.Write). Index values are dropped: the
 // store rebuilds them when it loads. A file open in this process is
 // refused with store.ErrInUse, and one open in another process (its lock,
-// see Lock, held for longer than LockTimeout) with
-// store.ErrLocked (or ctx's error, if it ends first), since their stores would overwrite the import with their
-// next snapshot.
+// see Lock, held for longer than LockTimeout) with store.ErrLocked (or
+// ctx's error, if it ends first), since their stores would overwrite the
+// import with their next snapshot.
 func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	path, err := d.rawPath("import "+info.Name, u)
 	if err != nil {
