@@ -187,13 +187,18 @@ func TestLargeWrites(t *testing.T) {
 				t.Errorf("generations after Replace (-want +got):\n%s", diff)
 			}
 
-			// A Commit too large for one transaction: update every
-			// object, delete some, add some.
+			// A Commit too large for one transaction: delete some
+			// objects, leave some, update the others (some of them with
+			// the same index values), add some. The new generation copies
+			// only what the Commit does not write.
 			ops := make([]store.Op, 0, n+50)
 			for i := 0; i < n; i++ {
-				if i%10 == 0 {
+				switch i % 10 {
+				case 0:
 					ops = append(ops, store.Op{Type: store.OpDelete, Key: fmt.Sprintf("ns-%d/pod-%06d", i%10, i)})
 					delete(want, fmt.Sprintf("ns-%d/pod-%06d", i%10, i))
+					continue
+				case 1:
 					continue
 				}
 				p := newPod(i, "2", fmt.Sprintf("app-%d", i%5))
@@ -226,6 +231,71 @@ func TestLargeWrites(t *testing.T) {
 			defer s.Close()
 			check(s)
 		})
+	}
+}
+
+// TestOldGenerationDeletedInBackground checks that a write that switches
+// to a new generation (here a Commit too large for one transaction, as a
+// relist after 410 Gone is) returns without waiting for the deletion of the
+// old one, and that Close waits for that deletion.
+func TestOldGenerationDeletedInBackground(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	s, err := open(ctx, dir, podOptions(t, "pods", 0), smallConfig())
+	mustOK(t, "Open", err)
+	const n = 1000 // over smallConfig's transaction limit
+	list := make([]interface{}, n)
+	ops := make([]store.Op, n)
+	for i := range n {
+		list[i] = newPod(i, "1", "a")
+		ops[i] = store.Op{Type: store.OpPut, Object: newPod(i, "2", "b")}
+	}
+	mustOK(t, "Replace", s.Replace(list, "1"))
+	gens := generationsOf(t, s)
+
+	release := make(chan struct{})
+	var deleted []uint64 // written by the hook before deletedCh closes
+	deletedCh := make(chan struct{})
+	testHookGenDeleted = func(gen uint64) {
+		<-release
+		deleted = append(deleted, gen)
+		close(deletedCh)
+	}
+	t.Cleanup(func() { testHookGenDeleted = nil })
+	committed := make(chan error, 1)
+	go func() { committed <- s.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: "2"}) }()
+	select {
+	case err := <-committed:
+		mustOK(t, "Commit", err)
+	case <-time.After(time.Minute):
+		close(release)
+		t.Fatal("Commit waited for the deletion of the old generation")
+	}
+	if got := s.ResourceVersion(); got != "2" {
+		t.Errorf("ResourceVersion = %q after the Commit, want 2", got)
+	}
+
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// A Close that does not wait returns within this second (it closes
+	// the database under the deletion); one that waits cannot return.
+	select {
+	case err := <-closed:
+		close(release)
+		t.Fatalf("Close returned (%v) while the old generation was being deleted", err)
+	case <-deletedCh:
+		t.Fatal("the deletion ended before it was released")
+	case <-time.After(time.Second):
+	}
+	close(release)
+	mustOK(t, "Close", <-closed)
+	select {
+	case <-deletedCh:
+	default:
+		t.Fatal("Close returned before the deletion of the old generation ended")
+	}
+	if diff := cmp.Diff(gens, deleted); diff != "" {
+		t.Errorf("generations deleted (-want +got):\n%s", diff)
 	}
 }
 
@@ -683,7 +753,7 @@ func TestFailedLargeWriteLeavesNoTrace(t *testing.T) {
 	gensBefore := generationsOf(t, s)
 
 	boom := errors.New("boom")
-	err = sp.rebuild(ctx, true, false, func(w writer, nk keys) error {
+	err = sp.rebuild(ctx, true, false, nil, func(w writer, nk keys) error {
 		for i := range 3000 { // more than one badger transaction
 			p := newPod(i, "9", "partial")
 			data, err := podCodec(t).Encode(p)

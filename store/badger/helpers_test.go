@@ -152,10 +152,13 @@ func checkIndexes(t testing.TB, s store.Store) {
 	}
 }
 
-// generations returns the generation numbers that have keys for name.
+// generationsOf returns the generation numbers that have keys for s's
+// store, once the deletions of old generations running in the background
+// are over.
 func generationsOf(t testing.TB, s store.Store) []uint64 {
 	t.Helper()
 	sp := spaceOf(t, s)
+	sp.oldGens.Wait()
 	gens, err := sp.generations()
 	mustOK(t, "generations", err)
 	return gens

@@ -20,8 +20,8 @@ var (
 // transaction, with nindexes indexes, assuming the worst of each: badger
 // refuses a transaction of more than 15% of a memtable or of that many
 // bytes divided by the size of a skiplist node entries (ErrTxnTooBig), and
-// a Commit that does not fit is written as a new generation, a copy of the
-// whole store. An operation writes its object (counted in full up to
+// a Commit that does not fit is written as a new generation, a copy of
+// every object it does not write. An operation writes its object (counted in full up to
 // valueThreshold) and its values record (a short value per index), and,
 // when the store keeps index entries (withEntries: the bounded mode), may
 // delete one old and add one new index entry per index.

@@ -394,7 +394,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		c := indexer.Change{Prepared: indexer.Prepared{Type: store.OpPut, Key: rec.Key, Data: bytes.Clone(rec.Data), Values: vals}}
 		return writeChange(w, nk, names, true, &c)
 	}
-	return s.rebuild(ctx, false, false, func(w writer, nk keys) error {
+	return s.rebuild(ctx, false, false, nil, func(w writer, nk keys) error {
 		if !haveFirst {
 			return nil
 		}

@@ -34,6 +34,10 @@ type space struct {
 	rec     metaRecord
 	nextGen uint64 // first generation number not used by any key of the store
 	closed  bool
+
+	// oldGens runs the deletions of generations switched away from;
+	// Close waits for them.
+	oldGens sync.WaitGroup
 }
 
 // writer is what a badger.Txn and a badger.WriteBatch have in common.
@@ -247,7 +251,11 @@ func (s *space) writeMeta(m metaRecord) error {
 }
 
 // switchGen makes gen the current generation in one transaction, with the
-// meta record changed by edit, then deletes the previous generation.
+// meta record changed by edit, then deletes the previous generation in the
+// background: a relist that replaced every object is over once the new
+// objects count, not after as many deletes again. Nothing reads an old
+// generation, a new one never reuses its number, and whatever a crash
+// leaves of it is deleted at the next open.
 func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 	if s.sh.cfg.durability == store.DurabilitySync {
 		// The new generation was written through write batches; make it
@@ -269,17 +277,26 @@ func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 	s.mu.Lock()
 	s.rec, s.k = m, s.k.withGen(gen)
 	s.mu.Unlock()
-	s.deleteGen(old)
+	s.oldGens.Go(func() { s.deleteGen(old) })
 	return nil
 }
 
 // deleteGen deletes every key of a generation that is not current. A
 // failure only leaves garbage, deleted on the next open.
 func (s *space) deleteGen(gen uint64) {
-	if _, err := s.deletePrefix(s.k.genPrefix(gen)); err != nil {
+	s.mu.RLock()
+	prefix := s.k.genPrefix(gen) // s.k changes under a background deletion
+	s.mu.RUnlock()
+	if _, err := s.deletePrefix(prefix); err != nil {
 		klog.Background().Error(err, "Deleting an old generation failed; it is retried on the next open", "store", s.name, "dir", s.sh.dir, "generation", gen)
 	}
+	if testHookGenDeleted != nil {
+		testHookGenDeleted(gen)
+	}
 }
+
+// testHookGenDeleted, when set (by tests), runs when deleteGen is over.
+var testHookGenDeleted func(gen uint64)
 
 // deletePrefix deletes every key under prefix through a write batch (as
 // many transactions as it takes) and returns how many it deleted.
@@ -495,7 +512,18 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 	}
 	// Too large for one transaction, or a Replace: build the new contents
 	// in a fresh generation.
-	return s.rebuild(ctx, !replace, false, func(w writer, nk keys) error {
+	var changed map[string]bool
+	if !replace {
+		// A copy of the objects the changes write or delete would only be
+		// overwritten or deleted (a relist after 410 Gone changes most of
+		// them). Their value records and index entries are copied:
+		// writeChange leaves those that did not change as they are.
+		changed = make(map[string]bool, len(changes))
+		for i := range changes {
+			changed[string(k.obj(changes[i].Key))] = true
+		}
+	}
+	return s.rebuild(ctx, !replace, false, changed, func(w writer, nk keys) error {
 		for i := range changes {
 			if err := writeChange(w, nk, names, entries, &changes[i]); err != nil {
 				return err
@@ -522,7 +550,7 @@ func (s *space) PersistIndexes(ctx context.Context, set *indexer.IndexSet, value
 // entries, and switches to it with metaRecord.Entries set to entries.
 func (s *space) reindex(ctx context.Context, names []string, values map[string][][]string, entries bool) error {
 	names = slices.Clone(names)
-	return s.rebuild(ctx, true, true, func(w writer, nk keys) error {
+	return s.rebuild(ctx, true, true, nil, func(w writer, nk keys) error {
 		for key, vals := range values {
 			if err := writeIndexes(w, nk, names, entries, key, nil, vals); err != nil {
 				return err
@@ -536,11 +564,11 @@ func (s *space) reindex(ctx context.Context, names []string, values map[string][
 }
 
 // rebuild writes a new generation: a copy of the current one when copyObjs
-// (objects only when objsOnly, else every record), then what fill writes,
-// and switches to it with the meta record edited by edit. Until the switch
-// the current generation is untouched, so a failure or a crash at any point
-// leaves the store as it was.
-func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, fill func(writer, keys) error, edit func(*metaRecord)) error {
+// (objects only when objsOnly, else every record), but for the keys in
+// skip, then what fill writes, and switches to it with the meta record
+// edited by edit. Until the switch the current generation is untouched, so
+// a failure or a crash at any point leaves the store as it was.
+func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[string]bool, fill func(writer, keys) error, edit func(*metaRecord)) error {
 	gen := s.allocGen()
 	k, _, _ := s.snapshot()
 	nk := k.withGen(gen)
@@ -552,7 +580,7 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, fill func(
 			if objsOnly {
 				prefix = k.objPrefix()
 			}
-			if err := s.copyPrefix(ctx, w, prefix, len(k.gen), nk.gen); err != nil {
+			if err := s.copyPrefix(ctx, w, prefix, len(k.gen), nk.gen, skip); err != nil {
 				return err
 			}
 		}
@@ -573,11 +601,14 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, fill func(
 	return nil
 }
 
-// copyPrefix copies every key under prefix into w, replacing its first
-// oldLen bytes (the generation prefix) by newGen.
-func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen int, newGen []byte) error {
+// copyPrefix copies every key under prefix but those in skip into w,
+// replacing its first oldLen bytes (the generation prefix) by newGen.
+func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen int, newGen []byte, skip map[string]bool) error {
 	return s.sh.db.View(func(txn *badger.Txn) error {
 		return eachUnder(ctx, txn, prefix, func(item *badger.Item, _ []byte) error {
+			if skip[string(item.Key())] {
+				return nil
+			}
 			v, err := item.ValueCopy(nil)
 			if err != nil {
 				return err
@@ -724,6 +755,7 @@ func (s *space) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.closeMu.Unlock()
+	s.oldGens.Wait()
 	return s.sh.release(s.name)
 }
 
