@@ -183,6 +183,10 @@ type file struct {
 	readOnly bool
 	// closed is closed once db is.
 	closed chan struct{}
+	// opened is closed once db is set: bbolt opens the file without
+	// filesMu (it may wait for another process's lock), and a file whose
+	// open fails leaves files before opened is closed.
+	opened chan struct{}
 
 	// refs and names are guarded by filesMu.
 	refs  int
@@ -195,9 +199,7 @@ var (
 )
 
 // acquire returns the open file at path, opening it if needed, and reserves
-// o.Name on it. filesMu is held while bbolt waits for another process's lock
-// (at most o.LockTimeout, or until ctx ends): opens of other files wait too,
-// which is fine at startup, where opens happen.
+// o.Name on it.
 func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	filesMu.Lock()
 	defer filesMu.Unlock()
@@ -252,48 +254,83 @@ var testHookWaitReadOnly func(path string)
 // read-only open: it waits for the reads using it to end, as it would for
 // another process's shared lock, at most o.LockTimeout (then
 // store.ErrInUse) and until ctx ends, and then opens the file read-write.
-// The caller holds filesMu; it is released while waiting for those reads,
-// which need it to close the file.
+// The caller holds filesMu. It is released while bbolt opens the file (which
+// may wait for another process's lock, and reads the whole file into memory
+// in the default mode), so that the stores of other files open and close
+// meanwhile, and while waiting for another goroutine's open of the same
+// file, or for the reads of a read-only open to close it, which need it.
 func openFileLocked(ctx context.Context, path string, o store.Options, write bool) (*file, error) {
-	var timeout <-chan time.Time
+	// One o.LockTimeout for all the waiting.
+	var timeout *time.Timer
+	defer func() {
+		if timeout != nil {
+			timeout.Stop()
+		}
+	}()
+	wait := func(until <-chan struct{}, what string, err error) error {
+		if timeout == nil {
+			timeout = time.NewTimer(o.LockTimeout)
+		}
+		filesMu.Unlock()
+		defer filesMu.Lock()
+		select {
+		case <-until:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("store: open %s: waiting for %s: %w", path, what, ctx.Err())
+		case <-timeout.C:
+			return err
+		}
+	}
 	for {
 		f := files[path]
 		if f == nil {
 			break
 		}
+		if !isClosed(f.opened) {
+			// Another goroutine's open; it may fail, so look again.
+			if err := wait(f.opened, "another open of the file in this process", fmt.Errorf(
+				"store: open %s: another open of the file in this process waited for its lock for %v (see Options.LockTimeout, lock_timeout=): %w",
+				path, o.LockTimeout, store.ErrLocked)); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if !write || !f.readOnly {
 			return f, nil
-		}
-		if timeout == nil {
-			t := time.NewTimer(o.LockTimeout)
-			defer t.Stop()
-			timeout = t.C
 		}
 		if testHookWaitReadOnly != nil {
 			testHookWaitReadOnly(path)
 		}
-		filesMu.Unlock()
-		var err error
-		select {
-		case <-f.closed:
-		case <-ctx.Done():
-			err = fmt.Errorf("store: open %s: waiting for reads of this process to close the file: %w", path, ctx.Err())
-		case <-timeout:
-			err = fmt.Errorf("store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v (see Options.LockTimeout, lock_timeout=): %w",
-				path, o.LockTimeout, store.ErrInUse)
-		}
-		filesMu.Lock()
-		if err != nil {
+		if err := wait(f.closed, "reads of this process to close the file", fmt.Errorf(
+			"store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v (see Options.LockTimeout, lock_timeout=): %w",
+			path, o.LockTimeout, store.ErrInUse)); err != nil {
 			return nil, err
 		}
 	}
+	f := &file{path: path, durability: o.Durability, readOnly: !write, closed: make(chan struct{}), opened: make(chan struct{}), names: map[string]bool{}}
+	files[path] = f
+	filesMu.Unlock()
 	db, err := openDB(ctx, path, o, !write)
+	filesMu.Lock()
 	if err != nil {
+		delete(files, path)
+		close(f.opened)
 		return nil, err
 	}
-	f := &file{path: path, db: db, durability: o.Durability, readOnly: !write, closed: make(chan struct{}), names: map[string]bool{}}
-	files[path] = f
+	f.db = db
+	close(f.opened)
 	return f, nil
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // lockRetry is how often openDB tries the lock of a file another process

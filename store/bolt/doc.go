@@ -203,6 +203,7 @@
 //     unspecified too).
 //   - Sequence numbers are never reused, except that Replace and a scope
 //     reset start them over; 2^64 of them do not run out.
-//   - Opening a file holds a process-wide lock while bbolt waits for another
-//     process's lock, so opens of other files wait too.
+//   - Compact holds a process-wide lock for as long as it copies the file,
+//     so opens and closes of other files in the process wait for it; it is
+//     meant for `snapshot compact`, on a file no store has open.
 package bolt
