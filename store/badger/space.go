@@ -605,7 +605,9 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 // replacing its first oldLen bytes (the generation prefix) by newGen.
 func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen int, newGen []byte, skip map[string]bool) error {
 	return s.sh.db.View(func(txn *badger.Txn) error {
-		return eachUnder(ctx, txn, prefix, func(item *badger.Item, _ []byte) error {
+		// Prefetching would read the values of the objects skipped too (a
+		// relist after 410 Gone skips most).
+		return eachUnderPrefetch(ctx, txn, prefix, len(skip) == 0, func(item *badger.Item, _ []byte) error {
 			if skip[string(item.Key())] {
 				return nil
 			}
@@ -787,8 +789,15 @@ func (s *space) view(fn func(txn *badger.Txn, k keys, names []string) error) (er
 // eachUnder calls fn for every item of txn whose key starts with prefix, in
 // key order, with the rest of its key, until fn fails or ctx is done.
 func eachUnder(ctx context.Context, txn *badger.Txn, prefix []byte, fn func(item *badger.Item, suffix []byte) error) error {
+	return eachUnderPrefetch(ctx, txn, prefix, true, fn)
+}
+
+// eachUnderPrefetch is eachUnder, reading the values of the items ahead of
+// fn only if prefetch: fn reads few of them, or reads them itself.
+func eachUnderPrefetch(ctx context.Context, txn *badger.Txn, prefix []byte, prefetch bool, fn func(item *badger.Item, suffix []byte) error) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = prefix
+	opts.PrefetchValues = prefetch
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
