@@ -46,16 +46,15 @@
 // (store.ErrIncompatible).
 //
 // A write too large for one badger transaction (a Replace of 100,000 objects,
-// the backfill of AddIndexers, a huge Commit) is built under a fresh
-// generation in as many transactions as it takes, made durable, and switched
-// to, with the resume point, by rewriting the meta record in one final
-// transaction. A Commit copies into it the records of the objects it does
-// not write (a relist after 410 Gone, which rewrites most, copies little).
-// The old generation is deleted afterwards, in the background: the write
-// returns once the switch is durable, and Close waits for the deletion. A
-// crash before the switch leaves the old contents and resume point intact;
-// a half-built generation, or an old one not yet deleted, is garbage
-// deleted on the next open. A scope change (Info.Reset)
+// the backfill of AddIndexers, a huge Commit) is built under a fresh generation
+// in as many transactions as it takes, made durable, and switched to, with the
+// resume point, by rewriting the meta record in one final transaction. A Commit
+// copies into it the records of the objects it does not write (a relist after
+// 410 Gone, which rewrites most, copies little). The old generation is deleted
+// afterwards, in the background: the write returns once the switch is durable,
+// and Close waits for the deletion. A crash before the switch leaves the old
+// contents and resume point intact; a half-built generation, or an old one not
+// yet deleted, is garbage deleted on the next open. A scope change (Info.Reset)
 // switches to an empty generation the same way, and an index-set change
 // rebuilds the value records (and entries, in bounded mode) into a new
 // generation from the stored objects. The default mode, which decodes every

@@ -18,13 +18,13 @@ var (
 
 // maxBatchOps returns how many operations of a Commit fit in one badger
 // transaction, with nindexes indexes, assuming the worst of each: badger
-// refuses a transaction of more than 15% of a memtable or of that many
-// bytes divided by the size of a skiplist node entries (ErrTxnTooBig), and
-// a Commit that does not fit is written as a new generation, a copy of
-// every object it does not write. An operation writes its object (counted in full up to
-// valueThreshold) and its values record (a short value per index), and,
-// when the store keeps index entries (withEntries: the bounded mode), may
-// delete one old and add one new index entry per index.
+// refuses a transaction of more than 15% of a memtable or of that many bytes
+// divided by the size of a skiplist node entries (ErrTxnTooBig), and a Commit
+// that does not fit is written as a new generation, a copy of every object it
+// does not write. An operation writes its object (counted in full up to
+// valueThreshold) and its values record (a short value per index), and, when
+// the store keeps index entries (withEntries: the bounded mode), may delete one
+// old and add one new index entry per index.
 func maxBatchOps(memTableSize int64, nindexes int, withEntries bool) int {
 	maxBytes := 15 * memTableSize / 100
 	maxEntries := maxBytes / int64(skl.MaxNodeSize)
