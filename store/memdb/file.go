@@ -22,8 +22,11 @@ import (
 // Snapshot files open in this process, by cleaned absolute path. Stores of one
 // file share its fileDB, so a snapshot written by any of them holds all.
 var (
-	filesMu sync.Mutex // guards files and fileDB.refs of every file
+	filesMu sync.Mutex // guards files, opening and fileDB.refs of every file
 	files   = map[string]*fileDB{}
+	// opening holds the files whose first store is being opened, without
+	// filesMu while it waits for the file's lock and reads the file.
+	opening snapfile.Openings
 )
 
 // fileDB is every store of one snapshot file: what the next snapshot writes.
@@ -111,20 +114,34 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 	}
 	filesMu.Lock()
 	defer filesMu.Unlock()
+	if err := opening.Wait(ctx, &filesMu, path, o.LockTimeout); err != nil {
+		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, err)
+	}
 	fdb := files[path]
 	if fdb == nil {
 		// The first store of the file in this process locks it against
-		// other processes, before reading it.
-		unlock, err := snapfile.Lock(ctx, path, o.LockTimeout)
-		if errors.Is(err, store.ErrLocked) {
-			return nil, fmt.Errorf("store: open %s in %s: %w (%s)", o.Name, where, err, snapfile.OpenLockHint)
+		// other processes, before reading it, without filesMu: the
+		// stores of other files open and close meanwhile, and other
+		// opens of this one wait until this open is over (done runs
+		// before filesMu is released).
+		defer opening.Start(path)()
+		filesMu.Unlock()
+		unlock, lockErr := snapfile.Lock(ctx, path, o.LockTimeout)
+		var loadErr error
+		if lockErr == nil {
+			if fdb, loadErr = loadFile(path); loadErr != nil {
+				unlock()
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, err)
+		filesMu.Lock()
+		if errors.Is(lockErr, store.ErrLocked) {
+			return nil, fmt.Errorf("store: open %s in %s: %w (%s)", o.Name, where, lockErr, snapfile.OpenLockHint)
 		}
-		if fdb, err = loadFile(path); err != nil {
-			unlock()
-			return nil, err
+		if lockErr != nil {
+			return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, lockErr)
+		}
+		if loadErr != nil {
+			return nil, loadErr
 		}
 		fdb.unlock = unlock
 		defer func() {

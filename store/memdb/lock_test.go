@@ -13,3 +13,8 @@ import (
 func TestFileLockedByAnotherProcess(t *testing.T) {
 	snapfiletest.CheckFileLocking(t, memdb.Scheme, memdb.FormatVersion)
 }
+
+// TestLockWaitBlocksNoOtherFile: see snapfiletest.CheckLockWaitBlocksNoOtherFile.
+func TestLockWaitBlocksNoOtherFile(t *testing.T) {
+	snapfiletest.CheckLockWaitBlocksNoOtherFile(t, memdb.Scheme)
+}

@@ -18,6 +18,6 @@ var rawDriver = &snapfile.RawDriver{
 	WithFileLocked: func(path string, f func(open bool) error) error {
 		filesMu.Lock()
 		defer filesMu.Unlock()
-		return f(files[path] != nil)
+		return f(files[path] != nil || opening.Busy(path))
 	},
 }

@@ -1,0 +1,71 @@
+package snapfile
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// Openings tracks the snapshot files whose first store is being opened, so
+// that a backend can release its process-wide lock of open files while that
+// open waits for another process's lock (Lock, up to a lock timeout) and
+// reads the file: the stores of other files open and close meanwhile, and a
+// second open of the same file waits for the first. The zero value is ready
+// to use; every method is called with the backend's lock (mu) held.
+type Openings struct {
+	m map[string]chan struct{} // closed when the open of the path ends
+}
+
+// Start marks an open of path as under way, until done is called (with mu
+// held): a Wait for path waits until then.
+func (o *Openings) Start(path string) (done func()) {
+	if o.m == nil {
+		o.m = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	o.m[path] = ch
+	return func() {
+		delete(o.m, path)
+		close(ch)
+	}
+}
+
+// Busy reports whether an open of path is under way.
+func (o *Openings) Busy(path string) bool { return o.m[path] != nil }
+
+// Wait returns once no open of path is under way, releasing mu while it
+// waits; it fails once ctx ends, or after timeout (with store.ErrLocked: the
+// open it waits for is waiting for another process's lock).
+func (o *Openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeout time.Duration) error {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		ch := o.m[path]
+		if ch == nil {
+			return nil
+		}
+		if t == nil {
+			t = time.NewTimer(timeout)
+		}
+		mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = fmt.Errorf("snapfile: %s: waiting for another open of the file in this process: %w", path, ctx.Err())
+		case <-t.C:
+			err = fmt.Errorf("snapfile: %s: another open of the file in this process waited for its lock for %v: %w", path, timeout, store.ErrLocked)
+		}
+		mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+}
