@@ -125,23 +125,10 @@ func openFile(ctx context.Context, path string, o store.Options) (store.Store, e
 		// opens of this one wait until this open is over (done runs
 		// before filesMu is released).
 		defer opening.Start(path)()
-		filesMu.Unlock()
-		unlock, lockErr := snapfile.Lock(ctx, path, o.LockTimeout)
-		var loadErr error
-		if lockErr == nil {
-			if fdb, loadErr = loadFile(path); loadErr != nil {
-				unlock()
-			}
-		}
-		filesMu.Lock()
-		if errors.Is(lockErr, store.ErrLocked) {
-			return nil, fmt.Errorf("store: open %s in %s: %w (%s)", o.Name, where, lockErr, snapfile.OpenLockHint)
-		}
-		if lockErr != nil {
-			return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, lockErr)
-		}
-		if loadErr != nil {
-			return nil, loadErr
+		var unlock func()
+		var err error
+		if fdb, unlock, err = snapfile.LockAndLoad(ctx, &filesMu, path, o.Name, where, o.LockTimeout, loadFile); err != nil {
+			return nil, err
 		}
 		fdb.unlock = unlock
 		defer func() {

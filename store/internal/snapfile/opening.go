@@ -2,6 +2,7 @@ package snapfile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,4 +69,28 @@ func (o *Openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeou
 			return err
 		}
 	}
+}
+
+// LockAndLoad is the first open of the snapshot file at path in this
+// process, called with mu (the backend's lock of its open files) held, and
+// returning with it held: without mu, it locks the file against other
+// processes (Lock, waiting up to timeout and until ctx ends) and reads it
+// with load. On error, nothing holds the lock. name and where (the store and
+// the file, as the backend names them) go into the lock's errors; load's are
+// returned as they are.
+func LockAndLoad[DB any](ctx context.Context, mu *sync.Mutex, path, name, where string, timeout time.Duration, load func(path string) (DB, error)) (db DB, unlock func(), err error) {
+	mu.Unlock()
+	defer mu.Lock()
+	unlock, err = Lock(ctx, path, timeout)
+	if errors.Is(err, store.ErrLocked) {
+		return db, nil, fmt.Errorf("store: open %s in %s: %w (%s)", name, where, err, OpenLockHint)
+	}
+	if err != nil {
+		return db, nil, fmt.Errorf("store: open %s in %s: %w", name, where, err)
+	}
+	if db, err = load(path); err != nil {
+		unlock()
+		return db, nil, err
+	}
+	return db, unlock, nil
 }
