@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 func dirURL(dir, query string) string {
@@ -400,6 +401,20 @@ func holdDir(t *testing.T, dir string) (release func()) {
 
 // TestLockedByAnotherProcess re-executes the test binary as a child that
 // holds the directory open.
+// TestLockWaitBlocksNoOtherDatabase: see
+// storetest.CheckLockWaitBlocksNoOtherDatabase, with another process
+// holding the directory.
+func TestLockWaitBlocksNoOtherDatabase(t *testing.T) {
+	storetest.CheckLockWaitBlocksNoOtherDatabase(t,
+		func(path string) string { return "badger://" + path },
+		func(t *testing.T, path string) func() {
+			if err := os.MkdirAll(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return holdDir(t, path)
+		})
+}
+
 func TestLockedByAnotherProcess(t *testing.T) {
 	dir := t.TempDir()
 	release := holdDir(t, dir)

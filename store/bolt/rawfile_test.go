@@ -9,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
@@ -214,95 +212,23 @@ func TestOpenRetriesLock(t *testing.T) {
 	}
 }
 
-// TestOpenWaitingForLockBlocksNoOtherFile checks that while an open waits
-// for a file another open file description holds (another process, in
-// production), stores of other files open and close, and a second open of
-// the same file waits for the first and then shares its file.
-func TestOpenWaitingForLockBlocksNoOtherFile(t *testing.T) {
-	codec, err := indexer.NewCodec(&corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := func(name string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "1"}}
-	}
-	dir := t.TempDir()
-	held := filepath.Join(dir, "held.db")
-	other := filepath.Join(dir, "other.db")
-	db, err := bbolt.Open(held, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var once sync.Once
-	busy := make(chan struct{})
-	testHookLockBusy = func(p string) {
-		if p == held {
-			once.Do(func() { close(busy) })
-		}
-	}
-	defer func() { testHookLockBusy = nil }()
-
-	type result struct {
-		s   store.Store
-		err error
-	}
-	openAsync := func(path, name string) <-chan result {
-		ch := make(chan result, 1)
-		go func() {
-			s, err := store.Open(t.Context(), "bolt://"+path+"?lock_timeout=1m", &store.Options{Name: name, Codec: codec})
-			ch <- result{s, err}
-		}()
-		return ch
-	}
-	first := openAsync(held, "pods")
-	<-busy
-	second := openAsync(held, "configmaps")
-
-	// bbolt waits for the held file's lock for up to a minute; an open that
-	// blocks the other file for as long fails here first.
-	deadline := time.After(30 * time.Second)
-	select {
-	case r := <-openAsync(other, "pods"):
-		if r.err != nil {
-			t.Fatalf("Open of another file: %v", r.err)
-		}
-		if err := r.s.Add(pod("a")); err != nil {
-			t.Errorf("Add to the store of another file: %v", err)
-		}
-		if err := r.s.Close(); err != nil {
-			t.Errorf("Close of the store of another file: %v", err)
-		}
-	case <-deadline:
-		t.Fatal("Open of another file waited for the lock of the held file")
-	}
-	select {
-	case r := <-first:
-		t.Fatalf("Open of the held file returned while it was held: %v", r.err)
-	case r := <-second:
-		t.Fatalf("second Open of the held file returned while it was held: %v", r.err)
-	default:
-	}
-
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for i, ch := range []<-chan result{first, second} {
-		r := <-ch
-		if r.err != nil {
-			t.Fatalf("Open %d of the file once released: %v", i+1, r.err)
-		}
-		defer r.s.Close()
-		if err := r.s.Add(pod("b" + strconv.Itoa(i))); err != nil {
-			t.Errorf("Add through open %d: %v", i+1, err)
-		}
-	}
-	filesMu.Lock()
-	refs := files[held].refs
-	filesMu.Unlock()
-	if refs != 2 {
-		t.Errorf("the two stores of the held file share %d references to it; want 2 (one open file)", refs)
-	}
+// TestLockWaitBlocksNoOtherDatabase: see
+// storetest.CheckLockWaitBlocksNoOtherDatabase. (bbolt's flock locks belong
+// to open file descriptions, so the test's own bbolt open conflicts.)
+func TestLockWaitBlocksNoOtherDatabase(t *testing.T) {
+	storetest.CheckLockWaitBlocksNoOtherDatabase(t,
+		func(path string) string { return "bolt://" + path },
+		func(t *testing.T, path string) func() {
+			db, err := bbolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := db.Close(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 }
 
 func oneRecord(key string) func() (store.Record, error) {

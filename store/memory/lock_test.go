@@ -5,8 +5,10 @@ package memory_test
 import (
 	"testing"
 
+	"github.com/informerdb/informerdb/store/internal/snapfile"
 	"github.com/informerdb/informerdb/store/internal/snapfile/snapfiletest"
 	"github.com/informerdb/informerdb/store/memory"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // TestFileLockedByAnotherProcess: see snapfiletest.CheckFileLocking.
@@ -14,7 +16,16 @@ func TestFileLockedByAnotherProcess(t *testing.T) {
 	snapfiletest.CheckFileLocking(t, memory.Scheme, memory.FormatVersion)
 }
 
-// TestLockWaitBlocksNoOtherFile: see snapfiletest.CheckLockWaitBlocksNoOtherFile.
-func TestLockWaitBlocksNoOtherFile(t *testing.T) {
-	snapfiletest.CheckLockWaitBlocksNoOtherFile(t, memory.Scheme)
+// TestLockWaitBlocksNoOtherDatabase: see
+// storetest.CheckLockWaitBlocksNoOtherDatabase.
+func TestLockWaitBlocksNoOtherDatabase(t *testing.T) {
+	storetest.CheckLockWaitBlocksNoOtherDatabase(t,
+		func(path string) string { return memory.Scheme + "://" + path },
+		func(t *testing.T, path string) func() {
+			unlock, err := snapfile.Lock(t.Context(), path, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return unlock
+		})
 }

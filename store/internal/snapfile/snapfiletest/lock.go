@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -110,83 +109,5 @@ func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 			t.Fatalf("Lock after a failed Open: %v", err)
 		}
 		unlock()
-	}
-}
-
-// CheckLockWaitBlocksNoOtherFile holds a snapshot file's lock as another
-// process would and checks that, while an Open of it waits for the lock,
-// stores of another file open and close, a second Open of the held file
-// waits for the first and then shares its file, and both open once the
-// lock is released.
-func CheckLockWaitBlocksNoOtherFile(t *testing.T, scheme string) {
-	t.Helper()
-	dir := t.TempDir()
-	held, other := filepath.Join(dir, "held.snap"), filepath.Join(dir, "other.snap")
-	codec, err := indexer.NewCodec(&corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := snapfile.Lock(t.Context(), held, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { unlock() }()
-	type result struct {
-		s   store.Store
-		err error
-	}
-	openAsync := func(path, name string) <-chan result {
-		ch := make(chan result, 1)
-		go func() {
-			s, err := store.Open(t.Context(), scheme+"://"+path+"?lock_timeout=1m", &store.Options{Name: name, Codec: codec})
-			ch <- result{s, err}
-		}()
-		return ch
-	}
-	first := openAsync(held, "pods")
-	// No hook tells when the first Open waits for the lock; a second of
-	// the file either waits for the first or, if it came first, is the
-	// one waiting for the lock. Both must be waiting below either way.
-	second := openAsync(held, "nodes")
-
-	// The held file's Opens wait a minute; one that blocks the other file
-	// for as long fails here first.
-	select {
-	case r := <-openAsync(other, "pods"):
-		if r.err != nil {
-			t.Fatalf("Open of another file: %v", r.err)
-		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
-		if err := r.s.Add(pod); err != nil {
-			t.Errorf("Add to the store of another file: %v", err)
-		} else if _, ok, err := r.s.GetByKey("ns/a"); !ok || err != nil {
-			t.Errorf("GetByKey of what was added to the store of another file: %v, %v", ok, err)
-		}
-		if err := r.s.Close(); err != nil {
-			t.Errorf("Close of the store of another file: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Open of another file waited for the lock of the held file")
-	}
-	select {
-	case r := <-first:
-		t.Fatalf("Open of the held file returned while it was held: %v", r.err)
-	case r := <-second:
-		t.Fatalf("second Open of the held file returned while it was held: %v", r.err)
-	default:
-	}
-
-	unlock()
-	unlock = func() {}
-	for i, ch := range []<-chan result{first, second} {
-		r := <-ch
-		if r.err != nil {
-			t.Fatalf("Open %d of the file once released: %v", i+1, r.err)
-		}
-		defer r.s.Close()
-	}
-	// Both stores share this process's lock of the file.
-	if _, err := snapfile.Lock(t.Context(), held, 0); !errors.Is(err, store.ErrLocked) {
-		t.Fatalf("another process's Lock while the file's stores are open = %v, want ErrLocked", err)
 	}
 }
