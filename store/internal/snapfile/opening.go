@@ -39,7 +39,8 @@ func (o *Openings) Busy(path string) bool { return o.m[path] != nil }
 
 // Wait returns once no open of path is under way, releasing mu while it
 // waits; it fails once ctx ends, or after timeout (with store.ErrLocked: the
-// open it waits for is waiting for another process's lock).
+// open it waits for is waiting for another process's lock). It is for
+// Open: its error says how to wait longer (OpenLockHint).
 func (o *Openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeout time.Duration) error {
 	var t *time.Timer
 	defer func() {
@@ -62,7 +63,7 @@ func (o *Openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeou
 		case <-ctx.Done():
 			err = fmt.Errorf("snapfile: %s: waiting for another open of the file in this process: %w", path, ctx.Err())
 		case <-t.C:
-			err = fmt.Errorf("snapfile: %s: another open of the file in this process waited for its lock for %v: %w", path, timeout, store.ErrLocked)
+			err = fmt.Errorf("snapfile: %s: another open of the file in this process waited for its lock for %v: %w (%s)", path, timeout, store.ErrLocked, OpenLockHint)
 		}
 		mu.Lock()
 		if err != nil {
