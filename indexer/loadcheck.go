@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/store"
 )
@@ -146,4 +147,19 @@ func (c *KeyCheck) Reset(keyFuncName string) string {
 	}
 	return fmt.Sprintf("key function %q changed: %d objects are stored under keys it no longer computes (%q is now %q)",
 		keyFuncName, c.n, c.stored, c.now)
+}
+
+// LogKeyReset logs that the store name of the database at where starts
+// empty, and its informer relists, because of why (KeyCheck.Reset): every
+// backend says it in the same words.
+func LogKeyReset(name, where, why string) {
+	klog.Background().Info("Emptying the store; its informer relists", "store", name, "database", where, "reason", why)
+}
+
+// LogStale logs that the store name of the database at where rewrites the
+// index values stored with its objects, which differ from what its index
+// functions compute now (ValueCheck.Stale).
+func LogStale(name, where string, stale []string) {
+	klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
+		"store", name, "database", where, "indexes", stale)
 }

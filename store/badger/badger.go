@@ -10,8 +10,6 @@ import (
 	"runtime"
 	"sync"
 
-	"k8s.io/klog/v2"
-
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
@@ -118,10 +116,8 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		return nil, err
 	}
 	if keyReset != "" {
-		// As a scope change (openSpace): start empty.
-		klog.Background().Info("Emptying the store; its informer relists", "store", o.Name, "dir", sh.dir, "reason", keyReset)
-		if err := sp.empty(false); err != nil {
-			return nil, fmt.Errorf("store: open %s in %s: empty the store (%s): %w", o.Name, sp.where(), keyReset, err)
+		if err := sp.emptyForKeys(false, keyReset); err != nil {
+			return nil, err
 		}
 		c, info.Reset = indexer.NewCache(set), keyReset
 	}
@@ -285,8 +281,7 @@ func load(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet
 	if stale := check.Stale(); stale != nil {
 		// An index function changed under the same name: store what the
 		// cache now serves.
-		klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
-			"store", sp.name, "dir", sp.sh.dir, "indexes", stale)
+		indexer.LogStale(sp.name, sp.where(), stale)
 		computed = make(map[string][][]string, c.Len())
 		for _, key := range c.ListKeys() {
 			computed[key], _ = c.IndexValues(key)

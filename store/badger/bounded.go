@@ -59,16 +59,13 @@ func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.I
 		}
 		switch {
 		case keyReset != "":
-			// As a scope change (openSpace): start empty.
-			klog.Background().Info("Emptying the store; its informer relists", "store", o.Name, "dir", sp.sh.dir, "reason", keyReset)
-			if err := sp.empty(true); err != nil {
-				return nil, fmt.Errorf("store: open %s in %s: empty the store (%s): %w", o.Name, sp.where(), keyReset, err)
+			if err := sp.emptyForKeys(true, keyReset); err != nil {
+				return nil, err
 			}
 			b.info.Reset = keyReset
 			return b, nil
 		case stale != nil:
-			klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
-				"store", o.Name, "dir", sp.sh.dir, "indexes", stale)
+			indexer.LogStale(o.Name, sp.where(), stale)
 			rebuild = true
 		}
 	}

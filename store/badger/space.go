@@ -150,6 +150,18 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 	return s, reopen, nil
 }
 
+// emptyForKeys empties the store, as a scope change does (see empty), because
+// its key function no longer computes the keys its objects are stored under
+// (why, from indexer.KeyCheck): the informer relists. entries is what the
+// opening mode wants of metaRecord.Entries.
+func (s *space) emptyForKeys(entries bool, why string) error {
+	indexer.LogKeyReset(s.name, s.where(), why)
+	if err := s.empty(entries); err != nil {
+		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", s.name, s.where(), why, err)
+	}
+	return nil
+}
+
 // empty drops the store's objects, index entries and resume point
 // together, by switching to an empty generation, whose entries are current
 // either way (entries sets metaRecord.Entries), with the meta record edited

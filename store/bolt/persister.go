@@ -12,7 +12,6 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -125,7 +124,7 @@ func load(f *file, o store.Options, set *indexer.IndexSet) (c *indexer.Cache, fo
 // emptyStore empties the store o.Name and its resume point, in one
 // transaction, because of why.
 func emptyStore(f *file, o store.Options, set *indexer.IndexSet, why string) error {
-	klog.Background().Info("Emptying the store; its informer relists", "store", o.Name, "path", f.path, "reason", why)
+	indexer.LogKeyReset(o.Name, f.path, why)
 	err := updateStore(f, o.Name, func(b *buckets) error {
 		if err := b.clear(set.Names()); err != nil {
 			return err
@@ -144,8 +143,7 @@ func emptyStore(f *file, o store.Options, set *indexer.IndexSet, why string) err
 // nil (load computed them), else the objects are decoded from the file and
 // the functions run on them.
 func rewriteValues(f *file, o store.Options, set *indexer.IndexSet, c *indexer.Cache, stale []string) error {
-	klog.Background().Info("Index values stored with the objects differ from what the index functions compute now (a function changed under the same name); storing the new ones",
-		"store", o.Name, "path", f.path, "indexes", stale)
+	indexer.LogStale(o.Name, f.path, stale)
 	err := updateStore(f, o.Name, func(b *buckets) error {
 		m, err := getMeta(b)
 		if err != nil {
