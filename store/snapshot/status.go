@@ -63,10 +63,10 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 	return m, nil
 }
 
-// eachStore exports the stores infos of the database at rawURL, feeding
-// each record to a hasher, then calls done.
+// eachStore exports the stores infos of the database at rawURL, in the
+// order given (ListStores': by name), feeding each record to a hasher, then
+// calls done.
 func eachStore(ctx context.Context, rawURL string, infos []store.Info, op string, progress func(Progress), done func(store.Info, *hasher) error) error {
-	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
 	var n int64
 	for _, si := range infos {
 		var h hasher
