@@ -604,6 +604,16 @@ func TestRejectedChangeKeepsEarlierState(t *testing.T) {
 		lw.remove("ns", "d")
 		lw.create("ns", "d", badValue)
 		waitPending(t, inf, 5) // first (held), a, d, b, e
+		// Every change popped too, into the group after the held one: the
+		// five keys are pending before d's delete and re-creation are
+		// popped, and released then, those came in a group of their own,
+		// where the events differ (make test saw it once).
+		pollUntil(t, "every change popped", func() string {
+			if n := inf.Stats().PendingDeltas; n != 9 {
+				return fmt.Sprintf("%d deltas popped and not committed, want 9 (first's and the eight changes)", n)
+			}
+			return ""
+		})
 		c.release <- struct{}{}
 		want := []ev{
 			{Op: "add", Key: "ns/a", Value: "1", UID: "uid-1"},
