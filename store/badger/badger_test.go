@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -297,6 +299,42 @@ func TestOldGenerationDeletedInBackground(t *testing.T) {
 	}
 	if diff := cmp.Diff(gens, deleted); diff != "" {
 		t.Errorf("generations deleted (-want +got):\n%s", diff)
+	}
+}
+
+// TestRawWriteWaitsForOldGeneration checks that a raw write (an Import),
+// which switches generations but has no store to close, releases the
+// database only once the old generation's deletion is over: closing it
+// under the deletion made badger panic (DB Closed).
+func TestRawWriteWaitsForOldGeneration(t *testing.T) {
+	dir := t.TempDir()
+	release, deleted := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookGenDeleted = func(uint64) {
+		<-release
+		once.Do(func() { close(deleted) })
+	}
+	t.Cleanup(func() { testHookGenDeleted = nil })
+	imported := make(chan error, 1)
+	go func() {
+		imported <- store.Import(t.Context(), dirURL(dir, ""), store.Info{Name: "other", Codec: "json"}, func() (store.Record, error) {
+			return store.Record{}, io.EOF
+		})
+	}()
+	// An Import that does not wait returns within this second; one that
+	// waits cannot return.
+	select {
+	case err := <-imported:
+		close(release)
+		t.Fatalf("Import returned (%v) while the old generation was being deleted", err)
+	case <-time.After(time.Second):
+	}
+	close(release)
+	mustOK(t, "Import", <-imported)
+	select {
+	case <-deleted:
+	default:
+		t.Fatal("Import returned before the deletion of the old generation ended")
 	}
 }
 
@@ -806,5 +844,29 @@ func TestFailedLargeWriteLeavesNoTrace(t *testing.T) {
 	}
 	if diff := cmp.Diff(gensBefore, generationsOf(t, s)); diff != "" {
 		t.Errorf("generations after reopen (-before +after):\n%s", diff)
+	}
+}
+
+// TestBackgroundWaitWhileStarting checks that background.Wait may run while
+// other goroutines start work (the stores of one database close and write
+// independently), which a sync.WaitGroup forbids, and returns only once
+// what was started before it is over.
+func TestBackgroundWaitWhileStarting(t *testing.T) {
+	var b background
+	var running atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				running.Add(1)
+				b.Go(func() { running.Add(-1) })
+				b.Wait()
+			}
+		})
+	}
+	wg.Wait()
+	b.Wait()
+	if n := running.Load(); n != 0 {
+		t.Fatalf("%d goroutines still running after Wait", n)
 	}
 }

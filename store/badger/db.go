@@ -146,6 +146,49 @@ type sharedDB struct {
 	gcDone chan struct{}
 	// gcMu serializes value-log GC runs (badger rejects overlapping ones).
 	gcMu sync.Mutex
+
+	// oldGens runs the deletions of generations that stores (and raw
+	// writes, which have no store to close) switched away from: the
+	// database closes only once they are over.
+	oldGens background
+}
+
+// background runs goroutines that use a database and waits for them. Unlike
+// a sync.WaitGroup, it may be waited for while others start goroutines: the
+// stores of one database close and write independently.
+type background struct {
+	mu   sync.Mutex
+	idle sync.Cond // signalled when n drops to 0; L is mu
+	n    int
+}
+
+// Go runs f in a goroutine of its own.
+func (b *background) Go(f func()) {
+	b.mu.Lock()
+	b.n++
+	b.mu.Unlock()
+	go func() {
+		defer func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.n--; b.n == 0 && b.idle.L != nil {
+				b.idle.Broadcast()
+			}
+		}()
+		f()
+	}()
+}
+
+// Wait returns once no goroutine started by Go runs.
+func (b *background) Wait() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.idle.L == nil {
+		b.idle.L = &b.mu
+	}
+	for b.n > 0 {
+		b.idle.Wait()
+	}
 }
 
 var (
@@ -221,6 +264,9 @@ func (sh *sharedDB) release(name string) error {
 		return nil
 	}
 	delete(registry, sh.dir)
+	// Stores wait for the deletions when they close (space.Close),
+	// outside registryMu; what is left here is a raw write's.
+	sh.oldGens.Wait()
 	if sh.stopGC != nil {
 		close(sh.stopGC)
 		<-sh.gcDone

@@ -158,7 +158,7 @@ func checkIndexes(t testing.TB, s store.Store) {
 func generationsOf(t testing.TB, s store.Store) []uint64 {
 	t.Helper()
 	sp := spaceOf(t, s)
-	sp.oldGens.Wait()
+	sp.sh.oldGens.Wait()
 	gens, err := sp.generations()
 	mustOK(t, "generations", err)
 	return gens

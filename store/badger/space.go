@@ -34,10 +34,6 @@ type space struct {
 	rec     metaRecord
 	nextGen uint64 // first generation number not used by any key of the store
 	closed  bool
-
-	// oldGens runs the deletions of generations switched away from;
-	// Close waits for them.
-	oldGens sync.WaitGroup
 }
 
 // writer is what a badger.Txn and a badger.WriteBatch have in common.
@@ -267,7 +263,8 @@ func (s *space) writeMeta(m metaRecord) error {
 // background: a relist that replaced every object is over once the new
 // objects count, not after as many deletes again. Nothing reads an old
 // generation, a new one never reuses its number, and whatever a crash
-// leaves of it is deleted at the next open.
+// leaves of it is deleted at the next open. The database closes only once
+// the deletion is over (sharedDB.oldGens).
 func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 	if s.sh.cfg.durability == store.DurabilitySync {
 		// The new generation was written through write batches; make it
@@ -289,7 +286,7 @@ func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 	s.mu.Lock()
 	s.rec, s.k = m, s.k.withGen(gen)
 	s.mu.Unlock()
-	s.oldGens.Go(func() { s.deleteGen(old) })
+	s.sh.oldGens.Go(func() { s.deleteGen(old) })
 	return nil
 }
 
@@ -769,7 +766,9 @@ func (s *space) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.closeMu.Unlock()
-	s.oldGens.Wait()
+	// Before release, which would wait too, but holding the registry's
+	// lock: the deletions of every store of the database.
+	s.sh.oldGens.Wait()
 	return s.sh.release(s.name)
 }
 
