@@ -4,17 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -42,7 +49,12 @@ type FactoryOptions struct {
 	// Cluster identifies the cluster in every store's scope, so that a
 	// database reused against another cluster is relisted instead of
 	// served (DESIGN invariant 5). Default: "kube-system/<uid>" from the
-	// kube-system namespace if it can be read, else "" (and a log line).
+	// kube-system namespace, read by NewFactory, or "" (and a log line)
+	// where the API server answers that it cannot be read (Forbidden,
+	// NotFound). While the API server cannot be reached, NewFactory retries
+	// until its context ends, and then fails: an identity it had to guess
+	// would change every store's scope and make every informer relist.
+	// Setting Cluster makes NewFactory send no request.
 	Cluster string
 
 	// Informer is the template of every informer's options. Each
@@ -134,7 +146,8 @@ type factoryEntry struct {
 // NewFactory returns a factory of informers that list and watch through
 // client and keep their objects in the database at rawURL (see store.Open;
 // the backend must be imported). ctx bounds the lookup of the cluster
-// identity. opts may be nil.
+// identity (see FactoryOptions.Cluster), which waits for an unreachable API
+// server. opts may be nil.
 func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface, opts *FactoryOptions) (*Factory, error) {
 	if client == nil || typednil.Is(client) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
@@ -151,14 +164,75 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	}
 	f.cluster = f.opts.Cluster
 	if f.cluster == "" {
-		ns, err := client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
-		if err == nil && ns.UID != "" {
-			f.cluster = "kube-system/" + string(ns.UID)
-		} else {
-			klog.FromContext(ctx).Info("Cluster identity unknown: the kube-system namespace cannot be read; set FactoryOptions.Cluster so that stores are not reused across clusters", "err", err)
+		cluster, err := clusterIdentity(ctx, client)
+		if err != nil {
+			return nil, fmt.Errorf("informer: new factory: %w", err)
 		}
+		f.cluster = cluster
 	}
 	return f, nil
+}
+
+// clusterIdentity returns the default FactoryOptions.Cluster:
+// "kube-system/<uid>", or "" if the API server answers that the kube-system
+// namespace cannot be read (a namespaced controller may not get
+// namespaces). Other failures are retried until ctx ends.
+func clusterIdentity(ctx context.Context, client kubernetes.Interface) (string, error) {
+	var ns *corev1.Namespace
+	err := retryUnreachable(ctx, "reading the kube-system namespace for the cluster identity", func() (err error) {
+		ns, err = client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		return err
+	})
+	switch {
+	case err == nil && ns.UID != "":
+		return "kube-system/" + string(ns.UID), nil
+	case err == nil || isAnswer(err):
+		klog.FromContext(ctx).Info("Cluster identity unknown: the kube-system namespace cannot be read; set FactoryOptions.Cluster so that stores are not reused across clusters", "err", err)
+		return "", nil
+	}
+	return "", fmt.Errorf("cluster identity (set FactoryOptions.Cluster to start without the API server): %w", err)
+}
+
+// unreachableBackoff spaces the retries of retryUnreachable: from 100ms,
+// doubling, to at most 10s between requests.
+var unreachableBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 10 * time.Second}
+
+// retryUnreachable calls request until it succeeds or fails with the API
+// server's answer (isAnswer), and returns that error, or ctx's cause
+// joined with the last error once ctx ends. It logs the first failure it
+// retries, so that a start waiting for the API server says why.
+func retryUnreachable(ctx context.Context, what string, request func() error) error {
+	backoff := unreachableBackoff
+	for tries := 1; ; tries++ {
+		err := request()
+		if err == nil || isAnswer(err) {
+			return err
+		}
+		if tries == 1 {
+			klog.FromContext(ctx).Info("Waiting for the API server", "operation", what, "err", err)
+		}
+		t := time.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: gave up after %d attempts: %w", what, tries, errors.Join(context.Cause(ctx), err))
+		case <-t.C:
+		}
+	}
+}
+
+// isAnswer tells whether err is the API server's definite answer to a
+// request, which a retry would only repeat: a 4xx status other than 401
+// (credentials may be on their way), 408 and 429. Everything else (no
+// connection, timeouts, 5xx while the API server starts or an aggregated
+// API is down) may pass.
+func isAnswer(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && code != http.StatusUnauthorized && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
 }
 
 // checkURL fails early on a database URL no registered backend serves.
@@ -246,17 +320,31 @@ func (f *Factory) MetadataInformerFor(ctx context.Context, gvr schema.GroupVersi
 
 func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, error) {
 	name := key.kind.storeName(key.gvr)
+	existing := func() (*Informer, error) {
+		if f.closed {
+			return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
+		}
+		if e, ok := f.entries[key]; ok {
+			return e.inf, nil
+		}
+		return nil, nil
+	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
+	inf, err := existing()
+	f.mu.Unlock()
+	if inf != nil || err != nil {
+		return inf, err
 	}
-	if e, ok := f.entries[key]; ok {
-		return e.inf, nil
-	}
+	// Discovery may wait for the API server: not under f.mu, which
+	// Shutdown and the factory's other informers need meanwhile.
 	lw, example, namespaced, err := f.listerWatcher(ctx, key)
 	if err != nil {
 		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if inf, err := existing(); inf != nil || err != nil {
+		return inf, err
 	}
 	codec, err := codecFor(example, f.opts.Encryption)
 	if err != nil {
@@ -275,7 +363,7 @@ func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, e
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	inf, err := New(lw, example, s, iopts)
+	inf, err = New(lw, example, s, iopts)
 	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
@@ -343,7 +431,11 @@ func (f *Factory) isNamespaced(ctx context.Context, gvr schema.GroupVersionResou
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	list, err := f.client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	var list *metav1.APIResourceList
+	err := retryUnreachable(ctx, "discovery of "+gvr.GroupVersion().String(), func() (err error) {
+		list, err = discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()).ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
 	}
