@@ -200,7 +200,8 @@ var unreachableBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 
 // retryUnreachable calls request until it succeeds or fails with the API
 // server's answer (isAnswer), and returns that error, or ctx's cause
 // joined with the last error once ctx ends. It logs the first failure it
-// retries, so that a start waiting for the API server says why.
+// retries, so that a start waiting for the API server says why, and the
+// others at verbosity 2.
 func retryUnreachable(ctx context.Context, what string, request func() error) error {
 	backoff := unreachableBackoff
 	for tries := 1; ; tries++ {
@@ -208,8 +209,10 @@ func retryUnreachable(ctx context.Context, what string, request func() error) er
 		if err == nil || isAnswer(err) {
 			return err
 		}
-		if tries == 1 {
-			klog.FromContext(ctx).Info("Waiting for the API server", "operation", what, "err", err)
+		if logger := klog.FromContext(ctx); tries == 1 {
+			logger.Info("Waiting for the API server", "operation", what, "err", err)
+		} else {
+			logger.V(2).Info("Still waiting for the API server", "operation", what, "attempts", tries, "err", err)
 		}
 		t := time.NewTimer(backoff.Step())
 		select {
