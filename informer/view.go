@@ -51,18 +51,23 @@ func (v *view) ListKeys() []string {
 	if len(v.pending) == 0 {
 		return keys
 	}
+	// The pending keys the store listed are told from the others by that
+	// one listing, not by asking the store again: a commit may land
+	// between the two reads, and a key it creates would then be in
+	// neither (and a relist would not delete it).
 	out := keys[:0:0]
+	listed := make(map[string]bool, len(v.pending))
 	for _, k := range keys {
-		if e, ok := v.pending[k]; ok && !e.present {
-			continue
+		if e, ok := v.pending[k]; ok {
+			listed[k] = true
+			if !e.present {
+				continue
+			}
 		}
 		out = append(out, k)
 	}
 	for k, e := range v.pending {
-		if !e.present {
-			continue
-		}
-		if _, exists, _ := v.s.GetByKey(k); !exists {
+		if e.present && !listed[k] {
 			out = append(out, k)
 		}
 	}
