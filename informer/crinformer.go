@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,8 +72,9 @@ type InformerConstructor struct {
 	// NewInformer does not ask (the request would reach the API server).
 	wrapped atomic.Bool
 
-	mu   sync.Mutex  // guards made
-	made []*Informer // every informer made; Close closes their stores
+	mu     sync.Mutex  // guards made and closed
+	made   []*Informer // every informer made; Close closes their stores
+	closed bool        // by Close: NewInformer makes client-go's informers
 }
 
 // NewInformerConstructor returns a constructor whose informers keep their
@@ -130,6 +132,12 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	if typednil.Is(lw) || typednil.Is(obj) {
 		return nil, fmt.Errorf("informer: new informer: nil ListerWatcher or object")
 	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("informer: new informer: the informer constructor is closed")
+	}
 	base := constructedTypeName(obj)
 	codec, err := codecFor(obj, c.opts.Encryption)
 	if err != nil {
@@ -147,6 +155,12 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	sopts.Scope = fmt.Sprintf("cluster=%s;server=%s;type=%s;request=%s;scope=%s",
 		c.opts.Cluster, req.server, base, req.request, c.opts.Store.Scope)
 	s, err := store.Open(context.Background(), c.url, &sopts)
+	if errors.Is(err, store.ErrInUse) && c.retire(name) {
+		// controller-runtime's RemoveInformer stops an informer and the
+		// next Get makes a new one of the same scope: its store is free
+		// once the stopped informer let go of it.
+		s, err = store.Open(context.Background(), c.url, &sopts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
@@ -162,19 +176,63 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
 	c.mu.Lock()
-	c.made = append(c.made, inf)
+	closed = c.closed
+	if !closed {
+		c.made = append(c.made, inf)
+	}
 	c.mu.Unlock()
+	if closed {
+		// Close ran meanwhile: nothing would close this store.
+		err := fmt.Errorf("informer: new informer %s: the informer constructor is closed", name)
+		if cerr := inf.closeStore("informer constructor: close"); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, err
+	}
 	return inf, nil
 }
 
+// retire closes the store named name of an informer the constructor made
+// that stopped, waiting (up to probeTimeout) for it to end, and forgets
+// the informer. It reports whether it closed one.
+func (c *InformerConstructor) retire(name string) bool {
+	c.mu.Lock()
+	var stopped *Informer
+	for i, inf := range c.made {
+		if inf.Store().Info().Name == name && inf.IsStopped() {
+			stopped = inf
+			c.made = slices.Delete(c.made, i, i+1)
+			break
+		}
+	}
+	c.mu.Unlock()
+	if stopped == nil {
+		return false
+	}
+	select {
+	case <-stopped.ended:
+	case <-time.After(probeTimeout):
+		// Its Run does not return: it closes its store when it does.
+		c.mu.Lock()
+		c.made = append(c.made, stopped)
+		c.mu.Unlock()
+		return false
+	}
+	if err := stopped.closeStore("informer constructor: new informer of the same scope"); err != nil {
+		klog.Background().Error(err, "Closing the store of a stopped informer failed", "store", name)
+	}
+	return true
+}
+
 // Close closes every store the constructor opened. Call it after the
-// informers stopped. An informer that never ran leaves its Metrics and can
+// informers stopped; NewInformer then returns client-go's informers. An informer that never ran leaves its Metrics and can
 // no longer run. The store of an informer still running is not closed under
 // it but when its Run returns (an error closing it is then logged, not
 // returned).
 func (c *InformerConstructor) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	var errs []error
 	for _, inf := range c.made {
 		// A running informer has its store closed when it ends.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -49,9 +50,10 @@ type FactoryOptions struct {
 	// Cluster identifies the cluster in every store's scope, so that a
 	// database reused against another cluster is relisted instead of
 	// served (DESIGN invariant 5). Default: "kube-system/<uid>" from the
-	// kube-system namespace, read by NewFactory, or "" (and a log line)
-	// where the API server answers that it cannot be read (Forbidden,
-	// NotFound). While the API server cannot be reached, NewFactory retries
+	// kube-system namespace, read by NewFactory, or "server=<scheme://host>"
+	// of the API server (and a log line) where the API server answers that
+	// it cannot be read (Forbidden, NotFound): that tells apart clusters
+	// reached at different addresses only. While the API server cannot be reached, NewFactory retries
 	// until its context ends, and then fails: an identity it had to guess
 	// would change every store's scope and make every informer relist.
 	// Setting Cluster makes NewFactory send no request.
@@ -105,11 +107,25 @@ type Factory struct {
 	opts    FactoryOptions
 	cluster string
 
-	mu      sync.Mutex // guards entries, cancels and shutdown
+	mu      sync.Mutex // guards entries, making, cancels and closed
 	entries map[factoryKey]*factoryEntry
+	// making holds, per key, the informer being made (discovery, opening
+	// its store), closed when that is over: the work is done outside mu,
+	// as it may wait for the API server or another process's lock.
+	making  map[factoryKey]chan struct{}
 	cancels []context.CancelFunc
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // Start's informers
+	makers  sync.WaitGroup // informerFor calls making an informer
 	closed  bool
+
+	// stopped is cancelled by Shutdown, which ends the waits of the
+	// informers being made.
+	stopped context.Context
+	stop    context.CancelFunc
+	// shutDown is closed once Shutdown is over; shutdownErr is its result,
+	// for every caller.
+	shutDown    chan struct{}
+	shutdownErr error
 }
 
 // objectKind is what a factory's informer keeps of its resource's objects.
@@ -155,17 +171,19 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if err := checkURL(rawURL); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	f := &Factory{client: client, url: rawURL, entries: map[factoryKey]*factoryEntry{}}
+	f := &Factory{client: client, url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
 	if opts != nil {
 		f.opts = *opts
 	}
 	if _, err := f.opts.Informer.withDefaults(); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
+	f.stopped, f.stop = context.WithCancel(context.Background())
 	f.cluster = f.opts.Cluster
 	if f.cluster == "" {
 		cluster, err := clusterIdentity(ctx, client)
 		if err != nil {
+			f.stop()
 			return nil, fmt.Errorf("informer: new factory: %w", err)
 		}
 		f.cluster = cluster
@@ -174,12 +192,16 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 }
 
 // clusterIdentity returns the default FactoryOptions.Cluster:
-// "kube-system/<uid>", or "" if the API server answers that the kube-system
-// namespace cannot be read (a namespaced controller may not get
-// namespaces). Other failures are retried until ctx ends.
+// "kube-system/<uid>", the one name of a cluster that no route to it
+// changes. If the API server answers that the kube-system namespace cannot
+// be read (a namespaced controller may not get namespaces), it is
+// "server=<scheme://host>" of client's API server: weaker (the in-cluster
+// address of the API server is the same in every cluster), but two
+// clusters reached at two addresses are not mixed. Other failures are
+// retried until ctx ends.
 func clusterIdentity(ctx context.Context, client kubernetes.Interface) (string, error) {
 	var ns *corev1.Namespace
-	err := retryUnreachable(ctx, "reading the kube-system namespace for the cluster identity", func() (err error) {
+	err := retryUnreachable(ctx, "reading namespace kube-system for the cluster identity", func() (err error) {
 		ns, err = client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 		return err
 	})
@@ -187,19 +209,34 @@ func clusterIdentity(ctx context.Context, client kubernetes.Interface) (string, 
 	case err == nil && ns.UID != "":
 		return "kube-system/" + string(ns.UID), nil
 	case err == nil || isAnswer(err):
-		klog.FromContext(ctx).Info("Cluster identity unknown: the kube-system namespace cannot be read; set FactoryOptions.Cluster so that stores are not reused across clusters", "err", err)
-		return "", nil
+		cluster := ""
+		if server := serverOf(client); server != "" {
+			cluster = "server=" + server
+		}
+		klog.FromContext(ctx).Info("Cluster identity unknown: the kube-system namespace cannot be read; set FactoryOptions.Cluster so that stores are not reused across clusters reached at one address", "err", err, "cluster", cluster)
+		return cluster, nil
 	}
-	return "", fmt.Errorf("cluster identity (set FactoryOptions.Cluster to start without the API server): %w", err)
+	return "", fmt.Errorf("cluster identity: reading namespace kube-system (set FactoryOptions.Cluster to start without the API server): %w", err)
+}
+
+// serverOf returns the scheme and host of client's API server, or "" if
+// client has no REST client (a fake clientset).
+func serverOf(client kubernetes.Interface) string {
+	rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		return ""
+	}
+	u := rc.Get().URL()
+	return u.Scheme + "://" + u.Host
 }
 
 // unreachableBackoff spaces the retries of retryUnreachable: from 100ms,
 // doubling, to at most 10s between requests.
 var unreachableBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 10 * time.Second}
 
-// retryUnreachable calls request until it succeeds or fails with the API
-// server's answer (isAnswer), and returns that error, or ctx's cause
-// joined with the last error once ctx ends. It logs the first failure it
+// retryUnreachable calls request, which does what (for the log), until it
+// succeeds or fails with the API server's answer (isAnswer), and returns
+// that error, or ctx's cause joined with the last error once ctx ends. It logs the first failure it
 // retries, so that a start waiting for the API server says why, and the
 // others at verbosity 2.
 func retryUnreachable(ctx context.Context, what string, request func() error) error {
@@ -218,7 +255,7 @@ func retryUnreachable(ctx context.Context, what string, request func() error) er
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%s: gave up after %d attempts: %w", what, tries, errors.Join(context.Cause(ctx), err))
+			return fmt.Errorf("gave up after %d attempts: %w", tries, errors.Join(context.Cause(ctx), err))
 		case <-t.C:
 		}
 	}
@@ -323,31 +360,65 @@ func (f *Factory) MetadataInformerFor(ctx context.Context, gvr schema.GroupVersi
 
 func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, error) {
 	name := key.kind.storeName(key.gvr)
-	existing := func() (*Informer, error) {
+	for {
+		f.mu.Lock()
 		if f.closed {
+			f.mu.Unlock()
 			return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
 		}
 		if e, ok := f.entries[key]; ok {
+			f.mu.Unlock()
 			return e.inf, nil
 		}
-		return nil, nil
-	}
-	f.mu.Lock()
-	inf, err := existing()
-	f.mu.Unlock()
-	if inf != nil || err != nil {
+		if made, ok := f.making[key]; ok {
+			// Another call makes it: take its informer, or try again
+			// if it failed.
+			f.mu.Unlock()
+			select {
+			case <-made:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, context.Cause(ctx))
+			}
+		}
+		made := make(chan struct{})
+		f.making[key] = made
+		f.makers.Add(1)
+		f.mu.Unlock()
+
+		inf, err := f.makeInformer(ctx, key, name)
+		f.mu.Lock()
+		delete(f.making, key)
+		close(made)
+		closed := f.closed
+		if err == nil && !closed {
+			f.entries[key] = &factoryEntry{inf: inf}
+		}
+		f.mu.Unlock()
+		f.makers.Done()
+		if err == nil && closed {
+			// Shutdown ran meanwhile and waits for this call: the store
+			// is closed before it returns.
+			err = fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
+			if cerr := inf.closeStore("factory: shutdown"); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			return nil, err
+		}
 		return inf, err
 	}
-	// Discovery may wait for the API server: not under f.mu, which
-	// Shutdown and the factory's other informers need meanwhile.
+}
+
+// makeInformer makes key's informer and opens its store. Discovery and
+// the store's open may wait, for the API server or for another process
+// holding the database: until ctx ends or Shutdown.
+func (f *Factory) makeInformer(ctx context.Context, key factoryKey, name string) (*Informer, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(f.stopped, func() { cancel(ErrStopped) })()
 	lw, example, namespaced, err := f.listerWatcher(ctx, key)
 	if err != nil {
 		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if inf, err := existing(); inf != nil || err != nil {
-		return inf, err
 	}
 	codec, err := codecFor(example, f.opts.Encryption)
 	if err != nil {
@@ -359,6 +430,9 @@ func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, e
 	sopts.Scope = f.scope(key, namespaced)
 	s, err := store.Open(ctx, f.url, &sopts)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
+			err = errors.Join(err, cause)
+		}
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
 	iopts := f.opts.Informer
@@ -366,12 +440,11 @@ func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, e
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	inf, err = New(lw, example, s, iopts)
+	inf, err := New(lw, example, s, iopts)
 	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
-	f.entries[key] = &factoryEntry{inf: inf}
 	return inf, nil
 }
 
@@ -566,7 +639,11 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 
 // Shutdown stops the informers Start started, waits for them to return and
 // closes the stores of every informer the factory made, which then cannot
-// run any more. The factory cannot be used afterwards. It is idempotent.
+// run any more. Calls of InformerFor (and its kinds) still making an
+// informer, waiting for the API server or for another process's lock on
+// the database, end with ErrStopped, and Shutdown waits for them. The
+// factory cannot be used afterwards. Shutdown may be called again, and
+// concurrently: every call returns once the first is over, with its result.
 //
 // As with client-go's SharedInformerFactory, an informer the caller runs
 // itself (its Run, not Start) is neither stopped nor waited for: the caller
@@ -576,13 +653,16 @@ func (f *Factory) Shutdown() error {
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
-		return nil
+		<-f.shutDown
+		return f.shutdownErr
 	}
 	f.closed = true
+	f.stop()
 	for _, cancel := range f.cancels {
 		cancel()
 	}
 	f.mu.Unlock()
+	f.makers.Wait()
 	f.wg.Wait()
 	var errs []error
 	for _, e := range f.entries {
@@ -592,9 +672,10 @@ func (f *Factory) Shutdown() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("informer: factory: shutdown: %w", err)
+		f.shutdownErr = fmt.Errorf("informer: factory: shutdown: %w", err)
 	}
-	return nil
+	close(f.shutDown)
+	return f.shutdownErr
 }
 
 // typedLW lists and watches one resource through the List and Watch methods
@@ -680,6 +761,15 @@ func typedListerWatcher(client kubernetes.Interface, gvr schema.GroupVersionReso
 	example, ok := reflect.New(gt.Out(0).Elem()).Interface().(runtime.Object)
 	if !ok {
 		return fail("%v is not a runtime.Object", gt.Out(0))
+	}
+	// The client was found by the group's first label: "apps.example.com"
+	// must not get the apps client's objects.
+	gvks, _, err := scheme.Scheme.ObjectKinds(example)
+	if err != nil {
+		return fail("the type %T of the %s%s client: %w", example, group, gvr.Version, err)
+	}
+	if !slices.ContainsFunc(gvks, func(gvk schema.GroupVersionKind) bool { return gvk.GroupVersion() == gvr.GroupVersion() }) {
+		return fail("the clientset has no client for group %q version %q (its %s%s client serves %v; only built-in resources are supported)", gvr.Group, gvr.Version, group, gvr.Version, gvks[0].GroupVersion())
 	}
 	return &typedLW{list: list, watch: watchM, tweak: tweak}, example, namespaced, nil
 }

@@ -178,28 +178,36 @@ func TestFactoryDiscoveryUnreachable(t *testing.T) {
 				t.Errorf("Shutdown: %v", err)
 			}
 		case <-time.After(time.Minute):
-			t.Fatal("Shutdown waited for a discovery that waits for the API server")
+			t.Fatal("Shutdown did not end a discovery waiting for the API server")
 		}
-		cancel()
-		if err := <-informerFor; !errors.Is(err, context.Canceled) {
-			t.Errorf("DynamicInformerFor = %v, want the context's end", err)
+		// Its context would not have ended the call.
+		select {
+		case err := <-informerFor:
+			if !errors.Is(err, ErrStopped) {
+				t.Errorf("DynamicInformerFor = %v, want ErrStopped", err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("DynamicInformerFor still waits for discovery after Shutdown")
 		}
 	})
 
 	t.Run("factory shut down meanwhile", func(t *testing.T) {
 		var f *Factory
+		shutdown := make(chan error, 1)
 		var once sync.Once
 		f = withDiscovery(t, func(k8stesting.Action) (bool, runtime.Object, error) {
 			once.Do(func() {
-				shutdown := make(chan error, 1)
+				// Shutdown waits for this call; it has begun once the
+				// factory is closed.
 				go func() { shutdown <- f.Shutdown() }()
-				select {
-				case err := <-shutdown:
-					if err != nil {
-						t.Errorf("Shutdown: %v", err)
+				for {
+					f.mu.Lock()
+					closed := f.closed
+					f.mu.Unlock()
+					if closed {
+						break
 					}
-				case <-time.After(time.Minute):
-					t.Error("Shutdown waited for discovery")
+					time.Sleep(time.Millisecond)
 				}
 			})
 			return false, nil, nil // served
@@ -207,6 +215,9 @@ func TestFactoryDiscoveryUnreachable(t *testing.T) {
 		_, err := f.DynamicInformerFor(t.Context(), widgetsGVR)
 		if !errors.Is(err, ErrStopped) {
 			t.Errorf("DynamicInformerFor on a factory shut down during discovery = %v, want ErrStopped", err)
+		}
+		if err := <-shutdown; err != nil {
+			t.Errorf("Shutdown: %v", err)
 		}
 	})
 }
