@@ -46,13 +46,35 @@ var ErrUnsafe = errors.New("unsafe file permissions")
 // applies. The error wraps ErrUnsafe (or ErrInvalid for an empty path or a
 // file where a directory is expected, and the reverse).
 func CheckPath(path string, dir bool) error {
+	return checkPath(path, dir, checkUser{uid: geteuid(), who: "the current user"})
+}
+
+// CheckPathFor is CheckPath with the user uid in place of the current user:
+// for a tool run by root that rewrites a database on behalf of its owner
+// and keeps that owner (compact), so that root may act on a database that
+// is private to that user. It does not check that the current user may
+// act for uid; the caller decides that.
+func CheckPathFor(path string, dir bool, uid int) error {
+	return checkPath(path, dir, checkUser{uid: uid, who: "the user it is checked for"})
+}
+
+// geteuid is the current user; tests replace it to pose as another user.
+var geteuid = os.Geteuid
+
+// checkUser is the user a path must be private to, and how errors name it.
+type checkUser struct {
+	uid int
+	who string
+}
+
+func checkPath(path string, dir bool, u checkUser) error {
 	if path == "" {
 		return fmt.Errorf("store: check path: empty path: %w", ErrInvalid)
 	}
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return checkParent(path)
+		return checkParent(path, u)
 	case err != nil:
 		return fmt.Errorf("store: check path %s: %w", path, err)
 	}
@@ -66,7 +88,7 @@ func CheckPath(path string, dir bool) error {
 	case !dir && !fi.Mode().IsRegular():
 		return fmt.Errorf("store: check path %s: not a regular file: %s: %w", path, kind(fi.Mode()), ErrInvalid)
 	}
-	if err := checkPrivate(path, fi); err != nil {
+	if err := checkPrivate(path, fi, u); err != nil {
 		return err
 	}
 	if dir {
@@ -85,17 +107,17 @@ func CheckPath(path string, dir bool) error {
 			if efi.Mode()&fs.ModeSymlink != 0 {
 				return fmt.Errorf("store: check path %s: is a symbolic link inside the database directory: %w", p, ErrUnsafe)
 			}
-			if err := checkOwner(p, efi); err != nil {
+			if err := checkOwner(p, efi, u); err != nil {
 				return err
 			}
 			if enterable {
-				if err := checkPrivate(p, efi); err != nil {
+				if err := checkPrivate(p, efi, u); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	return checkParent(path)
+	return checkParent(path, u)
 }
 
 // kind says what a file of mode m is, for errors.
@@ -116,7 +138,7 @@ func kind(m fs.FileMode) string {
 }
 
 // checkParent checks the directory that holds path, if it exists.
-func checkParent(path string) error {
+func checkParent(path string, u checkUser) error {
 	parent := filepath.Dir(path)
 	fi, err := os.Stat(parent)
 	switch {
@@ -127,5 +149,5 @@ func checkParent(path string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("store: check path %s: %s is not a directory: %w", path, parent, ErrInvalid)
 	}
-	return checkDirectory(path, parent, fi)
+	return checkDirectory(path, parent, fi, u)
 }

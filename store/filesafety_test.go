@@ -206,6 +206,15 @@ func TestCheckPathOwner(t *testing.T) {
 		}
 		checkErr(t, CheckPath(p, false), ErrUnsafe, "neither the current user")
 	})
+	t.Run("CheckPathFor the file's owner", func(t *testing.T) {
+		// What compact run by root checks: the path as its owner's.
+		p := filepath.Join(t.TempDir(), "db")
+		mkfile(t, p, 0o600)
+		geteuid = func() int { return real + 1 }
+		defer func() { geteuid = os.Geteuid }()
+		checkErr(t, CheckPathFor(p, false, real), nil, "")
+		checkErr(t, CheckPathFor(p, false, real+2), ErrUnsafe, "not by the user it is checked for")
+	})
 }
 
 func checkErr(t *testing.T, err, want error, wantText string) {

@@ -5,22 +5,21 @@ package store
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"syscall"
 )
 
-// checkOwner checks that p belongs to the current user.
-func checkOwner(p string, fi fs.FileInfo) error {
-	if uid, ok := owner(fi); ok && uid != geteuid() {
-		return fmt.Errorf("store: check path %s: owned by uid %d, not by the current user (uid %d): %w", p, uid, geteuid(), ErrUnsafe)
+// checkOwner checks that p belongs to u.
+func checkOwner(p string, fi fs.FileInfo, u checkUser) error {
+	if uid, ok := owner(fi); ok && uid != u.uid {
+		return fmt.Errorf("store: check path %s: owned by uid %d, not by %s (uid %d): %w", p, uid, u.who, u.uid, ErrUnsafe)
 	}
 	return nil
 }
 
-// checkPrivate checks that p belongs to the current user and that neither
-// its group nor others may write it.
-func checkPrivate(p string, fi fs.FileInfo) error {
-	if err := checkOwner(p, fi); err != nil {
+// checkPrivate checks that p belongs to u and that neither its group nor
+// others may write it.
+func checkPrivate(p string, fi fs.FileInfo, u checkUser) error {
+	if err := checkOwner(p, fi, u); err != nil {
 		return err
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
@@ -30,18 +29,15 @@ func checkPrivate(p string, fi fs.FileInfo) error {
 }
 
 // checkDirectory checks the directory parent that holds path.
-func checkDirectory(path, parent string, fi fs.FileInfo) error {
-	if uid, ok := owner(fi); ok && uid != geteuid() && uid != 0 {
-		return fmt.Errorf("store: check path %s: its directory %s is owned by uid %d, neither the current user (uid %d) nor root: %w", path, parent, uid, geteuid(), ErrUnsafe)
+func checkDirectory(path, parent string, fi fs.FileInfo, u checkUser) error {
+	if uid, ok := owner(fi); ok && uid != u.uid && uid != 0 {
+		return fmt.Errorf("store: check path %s: its directory %s is owned by uid %d, neither %s (uid %d) nor root: %w", path, parent, uid, u.who, u.uid, ErrUnsafe)
 	}
 	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
 		return fmt.Errorf("store: check path %s: its directory %s has mode %v: other users could replace the database (use a directory of its own, mode 0700): %w", path, parent, fi.Mode().Perm(), ErrUnsafe)
 	}
 	return nil
 }
-
-// geteuid is the current user; tests replace it to pose as another user.
-var geteuid = os.Geteuid
 
 func owner(fi fs.FileInfo) (int, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -53,9 +54,18 @@ type StoreEntry struct {
 	Info Info
 	// Err, if not nil, is why this build cannot read the store's metadata:
 	// it wraps ErrIncompatible (a store of another format version) or
-	// ErrCorrupt (a damaged metadata record).
+	// ErrCorrupt (a damaged metadata record). Or it wraps ErrNotFound: the
+	// store is gone but not its data, as a Drop interrupted after its
+	// atomic step leaves it (badger); a Drop of the name deletes the rest.
+	// Such an entry is listed so that a tool that checks names against
+	// the list (snapshot drop) can finish the job; it is no store, and
+	// StoreInfos leaves it out.
 	Err error
 }
+
+// Gone reports whether e is a store that is gone but whose data is not
+// all deleted yet (see Err).
+func (e StoreEntry) Gone() bool { return errors.Is(e.Err, ErrNotFound) }
 
 // RawStoreLister is implemented by raw drivers whose databases keep each
 // store's metadata apart (bolt, badger), so that one store can be
@@ -66,13 +76,16 @@ type StoreEntry struct {
 type RawStoreLister interface {
 	// ListStores returns every store of the database at u, in name order:
 	// each with its Info, or with the error that reading its metadata
-	// gave, if that error wraps ErrIncompatible or ErrCorrupt. Any other
-	// error (the database's own damage, the lock, ctx) fails the call.
+	// gave, if that error wraps ErrIncompatible or ErrCorrupt, or
+	// ErrNotFound for a store that is gone but not yet deleted (see
+	// StoreEntry.Err). Any other error (the database's own damage, the
+	// lock, ctx) fails the call.
 	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
 }
 
 // StoreInfos returns the Info of every entry, or err, or the error of the
-// first entry that has one: RawDriver.Stores of a driver that implements
+// first entry that has one, leaving out the stores that are gone
+// (StoreEntry.Gone): RawDriver.Stores of a driver that implements
 // RawStoreLister, as StoreInfos(d.ListStores(ctx, u)).
 func StoreInfos(entries []StoreEntry, err error) ([]Info, error) {
 	if err != nil {
@@ -80,6 +93,9 @@ func StoreInfos(entries []StoreEntry, err error) ([]Info, error) {
 	}
 	infos := make([]Info, 0, len(entries))
 	for _, e := range entries {
+		if e.Gone() {
+			continue
+		}
 		if e.Err != nil {
 			return nil, e.Err
 		}

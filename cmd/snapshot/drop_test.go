@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,30 +180,7 @@ func TestDropUnreadableStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	url := "bolt://" + path
 	kept, _ := twoStores(t, url, 5, "7")
-	// A later build's format version in oldName's metadata record.
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
-		meta := tx.Bucket([]byte("stores")).Bucket([]byte(oldName)).Bucket([]byte("meta"))
-		var m map[string]interface{}
-		if err := json.Unmarshal(meta.Get([]byte("meta")), &m); err != nil {
-			return err
-		}
-		m["formatVersion"] = 99
-		data, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		return meta.Put([]byte("meta"), data)
-	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	markNewerFormat(t, path, oldName)
 	code, out, stderr := cli(t, "status", url)
 	if code != exitCorrupt || !strings.Contains(stderr, "format version 99") || !strings.Contains(stderr, oldName) {
 		t.Fatalf("status with an unreadable store: exit %d (%s); want %d naming the store and its format version", code, stderr, exitCorrupt)
@@ -232,5 +211,82 @@ func TestDropUnreadableStore(t *testing.T) {
 	}
 	if diff := cmp.Diff(kept, m.Store(podsName)); diff != "" {
 		t.Errorf("drop changed the other store (-before +after):\n%s", diff)
+	}
+}
+
+// markNewerFormat writes a later build's format version (99) into the
+// metadata record of the store name of the bolt file at path.
+func markNewerFormat(t *testing.T, path, name string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket([]byte("stores")).Bucket([]byte(name)).Bucket([]byte("meta"))
+		var m map[string]interface{}
+		if err := json.Unmarshal(meta.Get([]byte("meta")), &m); err != nil {
+			return err
+		}
+		m["formatVersion"] = 99
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return meta.Put([]byte("meta"), data)
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnreadableStoreDoesNotBlockOthers checks that a store this build
+// cannot read (after a downgrade) keeps neither save nor restore nor verify
+// from acting on the other stores: status describes them, drop can act on
+// it, and the stores this build reads can be backed up and restored.
+func TestUnreadableStoreDoesNotBlockOthers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	url := "bolt://" + path
+	kept, _ := twoStores(t, url, 5, "7")
+	markNewerFormat(t, path, oldName)
+	file := filepath.Join(t.TempDir(), "s.idb")
+	if code, _, stderr := cli(t, "save", url, file, "--store", podsName); code != 0 {
+		t.Errorf("save --store %s (a readable store) beside an unreadable one: exit %d: %s", podsName, code, stderr)
+	}
+	// Saving every store includes the unreadable one: refused, naming it.
+	code, _, stderr := cli(t, "save", url, filepath.Join(t.TempDir(), "all.idb"))
+	if code != exitCorrupt || !strings.Contains(stderr, oldName) || !strings.Contains(stderr, "save") {
+		t.Errorf("save of every store, one unreadable: exit %d (%s); want %d naming the save and the store", code, stderr, exitCorrupt)
+	}
+
+	// Verify checks the readable store, and names the other in its error.
+	m, err := snapshot.Verify(t.Context(), url, nil)
+	if !errors.Is(err, store.ErrIncompatible) || !strings.Contains(err.Error(), oldName) {
+		t.Errorf("Verify beside an unreadable store = %v; want an error wrapping store.ErrIncompatible naming %s", err, oldName)
+	}
+	if m == nil || m.Store(podsName) == nil || m.Store(podsName).ContentHash != kept.ContentHash {
+		t.Errorf("Verify beside an unreadable store verified %+v; want %s", m, podsName)
+	}
+
+	// A restore of the readable store, emptied, without --force.
+	if code, _, stderr := cli(t, "drop", url, "--store", podsName); code != 0 {
+		t.Fatalf("drop: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "restore", file, url); code != 0 {
+		t.Errorf("restore of %s beside an unreadable store: exit %d: %s", podsName, code, stderr)
+	}
+	// Without --force, a restore cannot tell whether the unreadable store
+	// it would replace is empty: refused, naming it.
+	other := filepath.Join(t.TempDir(), "other.idb")
+	if _, err := snapshot.Save(t.Context(), other, []snapshot.Source{{Name: oldName, Export: func(context.Context, func(store.Record) error) (store.Info, error) {
+		return store.Info{Name: oldName, Codec: "json", Type: "v1/Pod"}, nil
+	}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := cli(t, "restore", other, url); code != exitCorrupt || !strings.Contains(stderr, oldName) {
+		t.Errorf("restore over the unreadable store without --force: exit %d (%s); want %d naming it", code, stderr, exitCorrupt)
 	}
 }

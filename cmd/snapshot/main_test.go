@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -125,8 +126,8 @@ func TestSaveRestoreStatus(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("snapshot mode %v, want 0600", fi.Mode().Perm())
 	}
-	if _, err := os.Stat(file + ".part"); !os.IsNotExist(err) {
-		t.Errorf("%s.part left behind: %v", file, err)
+	if left, _ := filepath.Glob(file + ".part*"); len(left) > 0 {
+		t.Errorf("temporary files left behind: %q", left)
 	}
 	want := statusJSON(t, src).Store(podsName)
 	fromFile := statusJSON(t, file).Store(podsName)
@@ -441,8 +442,148 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		{"status", "bolt://" + path + "?lock_timeout=100ms"},
 		{"drop", "bolt://" + path + "?lock_timeout=100ms", "--store", podsName},
 	} {
-		if code, _, stderr := cli(t, args...); code != exitLocked {
+		code, _, stderr := cli(t, args...)
+		if code != exitLocked {
 			t.Errorf("%v while another process holds the file: exit %d (%s), want %d", args, code, stderr, exitLocked)
 		}
+		if args[0] != "compact" {
+			continue
+		}
+		// compact takes no URL parameters: its advice must be the flag.
+		if !strings.Contains(stderr, "compact") {
+			t.Errorf("error does not name the operation: %q", stderr)
+		}
+		if strings.Contains(stderr, "lock_timeout=") && !strings.Contains(stderr, "--lock-timeout") {
+			t.Errorf("error advises lock_timeout=, which compact refuses: %q", stderr)
+		}
+	}
+}
+
+// TestSaveDoesNotFollowPlantedPartLink plants a symbolic link where an
+// older build wrote its temporary file (<file>.part, opened with O_TRUNC
+// and then chmodded): save must not truncate, overwrite or chmod the file
+// it points to.
+func TestSaveDoesNotFollowPlantedPartLink(t *testing.T) {
+	src, _ := savedFile(t, 3)
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim.conf")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "backup.idb")
+	if err := os.Symlink(victim, out+".part"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cli(t, "save", src, out)
+	data, _ := os.ReadFile(victim)
+	fi, _ := os.Stat(victim)
+	if string(data) != "precious\n" || fi.Mode().Perm() != 0o644 {
+		t.Errorf("save (exit %d %s) wrote through the link %s.part: victim now %d bytes, mode %v", code, strings.TrimSpace(stderr), out, len(data), fi.Mode().Perm())
+	}
+}
+
+// TestCompactChecksPath checks that compact refuses, as every other command
+// does (store.CheckPath), a database path other users could tamper with: a
+// file in a directory others may write (where a link planted at the name of
+// its copy would make a root compact clobber any file), and a symbolic
+// link.
+func TestCompactChecksPath(t *testing.T) {
+	t.Run("shared directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "shared")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "c.db")
+		fill(t, "bolt://"+path, 20, "5")
+		if err := os.Chmod(dir, 0o777); err != nil { // others may write, no sticky bit
+			t.Fatal(err)
+		}
+		code, _, stderr := cli(t, "status", "bolt://"+path)
+		if code == 0 {
+			t.Fatalf("status accepted a database in a world-writable directory")
+		}
+		t.Logf("status: exit %d: %s", code, strings.TrimSpace(stderr))
+		code, _, stderr = cli(t, "compact", path)
+		if code == 0 {
+			t.Errorf("compact rewrote a database in a world-writable directory that every other command refuses (%s)", strings.TrimSpace(stderr))
+		}
+		if !strings.Contains(stderr, "compact") || !strings.Contains(stderr, "other users could replace") {
+			t.Errorf("compact's refusal %q does not name the operation and the cause", stderr)
+		}
+	})
+	t.Run("symbolic link", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "c.db")
+		fill(t, "bolt://"+path, 20, "5")
+		link := filepath.Join(dir, "link.db")
+		if err := os.Symlink(path, link); err != nil {
+			t.Fatal(err)
+		}
+		before, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := cli(t, "compact", link)
+		if code == 0 || !strings.Contains(stderr, "symbolic link") {
+			t.Errorf("compact of a symbolic link: exit %d (%s); want a refusal naming the link", code, strings.TrimSpace(stderr))
+		}
+		if after, err := os.Lstat(path); err != nil || !os.SameFile(before, after) {
+			t.Errorf("compact of a link replaced the file it points to")
+		}
+	})
+}
+
+// TestCompactKeepsOwner checks that compact run by root (sudo snapshot
+// compact) on a controller's database leaves the file to its owner: a copy
+// that belonged to root would lock the controller out of its cache
+// (CheckPath refuses a file of another user, and mode 0600 keeps it out
+// anyway).
+func TestCompactKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.db")
+	fill(t, "bolt://"+path, 50, "5")
+	const uid, gid = 4242, 4242
+	if err := os.Chown(path, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := cli(t, "compact", path); code != 0 {
+		t.Fatalf("compact: exit %d: %s", code, stderr)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != uid || st.Gid != gid {
+		t.Errorf("compact changed the owner of %s from %d:%d to %d:%d", path, uid, gid, st.Uid, st.Gid)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("compact changed the mode of %s to %v", path, fi.Mode().Perm())
+	}
+}
+
+// TestStatusOfEmptyBadgerDirectory checks that a read-only command (status)
+// on an existing empty directory says there is no database there, as drop
+// does, instead of making a badger database of it and chmodding it.
+func TestStatusOfEmptyBadgerDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "empty")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := cli(t, "status", "badger://"+dir)
+	ents, _ := os.ReadDir(dir)
+	fi, _ := os.Stat(dir)
+	if len(ents) > 0 || fi.Mode().Perm() != 0o750 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("status (exit %d, %q %q) wrote into %s: mode now %v, files %q", code, out, stderr, dir, fi.Mode().Perm(), names)
+	}
+	if code != exitError || !strings.Contains(stderr, "no database") {
+		t.Errorf("status of an empty directory: exit %d (%s); want %d saying there is no database", code, stderr, exitError)
 	}
 }

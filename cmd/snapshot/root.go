@@ -100,7 +100,8 @@ func newSave(g *globals) *cobra.Command {
 		Use:   "save <store-url> <file>",
 		Short: "Write a snapshot of a database's stores to a file",
 		Long: `save reads each store of the database in one consistent view and writes them
-to <file> (as <file>.part, fsynced, then renamed; mode 0600).`,
+to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
+0600).`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			src, err := absURL(a[0])
@@ -241,8 +242,10 @@ func newCompact() *cobra.Command {
 		Use:   "compact <bolt-file>",
 		Short: "Rewrite a bolt file without its free pages, replacing it atomically",
 		Long: `compact copies a bolt database into a new file without free pages, as
-"bbolt compact" does, and renames it over the original. It refuses a file that
-another process holds.`,
+"bbolt compact" does, and renames it over the original, keeping its owner and
+mode. It refuses a file that another process holds, and, like every command, a
+path other users could tamper with (a symbolic link, a file or directory others
+may write).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			path := a[0]

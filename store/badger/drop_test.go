@@ -347,3 +347,62 @@ func TestDropLockedByAnotherProcess(t *testing.T) {
 		t.Errorf("Stores after the Drop (-want +got):\n%s", diff)
 	}
 }
+
+// TestHalfDroppedStoreListed checks a Drop interrupted once the store is
+// marked dropped (a crash, or the error "the store is dropped; a later Drop
+// of the name deletes the rest"): every key of the store is still there,
+// and ListStores must name it, as gone, so that `snapshot drop --store
+// pods`, which checks each name against ListStores first, runs the Drop
+// that finishes the job. Stores, and so every tool that reads stores, must
+// leave it out.
+func TestHalfDroppedStoreListed(t *testing.T) {
+	dir := t.TempDir()
+	keep := dropFixture(t, dir)
+	mustOK(t, "Close keep", keep.Close())
+	crash := errors.New("simulated crash")
+	testHookDrop = func(s string) error {
+		if s == "marked" {
+			return crash
+		}
+		return nil
+	}
+	err := rawDriver{}.Drop(t.Context(), rawURL(dir), "pods")
+	testHookDrop = nil
+	if !errors.Is(err, crash) {
+		t.Fatalf("Drop = %v", err)
+	}
+	n, _ := keysUnder(t, dir, "pods")
+	entries, err := rawDriver{}.ListStores(t.Context(), rawURL(dir))
+	mustOK(t, "ListStores", err)
+	listed := false
+	for _, e := range entries {
+		if e.Info.Name != "pods" {
+			continue
+		}
+		listed = true
+		if !e.Gone() || !strings.Contains(e.Err.Error(), "drop it again") {
+			t.Errorf("ListStores lists the half-dropped store with error %v; want one wrapping store.ErrNotFound that says to drop it again", e.Err)
+		}
+	}
+	if !listed && n > 1 {
+		t.Errorf("the half-dropped store keeps %d keys, but ListStores (what `snapshot drop --store pods` checks first) does not name it: the command refuses the Drop that would finish the job", n)
+	}
+	infos, err := rawDriver{}.Stores(t.Context(), rawURL(dir))
+	mustOK(t, "Stores", err)
+	for _, info := range infos {
+		if info.Name == "pods" {
+			t.Errorf("Stores lists the dropped store: %+v", info)
+		}
+	}
+	mustOK(t, "second Drop", rawDriver{}.Drop(t.Context(), rawURL(dir), "pods"))
+	if n, m := keysUnder(t, dir, "pods"); n != 0 || m != nil {
+		t.Errorf("after the second Drop, %d keys of the store are left (meta %+v)", n, m)
+	}
+	entries, err = rawDriver{}.ListStores(t.Context(), rawURL(dir))
+	mustOK(t, "ListStores", err)
+	for _, e := range entries {
+		if e.Info.Name == "pods" {
+			t.Errorf("ListStores lists the store after the Drop finished: %+v", e)
+		}
+	}
+}

@@ -75,11 +75,18 @@ func withDB(ctx context.Context, op string, u *url.URL, name string, create bool
 		return err
 	}
 	if !create {
-		if _, err := os.Stat(dir); err != nil {
+		fi, err := os.Stat(dir)
+		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("store: %s badger://%s: %w: %w", op, dir, store.ErrNotFound, err)
 			}
 			return fmt.Errorf("store: %s badger://%s: %w", op, dir, err)
+		}
+		// Opening a directory without files would make a database of it
+		// (and chmod it): a read has nothing to create. (A database open
+		// in this process has its files.)
+		if fi.IsDir() && !dirHasFiles(dir) {
+			return fmt.Errorf("store: %s badger://%s: no database in the directory (it is empty): %w", op, dir, store.ErrNotFound)
 		}
 	}
 	if name == "" {
@@ -148,6 +155,14 @@ func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry,
 				}
 				info, _, err := rawInfo(txn, name)
 				switch {
+				case errors.Is(err, errDropped):
+					// Listed as gone (see store.StoreEntry), so that a
+					// tool that checks names against the list (snapshot
+					// drop) lets the Drop that finishes it run.
+					entries = append(entries, store.StoreEntry{
+						Info: store.Info{Backend: Scheme, Name: name},
+						Err:  fmt.Errorf("store: %s %s: %w (drop it again to delete the rest)", op, u.Redacted(), err),
+					})
 				case errors.Is(err, store.ErrNotFound):
 					// Generations without a meta record: garbage of a
 					// store whose creation did not finish.
@@ -179,6 +194,11 @@ func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry,
 
 var _ store.RawStoreLister = rawDriver{}
 
+// errDropped is wrapped by the errors of rawInfo for a store whose Drop was
+// interrupted once the store was marked dropped: it is gone, but its keys
+// are there until a Drop or an Open of the name deletes them.
+var errDropped = errors.New("its drop did not finish")
+
 // rawInfo reads the meta record of the store name in txn.
 func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	k := newKeys(name, 0)
@@ -198,8 +218,9 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 		return store.Info{}, m, fmt.Errorf("store %q: %w: %w", name, store.ErrCorrupt, err)
 	}
 	if m.Dropped {
-		// Its Drop did not finish: the store is gone (see Drop).
-		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w", name, store.ErrNotFound)
+		// Its Drop did not finish: the store is gone (see Drop), but
+		// its keys are not.
+		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w: %w", name, errDropped, store.ErrNotFound)
 	}
 	// A format 1 store reads as format 2 with its entries current; it
 	// is rewritten as such when a store opens it.
@@ -462,17 +483,12 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	if name == "" || len(name) > maxNameLen {
 		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
 	}
-	dir, _, _, err := rawDir("drop "+name, u)
-	if err != nil {
+	if _, _, _, err := rawDir("drop "+name, u); err != nil {
 		return err
 	}
-	// Opening a directory without files would make a database of it: a
-	// drop has nothing to create. (A database open in this process has
-	// its files.)
-	if !dirHasFiles(dir) {
-		return fail(fmt.Errorf("no database in the directory: %w", store.ErrNotFound))
-	}
-	err = withDB(ctx, "drop "+name, u, name, false, func(sh *sharedDB) error {
+	// withDB refuses a directory without files: a drop has nothing to
+	// create.
+	err := withDB(ctx, "drop "+name, u, name, false, func(sh *sharedDB) error {
 		return dropStore(ctx, sh, name)
 	})
 	if err != nil {

@@ -491,13 +491,27 @@ func replaced(path string, f *os.File) bool {
 func fileError(path string, o store.Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("store: open %s: another process holds the file (waited %v; see Options.LockTimeout, lock_timeout=): %w", path, o.LockTimeout, store.ErrLocked)
+		return &lockedError{path: path, waited: o.LockTimeout}
 	case errors.Is(err, store.ErrCorrupt), errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
 		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
 		return corruptError(path, err)
 	}
 	return fmt.Errorf("store: open %s: %w", path, err)
 }
+
+// lockedError is returned when another process held the file for the
+// whole lock timeout. It is a type of its own so that Compact, whose lock
+// timeout is not a URL parameter, can give its own advice.
+type lockedError struct {
+	path   string
+	waited time.Duration
+}
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("store: open %s: another process holds the file (waited %v; see Options.LockTimeout, lock_timeout=): %v", e.path, e.waited, store.ErrLocked)
+}
+
+func (e *lockedError) Unwrap() error { return store.ErrLocked }
 
 func corruptError(path string, err error) error {
 	if errors.Is(err, store.ErrCorrupt) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -720,11 +721,16 @@ const compactTxSize = 64 << 20
 
 // Compact rewrites the bbolt file at path without its free pages, the way
 // `bbolt compact` does, and replaces the file atomically: the copy is
-// written to path+".compact.part", fsynced and renamed over path while the
-// original is still locked, then the directory is fsynced. It refuses a file
-// open in this process (store.ErrInUse) or locked by another one
-// (store.ErrLocked, after lockTimeout). It returns the sizes before and
-// after.
+// written to path+".compact.part" (created anew, never through an existing
+// file or link), given the original's owner and mode, fsynced and renamed
+// over path while the original is still locked, then the directory is
+// fsynced. Like every other operation it refuses a path other users could
+// tamper with (store.CheckPath); run by root, it checks the path as the
+// file owner's, whose file it keeps. It refuses a file open in this process
+// (store.ErrInUse) or locked by another one (store.ErrLocked, after
+// lockTimeout), and a copy it cannot give the original's owner (a caller
+// other than root, for a file of a group the caller is not in). It returns
+// the sizes before and after.
 //
 // A process that opens the file meanwhile waits for the lock, and then
 // opens the compacted copy: an open checks, once it has the lock, that the
@@ -740,14 +746,25 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 		}
 		path = abs
 	}
-	path = canonical(filepath.Clean(path))
-	fi, err := os.Stat(path)
+	path = filepath.Clean(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
 		}
 		return fail(err)
 	}
+	uid, _, owned := fileOwner(fi)
+	check := store.CheckPath
+	if owned && os.Geteuid() == 0 && uid != 0 {
+		// root (sudo snapshot compact) acts for the owner, whose file the
+		// copy stays: the path must be safe for that user.
+		check = func(path string, dir bool) error { return store.CheckPathFor(path, dir, uid) }
+	}
+	if err := check(path, false); err != nil {
+		return fail(err)
+	}
+	path = canonical(path)
 	filesMu.Lock()
 	defer filesMu.Unlock()
 	if files[path] != nil {
@@ -759,9 +776,20 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	}
 	src, err := openDB(ctx, path, o, false)
 	if err != nil {
-		return 0, 0, err
+		var le *lockedError
+		if errors.As(err, &le) {
+			// The open's advice (lock_timeout=) is for URLs; compact
+			// takes no URL parameters.
+			return fail(fmt.Errorf("another process holds the file (waited %v; wait longer with the command's --lock-timeout flag, or Compact's lockTimeout): %w", le.waited, store.ErrLocked))
+		}
+		return fail(err)
 	}
 	defer src.Close()
+	// The checks were of the file found then: refuse one put in its place
+	// before the open (openDB made sure the path names the file it locked).
+	if now, err := os.Lstat(path); err != nil || !os.SameFile(fi, now) {
+		return fail(fmt.Errorf("the file was replaced while compact opened it; run compact again: %w", store.ErrLocked))
+	}
 	// bbolt.Compact copies whatever it finds; a file that lost its stores
 	// bucket is refused, not rewritten, like every other operation.
 	err = guard(func() error {
@@ -774,10 +802,23 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 		return fail(withHint(err))
 	}
 	part := path + ".compact.part"
-	os.Remove(part)
-	dst, err := bbolt.Open(part, fi.Mode().Perm(), &bbolt.Options{PageSize: src.Info().PageSize, FreelistType: bbolt.FreelistMapType, NoSync: true})
+	// What a crashed compact left; no other compact of this file runs,
+	// as this one holds its lock. O_EXCL below refuses whatever another
+	// user puts at the name meanwhile (possible in a sticky directory).
+	if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(fmt.Errorf("remove the copy of an earlier compact: %w", err))
+	}
+	var partFile *os.File
+	dst, err := bbolt.Open(part, fi.Mode().Perm(), &bbolt.Options{
+		PageSize: src.Info().PageSize, FreelistType: bbolt.FreelistMapType, NoSync: true,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag|os.O_CREATE|os.O_EXCL, perm)
+			partFile = f
+			return f, err
+		},
+	})
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("create the copy %s: %w", part, err))
 	}
 	ok := false
 	defer func() {
@@ -786,6 +827,9 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 			os.Remove(part)
 		}
 	}()
+	if err := keepOwner(partFile, fi); err != nil {
+		return fail(err)
+	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
@@ -818,4 +862,31 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 		return fail(fmt.Errorf("fsync directory: %w", err))
 	}
 	return fi.Size(), pi.Size(), nil
+}
+
+// keepOwner gives f, the compacted copy of the file of orig, that file's
+// mode and owner, before it replaces the file: a copy made by root that
+// belonged to root would lock the file's owner (the controller) out of its
+// own database. It fails, before anything is replaced, when the caller may
+// not give the copy that owner.
+func keepOwner(f *os.File, orig fs.FileInfo) error {
+	// bbolt created it with the mode less the umask.
+	if err := f.Chmod(orig.Mode().Perm()); err != nil {
+		return fmt.Errorf("give the copy the file's mode %v: %w", orig.Mode().Perm(), err)
+	}
+	uid, gid, ok := fileOwner(orig)
+	if !ok {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat the copy: %w", err)
+	}
+	if u, g, _ := fileOwner(fi); u == uid && g == gid {
+		return nil
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("give the copy the file's owner %d:%d (run compact as that user, or as root): %w", uid, gid, err)
+	}
+	return nil
 }

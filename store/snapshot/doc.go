@@ -47,8 +47,9 @@
 //
 // # Durability
 //
-// Save writes path+".part" (mode 0600), fsyncs it, renames it over path and
-// fsyncs the directory: a crash leaves the previous file or the new one.
+// Save writes a temporary file beside path (path+".part-" and a random
+// suffix, mode 0600), fsyncs it, renames it over path and fsyncs the
+// directory: a crash leaves the previous file or the new one.
 // Restore verifies the whole file (structure, checksum, counts, content
 // hashes) before it writes anything, refuses stores that hold objects or a
 // resume point unless forced, and replaces each store through the backend's
@@ -66,9 +67,8 @@
 // # Concurrency
 //
 // Functions are safe for concurrent use on different files and databases.
-// Saves to one path must not overlap: they share path+".part" (truncated
-// on start, as etcdutl does, so that a crashed save's leftover does not
-// block the next). Restores into one database must not overlap with each other
+// Saves to one path may overlap: each writes its own temporary file, and
+// the last rename wins (each file is whole). Restores into one database must not overlap with each other
 // or with stores open on it (backends refuse an Import into a store open in
 // the same process with store.ErrInUse).
 //
@@ -83,9 +83,12 @@
 //
 // # Caveats
 //
-// Restore reads the file twice (to verify it, then to import it). A file
-// changed between the two reads is detected by counts only after the
-// affected store has been imported.
+// Restore reads the file twice (to verify it, then to import it), through
+// one open file, so a file renamed over the path meanwhile is not read. A
+// file changed in place between the two reads is detected per store, by its
+// records' count, bytes and content hash, before the backend commits the
+// store: that store's Import rolls back, and the restore fails with
+// store.ErrCorrupt (stores before it are already replaced).
 //
 // Atomicity is per store: a restore of several stores that fails on the
 // second has already replaced the first. Every store is still whole (the

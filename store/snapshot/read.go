@@ -57,9 +57,21 @@ type fileReader struct {
 	rec     store.Record // the last record; its Data is reused
 }
 
-// openFile opens path and reads up to the first block. The caller closes
-// the file.
-func openFile(path string) (*fileReader, error) {
+// snapFile is a snapshot file open for reading, which can be read more
+// than once: a caller that acts on records (Restore, Records) verifies the
+// file in a first pass and acts in a second one, through the same open
+// file, so that a file renamed over the path meanwhile (a periodic save to
+// the same path) is not read in the second pass instead of the verified one.
+// It is not safe for concurrent use.
+type snapFile struct {
+	path string
+	f    *os.File
+	size int64 // at open: the reader checks that the file did not grow
+}
+
+// openSnapFile opens path, which must be a regular file. The caller closes
+// it.
+func openSnapFile(path string) (*snapFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: open %s: %w", path, err)
@@ -73,12 +85,33 @@ func openFile(path string) (*fileReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("snapshot: open %s: not a regular file: %w", path, store.ErrInvalid)
 	}
-	fr, err := newFileReader(path, f, fi.Size())
+	return &snapFile{path: path, f: f, size: fi.Size()}, nil
+}
+
+// reader returns a reader of the file from its start, read up to the first
+// block. Closing the reader does not close the file.
+func (sf *snapFile) reader() (*fileReader, error) {
+	if _, err := sf.f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("snapshot: read %s: seek to the start: %w", sf.path, err)
+	}
+	return newFileReader(sf.path, sf.f, sf.size)
+}
+
+func (sf *snapFile) Close() error { return sf.f.Close() }
+
+// openFile opens path and reads up to the first block. The caller closes
+// the reader, which closes the file.
+func openFile(path string) (*fileReader, error) {
+	sf, err := openSnapFile(path)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	fr.c = f
+	fr, err := sf.reader()
+	if err != nil {
+		sf.Close()
+		return nil, err
+	}
+	fr.c = sf
 	return fr, nil
 }
 
@@ -186,7 +219,9 @@ func (fr *fileReader) nextRecord() (store.Record, error) {
 // and each store's record count and content hash against its header. fn,
 // when not nil, is called for every record of every store with the store's
 // name before the checksum is known, so callers that act on records must
-// read the file twice (Restore does). fn must not retain rec.Data.
+// verify the file first, and act in a second pass over the same open file,
+// checking each store against the first pass before acting on it (Restore
+// does). fn must not retain rec.Data.
 func Read(ctx context.Context, path string, fn func(name string, rec store.Record) error) (*Manifest, error) {
 	fr, err := openFile(path)
 	if err != nil {

@@ -48,9 +48,20 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 		want[name] = true
 	}
 	selected := func(name string) bool { return len(want) == 0 || want[name] }
+	// One open file for both passes: the second pass must read the file
+	// the first one verified, not whatever the path names by then.
+	sf, err := openSnapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+	}
+	defer sf.Close()
+	fr, err := sf.reader()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
+	}
 	var checked int64 // records read in all
 	var keys keyCheck
-	m, err := Read(ctx, path, func(name string, rec store.Record) error {
+	m, err := readAll(ctx, fr, path, func(name string, rec store.Record) error {
 		checked++
 		// Every backend's Import refuses a key store.CheckKey refuses:
 		// found here, before anything is written, the restore fails
@@ -82,11 +93,9 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 			return nil, fmt.Errorf("snapshot: restore %s to %s: %w", path, redact(rawURL), err)
 		}
 	}
-	fr, err := openFile(path)
-	if err != nil {
+	if fr, err = sf.reader(); err != nil {
 		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
 	}
-	defer fr.Close()
 	out := &Manifest{Source: rawURL}
 	// partial adds to an error which stores are already replaced: each
 	// store is replaced atomically, not the set.
@@ -127,26 +136,44 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 		if o.DropResumePoint {
 			info.ResourceVersion = ""
 		}
-		var n int64
+		// The file can still change in place under the open descriptor
+		// (a writer truncating or rewriting it): the records imported are
+		// hashed as they go, and the store's end is reported to Import
+		// (io.EOF, which commits) only if they are exactly those the first
+		// pass verified. Otherwise next fails and Import rolls back.
+		var (
+			h        hasher
+			n        int64
+			verified bool
+		)
 		err = importInto(ctx, rawURL, info, func() (store.Record, error) {
 			rec, err := fr.nextRecord()
+			if errors.Is(err, io.EOF) {
+				got := h.header(sh.Info)
+				if err := checkHeader(*sh, got, len(sh.Info.Indexes), h.misaligned(len(sh.Info.Indexes))); err != nil {
+					return store.Record{}, fmt.Errorf("the records differ from those verified (%w): the file changed during the restore: %w", err, store.ErrCorrupt)
+				}
+				verified = true
+				return rec, io.EOF
+			}
 			if err != nil {
 				return rec, err
 			}
 			n++
 			done++
 			if n > sh.Objects {
-				return rec, fmt.Errorf("more records than on the first read: the file changed: %w", store.ErrCorrupt)
+				return rec, fmt.Errorf("more records than verified (%d): the file changed during the restore: %w", sh.Objects, store.ErrCorrupt)
 			}
+			h.add(rec)
 			if o.Progress != nil && done%progressEvery == 0 {
 				o.Progress(Progress{Op: "restore", Store: name, Done: done, Total: total})
 			}
 			return rec, nil
 		})
-		if err == nil && n != sh.Objects {
-			// Cannot happen unless the file changed between the reads;
-			// the store is already replaced, so say so loudly.
-			err = fmt.Errorf("restored %d records, the file has %d: the file changed during the restore: %w", n, sh.Objects, store.ErrCorrupt)
+		if err == nil && !verified {
+			// Import returned before the end of the records: a backend
+			// bug, and the store is already replaced, so say so loudly.
+			err = fmt.Errorf("the backend's Import stopped after %d of %d records without an error: %w", n, sh.Objects, store.ErrCorrupt)
 		}
 		if err != nil {
 			return nil, partial(fmt.Errorf("snapshot: restore %s: store %s to %s: %w", path, name, redact(rawURL), err))
@@ -165,7 +192,7 @@ var errStop = errors.New("stop")
 // checkEmpty returns ErrNotEmpty if a store of m that would be restored
 // exists in the database at rawURL with objects or a resume point.
 func checkEmpty(ctx context.Context, rawURL string, m *Manifest, selected func(string) bool) error {
-	infos, err := storesOf(ctx, rawURL)
+	entries, err := listStoresOf(ctx, rawURL)
 	if errors.Is(err, store.ErrNotFound) {
 		// No database yet: Import creates it.
 		return nil
@@ -174,9 +201,19 @@ func checkEmpty(ctx context.Context, rawURL string, m *Manifest, selected func(s
 		return err
 	}
 	var full []string
-	for _, info := range infos {
+	for _, e := range entries {
+		info := e.Info
 		if m.Store(info.Name) == nil || !selected(info.Name) {
+			// A store this build cannot read is no reason to refuse
+			// restoring the others: it is left alone.
 			continue
+		}
+		if e.Gone() {
+			// Gone (an interrupted Drop): Import replaces what is left.
+			continue
+		}
+		if e.Err != nil {
+			return fmt.Errorf("%w (cannot tell whether it is empty; --force / RestoreOptions.Force replaces it)", e.Err)
 		}
 		if info.ResourceVersion != "" {
 			full = append(full, info.Name)

@@ -53,10 +53,12 @@ type SaveOptions struct {
 }
 
 // Save writes a snapshot of sources to path, each store in its own
-// consistent view, and returns its manifest. The file is written as
-// path+".part" with mode 0600, fsynced, renamed over path and its directory
-// fsynced: a crash leaves the previous file at path or the new one, never a
-// part of one. o may be nil.
+// consistent view, and returns its manifest. The file is written as a new
+// temporary file beside path (path+".part-" and a random suffix) with mode
+// 0600, fsynced, renamed over path and its directory fsynced: a crash
+// leaves the previous file at path or the new one, never a part of one (and
+// possibly the temporary file). Overlapping saves to one path each write
+// their own file; the last to finish wins. o may be nil.
 func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m *Manifest, err error) {
 	if o == nil {
 		o = &SaveOptions{}
@@ -65,21 +67,24 @@ func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m
 	if o.Now != nil {
 		now = o.Now
 	}
-	part := path + ".part"
-	// O_TRUNC: a .part left by a crashed save is garbage.
-	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// A temporary file of a name of its own, created with O_EXCL: saves
+	// to one path do not write into each other's file, and a symbolic
+	// link planted at a predictable name is not followed.
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".part-*")
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
+		return nil, fmt.Errorf("snapshot: save %s: create temporary file: %w", path, err)
 	}
+	part := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(part)
 		}
 	}()
-	// An existing .part may have had another mode.
+	// CreateTemp already makes it 0600; say so explicitly, whatever it
+	// does in later Go releases.
 	if err := f.Chmod(0o600); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
+		return nil, fmt.Errorf("snapshot: save %s: chmod: %w", path, err)
 	}
 	created := now().UTC()
 	w := newWriter(f)
@@ -178,23 +183,34 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	if overwritesDatabase(path, rawURL) {
 		return nil, fmt.Errorf("snapshot: save %s: the snapshot would replace the database %s that it saves, or a file of it: choose another file: %w", path, redact(rawURL), store.ErrInvalid)
 	}
-	infos, err := storesOf(ctx, rawURL)
+	// A store this build cannot read (another format version, damaged
+	// metadata) fails the save only if it is one to save: after a
+	// downgrade, the stores this build reads can still be backed up.
+	entries, err := listStoresOf(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
 	}
 	var names []string
-	for _, info := range infos {
-		names = append(names, info.Name)
+	for _, e := range entries {
+		if !e.Gone() {
+			names = append(names, e.Info.Name)
+		}
 	}
 	if o != nil && len(o.Stores) > 0 {
 		for _, n := range o.Stores {
 			if !slices.Contains(names, n) {
-				return nil, fmt.Errorf("snapshot: save %s: no store %q in %s (it has %q): %w", path, n, rawURL, names, store.ErrNotFound)
+				return nil, fmt.Errorf("snapshot: save %s: no store %q in %s (it has %q): %w", path, n, redact(rawURL), names, store.ErrNotFound)
 			}
 		}
-		names = o.Stores
+		// o is the caller's, and only read.
+		names = slices.Clone(o.Stores)
 	}
 	slices.Sort(names)
+	for _, e := range entries {
+		if e.Err != nil && slices.Contains(names, e.Info.Name) {
+			return nil, fmt.Errorf("snapshot: save %s: %w (save the other stores with --store / SaveOptions.Stores, or drop this one)", path, e.Err)
+		}
+	}
 	sources := make([]Source, 0, len(names))
 	for _, name := range names {
 		sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
@@ -204,8 +220,9 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	return Save(ctx, path, sources, o)
 }
 
-// overwritesDatabase reports whether writing path, or path+".part", would
-// replace the file of the database at rawURL or a file inside its directory.
+// overwritesDatabase reports whether writing path would replace the file of
+// the database at rawURL or a file inside its directory. (The temporary
+// file is created with O_EXCL: it cannot replace anything.)
 func overwritesDatabase(path, rawURL string) bool {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Path == "" {
@@ -222,7 +239,7 @@ func overwritesDatabase(path, rawURL string) bool {
 	if real, err := filepath.EvalSymlinks(db); err == nil {
 		db = real
 	}
-	if abs == db || abs+".part" == db || db != string(filepath.Separator) && strings.HasPrefix(abs, db+string(filepath.Separator)) {
+	if abs == db || db != string(filepath.Separator) && strings.HasPrefix(abs, db+string(filepath.Separator)) {
 		return true
 	}
 	a, errA := os.Stat(path)

@@ -41,11 +41,14 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 		unreadable []error
 	)
 	for _, e := range entries {
-		if e.Err != nil {
+		switch {
+		case e.Gone():
+			// Not a store: what an interrupted Drop left.
+		case e.Err != nil:
 			unreadable = append(unreadable, e.Err)
-			continue
+		default:
+			infos = append(infos, e.Info)
 		}
-		infos = append(infos, e.Info)
 	}
 	m := &Manifest{Source: redact(target)}
 	err = eachStore(ctx, target, infos, "status", progress, func(info store.Info, h *hasher) error {
@@ -143,8 +146,11 @@ const maxProblems = 10
 // o.Entries has a reader for its scheme, that every index agrees with the
 // objects: for every index name and value, the keys of its entries are
 // exactly the keys of the records having that value. A failed check is an
-// error wrapping store.ErrCorrupt that lists the first problems. o may be
-// nil.
+// error wrapping store.ErrCorrupt that lists the first problems. A store of
+// a database that this build cannot read does not keep the others from
+// being verified: as with Status, the error (returned with the manifest of
+// the others) names it and wraps its store.ErrIncompatible or
+// store.ErrCorrupt. o may be nil.
 func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, error) {
 	if o == nil {
 		o = &VerifyOptions{}
@@ -172,9 +178,25 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 	// say should be indexed.
 	var want map[string]struct{}
 	var idxNames []string
-	infos, err := storesOf(ctx, target)
+	// A store this build cannot read does not keep the others from being
+	// verified; it is named in the error, as by Status.
+	listed, err := listStoresOf(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
+	}
+	var (
+		infos      []store.Info
+		unreadable []error
+	)
+	for _, e := range listed {
+		switch {
+		case e.Gone():
+			// Not a store: what an interrupted Drop left.
+		case e.Err != nil:
+			unreadable = append(unreadable, e.Err)
+		default:
+			infos = append(infos, e.Info)
+		}
 	}
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
 	var n int64
@@ -240,15 +262,20 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 		problems = append(problems, missing...)
 	}
 	m.Size = diskSize(target)
+	var errs []error
 	if len(problems) > 0 {
 		more := ""
 		if len(problems) > maxProblems {
 			more = fmt.Sprintf("; and %d more", len(problems)-maxProblems)
 			problems = problems[:maxProblems]
 		}
-		return m, fmt.Errorf("snapshot: verify %s: %s%s: %w", redact(target), strings.Join(problems, "; "), more, store.ErrCorrupt)
+		errs = append(errs, fmt.Errorf("snapshot: verify %s: %s%s: %w", redact(target), strings.Join(problems, "; "), more, store.ErrCorrupt))
 	}
-	return m, nil
+	if unreadable != nil {
+		errs = append(errs, fmt.Errorf("snapshot: verify %s: %d of %d stores cannot be read (the others were verified): %w",
+			redact(target), len(unreadable), len(listed), errors.Join(unreadable...)))
+	}
+	return m, errors.Join(errs...)
 }
 
 // triple encodes (index position, value, key) as one map key.
@@ -321,7 +348,18 @@ func Records(ctx context.Context, target, name string, fn func(rec store.Record)
 		}
 		return info, nil
 	}
-	m, err := Read(ctx, target, nil)
+	// Both passes read one open file, so that the records handed out are
+	// those of the file verified, described by the Info returned.
+	sf, err := openSnapFile(target)
+	if err != nil {
+		return store.Info{}, err
+	}
+	defer sf.Close()
+	fr, err := sf.reader()
+	if err != nil {
+		return store.Info{}, err
+	}
+	m, err := readAll(ctx, fr, target, nil)
 	if err != nil {
 		return store.Info{}, err
 	}
@@ -329,7 +367,10 @@ func Records(ctx context.Context, target, name string, fn func(rec store.Record)
 	if sh == nil {
 		return store.Info{}, fmt.Errorf("snapshot: read %s: no store %q: %w", target, name, store.ErrNotFound)
 	}
-	_, err = Read(ctx, target, func(n string, rec store.Record) error {
+	if fr, err = sf.reader(); err != nil {
+		return store.Info{}, err
+	}
+	_, err = readAll(ctx, fr, target, func(n string, rec store.Record) error {
 		if n != name {
 			return nil
 		}
