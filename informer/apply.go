@@ -31,6 +31,16 @@ type pendingCommit struct {
 	// prepared is ops and rv prepared for the store ahead of the commit
 	// (store.BatchPreparer), or nil.
 	prepared store.PreparedBatch
+	// corrected lists the keys whose committed state is not the one
+	// prepare put in the view: their changes the store rejected were left
+	// out (see leaveOutRejected, commitEach).
+	corrected []string
+}
+
+// heardState is a key's state as handlers last heard of it.
+type heardState struct {
+	obj    interface{}
+	exists bool
 }
 
 // addOp records op as key's operation in pc, replacing an earlier one of
@@ -444,7 +454,8 @@ const (
 // older resume point, which a restart would replay older events over. A
 // rejected change is skipped as the reflector skips an event the queue
 // refuses: its key keeps its last state the store accepts (of the batch,
-// or from before it), handlers are not told of it, and the resume point
+// or from before it), handlers are not told of it (nor given it as the old
+// object of the key's next change, see correctHeard), and the resume point
 // moves past it. Only when the rejected operations cannot be told apart
 // that way (a store without store.BatchPreparer whose codec refuses an
 // object) is the batch applied one operation per commit, skipping what the
@@ -574,6 +585,7 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 		for _, j := range notes[keep+1:] {
 			drop[j] = true
 		}
+		pc.corrected = append(pc.corrected, op.Key)
 		if keep >= 0 {
 			pc.ops[i] = substitute
 			logger.Error(err, "Skipping a change the store rejects; its key keeps the last state of the batch the store accepts", "op", op.Type.String(), "key", op.Key, "objectType", typeName(op.Object), "kept", substitute.Type.String())
@@ -653,6 +665,7 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 		case err == nil:
 		case errors.Is(err, store.ErrInvalid):
 			rejected[i] = true
+			pc.corrected = append(pc.corrected, op.Key)
 			logger.Error(err, "Skipping an object the store rejects; its key keeps the state the store had, until a change or a relist brings one the store accepts", "op", op.Type.String(), "key", op.Key, "objectType", typeName(op.Object))
 		default:
 			return err
@@ -675,6 +688,22 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.view.committed(pc.ops, pc.seq)
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
+	inf.correctHeard(pc)
+	for _, key := range pc.corrected {
+		if inf.view.isPending(key) {
+			// A later group, prepared while pc was committed, took the
+			// left-out change from the view as the key's previous state.
+			obj, exists, err := inf.store.GetByKey(key)
+			if err != nil {
+				logger.Error(err, "Reading the state a left-out change leaves failed; the next change of the key may be notified with the left-out object as the old one", "key", key)
+				continue
+			}
+			if inf.heard == nil {
+				inf.heard = map[string]heardState{}
+			}
+			inf.heard[key] = heardState{obj: obj, exists: exists}
+		}
+	}
 	inf.proc.distribute(pc.notes, rejected, !inf.synced)
 	if pc.rv != "" {
 		if pc.rv != inf.appliedRV {
@@ -683,6 +712,92 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 		inf.appliedRV = pc.rv
 	}
 	inf.checkSyncedLocked(logger, pc.replace, pc.pop)
+}
+
+// correctHeard mends the notifications of pc that were prepared from a
+// change an earlier commit left out (see heard): the first notification
+// of such a key in pc took that change as its previous state, which
+// handlers never heard of. It now reports the change from the state they
+// did hear of, as if the left-out change had never been popped: an update
+// of an object they do not know becomes an add, an add of one they know
+// an update, and a tombstone carries the object they know (or is not
+// delivered, if they know none).
+func (inf *Informer) correctHeard(pc *pendingCommit) {
+	if len(inf.heard) == 0 {
+		return
+	}
+	var first map[string]int // the first note of each key of heard in pc
+	for j := range pc.notes {
+		key := inf.noteKey(pc, j)
+		if _, ok := inf.heard[key]; !ok {
+			continue
+		}
+		if first == nil {
+			first = map[string]int{}
+		}
+		if _, seen := first[key]; !seen {
+			first[key] = j
+		}
+	}
+	var drop map[int]bool
+	for key, h := range inf.heard {
+		if _, ok := pc.opOf[key]; !ok {
+			continue // pc does not change key: a later group does
+		}
+		delete(inf.heard, key)
+		j, ok := first[key]
+		if !ok {
+			continue
+		}
+		qn := &pc.notes[j]
+		switch qn.n.kind {
+		case notifyUpdate, notifyAdd:
+			if h.exists {
+				qn.n.kind, qn.n.oldObj, qn.n.initial = notifyUpdate, h.obj, false
+				qn.resync = sameResourceVersion(h.obj, qn.n.newObj)
+			} else {
+				qn.n.kind, qn.n.oldObj, qn.resync = notifyAdd, nil, false
+			}
+		case notifyDelete:
+			tomb, ok := qn.n.oldObj.(cache.DeletedFinalStateUnknown)
+			switch {
+			case !ok:
+				// A watch delete carries the server's object.
+			case h.exists:
+				tomb.Obj = h.obj
+				qn.n.oldObj = tomb
+			default:
+				if drop == nil {
+					drop = map[int]bool{}
+				}
+				drop[j] = true
+			}
+		}
+	}
+	if len(drop) > 0 {
+		notes := pc.notes[:0]
+		for j, qn := range pc.notes {
+			if !drop[j] {
+				notes = append(notes, qn)
+			}
+		}
+		pc.notes = notes
+	}
+}
+
+// noteKey returns the key of pc's note j: its operation's, or, for a
+// resync (which writes nothing), its object's.
+func (inf *Informer) noteKey(pc *pendingCommit, j int) string {
+	qn := pc.notes[j]
+	if qn.op >= 0 {
+		return pc.ops[qn.op].Key
+	}
+	obj := qn.n.newObj
+	if obj == nil {
+		obj = qn.n.oldObj
+	}
+	key, _ := inf.keyOf(obj)
+	return key
 }
 
 // sameResourceVersion reports whether two objects carry the same non-empty

@@ -81,6 +81,10 @@ type Informer struct {
 	appliedRV          string // resume point of the last commit
 	incomparableLogged bool   // the sync target could not be compared
 	caughtUpPop        int64  // pops counted when the reflector caught up
+	// heard holds, per key, the state handlers last heard of where a
+	// group prepared before the previous commit's end took another one
+	// from the view: a change that commit left out (see correctHeard).
+	heard map[string]heardState
 
 	syncedCh chan struct{} // closed when synced turns true
 	pops     atomic.Int64  // batches popped, numbering the pops

@@ -98,6 +98,14 @@ func (v *view) committed(ops []store.Op, upTo uint64) {
 	}
 }
 
+// isPending reports whether key has an uncommitted state.
+func (v *view) isPending(key string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.pending[key]
+	return ok
+}
+
 // pendingLen returns the number of keys with an uncommitted state.
 func (v *view) pendingLen() int {
 	v.mu.Lock()
