@@ -212,10 +212,17 @@ func (c *InformerConstructor) retire(name string) bool {
 	select {
 	case <-stopped.ended:
 	case <-time.After(probeTimeout):
-		// Its Run does not return: it closes its store when it does.
+		// Its Run does not return: keep it for Close, or, if Close ran
+		// meanwhile, have its store closed when it returns.
 		c.mu.Lock()
-		c.made = append(c.made, stopped)
+		closed := c.closed
+		if !closed {
+			c.made = append(c.made, stopped)
+		}
 		c.mu.Unlock()
+		if closed {
+			_ = stopped.closeStore("informer constructor: close")
+		}
 		return false
 	}
 	if err := stopped.closeStore("informer constructor: new informer of the same scope"); err != nil {
@@ -225,10 +232,10 @@ func (c *InformerConstructor) retire(name string) bool {
 }
 
 // Close closes every store the constructor opened. Call it after the
-// informers stopped; NewInformer then returns client-go's informers. An informer that never ran leaves its Metrics and can
-// no longer run. The store of an informer still running is not closed under
-// it but when its Run returns (an error closing it is then logged, not
-// returned).
+// informers stopped; NewInformer then returns client-go's informers. An
+// informer that never ran leaves its Metrics and can no longer run. The
+// store of an informer still running is not closed under it but when its
+// Run returns (an error closing it is then logged, not returned).
 func (c *InformerConstructor) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

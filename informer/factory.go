@@ -236,9 +236,9 @@ var unreachableBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 
 
 // retryUnreachable calls request, which does what (for the log), until it
 // succeeds or fails with the API server's answer (isAnswer), and returns
-// that error, or ctx's cause joined with the last error once ctx ends. It logs the first failure it
-// retries, so that a start waiting for the API server says why, and the
-// others at verbosity 2.
+// that error, or ctx's cause joined with the last error once ctx ends. It
+// logs the first failure it retries, so that a start waiting for the API
+// server says why, and the others at verbosity 2.
 func retryUnreachable(ctx context.Context, what string, request func() error) error {
 	backoff := unreachableBackoff
 	for tries := 1; ; tries++ {
