@@ -398,6 +398,8 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	var oldest uint64
 	b.ResourceVersion, oldest = f.advanceLocked()
 	b.RelistPending = f.relisted && oldest <= f.relistSeq
+	// Events are numbered from 0: every one numbered below oldest is out.
+	b.HandedOut = oldest
 	err := process(ctx, b)
 	if f.initialCount > 0 {
 		// After processing, as client-go's RealFIFO: HasSynced must not turn
@@ -430,6 +432,15 @@ func (f *DeltaFIFO) advanceLocked() (rv string, oldest uint64) {
 	}
 	f.rvs.drop(i)
 	return rv, oldest
+}
+
+// Arrived returns the number of events queued so far, each counted once
+// whether or not it is still queued (a delete of an unknown key is counted
+// and dropped at once).
+func (f *DeltaFIFO) Arrived() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nextSeq
 }
 
 func (f *DeltaFIFO) syncedLocked() bool {

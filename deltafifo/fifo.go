@@ -37,6 +37,8 @@ type unit struct {
 	// initial marks the first Replace: once it is popped and processed, the
 	// queue has synced.
 	initial bool
+	// arrival is the unit's number in arrival order, from 1 (see Arrived).
+	arrival uint64
 }
 
 func (u *unit) size() int {
@@ -81,6 +83,8 @@ type FIFO struct {
 	// initialPending is true from the first Replace (if it came first) until
 	// its batch has been processed.
 	initialPending bool
+	// arrived counts the units pushed (see Arrived).
+	arrived uint64
 }
 
 var _ Queue = (*FIFO)(nil)
@@ -139,6 +143,8 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 var testHookFull func()
 
 func (f *FIFO) pushLocked(u unit) {
+	f.arrived++
+	u.arrival = f.arrived
 	f.units.push(u)
 	f.cond.Broadcast()
 }
@@ -369,6 +375,7 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 	first := &units[0]
 	if first.kind == unitReplace {
 		b.Deltas, b.ResourceVersion, b.Replace = first.deltas, first.rv, true
+		b.HandedOut = first.arrival
 		initial := first.initial
 		f.units.drop(1)
 		return b, initial
@@ -399,9 +406,18 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 		if u.rv != "" {
 			b.ResourceVersion = u.rv
 		}
+		b.HandedOut = u.arrival
 	}
 	f.units.drop(n)
 	return b, false
+}
+
+// Arrived returns the number of units (events, bookmarks, relists,
+// resyncs) queued so far; a FIFO hands them out in that order.
+func (f *FIFO) Arrived() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.arrived
 }
 
 func (f *FIFO) syncedLocked() bool {

@@ -3,6 +3,7 @@ package deltafifo_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -323,4 +324,54 @@ func TestResourceVersionThroughObjectMetaAccessor(t *testing.T) {
 			diff(t, "resume point", "42", pop(t, q).ResourceVersion)
 		})
 	}
+}
+
+// TestHandedOut checks Arrived and Batch.HandedOut, with which a consumer
+// tells when an event it saw queued (a bookmark) has reached it: the count
+// never runs ahead of what was handed out, never goes back, and reaches
+// Arrived once the queue is drained.
+func TestHandedOut(t *testing.T) {
+	for _, impl := range impls {
+		t.Run(impl.name, func(t *testing.T) {
+			q := impl.new(deltafifo.Options{MaxBatch: 1})
+			must(t, q.Add(cm("a", "1", "a1")))
+			must(t, q.Add(cm("b", "2", "b1")))
+			must(t, q.Update(cm("a", "3", "a2")))
+			must(t, q.Bookmark("4"))
+			if got := q.Arrived(); got != 4 {
+				t.Fatalf("Arrived after four events = %d, want 4", got)
+			}
+			var seen []string // events handed out so far, as "key@rv"
+			var last uint64
+			for q.Arrived() > last {
+				b := pop(t, q)
+				for _, d := range b.Deltas {
+					seen = append(seen, string(d.Type)+"@"+rvOf(d.Object))
+				}
+				if b.HandedOut < last || b.HandedOut > q.Arrived() {
+					t.Fatalf("HandedOut %d after %d, with %d arrived", b.HandedOut, last, q.Arrived())
+				}
+				// Events are counted in arrival order: the first HandedOut
+				// of them must all be out.
+				arrival := []string{"Added@1", "Added@2", "Updated@3", "Bookmark@4"}
+				for _, e := range arrival[:b.HandedOut] {
+					// DeltaFIFO does not hold the count back for a queued
+					// bookmark, which has nothing to apply.
+					queuedBookmark := impl.name == "impl=DeltaFIFO" && strings.HasPrefix(e, "Bookmark")
+					if !queuedBookmark && !slices.Contains(seen, e) {
+						t.Fatalf("HandedOut %d, but %s is not handed out yet (handed out: %v)", b.HandedOut, e, seen)
+					}
+				}
+				last = b.HandedOut
+			}
+		})
+	}
+}
+
+// rvOf returns the resourceVersion an event's delta object carries.
+func rvOf(obj interface{}) string {
+	if bm, ok := obj.(cache.BookmarkInfo); ok {
+		return bm.ResourceVersion
+	}
+	return obj.(*v1.ConfigMap).ResourceVersion
 }

@@ -44,6 +44,15 @@ type Batch struct {
 	// HasSynced): the batch belongs to the initial list, like the
 	// isInInitialList argument of client-go's PopProcessFunc.
 	InInitialList bool
+
+	// HandedOut counts the events (see Queue.Arrived) that have all been
+	// handed out once this batch has been: each of the first HandedOut
+	// events to arrive is in this batch or an earlier one, or was dropped
+	// by the queue, or (DeltaFIFO) is a bookmark still queued whose
+	// resume point ResourceVersion already covers. It tells a consumer
+	// when an event it was told of (by Arrived, after queueing it) has
+	// reached it, where resourceVersions cannot be compared.
+	HandedOut uint64
 }
 
 // PopFunc consumes one batch. An error it returns is returned by Pop; the
@@ -66,6 +75,11 @@ type Queue interface {
 	Resync() error
 	// Bookmark queues a resume point with no object change.
 	Bookmark(resourceVersion string) error
+	// Arrived returns how many events the queue has taken so far: each
+	// Add, Update, Delete, Replace, Resync and Bookmark it accepted that
+	// queued something counts one, in arrival order (see
+	// Batch.HandedOut).
+	Arrived() uint64
 
 	// Pop blocks until a batch is ready and hands it to process. It returns
 	// ctx.Err() when ctx is done first, and ErrClosed once the queue is

@@ -27,7 +27,9 @@ type pendingCommit struct {
 	deltas  int
 	replace bool   // one relist, committed alone
 	seq     uint64 // newest view entry written by ops
-	pop     int64  // number of the pop that started it
+	// handedOut is the queue's count of events handed out once this
+	// group's batches are (deltafifo.Batch.HandedOut).
+	handedOut uint64
 	// prepared is ops and rv prepared for the store ahead of the commit
 	// (store.BatchPreparer), or nil.
 	prepared store.PreparedBatch
@@ -175,6 +177,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 	if b.ResourceVersion != "" {
 		pc.rv = b.ResourceVersion
 	}
+	pc.handedOut = max(pc.handedOut, b.HandedOut)
 }
 
 // recreated reports whether cur is another object than old under the same
@@ -289,7 +292,6 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	popped := false
 	err = q.Pop(ctx, func(_ context.Context, b deltafifo.Batch) error {
 		popped = true
-		first.pop = inf.pops.Add(1)
 		inf.prepare(logger, b, first)
 		return nil
 	})
@@ -328,7 +330,7 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		}
 		perr := q.Pop(popCtx, func(_ context.Context, b deltafifo.Batch) error {
 			if b.Replace || pc.deltas+len(b.Deltas) > maxDeltas || inf.exceedsOps(pc, b, opLimit) {
-				carry = &pendingCommit{pop: inf.pops.Add(1)}
+				carry = &pendingCommit{}
 				inf.prepare(logger, b, carry)
 				return nil
 			}
@@ -711,7 +713,8 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 		}
 		inf.appliedRV = pc.rv
 	}
-	inf.checkSyncedLocked(logger, pc.replace, pc.pop)
+	inf.handedOut = max(inf.handedOut, pc.handedOut)
+	inf.checkSyncedLocked(logger, pc.replace)
 }
 
 // correctHeard mends the notifications of pc that were prepared from a

@@ -80,14 +80,21 @@ type Informer struct {
 	resuming           bool   // started on a store with a resume point
 	appliedRV          string // resume point of the last commit
 	incomparableLogged bool   // the sync target could not be compared
-	caughtUpPop        int64  // pops counted when the reflector caught up
+	// caughtUpArrived is how many events the queue had taken once the
+	// bookmark by which the reflector caught up was queued, where
+	// resourceVersions are not comparable (0 otherwise); handedOut is how
+	// many were handed out by the last committed group (see
+	// deltafifo.Batch.HandedOut).
+	caughtUpArrived, handedOut uint64
 	// heard holds, per key, the state handlers last heard of where a
 	// group prepared before the previous commit's end took another one
 	// from the view: a change that commit left out (see correctHeard).
 	heard map[string]heardState
 
 	syncedCh chan struct{} // closed when synced turns true
-	pops     atomic.Int64  // batches popped, numbering the pops
+	// bookmarkArrived is the queue's arrival count after its last
+	// bookmark (see bookmarkCounter).
+	bookmarkArrived atomic.Uint64
 	// lastGroup is the size of the last group gathered, the capacity
 	// the next one starts with (see newGroup); only popLoop uses it.
 	lastGroup struct{ ops, notes int }
@@ -213,8 +220,8 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		case <-src.CaughtUp():
 			inf.applyMu.Lock()
 			defer inf.applyMu.Unlock()
-			inf.caughtUpPop = inf.pops.Load()
-			inf.checkSyncedLocked(logger, false, 0)
+			inf.caughtUpArrived = inf.bookmarkArrived.Load()
+			inf.checkSyncedLocked(logger, false)
 		}
 	})
 
@@ -264,7 +271,7 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	if ropts.Clock == nil {
 		ropts.Clock = inf.opts.Clock
 	}
-	src, err := reflector.New(inf.lw, q, ropts)
+	src, err := reflector.New(inf.lw, &bookmarkCounter{Queue: q, arrived: &inf.bookmarkArrived}, ropts)
 	if err != nil {
 		inf.started, inf.stopped = true, true
 		return nil, nil, fmt.Errorf("informer: run: %w", err)
@@ -363,18 +370,18 @@ func (inf *Informer) replay(logger klog.Logger) {
 }
 
 // checkSyncedLocked decides whether the informer has synced, after a
-// commit (replaced: of a relist; pop: the number of the pop that started the
-// commit) or when the reflector caught up (pop 0).
+// commit (replaced: of a relist) or when the reflector caught up.
 //
 // A cold start syncs with its first relist, as client-go. A resumed informer
 // syncs once its resume point reaches the reflector's sync target, a
 // consistent read taken at start (DESIGN invariant 3), or once it has
 // applied a relist; when the reflector reached the target by relisting
-// (time travel, an expired resume), only that relist counts. When the two resourceVersions cannot be compared (opaque
-// resourceVersions of some aggregated APIs), it syncs once it has applied
-// the event or bookmark with which the reflector caught up, or else with the
-// first batch popped after the reflector caught up, and says so in the log.
-func (inf *Informer) checkSyncedLocked(logger klog.Logger, replaced bool, pop int64) {
+// (time travel, an expired resume), only that relist counts. When the two
+// resourceVersions cannot be compared (opaque resourceVersions of some
+// aggregated APIs), it syncs once it has applied the bookmark with which
+// the reflector caught up, and everything queued before it, and says so in
+// the log.
+func (inf *Informer) checkSyncedLocked(logger klog.Logger, replaced bool) {
 	if inf.synced {
 		return
 	}
@@ -408,11 +415,14 @@ func (inf *Informer) checkSyncedLocked(logger klog.Logger, replaced bool, pop in
 	}
 	if !inf.incomparableLogged {
 		inf.incomparableLogged = true
-		logger.Info("ResourceVersions are not comparable; syncing on the first batch applied after the reflector caught up",
+		logger.Info("ResourceVersions are not comparable; syncing once the bookmark by which the reflector caught up is applied",
 			"applied", inf.appliedRV, "syncTarget", target, "caughtUp", caughtUp, "err", err)
 	}
-	if inf.appliedRV == caughtUp || (pop > 0 && inf.caughtUpPop > 0 && pop > inf.caughtUpPop) {
-		inf.markSyncedLocked(logger, "applied the batch after the reflector caught up (resourceVersions not comparable)")
+	// Not a later pop than the one current at catch-up: a backlog queued
+	// before the bookmark is popped after it too, and must be applied
+	// first. The queue's arrival count tells when the bookmark is out.
+	if inf.appliedRV == caughtUp || (inf.caughtUpArrived > 0 && inf.handedOut >= inf.caughtUpArrived) {
+		inf.markSyncedLocked(logger, "applied the bookmark by which the reflector caught up (resourceVersions not comparable)")
 	}
 }
 
@@ -699,3 +709,20 @@ func (c controllerView) HasSyncedChecker() cache.DoneChecker { return c.inf.HasS
 func (c controllerView) LastSyncResourceVersion() string     { return c.inf.LastSyncResourceVersion() }
 
 func typeName(obj interface{}) string { return fmt.Sprintf("%T", obj) }
+
+// bookmarkCounter is the queue as the reflector writes to it: after each
+// bookmark it notes how many events the queue has taken, so that, when the
+// reflector catches up by a bookmark, the informer knows which group
+// brings it (see checkSyncedLocked).
+type bookmarkCounter struct {
+	deltafifo.Queue
+	arrived *atomic.Uint64
+}
+
+func (q *bookmarkCounter) Bookmark(resourceVersion string) error {
+	err := q.Queue.Bookmark(resourceVersion)
+	if err == nil {
+		q.arrived.Store(q.Arrived())
+	}
+	return err
+}
