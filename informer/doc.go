@@ -45,7 +45,9 @@
 // object. If the API server no longer serves the resource at all (404: its
 // CRD was deleted), before or after the restart, the store is emptied the
 // same way, every object reaching handlers as deleted, and the resource is
-// listed afresh once it is served again.
+// listed afresh once it is served again. A store that holds no object is
+// listed rather than resumed: that costs what resuming does, and an emptied
+// store keeps a resume point that no longer describes it.
 //
 // # Relists
 //

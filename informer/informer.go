@@ -258,6 +258,15 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	if ropts.Name == "" {
 		ropts.Name = inf.name
 	}
+	if ropts.ResumeFrom != "" && len(inf.store.ListKeys()) == 0 {
+		// Nothing to resume: a full list costs what the resume's probe
+		// does, and an empty store may hold a resume point that does not
+		// describe it (emptied because the server stopped serving the
+		// resource, which does not move the resume point): resuming would
+		// miss the objects the server holds from before that point.
+		logger.V(2).Info("The store is empty; listing instead of resuming", "resourceVersion", ropts.ResumeFrom)
+		ropts.ResumeFrom = ""
+	}
 	if ropts.ResumeFrom == "" && ropts.ColdReason == "" && inf.store.Info().Reset != "" {
 		// The store was emptied when it was opened (its scope, or the
 		// keys its key function computes, changed): say so instead of
