@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"sync"
 
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
@@ -61,10 +63,8 @@ func open(ctx context.Context, dir string, opts *store.Options, cfg dbConfig) (s
 	if len(o.Name) > maxNameLen {
 		return nil, fmt.Errorf("store: open %.64s... in badger://%s: store name longer than %d bytes: %w", o.Name, dir, maxNameLen, store.ErrInvalid)
 	}
-	for name := range o.Indexers {
-		if len(name) > maxNameLen {
-			return nil, fmt.Errorf("store: open %s in badger://%s: index name %.64q... longer than %d bytes: %w", o.Name, dir, name, maxNameLen, store.ErrInvalid)
-		}
+	if err := checkIndexNames(o.Indexers); err != nil {
+		return nil, fmt.Errorf("store: open %s in badger://%s: %w", o.Name, dir, err)
 	}
 	set, err := indexer.NewIndexSet(o.Indexers)
 	if err != nil {
@@ -143,6 +143,27 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 type defaultStore struct {
 	*indexer.Base
 	sp *space
+}
+
+// AddIndexers implements cache.Indexer, refusing the index names Open
+// refuses before indexer.Base persists anything: the store could not be
+// opened again with the index set it records.
+func (d *defaultStore) AddIndexers(newIndexers cache.Indexers) error {
+	if err := checkIndexNames(newIndexers); err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	return d.Base.AddIndexers(newIndexers)
+}
+
+// checkIndexNames refuses index names longer than maxNameLen, which the
+// layout keeps inline in every key of their index entries.
+func checkIndexNames(indexers cache.Indexers) error {
+	for name := range indexers {
+		if len(name) > maxNameLen {
+			return fmt.Errorf("index name %.64q... longer than %d bytes: %w", name, maxNameLen, store.ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // load decodes every object of sp into a cache over set, with the index

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,9 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/storetest"
 )
@@ -104,6 +107,39 @@ func TestOpenNeedsCodec(t *testing.T) {
 	_, err := Open(t.Context(), t.TempDir(), nil)
 	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "Codec") {
 		t.Errorf("Open without codec = %v, want ErrInvalid naming the codec", err)
+	}
+}
+
+// TestAddIndexersRefusesLongNames adds an index whose name Open refuses
+// (longer than maxNameLen), in both modes: AddIndexers must refuse it too,
+// writing nothing, or the store could not be opened again with the index
+// set it records.
+func TestAddIndexersRefusesLongNames(t *testing.T) {
+	for _, cacheSize := range []int{0, 3} {
+		t.Run(fmt.Sprint("cache", cacheSize), func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(t.Context(), dir, podOptions(t, "pods", cacheSize))
+			mustOK(t, "Open", err)
+			mustOK(t, "Add", s.Add(newPod(1, "1", "x")))
+			long := strings.Repeat("i", maxNameLen+1)
+			err = s.AddIndexers(cache.Indexers{long: indexer.LabelIndexFunc("app")})
+			if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "add indexers") {
+				t.Errorf("AddIndexers with a %d-byte name = %v, want ErrInvalid naming the operation", len(long), err)
+			}
+			if _, ok := s.GetIndexers()[long]; ok {
+				t.Errorf("GetIndexers after the refused AddIndexers has the long name")
+			}
+			mustOK(t, "Close", s.Close())
+			// Reopening with the index set the store holds must work.
+			s, err = Open(t.Context(), dir, podOptions(t, "pods", cacheSize))
+			if err != nil {
+				t.Fatalf("reopen after the refused AddIndexers: %v", err)
+			}
+			defer s.Close()
+			if got := s.Info().Indexes; slices.Contains(got, long) {
+				t.Errorf("reopened store records the long index name")
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"k8s.io/client-go/tools/cache"
@@ -37,12 +38,28 @@ type bounded struct {
 	set    *indexer.IndexSet
 	closed bool
 
-	// cacheMu guards lru and epoch together. epoch counts committed
-	// writes: a reader only caches what it read from badger if no write
-	// committed meanwhile, so a stale decode never enters the LRU.
+	// lru holds decoded objects; it is safe for concurrent use, and
+	// readers' hits take no other lock. What adds to it or updates it
+	// (a reader's fill, a writer's update after its commit) holds cacheMu
+	// and checks or changes seq under it.
 	cacheMu sync.Mutex
 	lru     *lru.Cache
-	epoch   uint64
+
+	// seq orders reads against writes, as a sequence lock over the LRU: a
+	// writer makes it odd before its commit and even again once it has
+	// updated the LRU, under cacheMu. A reader loads it before its badger
+	// transaction opens; while it is unchanged (and even), the LRU holds
+	// exactly the objects of that transaction's snapshot, so the reader
+	// may use a hit or add what it decoded. Once it changed, a commit may
+	// be in the snapshot but not yet in the LRU, or in the LRU but not in
+	// the snapshot: the reader decodes from its transaction and caches
+	// nothing. A reader that checked only for commits after its snapshot
+	// opened would miss one landing between the two, and one that took
+	// hits refreshed after its snapshot would mix two states (an object
+	// from ByIndex no longer having the value asked for). Unlike a lock
+	// held across reads (as bolt's fillMu), this lets a long List never
+	// delay a writer, nor the readers queued behind that writer.
+	seq atomic.Uint64
 
 	// afterRead, when set (by tests), runs between reading an object from
 	// badger and caching it: the window a concurrent write can hit.
@@ -219,14 +236,19 @@ func (b *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 	if err != nil {
 		return b.readErr(op, err)
 	}
-	if err := b.sp.Persist(ctx, changes, rv, replace); err != nil {
-		return fmt.Errorf("store: %s: %w", op, err)
-	}
+	b.seq.Add(1) // odd: readers from now on bypass the LRU (see seq)
+	err = b.sp.Persist(ctx, changes, rv, replace)
 	b.cacheMu.Lock()
-	b.epoch++
-	if replace {
+	switch {
+	case replace:
 		b.lru.Clear()
-	} else {
+	case err != nil:
+		// The commit may have landed (an error after it, a fallback
+		// to a new generation): drop what it may have changed.
+		for i := range ps {
+			b.lru.Remove(ps[i].Key)
+		}
+	default:
 		for i := range ps {
 			// Refresh cached objects; do not let a large batch of
 			// writes evict what readers use.
@@ -239,8 +261,39 @@ func (b *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 			}
 		}
 	}
+	b.seq.Add(1) // even: the LRU has the commit
 	b.cacheMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
 	return nil
+}
+
+// cached returns key's object from the LRU if it is the one of a snapshot
+// opened after seq was loaded (see bounded.seq).
+func (b *bounded) cached(seq uint64, key string) (interface{}, bool) {
+	if seq%2 != 0 {
+		return nil, false
+	}
+	obj, ok := b.lru.Get(key)
+	// After the Get: a writer changes seq before it changes the LRU, so
+	// an unchanged seq means the Get saw no change the snapshot lacks.
+	if !ok || b.seq.Load() != seq {
+		return nil, false
+	}
+	return obj, true
+}
+
+// fill adds obj, decoded from a snapshot opened after seq was loaded, to the
+// LRU unless a write has begun since: the writer updates the LRU under
+// cacheMu after its commit, so what is added before it is refreshed or
+// removed, and nothing older is added after it.
+func (b *bounded) fill(seq uint64, key string, obj interface{}) {
+	b.cacheMu.Lock()
+	if b.seq.Load() == seq && seq%2 == 0 {
+		b.lru.Add(key, obj)
+	}
+	b.cacheMu.Unlock()
 }
 
 // changes pairs prepared ops with the stored state they replace, following
@@ -340,11 +393,16 @@ func (b *bounded) GetByKey(key string) (interface{}, bool, error) {
 	if _, closed := b.state(); closed {
 		return nil, false, b.closedErr("get")
 	}
+	// Loaded before the transaction opens (see bounded.seq).
+	seq := b.seq.Load()
+	if obj, ok := b.cached(seq, key); ok {
+		return obj, true, nil // no transaction needed
+	}
 	var obj interface{}
 	var found bool
 	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
 		var err error
-		obj, found, err = b.getLocked(txn, k, key)
+		obj, found, err = b.getLocked(txn, k, seq, key)
 		return err
 	})
 	if err != nil {
@@ -353,16 +411,13 @@ func (b *bounded) GetByKey(key string) (interface{}, bool, error) {
 	return obj, found, nil
 }
 
-// getLocked returns key's object from the LRU or, decoded, from txn. The
-// name says txn must stay open for the call.
-func (b *bounded) getLocked(txn *badger.Txn, k keys, key string) (interface{}, bool, error) {
-	b.cacheMu.Lock()
-	if obj, ok := b.lru.Get(key); ok {
-		b.cacheMu.Unlock()
+// getLocked returns key's object from the LRU or, decoded, from txn,
+// caching it; seq is bounded.seq loaded before txn opened. The name says txn
+// must stay open for the call.
+func (b *bounded) getLocked(txn *badger.Txn, k keys, seq uint64, key string) (interface{}, bool, error) {
+	if obj, ok := b.cached(seq, key); ok {
 		return obj, true, nil
 	}
-	epoch := b.epoch
-	b.cacheMu.Unlock()
 	item, err := txn.Get(k.obj(key))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, false, nil
@@ -377,13 +432,7 @@ func (b *bounded) getLocked(txn *badger.Txn, k keys, key string) (interface{}, b
 	if b.afterRead != nil {
 		b.afterRead(key)
 	}
-	b.cacheMu.Lock()
-	// The transaction may predate a write that committed since: cache
-	// only when none did.
-	if b.epoch == epoch {
-		b.lru.Add(key, obj)
-	}
-	b.cacheMu.Unlock()
+	b.fill(seq, key, obj)
 	return obj, true, nil
 }
 
@@ -409,6 +458,7 @@ func (b *bounded) decode(item *badger.Item, prefixLen int) (interface{}, error) 
 // without caching them. A closed store lists nothing.
 func (b *bounded) List() []interface{} {
 	out := []interface{}{} // empty, not nil, as client-go's
+	seq := b.seq.Load()    // before the transaction opens (see bounded.seq)
 	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
 		prefix := k.objPrefix()
 		return eachUnder(context.Background(), txn, prefix, func(item *badger.Item, suffix []byte) error {
@@ -419,9 +469,7 @@ func (b *bounded) List() []interface{} {
 			var obj interface{}
 			ok := false
 			if !hashed {
-				b.cacheMu.Lock()
-				obj, ok = b.lru.Get(key)
-				b.cacheMu.Unlock()
+				obj, ok = b.cached(seq, key)
 			}
 			if !ok {
 				if obj, err = b.decode(item, len(prefix)); err != nil {
@@ -576,6 +624,7 @@ func (b *bounded) byValues(op, indexName string, vals []string) ([]interface{}, 
 		return nil, b.unknownIndex(op, indexName)
 	}
 	out := []interface{}{}
+	seq := b.seq.Load() // before the transaction opens (see bounded.seq)
 	err := b.sp.view(func(txn *badger.Txn, k keys, _ []string) error {
 		seen := map[string]bool{}
 		for _, v := range vals {
@@ -588,7 +637,7 @@ func (b *bounded) byValues(op, indexName string, vals []string) ([]interface{}, 
 					continue
 				}
 				seen[key] = true
-				obj, ok, err := b.getLocked(txn, k, key)
+				obj, ok, err := b.getLocked(txn, k, seq, key)
 				if err != nil {
 					return err
 				}
@@ -669,6 +718,11 @@ func (b *bounded) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	if len(newIndexers) == 0 {
 		return nil // nothing to add: do not decode and rewrite every object's values
+	}
+	// As Open does: the store could not be opened again with the index
+	// set it would record.
+	if err := checkIndexNames(newIndexers); err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
 	}
 	nset, err := set.With(newIndexers)
 	if err != nil {

@@ -177,6 +177,74 @@ func TestBoundedReadRacingWrite(t *testing.T) {
 	}
 }
 
+// TestBoundedSnapshotBeforeEpochNotCached makes a write commit after a
+// reader's transaction opened but before the reader's next cache lookup:
+// ByIndex reads pod 1, and the write of the uncached pod 2 lands before it
+// reads pod 2 from its (older) snapshot. That stale decode must not be
+// cached: the writer only refreshes keys cached before it ran.
+func TestBoundedSnapshotBeforeEpochNotCached(t *testing.T) {
+	s, err := Open(t.Context(), t.TempDir(), podOptions(t, "pods", 8))
+	mustOK(t, "Open", err)
+	defer s.Close()
+	mustOK(t, "Add", s.Add(newPod(1, "1", "x")))
+	mustOK(t, "Add", s.Add(newPod(2, "1", "x")))
+	b := s.(*bounded)
+	b.lru.Clear()
+	b.afterRead = func(key string) {
+		b.afterRead = nil
+		// pod 2 is not cached: the write does not touch the LRU for it.
+		mustOK(t, "Update", s.Update(newPod(2, "2", "x")))
+	}
+	if _, err := s.ByIndex("app", "x"); err != nil {
+		t.Fatalf("ByIndex: %v", err)
+	}
+	obj, ok, err := s.GetByKey("ns-2/pod-000002")
+	if err != nil || !ok {
+		t.Fatalf("GetByKey: %v %v", ok, err)
+	}
+	if got := obj.(*corev1.Pod).ResourceVersion; got != "2" {
+		t.Errorf("GetByKey after the Update returned: version %s, want 2 (a stale decode was cached)", got)
+	}
+}
+
+// TestBoundedByIndexNotTornByCommit runs one Commit, moving pods 1 and 2
+// from app=x to app=y, while a ByIndex("app", "x") reads: it has read the
+// index entries (and pod 1) from its snapshot, and pod 2 is cached, so the
+// commit refreshes it. ByIndex must return the state of its snapshot, not
+// pod 1 before the commit and pod 2 after it (an object with app=y).
+func TestBoundedByIndexNotTornByCommit(t *testing.T) {
+	s, err := Open(t.Context(), t.TempDir(), podOptions(t, "pods", 8))
+	mustOK(t, "Open", err)
+	defer s.Close()
+	mustOK(t, "Add", s.Add(newPod(1, "1", "x")))
+	mustOK(t, "Add", s.Add(newPod(2, "1", "x")))
+	b := s.(*bounded)
+	b.lru.Clear()
+	// Pod 2 cached, pod 1 not.
+	_, _, err = s.GetByKey("ns-2/pod-000002")
+	mustOK(t, "GetByKey", err)
+	b.afterRead = func(key string) {
+		b.afterRead = nil
+		mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: []store.Op{
+			{Type: store.OpPut, Object: newPod(1, "2", "y")},
+			{Type: store.OpPut, Object: newPod(2, "2", "y")},
+		}, ResourceVersion: "2"}))
+	}
+	objs, err := s.ByIndex("app", "x")
+	mustOK(t, "ByIndex", err)
+	var got []string
+	for _, o := range objs {
+		p := o.(*corev1.Pod)
+		got = append(got, p.Name+"@"+p.ResourceVersion+"/app="+p.Labels["app"])
+	}
+	for _, o := range objs {
+		if app := o.(*corev1.Pod).Labels["app"]; app != "x" {
+			t.Errorf("ByIndex(app, x) = %v: mixes the states before and after one Commit (an object with app=%s)", got, app)
+			break
+		}
+	}
+}
+
 // TestBoundedCloseUnderReaders closes a bounded store while readers iterate
 // it: they must get empty results or ErrClosed, never a crash (badger
 // unmaps its files on close).

@@ -49,6 +49,9 @@ type bounded struct {
 	// exclusively while updating the cache after its commit. So a reader
 	// that read an object before a commit adds it before the writer
 	// replaces it, never after: the cache never keeps a stale object.
+	// AddIndexers holds it exclusively across its transaction and the
+	// swap of set, so a reader that takes set under it (as view's fn)
+	// gets the set its transaction's records were written for.
 	fillMu sync.RWMutex
 }
 
@@ -546,16 +549,21 @@ func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 // distinct value, seeking past the others. An unknown index has no values
 // (empty, not nil, as client-go).
 func (s *bounded) ListIndexFuncValues(indexName string) []string {
-	closed, set := s.state()
-	if closed {
+	if closed, _ := s.state(); closed {
 		return nil
-	}
-	pos, ok := set.Position(indexName)
-	if !ok {
-		return []string{}
 	}
 	var out []string
 	err := s.view("list index values", func(b *buckets) error {
+		// The set is taken in view, under fillMu: the index count and
+		// position that decode long values' key records must be those
+		// the records of this transaction were written with, and
+		// AddIndexers rewrites them all.
+		_, set := s.state()
+		pos, ok := set.Position(indexName)
+		if !ok {
+			out = []string{}
+			return nil
+		}
 		ib, err := indexBucket(b, set, indexName)
 		if err != nil {
 			return err
@@ -614,6 +622,11 @@ func (s *bounded) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	meta := s.metaRec
 	meta.Indexes = append([]string(nil), nset.Names()...)
+	// Exclusively across the transaction and the swap of set: readers
+	// that decode key records with the set (see fillMu) must not open a
+	// transaction with the records rewritten for nset and still get set.
+	s.fillMu.Lock()
+	defer s.fillMu.Unlock()
 	err = updateStore(s.file, s.info.Name, func(b *buckets) error {
 		return rebuildIndexes(b, nset, s.codec, func(key string) (interface{}, bool) {
 			return s.lru.Get(key)

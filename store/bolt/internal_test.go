@@ -263,6 +263,61 @@ func TestBoundedCacheNeverStale(t *testing.T) {
 	}
 }
 
+// TestBoundedListIndexValuesDuringAddIndexers lists the values of an index
+// of long (digest) values while AddIndexers adds indexes sorting before it:
+// each rewrites every key record for the larger set and shifts the index's
+// position. Resolving a long value decodes its key record with the index
+// count and position of the set; taken from one set and a transaction of
+// another, the decode fails as "corrupt" and the list comes back nil.
+func TestBoundedListIndexValuesDuringAddIndexers(t *testing.T) {
+	codec, err := indexer.NewCodec(&corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openBoundedForTest(t, filepath.Join(t.TempDir(), "pods.db"), codec, 2)
+	long := strings.Repeat("V", 2000)
+	for i := range 50 {
+		if err := s.Add(pod("n", fmt.Sprint("p", i), long, "1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	bad := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if v := s.ListIndexFuncValues("app"); len(v) != 1 {
+				select {
+				case bad <- fmt.Sprintf("ListIndexFuncValues(app) = %d values, want 1", len(v)):
+				default:
+				}
+				return
+			}
+		}
+	}()
+	for i := range 200 {
+		name := fmt.Sprintf("a%03d", i) // sorts before "app": shifts its position
+		if err := s.AddIndexers(cache.Indexers{name: indexer.LabelIndexFunc("m")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case msg := <-bad:
+			close(stop)
+			<-done
+			t.Fatalf("after %d AddIndexers: %s", i+1, msg)
+		default:
+		}
+	}
+	close(stop)
+	<-done
+}
+
 // TestDamagedRecords writes garbage into one object and one object's key
 // record of a valid file: the default mode refuses to open
 // (ErrCorrupt naming the file and the key), the bounded mode opens and
