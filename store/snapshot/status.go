@@ -36,20 +36,7 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 	if err != nil {
 		return nil, err
 	}
-	var (
-		infos      []store.Info
-		unreadable []error
-	)
-	for _, e := range entries {
-		switch {
-		case e.Gone():
-			// Not a store: what an interrupted Drop left.
-		case e.Err != nil:
-			unreadable = append(unreadable, e.Err)
-		default:
-			infos = append(infos, e.Info)
-		}
-	}
+	infos, unreadable := readable(entries)
 	m := &Manifest{Source: redact(target)}
 	err = eachStore(ctx, target, infos, "status", progress, func(info store.Info, h *hasher) error {
 		m.Stores = append(m.Stores, h.header(info))
@@ -64,6 +51,22 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 			redact(target), len(unreadable), len(entries), errors.Join(unreadable...))
 	}
 	return m, nil
+}
+
+// readable splits a database's entries into the stores this build can
+// read and the errors of those it cannot, leaving out what an interrupted
+// Drop left (store.StoreEntry.Gone), which is no store.
+func readable(entries []store.StoreEntry) (infos []store.Info, unreadable []error) {
+	for _, e := range entries {
+		switch {
+		case e.Gone():
+		case e.Err != nil:
+			unreadable = append(unreadable, e.Err)
+		default:
+			infos = append(infos, e.Info)
+		}
+	}
+	return infos, unreadable
 }
 
 // eachStore exports the stores infos of the database at rawURL, in the
@@ -184,20 +187,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
-	var (
-		infos      []store.Info
-		unreadable []error
-	)
-	for _, e := range listed {
-		switch {
-		case e.Gone():
-			// Not a store: what an interrupted Drop left.
-		case e.Err != nil:
-			unreadable = append(unreadable, e.Err)
-		default:
-			infos = append(infos, e.Info)
-		}
-	}
+	infos, unreadable := readable(listed)
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
 	var n int64
 	for _, si := range infos {
