@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -49,10 +50,31 @@ type bounded struct {
 	// exclusively while updating the cache after its commit. So a reader
 	// that read an object before a commit adds it before the writer
 	// replaces it, never after: the cache never keeps a stale object.
+	// It does not order a reader's cache hits (see seq).
 	// AddIndexers holds it exclusively across its transaction and the
 	// swap of set, so a reader that takes set under it (as view's fn)
 	// gets the set its transaction's records were written for.
 	fillMu sync.RWMutex
+
+	// seq tells readers whether the cache holds the objects of the
+	// snapshot they read, as a sequence lock: a writer makes it odd before
+	// its commit and even again once it has updated the cache (under
+	// fillMu, exclusively). A reader loads it before its read transaction
+	// opens and takes an object from the cache only while it is even and
+	// unchanged (cached). Once it changed, a commit may be in the reader's
+	// snapshot but not yet in the cache: fillMu alone does not prevent
+	// that, since a reader may take it shared between a commit and the
+	// writer taking it, and a hit there would be the object the commit
+	// replaced (from ByIndex, one no longer having the value asked for).
+	// The reader then decodes from its transaction. Taking fillMu
+	// exclusively before the commit instead would make readers wait for
+	// the commit's fsync.
+	seq atomic.Uint64
+
+	// afterCommit, when set (by tests), runs in write between the commit
+	// and the cache update: the window in which readers see the new
+	// snapshot while the cache still holds what it replaced.
+	afterCommit func()
 }
 
 func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
@@ -152,10 +174,12 @@ func (s *bounded) closedErr(op string) error {
 }
 
 // view runs fn in a read transaction on the store's buckets, holding fillMu
-// shared (see bounded.fillMu).
-func (s *bounded) view(op string, fn func(b *buckets) error) error {
+// shared (see bounded.fillMu); fn gets seq as loaded before the
+// transaction opened, for cached.
+func (s *bounded) view(op string, fn func(b *buckets, seq uint64) error) error {
 	s.fillMu.RLock()
 	defer s.fillMu.RUnlock()
+	seq := s.seq.Load()
 	err := guard(func() error {
 		return s.file.db.View(func(tx *bbolt.Tx) error {
 			b, err := storeBuckets(tx, s.info.Name)
@@ -165,7 +189,7 @@ func (s *bounded) view(op string, fn func(b *buckets) error) error {
 			if b == nil {
 				return fmt.Errorf("store vanished from the file: %w", store.ErrCorrupt)
 			}
-			return fn(b)
+			return fn(b, seq)
 		})
 	})
 	switch {
@@ -180,10 +204,27 @@ func (s *bounded) view(op string, fn func(b *buckets) error) error {
 	return hinted{fmt.Errorf("store: %s %s: bolt %s: %w", op, s.info.Name, s.file.path, err)}
 }
 
+// cached returns key's object from the cache if it is the one of a snapshot
+// opened after seq was loaded (see bounded.seq).
+func (s *bounded) cached(seq uint64, key string) (interface{}, bool) {
+	if seq%2 != 0 {
+		return nil, false
+	}
+	obj, ok := s.lru.Get(key)
+	// After the Get: a writer changes seq before its commit, so an
+	// unchanged seq means no commit the cache may lack has landed.
+	if !ok || s.seq.Load() != seq {
+		return nil, false
+	}
+	return obj, true
+}
+
 // getLocked returns the object under key, from the cache or decoded from b
-// and added to the cache. The caller holds fillMu shared, through view.
-func (s *bounded) getLocked(b *buckets, key string) (interface{}, bool, error) {
-	if obj, ok := s.lru.Get(key); ok {
+// and added to the cache; seq is bounded.seq loaded before b's transaction
+// opened. The caller holds fillMu shared, through view, so what it adds
+// comes before the cache update of any commit its snapshot lacks.
+func (s *bounded) getLocked(b *buckets, seq uint64, key string) (interface{}, bool, error) {
+	if obj, ok := s.cached(seq, key); ok {
 		return obj, true, nil
 	}
 	rec := b.keys.Get(boltKey(key))
@@ -207,13 +248,13 @@ func (s *bounded) getLocked(b *buckets, key string) (interface{}, bool, error) {
 }
 
 // peekLocked is getLocked for bulk reads (List, ByIndex) of the object key
-// numbered seq: it uses cached objects but does not add what it decodes, so
-// one large read does not evict the working set.
-func (s *bounded) peekLocked(b *buckets, key string, seq uint64) (interface{}, error) {
-	if obj, ok := s.lru.Get(key); ok {
+// numbered objSeq: it uses cached objects (cached, with seq) but does not
+// add what it decodes, so one large read does not evict the working set.
+func (s *bounded) peekLocked(b *buckets, seq uint64, key string, objSeq uint64) (interface{}, error) {
+	if obj, ok := s.cached(seq, key); ok {
 		return obj, nil
 	}
-	data, err := objectOf(b, key, seq)
+	data, err := objectOf(b, key, objSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +282,7 @@ func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 	if err != nil {
 		return err
 	}
+	s.seq.Add(1) // odd: readers from now on bypass the cache (see seq)
 	err = updateStore(s.file, s.info.Name, func(b *buckets) error {
 		var err error
 		ops := keyOps(len(ps), func(i int) *indexer.Prepared { return &ps[i] })
@@ -257,21 +299,34 @@ func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 		}
 		return nil
 	})
+	if err == nil && s.afterCommit != nil {
+		s.afterCommit()
+	}
+	s.fillMu.Lock()
+	switch {
+	case replace:
+		s.lru.Clear()
+	case err != nil:
+		// bbolt can fail a commit whose meta page it wrote (its
+		// last fsync failing), leaving it visible to later
+		// transactions: drop what it may have changed.
+		for i := range ps {
+			s.lru.Remove(ps[i].Key)
+		}
+	default:
+		for i := range ps {
+			if ps[i].Type == store.OpPut {
+				s.lru.Add(ps[i].Key, ps[i].Object)
+			} else {
+				s.lru.Remove(ps[i].Key)
+			}
+		}
+	}
+	s.seq.Add(1) // even: the cache has the commit
+	s.fillMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	s.fillMu.Lock()
-	if replace {
-		s.lru.Clear()
-	}
-	for i := range ps {
-		if ps[i].Type == store.OpPut {
-			s.lru.Add(ps[i].Key, ps[i].Object)
-		} else {
-			s.lru.Remove(ps[i].Key)
-		}
-	}
-	s.fillMu.Unlock()
 	if rv != "" {
 		s.mu.Lock()
 		s.rv = rv
@@ -325,17 +380,18 @@ func (s *bounded) GetByKey(key string) (interface{}, bool, error) {
 	if closed, _ := s.state(); closed {
 		return nil, false, s.closedErr("get")
 	}
-	// The fast path takes no lock but the cache's own.
-	if obj, ok := s.lru.Get(key); ok {
+	// The fast path takes no lock but the cache's own; seq keeps it from
+	// returning an object a landed commit replaced (see bounded.seq).
+	if obj, ok := s.cached(s.seq.Load(), key); ok {
 		return obj, true, nil
 	}
 	var (
 		obj interface{}
 		ok  bool
 	)
-	err := s.view("get", func(b *buckets) error {
+	err := s.view("get", func(b *buckets, seq uint64) error {
 		var err error
-		obj, ok, err = s.getLocked(b, key)
+		obj, ok, err = s.getLocked(b, seq, key)
 		return err
 	})
 	if err != nil {
@@ -352,15 +408,15 @@ func (s *bounded) List() []interface{} {
 		return nil
 	}
 	var list []interface{}
-	err := s.view("list", func(b *buckets) error {
+	err := s.view("list", func(b *buckets, seq uint64) error {
 		list = []interface{}{}
 		c := b.keys.Cursor()
 		for k, rec := c.First(); k != nil; k, rec = c.Next() {
-			key, seq, err := recordIdentity(k, rec)
+			key, objSeq, err := recordIdentity(k, rec)
 			if err != nil {
 				return err
 			}
-			obj, err := s.peekLocked(b, key, seq)
+			obj, err := s.peekLocked(b, seq, key, objSeq)
 			if err != nil {
 				return err
 			}
@@ -381,7 +437,7 @@ func (s *bounded) ListKeys() []string {
 		return nil
 	}
 	var keys []string
-	err := s.view("list keys", func(b *buckets) error {
+	err := s.view("list keys", func(b *buckets, _ uint64) error {
 		c := b.keys.Cursor()
 		for k, rec := c.First(); k != nil; k, rec = c.Next() {
 			key, err := recordKey(k, rec)
@@ -442,7 +498,7 @@ func (s *bounded) IndexKeys(indexName, indexedValue string) ([]string, error) {
 		return nil, s.closedErr("index keys")
 	}
 	keys := []string{}
-	err := s.view("index keys", func(b *buckets) error {
+	err := s.view("index keys", func(b *buckets, _ uint64) error {
 		ib, err := indexBucket(b, set, indexName)
 		if err != nil {
 			return err
@@ -469,7 +525,7 @@ func (s *bounded) ByIndex(indexName, indexedValue string) ([]interface{}, error)
 		return nil, s.closedErr("by index")
 	}
 	var list []interface{}
-	err := s.view("by index", func(b *buckets) error {
+	err := s.view("by index", func(b *buckets, seq uint64) error {
 		ib, err := indexBucket(b, set, indexName)
 		if err != nil {
 			return err
@@ -480,7 +536,7 @@ func (s *bounded) ByIndex(indexName, indexedValue string) ([]interface{}, error)
 		}
 		list = make([]interface{}, 0, len(hits))
 		for _, h := range hits {
-			obj, err := s.peekLocked(b, h.key, h.seq)
+			obj, err := s.peekLocked(b, seq, h.key, h.seq)
 			if err != nil {
 				return err
 			}
@@ -513,7 +569,7 @@ func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 		return nil, err
 	}
 	var list []interface{}
-	err = s.view("index", func(b *buckets) error {
+	err = s.view("index", func(b *buckets, seq uint64) error {
 		ib, err := indexBucket(b, set, indexName)
 		if err != nil {
 			return err
@@ -531,7 +587,7 @@ func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 				continue
 			}
 			seen[h.key] = true
-			obj, err := s.peekLocked(b, h.key, h.seq)
+			obj, err := s.peekLocked(b, seq, h.key, h.seq)
 			if err != nil {
 				return err
 			}
@@ -553,7 +609,7 @@ func (s *bounded) ListIndexFuncValues(indexName string) []string {
 		return nil
 	}
 	var out []string
-	err := s.view("list index values", func(b *buckets) error {
+	err := s.view("list index values", func(b *buckets, _ uint64) error {
 		// The set is taken in view, under fillMu: the index count and
 		// position that decode long values' key records must be those
 		// the records of this transaction were written with, and
