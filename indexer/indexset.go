@@ -136,6 +136,19 @@ func Key(f cache.KeyFunc, obj interface{}) (string, error) {
 	return k, nil
 }
 
+// Encode encodes obj with codec, turning a panic into an error, as
+// CallKeyFunc does for key functions: codecs run users' code (a custom
+// MarshalJSON), and encoding runs in worker goroutines, where a panic
+// could not be recovered by any caller and would end the process.
+func Encode(codec store.Codec, obj interface{}) (data []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("codec panicked: %v", r)
+		}
+	}()
+	return codec.Encode(obj)
+}
+
 // CallKeyFunc runs a key function, turning a panic into an error for the
 // same reason as callIndexFunc: key functions are user code, and a panic
 // must not take the informer down. Every backend calls key functions

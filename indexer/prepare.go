@@ -87,7 +87,7 @@ func encodeAll(op string, codec store.Codec, ps []Prepared) error {
 				if r.Type != store.OpPut {
 					continue
 				}
-				data, err := codec.Encode(r.Object)
+				data, err := Encode(codec, r.Object)
 				if err != nil {
 					// Chunks are in order, and each stops at its first
 					// failure: the first chunk's error is the batch's first.
@@ -164,7 +164,7 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 	}
 	r.Values = vals
 	if p.Codec != nil {
-		data, err := p.Codec.Encode(o.Object)
+		data, err := Encode(p.Codec, o.Object)
 		if err != nil {
 			return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, p.Codec.Name(), store.ErrInvalid, err)
 		}

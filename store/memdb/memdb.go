@@ -219,7 +219,7 @@ func (s *memStore) Export(ctx context.Context, fn func(store.Record) error) (sto
 		data := r.data // in file mode, encoded when it was written
 		var err error
 		if data == nil {
-			data, err = s.codec.Encode(r.obj)
+			data, err = indexer.Encode(s.codec, r.obj)
 		}
 		if err != nil {
 			return store.Info{}, fmt.Errorf("store: export %s: encode %s with %s codec: %w", s.info.Name, r.key, s.codec.Name(), err)
