@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/informerdb/informerdb/store"
@@ -48,6 +49,7 @@ func Lock(ctx context.Context, path string, timeout time.Duration) (unlock func(
 			return nil, fmt.Errorf("snapfile: lock %s: %w", path+LockSuffix, err)
 		}
 		if !held {
+			removeParts(path)
 			// Closing the descriptor releases the lock.
 			return func() { f.Close() }, nil
 		}
@@ -66,6 +68,24 @@ func Lock(ctx context.Context, path string, timeout time.Duration) (unlock func(
 			f.Close()
 			return nil, fmt.Errorf("snapfile: %s: stopped waiting for another process to release %s: %w", path, path+LockSuffix, ctx.Err())
 		case <-wait.C:
+		}
+	}
+}
+
+// removeParts deletes the temporary files (Write's path+".part-*") that a
+// process killed while writing a snapshot left: only the lock's holder
+// writes the file, so none of them is being written, and a controller
+// crash-looping on a large cache would otherwise fill the disk with them.
+// Best effort: a file that cannot be removed is left for the next time.
+func removeParts(path string) {
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+".part-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) && e.Type().IsRegular() {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }
