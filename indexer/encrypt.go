@@ -172,6 +172,15 @@ func (r *KeyRing) IDs() []string {
 // a record cannot be passed off as one of another codec or type. Nonces are
 // random: rotate the key before 2^32 records have been sealed under it.
 //
+// What it protects is each object's confidentiality, and that a record was
+// sealed by a holder of the key. It does not bind a record to its store or
+// object key (a codec sees only the object), and a store's metadata (its
+// resume point, its set of keys) is not encrypted or authenticated: someone
+// who can write the database's files, without the key, can move a sealed
+// record between keys or stores of one key ring, drop records, or change
+// the resume point. Against that, protect the files themselves (their
+// permissions are checked at open; see store.CheckPath).
+//
 // It is safe for concurrent use.
 type EncryptedCodec struct {
 	inner store.Codec

@@ -83,9 +83,7 @@
 //
 // # Caveats
 //
-// Nothing guards a snapshot file against a second process: two processes
-// using one file overwrite each other's snapshots. The sections of one
-// snapshot are each consistent, but stores of one file are not snapshotted
+// The sections of one snapshot are each consistent, but stores of one file are not snapshotted
 // at one common instant. Every snapshot rewrites the whole file.
 //
 // This backend trades speed for snapshot reads. A Get is a radix tree walk

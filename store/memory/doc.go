@@ -59,8 +59,6 @@
 //
 // # Caveats
 //
-//   - Nothing guards a snapshot file against a second process: two processes
-//     using one file overwrite each other's snapshots (the last Close wins).
 //   - Every snapshot rewrites the whole file, and file mode keeps each
 //     object's encoding besides the decoded object (about a fifth more
 //     memory for Pods): snapshot_interval trades write volume for how much a

@@ -111,9 +111,8 @@ func (d *RawDriver) readError(op, path string, err error) error {
 }
 
 // Export implements store.RawDriver: the records of the store name in the
-// file as last written. The file's checksum is verified only once it has
-// been read to the end: fn may see records of a damaged file before Export
-// returns its error.
+// file as last written. Read verifies the whole file's checksum before it
+// hands out any record: fn never sees a record of a damaged file.
 func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
 	path, err := d.rawPath("export "+name, u)
 	if err != nil {
