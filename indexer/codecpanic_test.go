@@ -2,6 +2,7 @@ package indexer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -71,4 +72,58 @@ func TestCodecPanicIsAnError(t *testing.T) {
 		list[150].(*bombObj).Bomb = &bomb{}
 		check(t, "Replace", s.Replace(list, "5"), s)
 	})
+}
+
+// fuse's UnmarshalJSON panics on "boom": a codec running users' code on
+// bytes read back from disk.
+type fuse string
+
+func (f *fuse) UnmarshalJSON(b []byte) error {
+	if string(b) == `"boom"` {
+		panic("UnmarshalJSON boom")
+	}
+	return json.Unmarshal(b, (*string)(f))
+}
+
+type fuseObj struct {
+	Name string `json:"name"`
+	Fuse fuse   `json:"fuse"`
+}
+
+// TestCodecPanicOnDecodeIsAnError: a stored record whose decoding panics
+// fails the open (or is reported like any undecodable record), it does not
+// crash the process that opens the file.
+func TestCodecPanicOnDecodeIsAnError(t *testing.T) {
+	c, err := indexer.NewJSONCodec(&fuseObj{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.snap")
+	opts := &store.Options{
+		Name:        "fuses",
+		Codec:       c,
+		KeyFunc:     func(o interface{}) (string, error) { return o.(*fuseObj).Name, nil },
+		KeyFuncName: "fuse-name",
+	}
+	s, err := memory.NewFile(context.Background(), path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(&fuseObj{Name: "x", Fuse: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var reopened store.Store
+	if panics(func() { reopened, err = memory.NewFile(context.Background(), path, opts) }) {
+		t.Fatal("opening a file with a record whose decoding panics panicked")
+	}
+	if err == nil {
+		defer reopened.Close()
+		t.Fatalf("open succeeded over a record that cannot be decoded; keys %v", reopened.ListKeys())
+	}
+	if !strings.Contains(err.Error(), "codec panicked") {
+		t.Errorf("open error %q does not say the codec panicked", err)
+	}
 }

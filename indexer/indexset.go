@@ -149,6 +149,19 @@ func Encode(codec store.Codec, obj interface{}) (data []byte, err error) {
 	return codec.Encode(obj)
 }
 
+// Decode decodes data with codec, turning a panic into an error: a codec
+// may run users' code (a custom UnmarshalJSON) on bytes read from disk,
+// possibly damaged, often in worker goroutines where a panic would end the
+// process.
+func Decode(codec store.Codec, data []byte) (obj interface{}, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("codec panicked: %v", r)
+		}
+	}()
+	return codec.Decode(data)
+}
+
 // CallKeyFunc runs a key function, turning a panic into an error for the
 // same reason as callIndexFunc: key functions are user code, and a panic
 // must not take the informer down. Every backend calls key functions

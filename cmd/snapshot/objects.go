@@ -251,7 +251,7 @@ func decoderFor(info store.Info) (decoder, error) {
 			return nil, fmt.Errorf("store %s: %w", info.Name, err)
 		}
 		return func(data []byte) ([]byte, error) {
-			o, err := codec.Decode(data)
+			o, err := indexer.Decode(codec, data)
 			if err != nil {
 				return nil, err
 			}

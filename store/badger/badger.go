@@ -216,7 +216,7 @@ func load(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet
 		}()
 		ps := make([]indexer.Prepared, len(rs))
 		for i, r := range rs {
-			obj, err := codec.Decode(r.data)
+			obj, err := indexer.Decode(codec, r.data)
 			if err != nil {
 				return sp.corrupt(fmt.Sprintf("decode object %q with %s codec", r.key, codec.Name()), err)
 			}

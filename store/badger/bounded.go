@@ -139,7 +139,7 @@ func checkSample(sp *space, o store.Options, set *indexer.IndexSet) (keyReset st
 				if key, data, err = parseObj(suffix, v); err != nil {
 					return err
 				}
-				obj, err = o.Codec.Decode(data)
+				obj, err = indexer.Decode(o.Codec, data)
 				return err
 			})
 			if err == nil {
@@ -181,7 +181,7 @@ func sampleValues(txn *badger.Txn, valsKey []byte, n int, fn func(stored [][]str
 func (b *bounded) computeValues(set *indexer.IndexSet) (map[string][][]string, error) {
 	vals := map[string][][]string{}
 	err := b.sp.scanObjects(func(key, _ string, data []byte) error {
-		obj, err := b.codec.Decode(data)
+		obj, err := indexer.Decode(b.codec, data)
 		if err != nil {
 			return fmt.Errorf("decode object %q with %s codec: %w: %w", key, b.codec.Name(), store.ErrCorrupt, err)
 		}
@@ -445,7 +445,7 @@ func (b *bounded) decode(item *badger.Item, prefixLen int) (interface{}, error) 
 		if err != nil {
 			return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 		}
-		obj, err = b.codec.Decode(data)
+		obj, err = indexer.Decode(b.codec, data)
 		if err != nil {
 			return fmt.Errorf("decode %q with %s codec: %w: %w", key, b.codec.Name(), store.ErrCorrupt, err)
 		}

@@ -138,7 +138,7 @@ func checkSample(f *file, o store.Options, set *indexer.IndexSet) (keyReset stri
 			if err != nil {
 				continue
 			}
-			obj, err := o.Codec.Decode(data)
+			obj, err := indexer.Decode(o.Codec, data)
 			if err != nil {
 				continue
 			}
@@ -239,7 +239,7 @@ func (s *bounded) getLocked(b *buckets, seq uint64, key string) (interface{}, bo
 	if err != nil {
 		return nil, false, err
 	}
-	obj, err := s.codec.Decode(data)
+	obj, err := indexer.Decode(s.codec, data)
 	if err != nil {
 		return nil, false, fmt.Errorf("decode %q: %w", key, err)
 	}
@@ -258,7 +258,7 @@ func (s *bounded) peekLocked(b *buckets, seq uint64, key string, objSeq uint64) 
 	if err != nil {
 		return nil, err
 	}
-	obj, err := s.codec.Decode(data)
+	obj, err := indexer.Decode(s.codec, data)
 	if err != nil {
 		return nil, fmt.Errorf("decode %q: %w", key, err)
 	}

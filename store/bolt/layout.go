@@ -972,7 +972,7 @@ func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, get fu
 			if err != nil {
 				return nil, err
 			}
-			if obj, err = codec.Decode(data); err != nil {
+			if obj, err = indexer.Decode(codec, data); err != nil {
 				return nil, fmt.Errorf("decode %s: %w", key, err)
 			}
 		}

@@ -252,7 +252,7 @@ func decodeAll(items []loaded, codec store.Codec, check *indexer.ValueCheck, key
 					if err != nil {
 						return err
 					}
-					obj, err := codec.Decode(it.data)
+					obj, err := indexer.Decode(codec, it.data)
 					if err != nil {
 						return fmt.Errorf("object %q: %w", key, err)
 					}

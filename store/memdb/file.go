@@ -201,7 +201,7 @@ func (s *memStore) load(where string, sec *fileSection) (keyReset string, err er
 	var data [][]byte
 	keys := indexer.NewKeyCheck(s.keyFunc)
 	for key, d := range records {
-		obj, err := s.fileCodec.Decode(d)
+		obj, err := indexer.Decode(s.fileCodec, d)
 		if err != nil {
 			return "", fmt.Errorf("store: %s: object %q: %w", op, key, err)
 		}

@@ -194,7 +194,7 @@ func decodeSection(where string, o store.Options, sec *section) (c *indexer.Cach
 	keys := indexer.NewKeyCheck(o.KeyFunc)
 	ops := make([]store.Op, 0, len(sec.data))
 	for key, data := range sec.data {
-		obj, err := o.Codec.Decode(data)
+		obj, err := indexer.Decode(o.Codec, data)
 		if err != nil {
 			return nil, "", fmt.Errorf("store: open %s in %s: object %q: %w", o.Name, where, key, err)
 		}
