@@ -40,6 +40,17 @@ type Persister interface {
 	Close() error
 }
 
+// SelfDiffer is implemented by a Persister that learns what a change
+// replaces from its own storage and ignores Change.Existed and
+// Change.OldValues. Base then does not look them up in its cache, and a
+// staged commit (store.StagedBatch) persists without waiting for the
+// previous one to reach the cache.
+type SelfDiffer interface {
+	// SelfDiffing reports whether Persist ignores Change.Existed and
+	// Change.OldValues.
+	SelfDiffing() bool
+}
+
 // Base implements store.Store over a Persister, serving every read from a
 // Cache of decoded objects. It is safe for concurrent use.
 type Base struct {
@@ -51,8 +62,19 @@ type Base struct {
 	cache     *Cache
 
 	// writeMu serializes writers across Prepare, Persist and Apply, so the
-	// cache only changes after the backend has committed.
+	// cache only changes after the backend has committed. A staged commit
+	// (store.StagedBatch) holds it for Prepare and Persist only, and is
+	// applied later by its writer; every other write first waits for the
+	// staged commits persisted before it to be applied (waitApplied).
 	writeMu sync.Mutex
+	// selfDiffing: no persister, or one that ignores Change.Existed and
+	// OldValues.
+	selfDiffing bool
+
+	stageMu   sync.Mutex
+	stageCond sync.Cond // on stageMu; broadcast when applied grows
+	persisted uint64    // staged commits persisted; guarded by stageMu
+	applied   uint64    // staged commits applied, in order; guarded by stageMu
 
 	mu sync.RWMutex // guards rv
 	rv string
@@ -93,6 +115,12 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		cache:     c,
 		rv:        cfg.Info.ResourceVersion,
 	}
+	// Without a persister nothing reads what a change replaces.
+	b.selfDiffing = cfg.Persister == nil
+	if sd, ok := cfg.Persister.(SelfDiffer); ok {
+		b.selfDiffing = sd.SelfDiffing()
+	}
+	b.stageCond.L = &b.stageMu
 	b.Writes = NewWrites(cfg.Info.Name, b.write)
 	return b, nil
 }
@@ -120,25 +148,45 @@ func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, 
 func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
+	b.waitApplied()
+	ps, err := b.persistLocked(ctx, op, ops, ps, set, rv, replace)
+	if err != nil {
+		return err
+	}
+	b.applyCache(ps, rv, replace)
+	return nil
+}
+
+// persistLocked prepares ops if need be (see commit) and persists them
+// with rv, returning them prepared. It changes nothing that reads return.
+// The caller holds writeMu and, unless the persister is self-diffing, has
+// waited for every staged commit to be applied: what a change replaces is
+// read from the cache.
+func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) ([]Prepared, error) {
 	if b.isClosed() {
-		return b.closedErr(op)
+		return nil, b.closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("store: %s: %w", op, err)
+		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
 	if cur := b.cache.Indexes(); ps == nil || set != cur {
 		p := b.prep
 		p.Indexes = cur
 		var err error
 		if ps, err = p.Prepare(op, ops); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if b.persister != nil {
 		if err := b.persister.Persist(ctx, b.changes(ps, replace), rv, replace); err != nil {
-			return fmt.Errorf("store: %s: %w", op, err)
+			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
 	}
+	return ps, nil
+}
+
+// applyCache makes reads return what persistLocked persisted.
+func (b *Base) applyCache(ps []Prepared, rv string, replace bool) {
 	if replace {
 		b.cache.Replace(ps)
 	} else {
@@ -149,7 +197,17 @@ func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepa
 		b.rv = rv
 		b.mu.Unlock()
 	}
-	return nil
+}
+
+// waitApplied waits until every staged commit persisted so far is applied
+// to the cache. The caller holds writeMu, so none is persisted meanwhile;
+// applying one takes no lock a writer holds.
+func (b *Base) waitApplied() {
+	b.stageMu.Lock()
+	for b.applied != b.persisted {
+		b.stageCond.Wait()
+	}
+	b.stageMu.Unlock()
 }
 
 // PrepareBatch implements store.BatchPreparer: keys, index values and
@@ -181,12 +239,49 @@ func (pb *preparedBatch) Commit(ctx context.Context) error {
 	return pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false)
 }
 
+// Persist implements store.StagedBatch. With a self-diffing persister it
+// does not wait for the previous staged commit to reach the cache, which is
+// what lets a writer persist one group while it applies the one before.
+func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) {
+	b := pb.base
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if !b.selfDiffing {
+		b.waitApplied()
+	}
+	rv := pb.batch.ResourceVersion
+	ps, err := b.persistLocked(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, rv, false)
+	if err != nil {
+		return nil, err
+	}
+	b.stageMu.Lock()
+	b.persisted++
+	ticket := b.persisted
+	b.stageMu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { b.applyStaged(ticket, ps, rv) }) }, nil
+}
+
+// applyStaged applies the staged commit numbered ticket to the cache, once
+// the one before it is applied.
+func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string) {
+	b.stageMu.Lock()
+	defer b.stageMu.Unlock()
+	for b.applied != ticket-1 {
+		b.stageCond.Wait()
+	}
+	b.applyCache(ps, rv, false)
+	b.applied = ticket
+	b.stageCond.Broadcast()
+}
+
 // sortThreshold is the batch size from which changes reach the persister in
 // key order.
 const sortThreshold = 64
 
 // changes pairs prepared ops with the state they replace, following earlier
-// ops of the same batch. From sortThreshold ops on, the changes are in key
+// ops of the same batch (and, for a persister that is not self-diffing,
+// the cache). From sortThreshold ops on, the changes are in key
 // order, changes to the same key in batch order: B-tree engines insert
 // sorted keys by appending; in the order a list arrives in (a relist's map
 // order), bbolt shifts every key after each insert point within a page that
@@ -209,7 +304,7 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 			if prev.Type == store.OpPut {
 				c.Existed, c.OldValues = true, prev.Values
 			}
-		} else if !replace {
+		} else if !replace && !b.selfDiffing {
 			c.OldValues, c.Existed = b.cache.IndexValues(c.Key)
 		}
 	}
@@ -369,6 +464,7 @@ func (b *Base) GetIndexers() cache.Indexers {
 func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
+	b.waitApplied() // the index values are computed from the cache
 	if b.isClosed() {
 		return b.closedErr("add indexers")
 	}
@@ -402,4 +498,5 @@ func (b *Base) Close() error {
 var (
 	_ store.Store         = (*Base)(nil)
 	_ store.BatchPreparer = (*Base)(nil)
+	_ store.StagedBatch   = (*preparedBatch)(nil)
 )

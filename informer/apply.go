@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -215,11 +216,15 @@ func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	defer cancel()
 	jobs := make(chan commitJob)
 	committerDone := make(chan struct{})
+	inf.applier = newApplier()
 	go func() {
 		defer close(committerDone)
 		// A commit that gives up (ctx ended, store closed) stops the
 		// popping too: nothing popped after it may be committed.
 		defer cancel()
+		// What is persisted is applied and notified, whatever ends the
+		// loop: the store's reads must show what it holds.
+		defer inf.applier.stop()
 		for j := range jobs {
 			ok := inf.commit(ctx, logger, j.pc) && (j.carry == nil || inf.commit(ctx, logger, j.carry))
 			close(j.done)
@@ -616,10 +621,39 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 }
 
 // commitOnce commits pc, except the operations in rejected, and, on
-// success, notifies the handlers; both happen under applyMu, so a handler
-// added meanwhile sees either the store before the commit and these
-// notifications, or the store after it and none.
+// success, notifies the handlers; the store's reads change and the handlers
+// are notified under applyMu, so a handler added meanwhile sees either the
+// store before the commit and these notifications, or the store after it
+// and none.
+//
+// When the store can stage the commit (store.StagedBatch), pc is persisted
+// here and applied and notified by the applier, in order, while the
+// committer persists the next group: the store's durable write, the longest
+// part of a commit, no longer waits for the previous group's cache update
+// and notifications. Otherwise the applier is drained first, so that
+// commits reach the store's reads and the handlers in order.
 func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit, rejected map[int]bool) error {
+	if len(rejected) == 0 {
+		// Groups are prepared ahead while the previous commit runs, which
+		// is when there is something to overlap.
+		if sb, ok := pc.prepared.(store.StagedBatch); ok {
+			t0 := inf.opts.Clock.Now()
+			apply, err := sb.Persist(ctx)
+			if err != nil {
+				return err
+			}
+			d := inf.opts.Clock.Since(t0)
+			inf.applier.run(func() {
+				inf.applyMu.Lock()
+				defer inf.applyMu.Unlock()
+				apply()
+				inf.metrics.observeCommit(d, len(pc.ops))
+				inf.appliedLocked(logger, pc, nil)
+			})
+			return nil
+		}
+	}
+	inf.applier.drain()
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
 	ops := pc.ops
@@ -654,6 +688,7 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 // retried. It is the last resort of commit: until the resume point moves,
 // the store holds part of pc only.
 func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
+	inf.applier.drain()
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
 	rejected := map[int]bool{}
@@ -828,4 +863,41 @@ func resourceVersionOf(obj interface{}) string {
 		return ""
 	}
 	return m.GetResourceVersion()
+}
+
+// applier applies and notifies staged commits (see commitOnce) on a
+// goroutine of its own, one at a time, in the order the committer hands
+// them over. The committer is its only user.
+type applier struct {
+	work    chan func()
+	pending sync.WaitGroup // handed over and not yet done
+	done    chan struct{}  // closed when the goroutine has returned
+}
+
+func newApplier() *applier {
+	a := &applier{work: make(chan func()), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for f := range a.work {
+			f()
+			a.pending.Done()
+		}
+	}()
+	return a
+}
+
+// run hands f over, once the previous work is taken: at most one group is
+// applied while the committer persists the next.
+func (a *applier) run(f func()) {
+	a.pending.Add(1)
+	a.work <- f
+}
+
+// drain waits until everything handed over is done.
+func (a *applier) drain() { a.pending.Wait() }
+
+// stop drains the applier and ends its goroutine.
+func (a *applier) stop() {
+	close(a.work)
+	<-a.done
 }

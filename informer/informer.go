@@ -54,6 +54,9 @@ type Informer struct {
 	view    *view
 	proc    *processor
 	logger  klog.Logger
+	// applier applies and notifies staged commits; set by popLoop before
+	// its committer starts, used by the committer only.
+	applier *applier
 
 	mu                sync.Mutex // guards the fields below up to applyMu
 	started, stopped  bool

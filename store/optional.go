@@ -49,6 +49,28 @@ type PreparedBatch interface {
 	Commit(ctx context.Context) error
 }
 
+// StagedBatch is implemented by a PreparedBatch that can also be committed
+// in two steps, so that its writer overlaps the durable write of one batch
+// with its own work on the previous one: the informer persists a group
+// while it applies and notifies the group before it.
+//
+// Persist writes the batch durably, exactly as Commit would (after a crash
+// the store holds it, with its resume point), but reads (Get, List,
+// ResourceVersion, ...) go on returning the state before it until apply is
+// called; apply then makes them return it, at once for every read. On an
+// error nothing is written and there is nothing to apply.
+//
+// Every successful Persist must be followed by its apply, exactly once,
+// even after ctx ended or the store was closed, and the applies of one
+// store in the order their Persists returned: until then, the store's other
+// writes (Commit, Add, Replace, AddIndexers, ...) wait for it. The next
+// Persist does not wait for the previous apply unless the store needs the
+// applied state to write.
+type StagedBatch interface {
+	PreparedBatch
+	Persist(ctx context.Context) (apply func(), err error)
+}
+
 // Prepare prepares b for s's Commit: with s's BatchPreparer when s has one;
 // otherwise the batch returned does all the work when committed, as
 // s.Commit(ctx, b), and invalid input fails there.

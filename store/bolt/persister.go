@@ -364,6 +364,10 @@ func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv st
 	})
 }
 
+// SelfDiffing implements indexer.SelfDiffer: writeOps reads each key's old
+// record from the file.
+func (p *persister) SelfDiffing() bool { return true }
+
 // PersistIndexes implements indexer.Persister.
 func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
 	if err := ctx.Err(); err != nil {

@@ -245,6 +245,10 @@ func (f *fileStore) Persist(_ context.Context, changes []indexer.Change, rv stri
 	return nil
 }
 
+// SelfDiffing implements indexer.SelfDiffer: a snapshot section holds
+// encoded objects only, replaced by key.
+func (f *fileStore) SelfDiffing() bool { return true }
+
 // PersistIndexes implements indexer.Persister: only the index names are
 // recorded, since a snapshot's index entries are rebuilt on load.
 func (f *fileStore) PersistIndexes(_ context.Context, set *indexer.IndexSet, _ map[string][][]string) error {
