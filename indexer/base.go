@@ -42,9 +42,9 @@ type Persister interface {
 
 // SelfDiffer is implemented by a Persister that learns what a change
 // replaces from its own storage and ignores Change.Existed and
-// Change.OldValues. Base then does not look them up in its cache, and a
-// staged commit (store.StagedBatch) persists without waiting for the
-// previous one to reach the cache.
+// Change.OldValues. Base then does not look them up (in what staged
+// commits persisted and did not apply yet, or in its cache), nor record
+// what staged commits persist for the next one.
 type SelfDiffer interface {
 	// SelfDiffing reports whether Persist ignores Change.Existed and
 	// Change.OldValues.
@@ -75,6 +75,11 @@ type Base struct {
 	stageCond sync.Cond // on stageMu; broadcast when applied grows
 	persisted uint64    // staged commits persisted; guarded by stageMu
 	applied   uint64    // staged commits applied, in order; guarded by stageMu
+	// unapplied holds, for a persister that is not self-diffing, the state
+	// staged commits persisted and did not apply yet, by key: what the
+	// next commit's changes replace, before the cache has it. Guarded by
+	// stageMu.
+	unapplied map[string]stagedState
 
 	mu sync.RWMutex // guards rv
 	rv string
@@ -159,9 +164,9 @@ func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepa
 
 // persistLocked prepares ops if need be (see commit) and persists them
 // with rv, returning them prepared. It changes nothing that reads return.
-// The caller holds writeMu and, unless the persister is self-diffing, has
-// waited for every staged commit to be applied: what a change replaces is
-// read from the cache.
+// The caller holds writeMu. What a change replaces is what the last
+// staged commit not yet applied left, or else what the cache holds
+// (oldState).
 func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) ([]Prepared, error) {
 	if b.isClosed() {
 		return nil, b.closedErr(op)
@@ -239,16 +244,16 @@ func (pb *preparedBatch) Commit(ctx context.Context) error {
 	return pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false)
 }
 
-// Persist implements store.StagedBatch. With a self-diffing persister it
-// does not wait for the previous staged commit to reach the cache, which is
-// what lets a writer persist one group while it applies the one before.
+// Persist implements store.StagedBatch. It does not wait for the previous
+// staged commit to reach the cache, which is what lets a writer persist one
+// group while it applies the one before: for a persister that is not
+// self-diffing, what the batch replaces is read from what the staged
+// commits before it persisted (unapplied), and the batch's own state is
+// recorded there until its apply.
 func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) {
 	b := pb.base
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	if !b.selfDiffing {
-		b.waitApplied()
-	}
 	rv := pb.batch.ResourceVersion
 	ps, err := b.persistLocked(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, rv, false)
 	if err != nil {
@@ -257,9 +262,25 @@ func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) 
 	b.stageMu.Lock()
 	b.persisted++
 	ticket := b.persisted
+	if !b.selfDiffing {
+		if b.unapplied == nil {
+			b.unapplied = make(map[string]stagedState, len(ps))
+		}
+		for i := range ps {
+			p := &ps[i]
+			b.unapplied[p.Key] = stagedState{ticket: ticket, exists: p.Type == store.OpPut, values: p.Values}
+		}
+	}
 	b.stageMu.Unlock()
 	var once sync.Once
 	return func() { once.Do(func() { b.applyStaged(ticket, ps, rv) }) }, nil
+}
+
+// stagedState is a key's state as a staged commit persisted it.
+type stagedState struct {
+	ticket uint64 // the staged commit
+	exists bool
+	values [][]string
 }
 
 // applyStaged applies the staged commit numbered ticket to the cache, once
@@ -271,6 +292,13 @@ func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string) {
 		b.stageCond.Wait()
 	}
 	b.applyCache(ps, rv, false)
+	// In the same hold of stageMu as the cache update: a lookup of what a
+	// change replaces (oldState) finds the key here or in the cache.
+	for i := range ps {
+		if st, ok := b.unapplied[ps[i].Key]; ok && st.ticket == ticket {
+			delete(b.unapplied, ps[i].Key)
+		}
+	}
 	b.applied = ticket
 	b.stageCond.Broadcast()
 }
@@ -292,6 +320,7 @@ const sortThreshold = 64
 // thousands of distinct keys are what the informer sends.
 func (b *Base) changes(ps []Prepared, replace bool) []Change {
 	out := make([]Change, len(ps))
+	staged := -1 // see oldState
 	order := keyOrder(ps)
 	for i := range out {
 		c := &out[i]
@@ -305,10 +334,33 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 				c.Existed, c.OldValues = true, prev.Values
 			}
 		} else if !replace && !b.selfDiffing {
-			c.OldValues, c.Existed = b.cache.IndexValues(c.Key)
+			c.OldValues, c.Existed = b.oldState(c.Key, &staged)
 		}
 	}
 	return out
+}
+
+// oldState returns the index values of what key holds, and whether it
+// holds an object: as the last staged commit not yet applied left it, or
+// as the cache has it. staged starts at -1 (unknown) and is set to whether
+// any staged commit is unapplied; while none is, and the caller holds
+// writeMu, none can be persisted and the cache is read without stageMu.
+func (b *Base) oldState(key string, staged *int) ([][]string, bool) {
+	if *staged == 0 {
+		return b.cache.IndexValues(key)
+	}
+	b.stageMu.Lock()
+	defer b.stageMu.Unlock()
+	if *staged < 0 {
+		*staged = min(len(b.unapplied), 1)
+	}
+	if st, ok := b.unapplied[key]; ok {
+		if !st.exists {
+			return nil, false
+		}
+		return st.values, true
+	}
+	return b.cache.IndexValues(key)
 }
 
 // earlierChange returns the last change to key in done, or nil. When
