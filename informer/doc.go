@@ -19,9 +19,14 @@
 // own commit, so the store never holds half of one. Commits run on their own
 // goroutine, in pop order: while one commit waits for its fsync, the next
 // group is popped and prepared, and grows until that commit is over, so the
-// size of commits adapts to how fast the store commits. A failed commit is
-// logged and retried with backoff; nothing is notified for it and the resume
-// point does not move.
+// size of commits adapts to how fast the store commits. Where the store can
+// stage a commit (store.StagedBatch: the indexer.Base backends, bolt and
+// badger in their default modes, memory), a group prepared ahead is made
+// durable first and then, on an applier goroutine, applied to the store's
+// reads and notified, in order, while the next group is made durable:
+// readers and handlers see a group only once it is durable, as before. A
+// failed commit is logged and retried with backoff; nothing is notified for
+// it and the resume point does not move.
 //
 // A change the store rejects as invalid (an object its codec or an index
 // function refuses) would fail its commit for ever. It is skipped as the
