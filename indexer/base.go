@@ -153,6 +153,9 @@ func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, 
 func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
+	if b.isClosed() {
+		return b.closedErr(op) // and no apply to wait for
+	}
 	b.waitApplied()
 	ps, err := b.persistLocked(ctx, op, ops, ps, set, rv, replace)
 	if err != nil {
@@ -516,10 +519,10 @@ func (b *Base) GetIndexers() cache.Indexers {
 func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	b.waitApplied() // the index values are computed from the cache
 	if b.isClosed() {
 		return b.closedErr("add indexers")
 	}
+	b.waitApplied() // the index values are computed from the cache
 	if len(newIndexers) == 0 {
 		// PersistIndexes would rewrite every object's index values.
 		return nil

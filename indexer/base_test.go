@@ -26,10 +26,10 @@ func (p *countingPersister) PersistIndexes(context.Context, *IndexSet, map[strin
 
 func (p *countingPersister) Close() error { return nil }
 
-// TestBaseAddIndexersNone checks that AddIndexers with no index writes
-// nothing: persisting would rewrite every stored object's index values.
-func TestBaseAddIndexersNone(t *testing.T) {
-	p := &countingPersister{}
+// newNamespacedBase returns a Base over p for ConfigMaps with a namespace
+// index.
+func newNamespacedBase(t *testing.T, p Persister) *Base {
+	t.Helper()
 	o, err := (&store.Options{Name: "cms", Indexers: cache.Indexers{"namespace": NamespaceIndexFunc}}).WithDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +38,14 @@ func TestBaseAddIndexersNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// TestBaseAddIndexersNone checks that AddIndexers with no index writes
+// nothing: persisting would rewrite every stored object's index values.
+func TestBaseAddIndexersNone(t *testing.T) {
+	p := &countingPersister{}
+	b := newNamespacedBase(t, p)
 	if err := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
 )
@@ -41,14 +40,7 @@ func (p *recordingPersister) Persist(_ context.Context, changes []Change, _ stri
 // that once everything is applied, the cache is read again.
 func TestStagedChangesReplaceUnapplied(t *testing.T) {
 	p := &recordingPersister{}
-	o, err := (&store.Options{Name: "cms", Indexers: cache.Indexers{"namespace": NamespaceIndexFunc}}).WithDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewBase(BaseConfig{Info: store.Info{Name: "cms"}, Persister: p, Options: o})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newNamespacedBase(t, p)
 	cm := func(ns, name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}

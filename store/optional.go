@@ -65,7 +65,9 @@ type PreparedBatch interface {
 // store in the order their Persists returned: until then, the store's other
 // writes (Commit, Add, Replace, AddIndexers, ...) wait for it. The next
 // Persist does not wait for the previous apply unless the store needs the
-// applied state to write.
+// applied state to write. Close does not wait: what was persisted is in the
+// store when it is opened again, as after a crash between the two steps,
+// and writes to the closed store fail with ErrClosed without waiting.
 type StagedBatch interface {
 	PreparedBatch
 	Persist(ctx context.Context) (apply func(), err error)
