@@ -168,7 +168,18 @@ func testStaged(t *testing.T, h *harness) {
 	_, err = third.Persist(t.Context())
 	mustOK(t, "third Persist", err)
 	checkContents(t, s, all)
-	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	closeStore(t, s)
+	// A write to the closed store fails at once: it does not wait for the
+	// apply that will never come.
+	done := make(chan error, 1)
+	go func() { done <- s.Add(newPod("ns", "g", "16")) }()
+	select {
+	case err := <-done:
+		wantErr(t, "Add to a closed store with a staged commit unapplied", err, store.ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Add to a closed store waits for a staged commit's apply")
+	}
+	s = h.open(t, u, podOptions(t, "pods"))
 	checkContents(t, s, want(t, a2, objs[2], d, f))
 	checkRV(t, s, "15")
 	CheckIndexes(t, s)
