@@ -154,7 +154,9 @@ func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepa
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	if b.isClosed() {
-		return b.closedErr(op) // and no apply to wait for
+		// Before waiting: a closed store's staged commits may never be
+		// applied.
+		return b.closedErr(op)
 	}
 	b.waitApplied()
 	ps, err := b.persistLocked(ctx, op, ops, ps, set, rv, replace)
@@ -323,7 +325,15 @@ const sortThreshold = 64
 // thousands of distinct keys are what the informer sends.
 func (b *Base) changes(ps []Prepared, replace bool) []Change {
 	out := make([]Change, len(ps))
-	staged := -1 // see oldState
+	// The caller holds writeMu, so no staged commit is persisted meanwhile:
+	// while none is unapplied now, the cache alone tells what a change
+	// replaces, without stageMu.
+	var unapplied bool
+	if !replace && !b.selfDiffing {
+		b.stageMu.Lock()
+		unapplied = len(b.unapplied) > 0
+		b.stageMu.Unlock()
+	}
 	order := keyOrder(ps)
 	for i := range out {
 		c := &out[i]
@@ -337,7 +347,11 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 				c.Existed, c.OldValues = true, prev.Values
 			}
 		} else if !replace && !b.selfDiffing {
-			c.OldValues, c.Existed = b.oldState(c.Key, &staged)
+			if unapplied {
+				c.OldValues, c.Existed = b.oldState(c.Key)
+			} else {
+				c.OldValues, c.Existed = b.cache.IndexValues(c.Key)
+			}
 		}
 	}
 	return out
@@ -345,18 +359,11 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 
 // oldState returns the index values of what key holds, and whether it
 // holds an object: as the last staged commit not yet applied left it, or
-// as the cache has it. staged starts at -1 (unknown) and is set to whether
-// any staged commit is unapplied; while none is, and the caller holds
-// writeMu, none can be persisted and the cache is read without stageMu.
-func (b *Base) oldState(key string, staged *int) ([][]string, bool) {
-	if *staged == 0 {
-		return b.cache.IndexValues(key)
-	}
+// as the cache has it. Both are read under stageMu, which an apply holds
+// while it updates the cache and forgets what it applied.
+func (b *Base) oldState(key string) ([][]string, bool) {
 	b.stageMu.Lock()
 	defer b.stageMu.Unlock()
-	if *staged < 0 {
-		*staged = min(len(b.unapplied), 1)
-	}
 	if st, ok := b.unapplied[key]; ok {
 		if !st.exists {
 			return nil, false
