@@ -234,8 +234,8 @@ func (f *DeltaFIFO) Bookmark(resourceVersion string) error {
 }
 
 func (f *DeltaFIFO) queueBookmarkLocked(rv string) {
-	if q := f.queue.items(); len(q) > 0 && q[len(q)-1].bookmark {
-		q[len(q)-1].rv = rv
+	if last := f.queue.back(); last != nil && last.bookmark {
+		last.rv = rv
 		return
 	}
 	f.queue.push(queueEntry{bookmark: true, rv: rv})
@@ -270,7 +270,7 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	// Plan every deletion before changing anything, so that a lookup error
 	// leaves the queue as it was.
 	var gone []cache.DeletedFinalStateUnknown
-	for _, e := range f.queue.items() {
+	for e := range f.queue.all() {
 		if e.bookmark {
 			continue
 		}
@@ -387,7 +387,7 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	}
 
 	b := Batch{InInitialList: !f.syncedLocked()}
-	e := f.queue.items()[0]
+	e := *f.queue.at(0)
 	f.queue.drop(1)
 	if e.bookmark {
 		b.Deltas = cache.Deltas{{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: e.rv}}}
@@ -418,16 +418,15 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 // Bookmark entries hold nothing to apply and do not hold the watermark back.
 func (f *DeltaFIFO) advanceLocked() (rv string, oldest uint64) {
 	oldest = f.nextSeq
-	for _, e := range f.queue.items() {
+	for e := range f.queue.all() {
 		if !e.bookmark {
 			oldest = f.items[e.key].firstSeq
 			break
 		}
 	}
-	rvs := f.rvs.items()
 	i := 0
-	for i < len(rvs) && rvs[i].seq < oldest {
-		rv = rvs[i].rv
+	for i < f.rvs.len() && f.rvs.at(i).seq < oldest {
+		rv = f.rvs.at(i).rv
 		i++
 	}
 	f.rvs.drop(i)
@@ -461,7 +460,7 @@ func (f *DeltaFIFO) List() []interface{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]interface{}, 0, len(f.items))
-	for _, e := range f.queue.items() {
+	for e := range f.queue.all() {
 		if !e.bookmark {
 			out = append(out, f.items[e.key].deltas.Newest().Object)
 		}
@@ -474,7 +473,7 @@ func (f *DeltaFIFO) ListKeys() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]string, 0, len(f.items))
-	for _, e := range f.queue.items() {
+	for e := range f.queue.all() {
 		if !e.bookmark {
 			out = append(out, e.key)
 		}

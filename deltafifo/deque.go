@@ -1,37 +1,131 @@
 package deltafifo
 
-// deque is a first-in first-out slice that keeps its array while it is
-// pushed and popped at once. Slicing popped elements off the front would
-// lose that part of the array for good: a queue with a backlog (a watch
-// outpacing its consumer) would copy itself into a new array each time
-// appends reached the end. Instead the queued elements move to the array's
-// start once the popped slots outnumber them, so each element moves at most
-// once per slot popped before it. Not safe for concurrent use; the queues
-// guard theirs with their mutex.
+import "iter"
+
+// dequeChunk is the number of elements in one chunk of a deque: a FIFO unit
+// is about 140 bytes, so a chunk is about 35 KiB, and a backlog of the
+// informer's default 50,000 events fits in about 200 of them.
+const dequeChunk = 256
+
+// dequeSpares is how many emptied chunks a deque keeps for reuse unless
+// told otherwise (deque.keep): enough for a queue popped empty and filled
+// again by a couple of thousand elements at a time to allocate nothing. A
+// larger backlog frees the rest of its chunks as it drains.
+const dequeSpares = 8
+
+// deque is a first-in first-out queue kept in fixed-size chunks. A queue
+// with a backlog (a watch outpacing its consumer) grows by one chunk at a
+// time and never copies what it holds, and a chunk its consumer empties is
+// freed, or kept as a spare that a later new chunk reuses. A single
+// growing slice would instead copy itself at every growth step (appends
+// beyond 256 elements grow it by a quarter, so a backlog of n elements
+// allocated about 5n in all) and keep its largest array, full of pointers
+// for the garbage collector to scan, for as long as the queue lives. Not
+// safe for concurrent use; the queues guard theirs with their mutex.
 type deque[T any] struct {
-	buf  []T // buf[head:] are queued, oldest first; buf[:head] are popped (zeroed)
-	head int
+	// chunks[first:] hold the queued elements, oldest first:
+	// chunks[first][head:], then the following chunks whole. Every chunk
+	// but the last is full (len == dequeChunk). chunks[:first] are nil.
+	chunks [][]T
+	first  int
+	head   int
+	n      int   // elements queued
+	spares [][]T // emptied chunks (len 0, zeroed), at most keep
+	// keep is how many emptied chunks to keep; 0 means dequeSpares.
+	keep int
 }
 
-// items returns the queued elements, oldest first. The slice aliases the
-// deque: valid until the next push or drop.
-func (d *deque[T]) items() []T { return d.buf[d.head:] }
+func (d *deque[T]) len() int { return d.n }
 
-func (d *deque[T]) len() int { return len(d.buf) - d.head }
+// held returns how many chunks the deque holds, its spares included.
+func (d *deque[T]) held() int {
+	return len(d.chunks) - d.first + len(d.spares)
+}
 
-func (d *deque[T]) push(x T) { d.buf = append(d.buf, x) }
+// at returns the i-th oldest queued element, valid until the next drop.
+func (d *deque[T]) at(i int) *T {
+	if i < 0 || i >= d.n {
+		panic("deltafifo: deque index out of range")
+	}
+	j := d.head + i
+	return &d.chunks[d.first+j/dequeChunk][j%dequeChunk]
+}
 
-// drop removes the n oldest elements. Their slots are zeroed, so that
-// what they referenced can be collected while the array lives on.
+// back returns the newest queued element, or nil when the deque is empty.
+func (d *deque[T]) back() *T {
+	if d.n == 0 {
+		return nil
+	}
+	last := d.chunks[len(d.chunks)-1]
+	return &last[len(last)-1]
+}
+
+// all yields the queued elements, oldest first. The deque must not change
+// while it runs.
+func (d *deque[T]) all() iter.Seq[*T] {
+	return func(yield func(*T) bool) {
+		start := d.head
+		for _, c := range d.chunks[d.first:] {
+			for i := start; i < len(c); i++ {
+				if !yield(&c[i]) {
+					return
+				}
+			}
+			start = 0
+		}
+	}
+}
+
+func (d *deque[T]) push(x T) {
+	if k := len(d.chunks); k == d.first || len(d.chunks[k-1]) == dequeChunk {
+		if d.first > 0 && len(d.chunks) == cap(d.chunks) {
+			// Move the live chunk pointers to the front rather than let
+			// append copy the used-up slots along.
+			live := copy(d.chunks, d.chunks[d.first:])
+			clear(d.chunks[live:])
+			d.chunks, d.first = d.chunks[:live], 0
+		}
+		var c []T
+		if k := len(d.spares); k > 0 {
+			c = d.spares[k-1]
+			d.spares[k-1] = nil
+			d.spares = d.spares[:k-1]
+		} else {
+			c = make([]T, 0, dequeChunk)
+		}
+		d.chunks = append(d.chunks, c)
+	}
+	k := len(d.chunks) - 1
+	d.chunks[k] = append(d.chunks[k], x)
+	d.n++
+}
+
+// drop removes the n oldest elements. Their slots are zeroed, so that what
+// they referenced can be collected, and the chunks they empty are freed.
 func (d *deque[T]) drop(n int) {
-	clear(d.buf[d.head : d.head+n])
-	d.head += n
-	switch queued := len(d.buf) - d.head; {
-	case queued == 0:
-		d.buf, d.head = d.buf[:0], 0
-	case d.head >= queued:
-		copy(d.buf, d.buf[d.head:])
-		clear(d.buf[queued:])
-		d.buf, d.head = d.buf[:queued], 0
+	if n < 0 || n > d.n {
+		panic("deltafifo: deque drop out of range")
+	}
+	for n > 0 {
+		c := d.chunks[d.first]
+		m := min(n, len(c)-d.head)
+		clear(c[d.head : d.head+m])
+		d.head += m
+		d.n -= m
+		n -= m
+		if d.head < len(c) {
+			break
+		}
+		// The oldest chunk is used up (when it is also the newest, the
+		// deque is now empty).
+		if keep := d.keep; len(d.spares) < keep || keep == 0 && len(d.spares) < dequeSpares {
+			d.spares = append(d.spares, c[:0])
+		}
+		d.chunks[d.first] = nil
+		d.first++
+		d.head = 0
+	}
+	if d.first == len(d.chunks) {
+		d.chunks, d.first = d.chunks[:0], 0
 	}
 }

@@ -1,7 +1,5 @@
 package deltafifo
 
-import "unsafe"
-
 // SetWaitHook makes f run each time a Pop is about to block, with the queue
 // locked; it returns a func that removes the hook. Tests only, not parallel.
 func SetWaitHook(f func()) (restore func()) {
@@ -9,12 +7,16 @@ func SetWaitHook(f func()) (restore func()) {
 	return func() { waitHook = nil }
 }
 
-// ArrayStart returns the address of the queue's backing array, to tell
-// when it is reallocated.
-func (f *FIFO) ArrayStart() uintptr {
+// DequeChunk and DequeSpares are the size of a queue's chunks, and how many
+// emptied ones it keeps.
+const DequeChunk, DequeSpares = dequeChunk, dequeSpares
+
+// HeldChunks returns how many chunks of queued units the FIFO holds, its
+// spares included.
+func (f *FIFO) HeldChunks() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return uintptr(unsafe.Pointer(unsafe.SliceData(f.units.buf)))
+	return f.units.held()
 }
 
 // SetFullHook makes f run each time a write starts waiting for room in a

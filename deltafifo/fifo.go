@@ -93,6 +93,10 @@ var _ Queue = (*FIFO)(nil)
 // defaults).
 func New(opts Options) *FIFO {
 	f := &FIFO{opts: opts.withDefaults()}
+	// A consumer that keeps up pops up to MaxBatch deltas at a time, and
+	// the queue refills by as much: enough spare chunks for that keeps
+	// its steady state from allocating.
+	f.units.keep = max(dequeSpares, (f.opts.MaxBatch+dequeChunk-1)/dequeChunk+1)
 	f.cond.L = &f.mu
 	return f
 }
@@ -274,9 +278,7 @@ func (f *FIFO) lastQueuedLocked() ([]string, map[string]cache.Delta) {
 		}
 		last[k] = d
 	}
-	units := f.units.items()
-	for i := range units {
-		u := &units[i]
+	for u := range f.units.all() {
 		switch u.kind {
 		case unitEvent:
 			note(u.key, u.delta)
@@ -371,8 +373,7 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 // a Batch, and whether it completes the initial population.
 func (f *FIFO) takeLocked() (Batch, bool) {
 	b := Batch{InInitialList: !f.syncedLocked()}
-	units := f.units.items()
-	first := &units[0]
+	first := f.units.at(0)
 	if first.kind == unitReplace {
 		b.Deltas, b.ResourceVersion, b.Replace = first.deltas, first.rv, true
 		b.HandedOut = first.arrival
@@ -382,21 +383,24 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 	}
 
 	n, size := 0, 0
-	for n < len(units) {
-		u := &units[n]
+	for u := range f.units.all() {
 		if u.kind == unitReplace {
 			break
 		}
-		if s := u.size(); n == 0 || size+s <= f.opts.MaxBatch {
-			size += s
-			n++
-			continue
+		s := u.size()
+		if n > 0 && size+s > f.opts.MaxBatch {
+			break
 		}
-		break
+		size += s
+		n++
 	}
 	b.Deltas = make(cache.Deltas, 0, size)
-	for i := 0; i < n; i++ {
-		u := &units[i]
+	i := 0
+	for u := range f.units.all() {
+		if i == n {
+			break
+		}
+		i++
 		switch u.kind {
 		case unitEvent, unitBookmark:
 			b.Deltas = append(b.Deltas, u.delta)

@@ -203,12 +203,12 @@ func TestFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
 	diff(t, "transformer calls", 0, calls)
 }
 
-// TestFIFOReusesItsArray keeps a backlog of queued events while pushing
-// and popping, as a watch that outpaces the store does: every event comes
-// out once, in order, and after the first rounds the queue's array is
-// reused, not reallocated (and copied) whenever appends reach its end.
-func TestFIFOReusesItsArray(t *testing.T) {
-	const backlog, perRound, rounds = 100, 5, 2000
+// TestFIFOBacklogHoldsWhatItQueues keeps a backlog of queued events while
+// pushing and popping, as a watch that outpaces the store does: every event
+// comes out once, in order; the queue holds no more chunks than its
+// backlog fills and its spares, and once drained, its spares only.
+func TestFIFOBacklogHoldsWhatItQueues(t *testing.T) {
+	const backlog, perRound, rounds = 3000, 50, 400
 	q := deltafifo.New(deltafifo.Options{MaxBatch: perRound})
 	pushed, popped := 0, 0
 	push := func(n int) {
@@ -217,10 +217,7 @@ func TestFIFOReusesItsArray(t *testing.T) {
 			pushed++
 		}
 	}
-	push(backlog)
-	start, moves := q.ArrayStart(), 0
-	for r := range rounds {
-		push(perRound)
+	pop := func(r int) {
 		must(t, q.Pop(t.Context(), func(_ context.Context, b deltafifo.Batch) error {
 			for _, d := range b.Deltas {
 				if got, want := d.Object.(*v1.ConfigMap).Name, strconv.Itoa(popped); got != want {
@@ -230,18 +227,25 @@ func TestFIFOReusesItsArray(t *testing.T) {
 			}
 			return nil
 		}))
-		if a := q.ArrayStart(); a != start {
-			if r >= rounds/10 {
-				moves++
-			}
-			start = a
+	}
+	push(backlog)
+	// The backlog spans at most one chunk more than it fills.
+	const maxHeld = (backlog+perRound+deltafifo.DequeChunk-1)/deltafifo.DequeChunk + 1 + deltafifo.DequeSpares
+	for r := range rounds {
+		push(perRound)
+		pop(r)
+		if h := q.HeldChunks(); h > maxHeld {
+			t.Fatalf("round %d: the queue holds %d chunks for a backlog of %d events, want at most %d", r, h, backlog, maxHeld)
 		}
 	}
-	if want := pushed - backlog; popped != want {
-		t.Errorf("popped %d events, want %d", popped, want)
+	for r := rounds; q.Len() > 0; r++ {
+		pop(r)
 	}
-	if moves > 0 {
-		t.Errorf("the queue's array was reallocated %d times over the last %d rounds with a steady backlog of %d, want 0", moves, rounds-rounds/10, backlog)
+	if popped != pushed {
+		t.Errorf("popped %d events, want %d", popped, pushed)
+	}
+	if h := q.HeldChunks(); h > deltafifo.DequeSpares {
+		t.Errorf("a drained queue holds %d chunks, want at most %d (its spares)", h, deltafifo.DequeSpares)
 	}
 }
 
