@@ -170,8 +170,8 @@ func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepa
 // persistLocked prepares ops if need be (see commit) and persists them
 // with rv, returning them prepared. It changes nothing that reads return.
 // The caller holds writeMu. What a change replaces is what the last
-// staged commit not yet applied left, or else what the cache holds
-// (oldState).
+// staged commit not yet applied left, or else what the cache holds (see
+// changes).
 func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) ([]Prepared, error) {
 	if b.isClosed() {
 		return nil, b.closedErr(op)
@@ -298,7 +298,7 @@ func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string) {
 	}
 	b.applyCache(ps, rv, false)
 	// In the same hold of stageMu as the cache update: a lookup of what a
-	// change replaces (oldState) finds the key here or in the cache.
+	// change replaces (changes) finds the key here or in the cache.
 	for i := range ps {
 		if st, ok := b.unapplied[ps[i].Key]; ok && st.ticket == ticket {
 			delete(b.unapplied, ps[i].Key)
@@ -325,14 +325,31 @@ const sortThreshold = 64
 // thousands of distinct keys are what the informer sends.
 func (b *Base) changes(ps []Prepared, replace bool) []Change {
 	out := make([]Change, len(ps))
-	// The caller holds writeMu, so no staged commit is persisted meanwhile:
-	// while none is unapplied now, the cache alone tells what a change
-	// replaces, without stageMu.
-	var unapplied bool
+	var old func(key string) ([][]string, bool)
 	if !replace && !b.selfDiffing {
+		// What a change replaces is what the last staged commit not yet
+		// applied left, or what the cache has: both read under stageMu,
+		// which an apply holds while it updates the cache and forgets
+		// what it applied. One hold of the locks for the whole batch, not
+		// one per key: locking per key was most of this function's time.
+		// No writer of the cache waits meanwhile: the caller holds
+		// writeMu, and an apply waits for stageMu.
 		b.stageMu.Lock()
-		unapplied = len(b.unapplied) > 0
-		b.stageMu.Unlock()
+		defer b.stageMu.Unlock()
+		b.cache.mu.RLock()
+		defer b.cache.mu.RUnlock()
+		old = b.cache.indexValuesLocked
+		if len(b.unapplied) > 0 {
+			old = func(key string) ([][]string, bool) {
+				if st, ok := b.unapplied[key]; ok {
+					if !st.exists {
+						return nil, false
+					}
+					return st.values, true
+				}
+				return b.cache.indexValuesLocked(key)
+			}
+		}
 	}
 	order := keyOrder(ps)
 	for i := range out {
@@ -346,31 +363,11 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 			if prev.Type == store.OpPut {
 				c.Existed, c.OldValues = true, prev.Values
 			}
-		} else if !replace && !b.selfDiffing {
-			if unapplied {
-				c.OldValues, c.Existed = b.oldState(c.Key)
-			} else {
-				c.OldValues, c.Existed = b.cache.IndexValues(c.Key)
-			}
+		} else if old != nil {
+			c.OldValues, c.Existed = old(c.Key)
 		}
 	}
 	return out
-}
-
-// oldState returns the index values of what key holds, and whether it
-// holds an object: as the last staged commit not yet applied left it, or
-// as the cache has it. Both are read under stageMu, which an apply holds
-// while it updates the cache and forgets what it applied.
-func (b *Base) oldState(key string) ([][]string, bool) {
-	b.stageMu.Lock()
-	defer b.stageMu.Unlock()
-	if st, ok := b.unapplied[key]; ok {
-		if !st.exists {
-			return nil, false
-		}
-		return st.values, true
-	}
-	return b.cache.IndexValues(key)
 }
 
 // earlierChange returns the last change to key in done, or nil. When

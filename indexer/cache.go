@@ -246,6 +246,11 @@ func (c *Cache) Range(fn func(key string, obj interface{}) bool) {
 func (c *Cache) IndexValues(key string) ([][]string, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	return c.indexValuesLocked(key)
+}
+
+// indexValuesLocked is IndexValues with c.mu held.
+func (c *Cache) indexValuesLocked(key string) ([][]string, bool) {
 	v, ok := c.vals[key]
 	return v, ok
 }
