@@ -125,6 +125,9 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 	if sd, ok := cfg.Persister.(SelfDiffer); ok {
 		b.selfDiffing = sd.SelfDiffing()
 	}
+	if cp, ok := cfg.Persister.(CopyingPersister); ok && cp.CopiesData() {
+		b.prep.bufs = &encodeBuffers{}
+	}
 	b.stageCond.L = &b.stageMu
 	b.Writes = NewWrites(cfg.Info.Name, b.write)
 	return b, nil
@@ -191,6 +194,12 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 		if err := b.persister.Persist(ctx, b.changes(ps, replace), rv, replace); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
+		if b.prep.bufs != nil {
+			// Persisted, and copied by the persister: nothing reads the
+			// encodings any more (the cache keeps decoded objects, and a
+			// batch is persisted once).
+			b.prep.bufs.release(ps)
+		}
 	}
 	return ps, nil
 }
@@ -246,8 +255,17 @@ type preparedBatch struct {
 
 // Commit implements store.PreparedBatch.
 func (pb *preparedBatch) Commit(ctx context.Context) error {
-	return pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false)
+	err := pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false)
+	if err == nil {
+		pb.spent()
+	}
+	return err
 }
+
+// spent drops pb's preparation once it is persisted: its encodings may be
+// reused (see CopyingPersister), so a batch committed again is prepared
+// again.
+func (pb *preparedBatch) spent() { pb.ps = nil }
 
 // Persist implements store.StagedBatch. It does not wait for the previous
 // staged commit to reach the cache, which is what lets a writer persist one
@@ -264,6 +282,7 @@ func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) 
 	if err != nil {
 		return nil, err
 	}
+	pb.spent()
 	b.stageMu.Lock()
 	b.persisted++
 	ticket := b.persisted

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,6 +73,46 @@ func (c *ProtobufCodec) Type() string { return c.typ.PkgPath() + "." + c.typ.Nam
 
 // Encode implements store.Codec.
 func (c *ProtobufCodec) Encode(obj interface{}) ([]byte, error) {
+	m, err := c.message(obj)
+	if err != nil {
+		return nil, err
+	}
+	return m.Marshal()
+}
+
+// sizedMarshaler is the part of gogo-protobuf's generated code that
+// marshals into a buffer of the caller's (Marshal itself is Size, then
+// MarshalToSizedBuffer into a new buffer).
+type sizedMarshaler interface {
+	Size() int
+	MarshalToSizedBuffer(dAtA []byte) (int, error)
+}
+
+// AppendEncode implements store.AppendEncoder.
+func (c *ProtobufCodec) AppendEncode(dst []byte, obj interface{}) ([]byte, error) {
+	m, err := c.message(obj)
+	if err != nil {
+		return dst, err
+	}
+	sm, ok := m.(sizedMarshaler)
+	if !ok {
+		data, err := m.Marshal()
+		return append(dst, data...), err
+	}
+	size := sm.Size()
+	out := slices.Grow(dst, size)[:len(dst)+size]
+	n, err := sm.MarshalToSizedBuffer(out[len(dst):])
+	if err != nil {
+		return dst, err
+	}
+	if n != size {
+		return dst, fmt.Errorf("indexer: protobuf encode %s: marshalled %d bytes, its Size said %d", c.Type(), n, size)
+	}
+	return out, nil
+}
+
+// message returns obj as a protobuf message of the codec's type.
+func (c *ProtobufCodec) message(obj interface{}) (protoMessage, error) {
 	m, ok := obj.(protoMessage)
 	if !ok || reflect.TypeOf(obj).Elem() != c.typ {
 		return nil, fmt.Errorf("indexer: protobuf encode: got %T, want *%s", obj, c.Type())
@@ -79,7 +120,7 @@ func (c *ProtobufCodec) Encode(obj interface{}) ([]byte, error) {
 	if typednil.Is(obj) {
 		return nil, fmt.Errorf("indexer: protobuf encode: nil *%s", c.Type())
 	}
-	return m.Marshal()
+	return m, nil
 }
 
 // Decode implements store.Codec.

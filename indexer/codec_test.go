@@ -169,3 +169,44 @@ func TestCodecDecodeGarbage(t *testing.T) {
 		})
 	}
 }
+
+// TestProtobufAppendEncode: AppendEncode appends exactly Encode's bytes,
+// keeping what dst held and reusing its room, and refuses what Encode
+// refuses, leaving dst as it was.
+func TestProtobufAppendEncode(t *testing.T) {
+	c := mustCodec(t, &corev1.Pod{})
+	enc, ok := c.(store.AppendEncoder)
+	if !ok {
+		t.Fatalf("the protobuf codec (%T) is not a store.AppendEncoder", c)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+	}
+	want, err := c.Encode(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dst := range [][]byte{nil, []byte("prefix"), make([]byte, 0, 4096)} {
+		got, err := enc.AppendEncode(dst, pod)
+		if err != nil {
+			t.Fatalf("AppendEncode after %d bytes: %v", len(dst), err)
+		}
+		if diff := cmp.Diff(append(append([]byte(nil), dst...), want...), got); diff != "" {
+			t.Errorf("AppendEncode after %q (-want +got):\n%s", dst, diff)
+		}
+		if cap(dst) >= len(dst)+len(want) && &got[0] != &dst[:1][0] {
+			t.Errorf("AppendEncode into a buffer with room (cap %d) allocated a new one", cap(dst))
+		}
+	}
+	for name, obj := range map[string]interface{}{"other type": &corev1.ConfigMap{}, "typed nil": (*corev1.Pod)(nil)} {
+		dst := []byte("keep")
+		got, err := enc.AppendEncode(dst, obj)
+		if err == nil {
+			t.Errorf("%s: AppendEncode succeeded", name)
+		}
+		if string(got) != "keep" {
+			t.Errorf("%s: AppendEncode returned %q, want dst unchanged", name, got)
+		}
+	}
+}

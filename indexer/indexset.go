@@ -143,11 +143,14 @@ func Key(f cache.KeyFunc, obj interface{}) (string, error) {
 func Encode(codec store.Codec, obj interface{}) (data []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("codec panicked: %v", r)
+			err = errCodecPanic(r)
 		}
 	}()
 	return codec.Encode(obj)
 }
+
+// errCodecPanic is the error a recovered codec panic becomes.
+func errCodecPanic(r interface{}) error { return fmt.Errorf("codec panicked: %v", r) }
 
 // Decode decodes data with codec, turning a panic into an error: a codec
 // may run users' code (a custom UnmarshalJSON) on bytes read from disk,
@@ -156,7 +159,7 @@ func Encode(codec store.Codec, obj interface{}) (data []byte, err error) {
 func Decode(codec store.Codec, data []byte) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("codec panicked: %v", r)
+			err = errCodecPanic(r)
 		}
 	}()
 	return codec.Decode(data)

@@ -23,6 +23,9 @@ type Prepared struct {
 	Values [][]string
 	// Data is the encoding of Object for puts when a codec was given.
 	Data []byte
+	// pooled marks Data as a buffer of the Preparer's encodeBuffers, to be
+	// given back once persisted (see CopyingPersister).
+	pooled bool
 }
 
 // Preparer validates operations for one store: key function, index set and
@@ -32,6 +35,9 @@ type Preparer struct {
 	Indexes *IndexSet
 	// Codec encodes objects for puts; nil skips encoding (memory backends).
 	Codec store.Codec
+	// bufs, when set (by Base, over a CopyingPersister), holds the buffers
+	// a Codec that is a store.AppendEncoder encodes into.
+	bufs *encodeBuffers
 }
 
 // Prepare validates every op of a write and computes keys (refusing those
@@ -62,7 +68,7 @@ func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 		}
 	}
 	if parallel {
-		if err := encodeAll(op, codec, out); err != nil {
+		if err := encodeAll(op, codec, p.bufs, out); err != nil {
 			return nil, err
 		}
 	}
@@ -74,7 +80,7 @@ func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 const parallelEncodeMin = 128
 
 // encodeAll encodes the puts of ps with codec, in parallel chunks.
-func encodeAll(op string, codec store.Codec, ps []Prepared) error {
+func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, ps []Prepared) error {
 	workers := min(runtime.GOMAXPROCS(0), (len(ps)+parallelEncodeMin/2-1)/(parallelEncodeMin/2))
 	chunk := (len(ps) + workers - 1) / workers
 	errs := make([]error, workers)
@@ -87,14 +93,12 @@ func encodeAll(op string, codec store.Codec, ps []Prepared) error {
 				if r.Type != store.OpPut {
 					continue
 				}
-				data, err := Encode(codec, r.Object)
-				if err != nil {
+				if err := encodeInto(codec, bufs, r); err != nil {
 					// Chunks are in order, and each stops at its first
 					// failure: the first chunk's error is the batch's first.
 					errs[w] = fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, codec.Name(), store.ErrInvalid, err)
 					return
 				}
-				r.Data = data
 			}
 		})
 	}
@@ -164,11 +168,28 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 	}
 	r.Values = vals
 	if p.Codec != nil {
-		data, err := Encode(p.Codec, o.Object)
-		if err != nil {
+		if err := encodeInto(p.Codec, p.bufs, r); err != nil {
 			return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, p.Codec.Name(), store.ErrInvalid, err)
 		}
-		r.Data = data
 	}
+	return nil
+}
+
+// encodeInto sets r.Data to r.Object's encoding: in a buffer of bufs when
+// there are bufs and codec can append to one, else as Encode returns it.
+func encodeInto(codec store.Codec, bufs *encodeBuffers, r *Prepared) error {
+	if enc, ok := codec.(store.AppendEncoder); ok && bufs != nil {
+		data, err := appendEncode(enc, bufs.get(), r.Object)
+		if err != nil {
+			return err
+		}
+		r.Data, r.pooled = data, true
+		return nil
+	}
+	data, err := Encode(codec, r.Object)
+	if err != nil {
+		return err
+	}
+	r.Data = data
 	return nil
 }

@@ -20,3 +20,11 @@ type Codec interface {
 	// Decode returns a new object decoded from data. It never retains data.
 	Decode(data []byte) (interface{}, error)
 }
+
+// AppendEncoder is an optional interface of a Codec: it appends obj's
+// encoding, the same bytes Encode returns, to dst and returns the extended
+// buffer, growing it if need be. A store that copies what it writes may then
+// encode into buffers it reuses, instead of allocating one per object.
+type AppendEncoder interface {
+	AppendEncode(dst []byte, obj interface{}) ([]byte, error)
+}

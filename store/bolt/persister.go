@@ -368,6 +368,11 @@ func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv st
 // record from the file.
 func (p *persister) SelfDiffing() bool { return true }
 
+// CopiesData implements indexer.CopyingPersister: bbolt copies the values
+// of a transaction into its pages when it commits, before Persist returns,
+// and keeps no reference to them.
+func (p *persister) CopiesData() bool { return true }
+
 // PersistIndexes implements indexer.Persister.
 func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
 	if err := ctx.Err(); err != nil {

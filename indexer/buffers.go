@@ -1,0 +1,83 @@
+package indexer
+
+import (
+	"sync"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// CopyingPersister is implemented by a Persister that keeps no reference to
+// the Data of the changes it is given once Persist returns: what it writes,
+// it has copied (into pages, a log, a memtable). Base then encodes the puts
+// it persists into buffers it reuses once they are persisted, instead of
+// allocating one per object: encodings were most of what a durable commit
+// allocated, and so of its garbage collection.
+type CopyingPersister interface {
+	Persister
+	// CopiesData reports whether Persist keeps no reference to
+	// Change.Data after it returns.
+	CopiesData() bool
+}
+
+// Bounds of what an encodeBuffers keeps for reuse: a group commit of a few
+// thousand objects of a few KiB, and no single large object.
+const (
+	encodeBuffersMaxBytes = 8 << 20
+	encodeBufferMaxCap    = 64 << 10
+)
+
+// encodeBuffers is a free list of encoding buffers. A buffer is taken for
+// one object's encoding and given back once a persister that copies what it
+// writes has persisted it. It is safe for concurrent use: a batch is encoded
+// on several goroutines.
+type encodeBuffers struct {
+	mu    sync.Mutex
+	free  [][]byte
+	bytes int // total capacity of free
+}
+
+// get returns an empty buffer, from the free list if it has one.
+func (e *encodeBuffers) get() []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := len(e.free)
+	if n == 0 {
+		return nil
+	}
+	buf := e.free[n-1]
+	e.free[n-1] = nil
+	e.free = e.free[:n-1]
+	e.bytes -= cap(buf)
+	return buf[:0]
+}
+
+// release gives back the buffers of ps taken from e, and clears their Data:
+// nothing may read them once they are reused.
+func (e *encodeBuffers) release(ps []Prepared) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range ps {
+		p := &ps[i]
+		if !p.pooled {
+			continue
+		}
+		buf := p.Data
+		p.Data, p.pooled = nil, false
+		poisonReleased(buf)
+		if c := cap(buf); c <= encodeBufferMaxCap && e.bytes+c <= encodeBuffersMaxBytes {
+			e.free = append(e.free, buf)
+			e.bytes += c
+		}
+	}
+}
+
+// appendEncode encodes obj with enc into buf, turning a panic into an
+// error as Encode does.
+func appendEncode(enc store.AppendEncoder, buf []byte, obj interface{}) (data []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errCodecPanic(r)
+		}
+	}()
+	return enc.AppendEncode(buf, obj)
+}
