@@ -32,6 +32,8 @@ type Persister interface {
 	// Persist writes changes and, when rv is not empty, the resume point,
 	// in one transaction. With replace, the changes are the complete new
 	// contents: everything else is dropped. On error nothing is written.
+	// Persist keeps no reference to changes (the slice) once it returns:
+	// Base reuses it for the next batch.
 	Persist(ctx context.Context, changes []Change, rv string, replace bool) error
 	// PersistIndexes records a new index set and the index values of every
 	// stored object under it (keyed by object key), in one transaction.
@@ -75,6 +77,11 @@ type Base struct {
 	stageCond sync.Cond // on stageMu; broadcast when applied grows
 	persisted uint64    // staged commits persisted; guarded by stageMu
 	applied   uint64    // staged commits applied, in order; guarded by stageMu
+	// changeBuf is the slice changes fills, reused from one batch to the
+	// next (emptied, so that it holds no object meanwhile), unless a large
+	// batch (a relist) grew it past maxChangeBuf. Guarded by writeMu.
+	changeBuf []Change
+
 	// unapplied holds, for a persister that is not self-diffing, the state
 	// staged commits persisted and did not apply yet, by key: what the
 	// next commit's changes replace, before the cache has it. Guarded by
@@ -191,7 +198,13 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 		}
 	}
 	if b.persister != nil {
-		if err := b.persister.Persist(ctx, b.changes(ps, replace), rv, replace); err != nil {
+		changes := b.changes(ps, replace)
+		err := b.persister.Persist(ctx, changes, rv, replace)
+		clear(changes)
+		if cap(changes) <= maxChangeBuf {
+			b.changeBuf = changes[:0]
+		}
+		if err != nil {
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
 		if b.prep.bufs != nil {
@@ -327,6 +340,10 @@ func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string) {
 	b.stageCond.Broadcast()
 }
 
+// maxChangeBuf bounds the slice of changes Base keeps for reuse: a group
+// commit's, not a relist's.
+const maxChangeBuf = 1 << 14
+
 // sortThreshold is the batch size from which changes reach the persister in
 // key order.
 const sortThreshold = 64
@@ -343,7 +360,12 @@ const sortThreshold = 64
 // no map of the batch's keys is needed, which matters as commits of
 // thousands of distinct keys are what the informer sends.
 func (b *Base) changes(ps []Prepared, replace bool) []Change {
-	out := make([]Change, len(ps))
+	out := b.changeBuf[:0]
+	if cap(out) < len(ps) {
+		out = make([]Change, len(ps))
+	} else {
+		out = out[:len(ps)]
+	}
 	var old func(key string) ([][]string, bool)
 	if !replace && !b.selfDiffing {
 		// What a change replaces is what the last staged commit not yet

@@ -95,3 +95,34 @@ func TestStagedChangesReplaceUnapplied(t *testing.T) {
 		t.Errorf("%d keys still recorded as unapplied after every apply", len(b.unapplied))
 	}
 }
+
+// TestChangesStartClean: Base reuses the slice of changes from one batch
+// to the next; a relist, which looks nothing up, must not see what the
+// batch before it replaced.
+func TestChangesStartClean(t *testing.T) {
+	p := &recordingPersister{}
+	b := newNamespacedBase(t, p)
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "east", Name: name}}
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := b.Add(cm(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: cm("a")}, {Type: store.OpPut, Object: cm("b")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Replace([]interface{}{cm("c"), cm("d")}, "9"); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]replaced{
+		{{Key: "east/a"}},
+		{{Key: "east/b"}},
+		{{Key: "east/a", Existed: true, Old: [][]string{{"east"}}}, {Key: "east/b", Existed: true, Old: [][]string{{"east"}}}},
+		{{Key: "east/c"}, {Key: "east/d"}},
+	}
+	if diff := cmp.Diff(want, p.seen); diff != "" {
+		t.Errorf("what changes replace, per Persist (-want +got):\n%s", diff)
+	}
+}
