@@ -341,8 +341,9 @@ func badgerOptions(dir string, cfg dbConfig) badger.Options {
 		// helps bounded mode, and a small one suffices for index entries.
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(8 << 20).
-		// Objects above 1 KiB go to the value log, so the LSM tree (and
-		// compaction) only moves keys and small values.
+		// Objects from 256 bytes on go to the value log, so the LSM tree
+		// (and compaction) only moves keys and small values, and a
+		// transaction holds thousands of objects (see valueThreshold).
 		WithValueThreshold(valueThreshold).
 		// The default 1 GiB value-log file is mmap'd at twice its size and
 		// is what made a fresh directory report 2.3 GiB.

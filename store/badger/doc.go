@@ -163,7 +163,7 @@
 //
 //   - Memory: badger is configured small: two 16 MiB memtables (with
 //     mmap'd logs), an 8 MiB block cache, an 8 MiB index cache, objects
-//     over 1 KiB in the value log, 64 MiB value-log files. Measured on a
+//     from 256 bytes on in the value log, 64 MiB value-log files. Measured on a
 //     directory of 100,000 Pods reopened in bounded mode: 24 MiB of Go heap
 //     and 122 MiB RSS (badger's defaults: about 920 MiB RSS). The decoded
 //     objects of the default mode come on top, as in client-go.

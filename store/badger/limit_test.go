@@ -54,13 +54,17 @@ func TestMaxBatchOps(t *testing.T) {
 							Labels: map[string]string{}, Annotations: map[string]string{"pad": ""},
 						}}
 						for j := range nindexes {
-							p.Labels["l"+strconv.Itoa(j)] = fmt.Sprintf("value-%d-%d", r, i%50)
+							p.Labels["l"+strconv.Itoa(j)] = fmt.Sprintf("%d-%d", r, i%50)
 						}
 						data, err := codec.Encode(p)
 						if err != nil {
 							t.Fatal(err)
 						}
-						p.Annotations["pad"] = strings.Repeat("x", valueThreshold-len(data)-8)
+						pad := valueThreshold - len(data) - 8
+						if pad < 0 {
+							t.Fatalf("a Pod with %d labels encodes to %d bytes, past the value-log threshold (%d): not the worst case", nindexes, len(data), valueThreshold)
+						}
+						p.Annotations["pad"] = strings.Repeat("x", pad)
 						ops[i] = store.Op{Type: store.OpPut, Object: p}
 					}
 					return ops
