@@ -128,8 +128,10 @@ func diskFullChild(url string) int {
 		return 3
 	}
 	ctx := gocontext.Background()
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
+	// Unbuffered: a backend may end the process when a write fails (badger
+	// asserts when it cannot create a memtable file), and every line the
+	// parent reads must be whole and name a batch that was acknowledged.
+	out := os.Stdout
 	m := newModel()
 	var n uint64
 	s, err := store.Open(ctx, url, options())
