@@ -425,8 +425,11 @@ func (f *DeltaFIFO) advanceLocked() (rv string, oldest uint64) {
 		}
 	}
 	i := 0
-	for i < f.rvs.len() && f.rvs.at(i).seq < oldest {
-		rv = f.rvs.at(i).rv
+	for r := range f.rvs.all() {
+		if r.seq >= oldest {
+			break
+		}
+		rv = r.rv
 		i++
 	}
 	f.rvs.drop(i)

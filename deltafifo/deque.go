@@ -37,11 +37,6 @@ type deque[T any] struct {
 
 func (d *deque[T]) len() int { return d.n }
 
-// held returns how many chunks the deque holds, its spares included.
-func (d *deque[T]) held() int {
-	return len(d.chunks) - d.first + len(d.spares)
-}
-
 // at returns the i-th oldest queued element, valid until the next drop.
 func (d *deque[T]) at(i int) *T {
 	if i < 0 || i >= d.n {

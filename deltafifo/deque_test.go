@@ -6,6 +6,11 @@ import (
 	"testing"
 )
 
+// held returns how many chunks d holds, its spares included.
+func (d *deque[T]) held() int {
+	return len(d.chunks) - d.first + len(d.spares)
+}
+
 // checkDeque compares d with want, the queued elements oldest first,
 // through every accessor.
 func checkDeque(t *testing.T, step int, d *deque[int], want []int) {

@@ -366,6 +366,8 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 	} else {
 		out = out[:len(ps)]
 	}
+	// Sorted before the locks below are taken: an apply waits for them.
+	order := keyOrder(ps)
 	var old func(key string) ([][]string, bool)
 	if !replace && !b.selfDiffing {
 		// What a change replaces is what the last staged commit not yet
@@ -392,7 +394,6 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 			}
 		}
 	}
-	order := keyOrder(ps)
 	for i := range out {
 		c := &out[i]
 		if order != nil {

@@ -73,11 +73,6 @@ func (e *encodeBuffers) release(ps []Prepared) {
 
 // appendEncode encodes obj with enc into buf, turning a panic into an
 // error as Encode does.
-func appendEncode(enc store.AppendEncoder, buf []byte, obj interface{}) (data []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = errCodecPanic(r)
-		}
-	}()
-	return enc.AppendEncode(buf, obj)
+func appendEncode(enc store.AppendEncoder, buf []byte, obj interface{}) ([]byte, error) {
+	return guardCodec(func() ([]byte, error) { return enc.AppendEncode(buf, obj) })
 }

@@ -140,29 +140,26 @@ func Key(f cache.KeyFunc, obj interface{}) (string, error) {
 // CallKeyFunc does for key functions: codecs run users' code (a custom
 // MarshalJSON), and encoding runs in worker goroutines, where a panic
 // could not be recovered by any caller and would end the process.
-func Encode(codec store.Codec, obj interface{}) (data []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = errCodecPanic(r)
-		}
-	}()
-	return codec.Encode(obj)
+func Encode(codec store.Codec, obj interface{}) ([]byte, error) {
+	return guardCodec(func() ([]byte, error) { return codec.Encode(obj) })
 }
-
-// errCodecPanic is the error a recovered codec panic becomes.
-func errCodecPanic(r interface{}) error { return fmt.Errorf("codec panicked: %v", r) }
 
 // Decode decodes data with codec, turning a panic into an error: a codec
 // may run users' code (a custom UnmarshalJSON) on bytes read from disk,
 // possibly damaged, often in worker goroutines where a panic would end the
 // process.
-func Decode(codec store.Codec, data []byte) (obj interface{}, err error) {
+func Decode(codec store.Codec, data []byte) (interface{}, error) {
+	return guardCodec(func() (interface{}, error) { return codec.Decode(data) })
+}
+
+// guardCodec runs one call of a codec, turning a panic into an error.
+func guardCodec[T any](call func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = errCodecPanic(r)
+			err = fmt.Errorf("codec panicked: %v", r)
 		}
 	}()
-	return codec.Decode(data)
+	return call()
 }
 
 // CallKeyFunc runs a key function, turning a panic into an error for the
