@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -151,6 +152,10 @@ type sharedDB struct {
 	// writes, which have no store to close) switched away from: the
 	// database closes only once they are over.
 	oldGens background
+
+	// syncFault is set once badger reports a failed fsync of its value log
+	// (see syncFault): from then on no write of the database is durable.
+	syncFault syncFault
 }
 
 // background runs goroutines that use a database and waits for them. Unlike
@@ -235,7 +240,7 @@ func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout ti
 	registry[dir] = sh
 	registryMu.Unlock()
 
-	db, err := openDB(ctx, dir, cfg, lockTimeout)
+	db, err := openDB(ctx, dir, cfg, lockTimeout, &sh.syncFault)
 
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -326,11 +331,11 @@ func (sh *sharedDB) runGC(stop <-chan struct{}) int {
 
 // badgerOptions tames badger's memory and disk use for an informer cache:
 // objects of a few KiB, written in batches, read mostly from memory.
-func badgerOptions(dir string, cfg dbConfig) badger.Options {
+func badgerOptions(dir string, cfg dbConfig, fault *syncFault) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithSyncWrites(cfg.durability == store.DurabilitySync).
 		WithNumVersionsToKeep(1).
-		WithLogger(klogAdapter{dir: dir}).
+		WithLogger(klogAdapter{dir: dir, syncFault: fault}).
 		// Memtables (and their mmap'd write-ahead logs) dominate RSS:
 		// badger's default is five of 64 MiB.
 		WithMemTableSize(cfg.memTableSize).
@@ -360,7 +365,7 @@ func badgerOptions(dir string, cfg dbConfig) badger.Options {
 
 // openDB opens badger in dir, retrying while another process holds the
 // directory lock, and maps failures to store errors.
-func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration) (*badger.DB, error) {
+func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, error) {
 	// Before the chmod below would hide it: a directory that is a link,
 	// or that other users can write, is refused.
 	if err := store.CheckPath(dir, true); err != nil {
@@ -392,7 +397,7 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 		// A directory that was empty may have been filled meanwhile by
 		// the process whose lock made the last attempt fail (and that
 		// process may have been killed): check it then too.
-		db, err := checkAndOpen(dir, cfg, existed || dirHasFiles(dir))
+		db, err := checkAndOpen(dir, cfg, existed || dirHasFiles(dir), fault)
 		if err == nil {
 			chmodFiles(dir)
 			return db, nil
@@ -429,7 +434,7 @@ var errDamaged = errors.New("damaged")
 // meanwhile. The lock is dropped just before badger.Open takes it again; a
 // process slipping into that gap makes badger.Open fail on the lock, and
 // the whole step is retried.
-func checkAndOpen(dir string, cfg dbConfig, existed bool) (*badger.DB, error) {
+func checkAndOpen(dir string, cfg dbConfig, existed bool, fault *syncFault) (*badger.DB, error) {
 	if existed {
 		unlock, err := lockDir(dir)
 		if err != nil {
@@ -441,7 +446,7 @@ func checkAndOpen(dir string, cfg dbConfig, existed bool) (*badger.DB, error) {
 			return nil, err
 		}
 	}
-	return tryOpen(dir, cfg)
+	return tryOpen(dir, cfg, fault)
 }
 
 // checkFiles prepares a directory for badger.Open after a crash, and
@@ -634,13 +639,13 @@ func verifyTable(path string) (err error) {
 
 // tryOpen calls badger.Open, turning a panic (badger panics on some damaged
 // files) into an error.
-func tryOpen(dir string, cfg dbConfig) (db *badger.DB, err error) {
+func tryOpen(dir string, cfg dbConfig, fault *syncFault) (db *badger.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			db, err = nil, fmt.Errorf("badger panicked: %v", r)
 		}
 	}()
-	return badger.Open(badgerOptions(dir, cfg))
+	return badger.Open(badgerOptions(dir, cfg, fault))
 }
 
 // errDirLocked is lockDir's failure: another process holds the directory.
@@ -738,10 +743,71 @@ func chmodFiles(dir string) {
 
 // klogAdapter sends badger's chatter to klog: errors as errors, the rest at
 // high verbosity, since badger logs every compaction and value-log replay.
-type klogAdapter struct{ dir string }
+// It also records in syncFault, if set, the one write failure badger only
+// logs.
+type klogAdapter struct {
+	dir       string
+	syncFault *syncFault
+}
 
 func (l klogAdapter) Errorf(f string, args ...interface{}) {
+	if f == badgerVlogSyncFailed && l.syncFault != nil {
+		l.syncFault.record(args)
+	}
 	klog.Background().Error(nil, "Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+}
+
+// badgerVlogSyncFailed is the format badger (v4.9.6, valueLog.write) logs a
+// failed fsync of its value log with, the failure it does not return.
+// TestBadgerLogsVlogSyncFailure fails when badger's source no longer has it.
+const badgerVlogSyncFailed = "Error while curlf sync: %v\n"
+
+// syncFault records a failed fsync of the value log that badger reported
+// only to its logger. With SyncWrites, badger syncs the value log after
+// writing a group of transactions; when that fails, it logs the error and
+// goes on, and the transactions' commits return nil although their objects
+// may never reach the disk. Badger logs on its write goroutine before it
+// releases those commits, so a commit that returned sees the fault already.
+//
+// The fault is sticky: after a failed fsync the kernel may drop the pages it
+// could not write and report the next fsync as a success, so no later write
+// of the database is known durable either. Writes fail (see durable) until
+// the database is closed and opened again, which reads back what survived.
+type syncFault struct {
+	err atomic.Pointer[error]
+}
+
+// record keeps the first failure: args are those of badgerVlogSyncFailed.
+func (f *syncFault) record(args []interface{}) {
+	err := fmt.Errorf("fsync of the value log failed: %v", args)
+	if len(args) == 1 {
+		if cause, ok := args[0].(error); ok {
+			err = fmt.Errorf("fsync of the value log failed: %w", cause)
+		}
+	}
+	f.err.CompareAndSwap(nil, &err)
+}
+
+// failed returns the recorded failure, or nil.
+func (f *syncFault) failed() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// durable returns err, or, when err is nil, an error if badger has failed
+// to fsync its value log since the database opened: badger acknowledged
+// the write, but it may not survive a power loss. Every write that makes
+// something durable (a commit, a meta record) checks it before it returns.
+func (sh *sharedDB) durable(err error) error {
+	if err != nil {
+		return err
+	}
+	if ferr := sh.syncFault.failed(); ferr != nil {
+		return fmt.Errorf("badger://%s: %w; badger reported the write done, but it may not survive a power loss, nor may any later write: writes fail until every store of the directory is closed and opened again (restart the process)", sh.dir, ferr)
+	}
+	return nil
 }
 
 func (l klogAdapter) Warningf(f string, args ...interface{}) {

@@ -122,6 +122,19 @@
 // per transaction without grouping concurrent writers; group commits
 // (store.Batch) are how writes stay fast.
 //
+// A failed fsync fails the write. Badger (v4.9.6) returns a failed fsync of
+// its write-ahead log, but only logs one of its value log and reports the
+// transactions done; the store watches badger's log for it. From then on
+// every write of the directory's stores fails with an error wrapping the
+// fsync's (syscall.EIO, say), the commit that met it included, and writes
+// nothing more: after a failed fsync the kernel may have dropped what it
+// could not write and report the next fsync as a success, so no later
+// write would be known durable either. Reads go on. The informer retries
+// its commits, logging each failure, and handlers hear of nothing new until
+// the process restarts (every store of the directory closed and opened
+// again), which reads back what reached the disk: the commit that met the
+// failure may be there, with its resume point, or not.
+//
 // durability=nosync turns SyncWrites off. Badger writes its write-ahead
 // log and value log into shared memory maps before a commit returns, so a
 // process crash (kill -9, panic, OOM kill) loses nothing either: the kernel

@@ -559,9 +559,9 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 			return err
 		}
 	}
-	err = sh.db.Update(func(txn *badger.Txn) error {
+	err = sh.durable(sh.db.Update(func(txn *badger.Txn) error {
 		return txn.Delete(s.k.meta())
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("delete the meta record (the store is dropped; a later Drop of the name deletes it): %w", err)
 	}

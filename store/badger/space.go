@@ -196,6 +196,9 @@ func (s *space) create(want store.Meta, entries bool) error {
 	for _, g := range gens {
 		s.deleteGen(g)
 	}
+	if err := s.sh.durable(nil); err != nil {
+		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
+	}
 	return nil
 }
 
@@ -249,14 +252,30 @@ func (s *space) setRecord(m metaRecord) error {
 	s.mu.Lock()
 	s.rec = m
 	s.mu.Unlock()
-	return nil
+	return s.sh.durable(nil)
 }
 
+// writeMeta writes m as the store's meta record, unless badger has failed
+// to sync since the database opened (see syncFault). A nil error means the
+// record is written, not that it is durable: the caller makes the record
+// current, then checks (sharedDB.durable) before it reports success.
 func (s *space) writeMeta(m metaRecord) error {
-	return s.sh.db.Update(func(txn *badger.Txn) error {
+	if err := s.sh.durable(nil); err != nil {
+		return err
+	}
+	err := s.sh.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(s.k.meta(), encodeMeta(m))
 	})
+	if err == nil && testHookWritten != nil {
+		testHookWritten(s.sh)
+	}
+	return err
 }
+
+// testHookWritten, when set (by tests), runs after each badger transaction
+// whose durability a write checks (a commit, a meta record), before the
+// check: where badger would log a failed fsync of that transaction.
+var testHookWritten func(sh *sharedDB)
 
 // switchGen makes gen the current generation in one transaction, with the
 // meta record changed by edit, then deletes the previous generation in the
@@ -287,7 +306,16 @@ func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 	s.rec, s.k = m, s.k.withGen(gen)
 	s.mu.Unlock()
 	s.sh.oldGens.Go(func() { s.deleteGen(old) })
-	return nil
+	// Switched, whether or not the switch is durable: the caller must not
+	// delete gen even when this fails (see rebuild).
+	return s.sh.durable(nil)
+}
+
+// isCurrent reports whether gen is the store's current generation.
+func (s *space) isCurrent(gen uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rec.Generation == gen
 }
 
 // deleteGen deletes every key of a generation that is not current. A
@@ -484,6 +512,9 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 		return err
 	}
 	k, names, entries := s.snapshot()
+	if err := s.sh.durable(nil); err != nil {
+		return err
+	}
 	if !replace {
 		var need int64
 		for i := range changes {
@@ -507,6 +538,10 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 			m.ResourceVersion = rv
 			return txn.Set(k.meta(), encodeMeta(m))
 		})
+		if err == nil && testHookWritten != nil {
+			testHookWritten(s.sh)
+		}
+		err = s.sh.durable(err)
 		if err == nil {
 			if rv != "" {
 				s.mu.Lock()
@@ -609,7 +644,9 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 		return err
 	}
 	if err := s.switchGen(gen, edit); err != nil {
-		s.deleteGen(gen)
+		if !s.isCurrent(gen) {
+			s.deleteGen(gen)
+		}
 		return err
 	}
 	return nil
