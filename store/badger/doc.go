@@ -133,7 +133,13 @@
 // its commits, logging each failure, and handlers hear of nothing new until
 // the process restarts (every store of the directory closed and opened
 // again), which reads back what reached the disk: the commit that met the
-// failure may be there, with its resume point, or not.
+// failure may be there, with its resume point, or not, or its objects may
+// be unreadable, which fails the open with store.ErrCorrupt (delete the
+// directory and let the informers relist). A failed fsync of the
+// write-ahead log fails its commit only (badger returns it); the
+// informer's retry writes it again, and if the log lost the failed write,
+// a restart replays the log up to it and resumes the watch from the resume
+// point before it, as after a power loss with durability=nosync.
 //
 // durability=nosync turns SyncWrites off. Badger writes its write-ahead
 // log and value log into shared memory maps before a commit returns, so a
