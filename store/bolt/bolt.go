@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -191,6 +192,61 @@ type file struct {
 	// refs and names are guarded by filesMu.
 	refs  int
 	names map[string]bool // store names open on the file
+
+	// syncFault holds the first commit that failed to reach the disk
+	// (see update): from then on no write of the file is durable.
+	syncFault atomic.Pointer[error]
+}
+
+// update runs fn in a bbolt write transaction of the file. A commit that
+// fails to sync (fdatasync's error, which bbolt returns as is) or meets an
+// I/O error fails every later update of the file too, until it is opened
+// again: bbolt rolls its memory back to the last commit, but the failed
+// commit's pages, its meta page included, may have reached the disk anyway,
+// and after a failed fsync the kernel may drop pages it could not write and
+// report the next fsync as a success, so no later commit would be known
+// durable, nor the file consistent. Other failures (fn's errors, a full
+// disk refusing a write) leave the file as it was and are only returned.
+func (f *file) update(fn func(tx *bbolt.Tx) error) error {
+	if err := f.syncFailed(); err != nil {
+		return err
+	}
+	var fnErr error
+	err := f.db.Update(func(tx *bbolt.Tx) error {
+		fnErr = fn(tx)
+		return fnErr
+	})
+	if testHookCommitErr != nil && err == nil {
+		err = testHookCommitErr()
+	}
+	if err != nil && fnErr == nil && isSyncFailure(err) {
+		f.syncFault.CompareAndSwap(nil, &err)
+		return f.syncFailed()
+	}
+	return err
+}
+
+// testHookCommitErr, when set (by tests), replaces the result of every
+// successful commit of update: a failure bbolt reports after the commit's
+// pages, meta page included, were written (its final fdatasync's).
+var testHookCommitErr func() error
+
+// isSyncFailure reports whether err, returned by bbolt's Commit, says the
+// commit's bytes may not be on disk: a bare errno is fdatasync's (bbolt's
+// writes fail with an *os.PathError), and EIO is an I/O error wherever it
+// came from.
+func isSyncFailure(err error) bool {
+	_, bare := err.(syscall.Errno)
+	return bare || errors.Is(err, syscall.EIO)
+}
+
+// syncFailed returns the error of writes after a failed sync, or nil.
+func (f *file) syncFailed() error {
+	p := f.syncFault.Load()
+	if p == nil {
+		return nil
+	}
+	return fmt.Errorf("a commit failed to reach the disk (%w); writes fail until every store of the file is closed and opened again (restart the process): what that commit wrote may be on disk or not, and no later write would be known durable", *p)
 }
 
 var (
@@ -606,7 +662,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 	// entries on or off writes: one transaction each, so a crash leaves
 	// the store as it was or as it should be.
 	err = guard(func() error {
-		return f.db.Update(func(tx *bbolt.Tx) error {
+		return f.update(func(tx *bbolt.Tx) error {
 			if !exists {
 				b, err := createStore(tx, o.Name, want)
 				if err != nil {

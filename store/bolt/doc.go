@@ -55,6 +55,18 @@
 // batch changes into one Commit: a Commit of 1,000 objects costs the same
 // two fsyncs as a Commit of one. The informer group-commits for this reason.
 //
+// A write whose fdatasync fails, or which meets an I/O error (EIO), fails,
+// and so does every later write of the file, in any of its stores, until
+// every store of it is closed and the file opened again (restart the
+// process); reads go on. bbolt rolls its memory back to the last commit,
+// but the failed commit's pages, meta page included, may have reached the
+// disk, and after a failed fsync the kernel may drop what it could not
+// write and report the next fsync as a success: no later write would be
+// known durable, and memory and file would disagree. Reopening reads back
+// what reached the disk, with or without that commit. A write refused for
+// want of space (the disk full) leaves the file as it was and fails alone:
+// the informer retries it until space is freed.
+//
 // With durability=nosync, bbolt's NoSync is set: a process crash still loses
 // nothing (the operating system has the pages), but a power loss or kernel
 // crash can lose recent writes and, as bbolt's own documentation says, can

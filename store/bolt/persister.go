@@ -315,7 +315,7 @@ func viewStore(f *file, name string, fn func(b *buckets) error) error {
 
 func updateStore(f *file, name string, fn func(b *buckets) error) error {
 	err := guard(func() error {
-		return f.db.Update(func(tx *bbolt.Tx) error {
+		return f.update(func(tx *bbolt.Tx) error {
 			b, err := storeBuckets(tx, name)
 			if err != nil {
 				return err
