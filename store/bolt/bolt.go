@@ -236,7 +236,8 @@ var testHookCommitErr func() error
 // writes fail with an *os.PathError), and EIO is an I/O error wherever it
 // came from.
 func isSyncFailure(err error) bool {
-	_, bare := err.(syscall.Errno)
+	var errno syscall.Errno
+	bare := errors.As(err, &errno) && errors.Unwrap(err) == nil
 	return bare || errors.Is(err, syscall.EIO)
 }
 
