@@ -762,17 +762,25 @@ func (l klogAdapter) Errorf(f string, args ...interface{}) {
 // TestBadgerLogsVlogSyncFailure fails when badger's source no longer has it.
 const badgerVlogSyncFailed = "Error while curlf sync: %v\n"
 
-// syncFault records a failed fsync of the value log that badger reported
-// only to its logger. With SyncWrites, badger syncs the value log after
-// writing a group of transactions; when that fails, it logs the error and
-// goes on, and the transactions' commits return nil although their objects
-// may never reach the disk. Badger logs on its write goroutine before it
-// releases those commits, so a commit that returned sees the fault already.
+// syncFault records the first write of the database that may have failed
+// to reach the disk:
+//
+//   - a failed fsync of the value log, which badger reports only to its
+//     logger: with SyncWrites, badger syncs the value log after writing a
+//     group of transactions; when that fails, it logs the error and goes
+//     on, and the transactions' commits return nil although their objects
+//     may never reach the disk. Badger logs on its write goroutine before
+//     it releases those commits, so a commit that returned sees the fault
+//     already;
+//   - any error of badger's write goroutine, which a commit returns once
+//     its transaction was handed over (see update): the memtable's log
+//     failed to sync, say, after the transaction went into the memtable.
 //
 // The fault is sticky: after a failed fsync the kernel may drop the pages it
-// could not write and report the next fsync as a success, so no later write
-// of the database is known durable either. Writes fail (see durable) until
-// the database is closed and opened again, which reads back what survived.
+// could not write and report the next fsync as a success, and badger replays
+// its logs only up to the first damaged entry, so no later write of the
+// database is known durable either. Writes fail (see durable) until the
+// database is closed and opened again, which reads back what survived.
 type syncFault struct {
 	err atomic.Pointer[error]
 }
@@ -788,6 +796,13 @@ func (f *syncFault) record(args []interface{}) {
 	f.err.CompareAndSwap(nil, &err)
 }
 
+// recordWrite keeps err, an error of badger's write goroutine, as the
+// first failure if there is none yet.
+func (f *syncFault) recordWrite(err error) {
+	err = fmt.Errorf("badger's write of a transaction failed: %w", err)
+	f.err.CompareAndSwap(nil, &err)
+}
+
 // failed returns the recorded failure, or nil.
 func (f *syncFault) failed() error {
 	if p := f.err.Load(); p != nil {
@@ -796,19 +811,57 @@ func (f *syncFault) failed() error {
 	return nil
 }
 
-// durable returns err, or, when err is nil, an error if badger has failed
-// to fsync its value log since the database opened: badger acknowledged
-// the write, but it may not survive a power loss. Every write that makes
-// something durable (a commit, a meta record) checks it before it returns.
+// durable returns err, or, when err is nil, an error if a write of the
+// database may have failed to reach the disk since it opened (see
+// syncFault): what badger acknowledged since may not survive a power loss.
+// Every write that makes something durable (a commit, a meta record)
+// checks it before it returns.
 func (sh *sharedDB) durable(err error) error {
 	if err != nil {
 		return err
 	}
 	if ferr := sh.syncFault.failed(); ferr != nil {
-		return fmt.Errorf("badger://%s: %w; badger reported the write done, but it may not survive a power loss, nor may any later write: writes fail until every store of the directory is closed and opened again (restart the process)", sh.dir, ferr)
+		return fmt.Errorf("badger://%s: %w; the write may be on disk or not, and no later write would be known durable: writes fail until every store of the directory is closed and opened again (restart the process)", sh.dir, ferr)
 	}
 	return nil
 }
+
+// update runs fn in a badger transaction and commits it, unless a write of
+// the database has failed to reach the disk (see syncFault). Like
+// badger's Update it returns fn's error, or the commit's; a nil error
+// means the transaction is written, not that it is durable: the caller
+// makes it current, then checks durable before it reports success. An
+// error of the commit that badger's write goroutine returned, after the
+// transaction was handed over (not ErrTxnTooBig, ErrBlockedWrites,
+// ErrConflict or ErrDBClosed, which badger returns before), leaves it
+// unknown whether the transaction is in badger and on disk: it is recorded
+// in syncFault, and update returns durable's error.
+func (sh *sharedDB) update(fn func(txn *badger.Txn) error) error {
+	if err := sh.durable(nil); err != nil {
+		return err
+	}
+	var fnErr error
+	err := sh.db.Update(func(txn *badger.Txn) error {
+		fnErr = fn(txn)
+		return fnErr
+	})
+	if err == nil && testHookCommitted != nil {
+		err = testHookCommitted(sh)
+	}
+	if err == nil || fnErr != nil || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrBlockedWrites) ||
+		errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrDBClosed) {
+		return err
+	}
+	sh.syncFault.recordWrite(err)
+	return sh.durable(nil)
+}
+
+// testHookCommitted, when set (by tests), runs after each transaction
+// update commits, and its error replaces the commit's nil: what badger's
+// write goroutine may return after writing the transaction into the
+// memtable. It may also log a failed fsync through badger's logger, as the
+// write goroutine would before releasing the commit.
+var testHookCommitted func(sh *sharedDB) error
 
 func (l klogAdapter) Warningf(f string, args ...interface{}) {
 	klog.Background().V(4).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)

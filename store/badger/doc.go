@@ -124,22 +124,23 @@
 //
 // A failed fsync fails the write. Badger (v4.9.6) returns a failed fsync of
 // its write-ahead log, but only logs one of its value log and reports the
-// transactions done; the store watches badger's log for it. From then on
-// every write of the directory's stores fails with an error wrapping the
-// fsync's (syscall.EIO, say), the commit that met it included, and writes
-// nothing more: after a failed fsync the kernel may have dropped what it
-// could not write and report the next fsync as a success, so no later
+// transactions done; the store watches badger's log for it. From then on,
+// and also after any error that badger's write goroutine returns for a
+// transaction already handed to it (which may be in badger and on disk, or
+// not), every write of the directory's stores fails with an error wrapping
+// the cause (syscall.EIO, say), the commit that met it included, and
+// writes nothing more: after a failed fsync the kernel may have dropped
+// what it could not write and report the next fsync as a success, and
+// badger replays its logs only up to the first damaged entry, so no later
 // write would be known durable either. Reads go on. The informer retries
 // its commits, logging each failure, and handlers hear of nothing new until
 // the process restarts (every store of the directory closed and opened
 // again), which reads back what reached the disk: the commit that met the
 // failure may be there, with its resume point, or not, or its objects may
 // be unreadable, which fails the open with store.ErrCorrupt (delete the
-// directory and let the informers relist). A failed fsync of the
-// write-ahead log fails its commit only (badger returns it); the
-// informer's retry writes it again, and if the log lost the failed write,
-// a restart replays the log up to it and resumes the watch from the resume
-// point before it, as after a power loss with durability=nosync.
+// directory and let the informers relist). A write that badger refuses
+// before its write goroutine (too large for one transaction, a closed
+// database) and the store's own refusals (min_free) fail alone.
 //
 // durability=nosync turns SyncWrites off. Badger writes its write-ahead
 // log and value log into shared memory maps before a commit returns, so a

@@ -559,7 +559,7 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 			return err
 		}
 	}
-	err = sh.durable(sh.db.Update(func(txn *badger.Txn) error {
+	err = sh.durable(sh.update(func(txn *badger.Txn) error {
 		return txn.Delete(s.k.meta())
 	}))
 	if err != nil {

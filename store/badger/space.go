@@ -260,22 +260,10 @@ func (s *space) setRecord(m metaRecord) error {
 // record is written, not that it is durable: the caller makes the record
 // current, then checks (sharedDB.durable) before it reports success.
 func (s *space) writeMeta(m metaRecord) error {
-	if err := s.sh.durable(nil); err != nil {
-		return err
-	}
-	err := s.sh.db.Update(func(txn *badger.Txn) error {
+	return s.sh.update(func(txn *badger.Txn) error {
 		return txn.Set(s.k.meta(), encodeMeta(m))
 	})
-	if err == nil && testHookWritten != nil {
-		testHookWritten(s.sh)
-	}
-	return err
 }
-
-// testHookWritten, when set (by tests), runs after each badger transaction
-// whose durability a write checks (a commit, a meta record), before the
-// check: where badger would log a failed fsync of that transaction.
-var testHookWritten func(sh *sharedDB)
 
 // switchGen makes gen the current generation in one transaction, with the
 // meta record changed by edit, then deletes the previous generation in the
@@ -523,7 +511,7 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 		if err := s.sh.checkSpace(2 * need); err != nil {
 			return err
 		}
-		err := s.sh.db.Update(func(txn *badger.Txn) error {
+		err := s.sh.update(func(txn *badger.Txn) error {
 			for i := range changes {
 				if err := writeChange(txn, k, names, entries, &changes[i]); err != nil {
 					return err
@@ -538,9 +526,6 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 			m.ResourceVersion = rv
 			return txn.Set(k.meta(), encodeMeta(m))
 		})
-		if err == nil && testHookWritten != nil {
-			testHookWritten(s.sh)
-		}
 		err = s.sh.durable(err)
 		if err == nil {
 			if rv != "" {
@@ -644,7 +629,10 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 		return err
 	}
 	if err := s.switchGen(gen, edit); err != nil {
-		if !s.isCurrent(gen) {
+		// Not when the switch made gen current, nor when it may have
+		// reached the disk without (a write that failed to reach the
+		// disk): the next open deletes gen if it is not current.
+		if !s.isCurrent(gen) && s.sh.syncFault.failed() == nil {
 			s.deleteGen(gen)
 		}
 		return err

@@ -83,53 +83,87 @@ func TestVlogSyncFailureFailsWrites(t *testing.T) {
 	}
 }
 
-// TestVlogSyncFailureDuringCommit makes badger report a failed fsync of a
-// commit's own transaction: the commit fails although badger has it, the
-// default mode's reads do not show it, and the database is opened again
-// with it.
-func TestVlogSyncFailureDuringCommit(t *testing.T) {
-	dir := t.TempDir()
-	a, err := Open(t.Context(), dir, podOptions(t, "pods-a", 0))
-	mustOK(t, "Open a", err)
-	mustOK(t, "commit", putPod(t, a, 1, "10"))
-	testHookWritten = failVlogSync
-	err = putPod(t, a, 2, "20")
-	testHookWritten = nil
-	wantSyncFault(t, "the commit", err)
-	one := map[string]string{"ns-1/pod-000001": "10/x"}
-	wantStore(t, "after the fault", a, "10", one)
-	mustOK(t, "close", a.Close())
-
-	a, err = Open(t.Context(), dir, podOptions(t, "pods-a", 0))
-	mustOK(t, "reopen", err)
-	defer func() { mustOK(t, "close", a.Close()) }()
-	wantStore(t, "reopened", a, "20", map[string]string{"ns-1/pod-000001": "10/x", "ns-2/pod-000002": "20/x"})
+// commitFaults are the two ways a commit's own transaction may fail to
+// reach the disk after badger wrote it: a failed fsync of the value log,
+// which badger only logs, and an error its write goroutine returns (the
+// memtable's log failed to sync).
+var commitFaults = []struct {
+	name string
+	hook func(sh *sharedDB) error
+	want error
+}{
+	{"value log fsync", func(sh *sharedDB) error { failVlogSync(sh); return nil }, syscall.EIO},
+	{"write goroutine", func(*sharedDB) error { return errWriteGoroutine }, errWriteGoroutine},
 }
 
-// TestVlogSyncFailureDuringSwitch makes badger report a failed fsync of the
-// transaction that switches a store to a new generation (AddIndexers
-// rewrites the value records into one): the write fails, but the new
-// generation, which the meta record names, must not be deleted as a failed
-// write's would be, or the reopened store would have lost its objects.
-func TestVlogSyncFailureDuringSwitch(t *testing.T) {
-	dir := t.TempDir()
-	a, err := Open(t.Context(), dir, podOptions(t, "pods-a", 0))
-	mustOK(t, "Open a", err)
-	mustOK(t, "commit", putPod(t, a, 1, "10"))
-	mustOK(t, "commit", putPod(t, a, 2, "20"))
-	testHookWritten = failVlogSync
-	err = a.AddIndexers(cache.Indexers{"node": indexer.FieldIndexFunc("spec.nodeName")})
-	testHookWritten = nil
-	wantSyncFault(t, "AddIndexers", err)
-	mustOK(t, "close", a.Close())
+// errWriteGoroutine stands for an error of badger's write goroutine.
+var errWriteGoroutine = errors.New("writeRequests err: input/output error")
 
-	opts := podOptions(t, "pods-a", 0)
-	opts.Indexers["node"] = indexer.FieldIndexFunc("spec.nodeName")
-	a, err = Open(t.Context(), dir, opts)
-	mustOK(t, "reopen", err)
-	defer func() { mustOK(t, "close", a.Close()) }()
-	wantStore(t, "reopened", a, "20", map[string]string{"ns-1/pod-000001": "10/x", "ns-2/pod-000002": "20/x"})
-	checkIndexes(t, a)
+// TestSyncFailureDuringCommit makes a commit's own transaction fail to
+// reach the disk after badger wrote it: the commit fails although badger
+// has it, the default mode's reads do not show it, later writes fail, and
+// the database is opened again with it.
+func TestSyncFailureDuringCommit(t *testing.T) {
+	for _, fault := range commitFaults {
+		t.Run(fault.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a, err := Open(t.Context(), dir, podOptions(t, "pods-a", 0))
+			mustOK(t, "Open a", err)
+			mustOK(t, "commit", putPod(t, a, 1, "10"))
+			testHookCommitted = fault.hook
+			err = putPod(t, a, 2, "20")
+			testHookCommitted = nil
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, fault.want) || !strings.Contains(err.Error(), "opened again") {
+					t.Errorf("%s = %v, want an error wrapping %v that says to open the database again", what, err, fault.want)
+				}
+			}
+			check("the commit", err)
+			check("a later commit", putPod(t, a, 3, "30"))
+			one := map[string]string{"ns-1/pod-000001": "10/x"}
+			wantStore(t, "after the fault", a, "10", one)
+			mustOK(t, "close", a.Close())
+
+			a, err = Open(t.Context(), dir, podOptions(t, "pods-a", 0))
+			mustOK(t, "reopen", err)
+			defer func() { mustOK(t, "close", a.Close()) }()
+			wantStore(t, "reopened", a, "20", map[string]string{"ns-1/pod-000001": "10/x", "ns-2/pod-000002": "20/x"})
+		})
+	}
+}
+
+// TestSyncFailureDuringSwitch makes the transaction that switches a store
+// to a new generation (AddIndexers rewrites the value records into one)
+// fail to reach the disk after badger wrote it: the write fails, but the
+// new generation, which the meta record names, must not be deleted as a
+// failed write's would be, or the reopened store would have lost its
+// objects.
+func TestSyncFailureDuringSwitch(t *testing.T) {
+	for _, fault := range commitFaults {
+		t.Run(fault.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a, err := Open(t.Context(), dir, podOptions(t, "pods-a", 0))
+			mustOK(t, "Open a", err)
+			mustOK(t, "commit", putPod(t, a, 1, "10"))
+			mustOK(t, "commit", putPod(t, a, 2, "20"))
+			testHookCommitted = fault.hook
+			err = a.AddIndexers(cache.Indexers{"node": indexer.FieldIndexFunc("spec.nodeName")})
+			testHookCommitted = nil
+			if !errors.Is(err, fault.want) {
+				t.Errorf("AddIndexers = %v, want an error wrapping %v", err, fault.want)
+			}
+			mustOK(t, "close", a.Close())
+
+			opts := podOptions(t, "pods-a", 0)
+			opts.Indexers["node"] = indexer.FieldIndexFunc("spec.nodeName")
+			a, err = Open(t.Context(), dir, opts)
+			mustOK(t, "reopen", err)
+			defer func() { mustOK(t, "close", a.Close()) }()
+			wantStore(t, "reopened", a, "20", map[string]string{"ns-1/pod-000001": "10/x", "ns-2/pod-000002": "20/x"})
+			checkIndexes(t, a)
+		})
+	}
 }
 
 // TestSyncFaultKeepsFirstCause checks what record makes of the arguments it
