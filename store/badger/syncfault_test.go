@@ -24,12 +24,25 @@ func failVlogSync(sh *sharedDB) {
 }
 
 // wantSyncFault checks that err is the error of a write after (or during)
-// a failed fsync.
-func wantSyncFault(t *testing.T, what string, err error) {
+// a write that may not have reached the disk for cause.
+func wantSyncFault(t *testing.T, what string, err, cause error) {
 	t.Helper()
-	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "opened again") {
-		t.Errorf("%s after the failed fsync = %v, want an error wrapping EIO that says to open the database again", what, err)
+	if !errors.Is(err, cause) || !strings.Contains(err.Error(), "opened again") {
+		t.Errorf("%s = %v, want an error wrapping %v that says to open the database again", what, err, cause)
 	}
+}
+
+// openWithFault opens the store pods-a in dir, commits pods 1 and 2 with
+// resume points 10 and 20 (the second with hook set, if any, as
+// testHookCommitted) and returns the store and that second commit's error.
+func openWithFault(t *testing.T, dir string, hook func(sh *sharedDB) error) (store.Store, error) {
+	t.Helper()
+	a, err := Open(t.Context(), dir, podOptions(t, "pods-a", 0))
+	mustOK(t, "Open a", err)
+	mustOK(t, "commit", putPod(t, a, 1, "10"))
+	testHookCommitted = hook
+	defer func() { testHookCommitted = nil }()
+	return a, putPod(t, a, 2, "20")
 }
 
 func putPod(t *testing.T, s store.Store, i int, rv string) error {
@@ -62,11 +75,11 @@ func TestVlogSyncFailureFailsWrites(t *testing.T) {
 	mustOK(t, "commit b", putPod(t, b, 1, "10"))
 
 	failVlogSync(spaceOf(t, a).sh)
-	wantSyncFault(t, "commit a", putPod(t, a, 2, "20"))
-	wantSyncFault(t, "commit a again", putPod(t, a, 2, "20")) // a retry fails too
-	wantSyncFault(t, "commit b", putPod(t, b, 2, "20"))
-	wantSyncFault(t, "AddIndexers a", a.AddIndexers(cache.Indexers{"node": indexer.FieldIndexFunc("spec.nodeName")}))
-	wantSyncFault(t, "Replace b", b.Replace(nil, "30"))
+	wantSyncFault(t, "commit a", putPod(t, a, 2, "20"), syscall.EIO)
+	wantSyncFault(t, "commit a again", putPod(t, a, 2, "20"), syscall.EIO) // a retry fails too
+	wantSyncFault(t, "commit b", putPod(t, b, 2, "20"), syscall.EIO)
+	wantSyncFault(t, "AddIndexers a", a.AddIndexers(cache.Indexers{"node": indexer.FieldIndexFunc("spec.nodeName")}), syscall.EIO)
+	wantSyncFault(t, "Replace b", b.Replace(nil, "30"), syscall.EIO)
 	// Reads go on.
 	one := map[string]string{"ns-1/pod-000001": "10/x"}
 	wantStore(t, "after the fault", a, "10", one)
@@ -107,20 +120,9 @@ func TestSyncFailureDuringCommit(t *testing.T) {
 	for _, fault := range commitFaults {
 		t.Run(fault.name, func(t *testing.T) {
 			dir := t.TempDir()
-			a, err := Open(t.Context(), dir, podOptions(t, "pods-a", 0))
-			mustOK(t, "Open a", err)
-			mustOK(t, "commit", putPod(t, a, 1, "10"))
-			testHookCommitted = fault.hook
-			err = putPod(t, a, 2, "20")
-			testHookCommitted = nil
-			check := func(what string, err error) {
-				t.Helper()
-				if !errors.Is(err, fault.want) || !strings.Contains(err.Error(), "opened again") {
-					t.Errorf("%s = %v, want an error wrapping %v that says to open the database again", what, err, fault.want)
-				}
-			}
-			check("the commit", err)
-			check("a later commit", putPod(t, a, 3, "30"))
+			a, err := openWithFault(t, dir, fault.hook)
+			wantSyncFault(t, "the commit", err, fault.want)
+			wantSyncFault(t, "a later commit", putPod(t, a, 3, "30"), fault.want)
 			one := map[string]string{"ns-1/pod-000001": "10/x"}
 			wantStore(t, "after the fault", a, "10", one)
 			mustOK(t, "close", a.Close())
@@ -143,16 +145,12 @@ func TestSyncFailureDuringSwitch(t *testing.T) {
 	for _, fault := range commitFaults {
 		t.Run(fault.name, func(t *testing.T) {
 			dir := t.TempDir()
-			a, err := Open(t.Context(), dir, podOptions(t, "pods-a", 0))
-			mustOK(t, "Open a", err)
-			mustOK(t, "commit", putPod(t, a, 1, "10"))
-			mustOK(t, "commit", putPod(t, a, 2, "20"))
+			a, err := openWithFault(t, dir, nil)
+			mustOK(t, "commit", err)
 			testHookCommitted = fault.hook
 			err = a.AddIndexers(cache.Indexers{"node": indexer.FieldIndexFunc("spec.nodeName")})
 			testHookCommitted = nil
-			if !errors.Is(err, fault.want) {
-				t.Errorf("AddIndexers = %v, want an error wrapping %v", err, fault.want)
-			}
+			wantSyncFault(t, "AddIndexers", err, fault.want)
 			mustOK(t, "close", a.Close())
 
 			opts := podOptions(t, "pods-a", 0)
