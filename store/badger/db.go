@@ -848,13 +848,71 @@ func (sh *sharedDB) update(fn func(txn *badger.Txn) error) error {
 	if err == nil && testHookCommitted != nil {
 		err = testHookCommitted(sh)
 	}
-	if err == nil || fnErr != nil || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrBlockedWrites) ||
+	if fnErr != nil {
+		return err
+	}
+	return sh.writeFailed(err)
+}
+
+// writeFailed returns err, an error of a badger commit, unless it came from
+// badger's write goroutine, which had the transaction (see update): then it
+// records err in syncFault and returns durable's error. Badger returns
+// ErrTxnTooBig, ErrBlockedWrites, ErrConflict and ErrDBClosed before it
+// hands a transaction over.
+func (sh *sharedDB) writeFailed(err error) error {
+	if err == nil || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrBlockedWrites) ||
 		errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrDBClosed) {
 		return err
 	}
 	sh.syncFault.recordWrite(err)
 	return sh.durable(nil)
 }
+
+// batch is a badger WriteBatch (many transactions, committed in the
+// background as they fill up) held to update's rule: it refuses writes once
+// a write of the database may have failed to reach the disk, and an error
+// of its commits is recorded as such (see writeFailed). The keys and
+// values the stores write are valid for badger, so an error of Set or
+// Delete is one of an earlier commit of the batch.
+type batch struct {
+	wb *badger.WriteBatch
+	sh *sharedDB
+}
+
+func (sh *sharedDB) newBatch() *batch { return &batch{wb: sh.db.NewWriteBatch(), sh: sh} }
+
+func (b *batch) Set(k, v []byte) error {
+	if err := b.sh.durable(nil); err != nil {
+		return err
+	}
+	return b.sh.writeFailed(b.wb.Set(k, v))
+}
+
+func (b *batch) Delete(k []byte) error {
+	if err := b.sh.durable(nil); err != nil {
+		return err
+	}
+	return b.sh.writeFailed(b.wb.Delete(k))
+}
+
+// Flush commits what is left and waits for every commit of the batch.
+func (b *batch) Flush() error {
+	if err := b.sh.durable(nil); err != nil {
+		return err
+	}
+	err := b.wb.Flush()
+	if err == nil && testHookFlushed != nil {
+		err = testHookFlushed(b.sh)
+	}
+	return b.sh.writeFailed(err)
+}
+
+// Cancel drops what is not committed yet; call it when the batch is not
+// flushed.
+func (b *batch) Cancel() { b.wb.Cancel() }
+
+// testHookFlushed is testHookCommitted for batch.Flush.
+var testHookFlushed func(sh *sharedDB) error
 
 // testHookCommitted, when set (by tests), runs after each transaction
 // update commits, and its error replaces the commit's nil: what badger's

@@ -326,7 +326,7 @@ var testHookGenDeleted func(gen uint64)
 // deletePrefix deletes every key under prefix through a write batch (as
 // many transactions as it takes) and returns how many it deleted.
 func (s *space) deletePrefix(prefix []byte) (int, error) {
-	wb := s.sh.db.NewWriteBatch()
+	wb := s.sh.newBatch()
 	defer wb.Cancel()
 	n := 0
 	err := s.sh.db.View(func(txn *badger.Txn) error {
@@ -405,7 +405,7 @@ func (s *space) buildEntries(ctx context.Context) error {
 	if err := entriesStep("build: cleared"); err != nil {
 		return err
 	}
-	wb := s.sh.db.NewWriteBatch()
+	wb := s.sh.newBatch()
 	defer wb.Cancel()
 	w := newSpaceChecked(wb, s.sh)
 	n := 0
@@ -606,7 +606,7 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 	gen := s.allocGen()
 	k, _, _ := s.snapshot()
 	nk := k.withGen(gen)
-	wb := s.sh.db.NewWriteBatch()
+	wb := s.sh.newBatch()
 	w := newSpaceChecked(wb, s.sh)
 	err := func() error {
 		if copyObjs {
@@ -625,7 +625,11 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 	}()
 	if err != nil {
 		wb.Cancel()
-		s.deleteGen(gen)
+		if s.sh.syncFault.failed() == nil {
+			// After a fault the deletion would be refused: the next
+			// open deletes gen, which is not current.
+			s.deleteGen(gen)
+		}
 		return err
 	}
 	if err := s.switchGen(gen, edit); err != nil {

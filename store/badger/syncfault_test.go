@@ -206,3 +206,33 @@ func TestBadgerLogsVlogSyncFailure(t *testing.T) {
 		t.Errorf("%s no longer has %s: the value-log fsync failure is logged differently (or returned); revisit syncFault", path, call)
 	}
 }
+
+// TestSyncFailureDuringRebuild makes a write batch, which writes a relist's
+// new generation, fail to reach the disk after badger wrote it: the
+// relist fails, and so do later writes; the store keeps what it had, and
+// the new generation, not current, is left to the next open to delete.
+func TestSyncFailureDuringRebuild(t *testing.T) {
+	for _, fault := range commitFaults {
+		t.Run(fault.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a, err := openWithFault(t, dir, nil)
+			mustOK(t, "commit", err)
+			testHookFlushed = fault.hook
+			err = a.Replace([]interface{}{newPod(3, "30", "x")}, "30")
+			testHookFlushed = nil
+			wantSyncFault(t, "Replace", err, fault.want)
+			wantSyncFault(t, "a later commit", putPod(t, a, 4, "40"), fault.want)
+			two := map[string]string{"ns-1/pod-000001": "10/x", "ns-2/pod-000002": "20/x"}
+			wantStore(t, "after the fault", a, "20", two)
+			mustOK(t, "close", a.Close())
+
+			a, err = Open(t.Context(), dir, podOptions(t, "pods-a", 0))
+			mustOK(t, "reopen", err)
+			defer func() { mustOK(t, "close", a.Close()) }()
+			wantStore(t, "reopened", a, "20", two)
+			if gens := generationsOf(t, a); len(gens) != 1 {
+				t.Errorf("generations after reopening = %v, want only the current one", gens)
+			}
+		})
+	}
+}
