@@ -481,6 +481,10 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 			err = inf.commitOnce(ctx, logger, pc, rejected)
 		}
 		if err == nil {
+			if attempt > 1 {
+				inf.stats.failingSince.Store(0)
+				inf.stats.lastCommitErr.Store(nil)
+			}
 			return true
 		}
 		if ctx.Err() != nil {
@@ -504,6 +508,8 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 			continue
 		}
 		inf.stats.commitFailures.Add(1)
+		inf.stats.failingSince.CompareAndSwap(0, inf.opts.Clock.Now().UnixNano())
+		inf.stats.lastCommitErr.Store(&err)
 		logger.Error(err, "Committing to the store failed; will retry", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
 		t := inf.opts.Clock.NewTimer(backoff)
 		select {

@@ -118,6 +118,11 @@ type Informer struct {
 		commits, deltas atomic.Int64
 		popped          atomic.Int64 // deltas popped, committed or not
 		commitFailures  atomic.Int64
+		// failingSince is when the commit being retried first failed, in
+		// Unix nanoseconds of the informer's clock; 0 while commits
+		// succeed. lastCommitErr is its last failure.
+		failingSince  atomic.Int64
+		lastCommitErr atomic.Pointer[error]
 	}
 }
 
@@ -682,6 +687,15 @@ type Stats struct {
 	// retried (a full disk, an I/O error). Commits of a batch the store
 	// rejects in part are not failures: what it rejects is left out.
 	CommitFailures int64
+	// CommitFailingSince is when the commit the informer is retrying first
+	// failed, and LastCommitError its last failure; zero and nil while
+	// commits succeed. Nothing new reaches the store or the handlers
+	// meanwhile. Some failures last until the process restarts (bolt and
+	// badger refuse every write after a failed fsync): a liveness check
+	// that fails once CommitFailingSince is a few minutes old restarts
+	// the process, which reopens the store.
+	CommitFailingSince time.Time
+	LastCommitError    error
 	// Reflector holds the reflector's counters (lists, watches, resumes,
 	// relists by reason); zero before Run.
 	Reflector reflector.Stats
@@ -690,6 +704,12 @@ type Stats struct {
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
 	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load()}
+	if since := inf.stats.failingSince.Load(); since != 0 {
+		st.CommitFailingSince = time.Unix(0, since)
+		if p := inf.stats.lastCommitErr.Load(); p != nil {
+			st.LastCommitError = *p
+		}
+	}
 	// deltas before popped: a commit between the two loads could only
 	// make the difference too large for an instant, never negative.
 	st.Deltas = inf.stats.deltas.Load()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -475,6 +476,9 @@ func TestFailedCommitIsRetried(t *testing.T) {
 	if st.CommitFailures != 1 || st.PendingDeltas < 1 {
 		t.Errorf("stats while the commit is retried: %d failures, %d deltas pending; want 1 and at least 1", st.CommitFailures, st.PendingDeltas)
 	}
+	if !st.CommitFailingSince.Equal(fc.Now()) || st.LastCommitError == nil || !strings.Contains(st.LastCommitError.Error(), "disk on fire") {
+		t.Errorf("stats while the commit is retried: failing since %v with %v; want since %v with the store's error", st.CommitFailingSince, st.LastCommitError, fc.Now())
+	}
 	checkMetrics(t, reg, "cms", map[string]float64{MetricCommitFailures: 1})
 	if v, _ := metricValue(t, reg, MetricDeltasPending, "cms"); v < 1 {
 		t.Errorf("%s = %v while the commit is retried; want at least 1", MetricDeltasPending, v)
@@ -488,8 +492,8 @@ func TestFailedCommitIsRetried(t *testing.T) {
 		t.Errorf("resume point after retry = %q, want %q", got, want)
 	}
 	waitMetric(t, reg, 0, MetricDeltasPending, "cms")
-	if st := inf.Stats(); st.CommitFailures != 1 {
-		t.Errorf("%d commit failures after the retry; want 1", st.CommitFailures)
+	if st := inf.Stats(); st.CommitFailures != 1 || !st.CommitFailingSince.IsZero() || st.LastCommitError != nil {
+		t.Errorf("stats after the retry: %d commit failures, failing since %v with %v; want 1, zero and nil", st.CommitFailures, st.CommitFailingSince, st.LastCommitError)
 	}
 }
 
