@@ -37,6 +37,14 @@ type deque[T any] struct {
 
 func (d *deque[T]) len() int { return d.n }
 
+// spareLimit is how many emptied chunks d keeps.
+func (d *deque[T]) spareLimit() int {
+	if d.keep == 0 {
+		return dequeSpares
+	}
+	return d.keep
+}
+
 // at returns the i-th oldest queued element, valid until the next drop.
 func (d *deque[T]) at(i int) *T {
 	if i < 0 || i >= d.n {
@@ -113,7 +121,7 @@ func (d *deque[T]) drop(n int) {
 		}
 		// The oldest chunk is used up (when it is also the newest, the
 		// deque is now empty).
-		if keep := d.keep; len(d.spares) < keep || keep == 0 && len(d.spares) < dequeSpares {
+		if len(d.spares) < d.spareLimit() {
 			d.spares = append(d.spares, c[:0])
 		}
 		d.chunks[d.first] = nil

@@ -395,12 +395,8 @@ func (f *FIFO) takeLocked() (Batch, bool) {
 		n++
 	}
 	b.Deltas = make(cache.Deltas, 0, size)
-	i := 0
-	for u := range f.units.all() {
-		if i == n {
-			break
-		}
-		i++
+	for i := range n {
+		u := f.units.at(i)
 		switch u.kind {
 		case unitEvent, unitBookmark:
 			b.Deltas = append(b.Deltas, u.delta)

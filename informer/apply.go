@@ -482,8 +482,7 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 		}
 		if err == nil {
 			if attempt > 1 {
-				inf.stats.failingSince.Store(0)
-				inf.stats.lastCommitErr.Store(nil)
+				inf.stats.failing.Store(nil)
 			}
 			return true
 		}
@@ -508,8 +507,11 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 			continue
 		}
 		inf.stats.commitFailures.Add(1)
-		inf.stats.failingSince.CompareAndSwap(0, inf.opts.Clock.Now().UnixNano())
-		inf.stats.lastCommitErr.Store(&err)
+		since := inf.opts.Clock.Now()
+		if f := inf.stats.failing.Load(); f != nil {
+			since = f.since
+		}
+		inf.stats.failing.Store(&commitFailure{since: since, err: err})
 		logger.Error(err, "Committing to the store failed; will retry", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
 		t := inf.opts.Clock.NewTimer(backoff)
 		select {

@@ -118,15 +118,20 @@ type Informer struct {
 		commits, deltas atomic.Int64
 		popped          atomic.Int64 // deltas popped, committed or not
 		commitFailures  atomic.Int64
-		// failingSince is when the commit being retried first failed, in
-		// Unix nanoseconds of the informer's clock; 0 while commits
-		// succeed. lastCommitErr is its last failure.
-		failingSince  atomic.Int64
-		lastCommitErr atomic.Pointer[error]
+		// failing is the commit being retried, nil while commits
+		// succeed.
+		failing atomic.Pointer[commitFailure]
 	}
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
+
+// commitFailure is a commit being retried: when it first failed (on the
+// informer's clock), and its last failure.
+type commitFailure struct {
+	since time.Time
+	err   error
+}
 
 // New returns an informer that lists and watches through lw the objects of
 // exampleObject's type, keeps them in s and notifies its handlers. Nothing
@@ -704,11 +709,8 @@ type Stats struct {
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
 	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load()}
-	if since := inf.stats.failingSince.Load(); since != 0 {
-		st.CommitFailingSince = time.Unix(0, since)
-		if p := inf.stats.lastCommitErr.Load(); p != nil {
-			st.LastCommitError = *p
-		}
+	if f := inf.stats.failing.Load(); f != nil {
+		st.CommitFailingSince, st.LastCommitError = f.since, f.err
 	}
 	// deltas before popped: a commit between the two loads could only
 	// make the difference too large for an instant, never negative.

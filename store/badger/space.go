@@ -500,9 +500,6 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 		return err
 	}
 	k, names, entries := s.snapshot()
-	if err := s.sh.durable(nil); err != nil {
-		return err
-	}
 	if !replace {
 		var need int64
 		for i := range changes {
