@@ -28,4 +28,13 @@ var (
 	ErrIndexExists = errors.New("index already exists")
 	// ErrInUse is returned when a store name is opened twice in one process.
 	ErrInUse = errors.New("store is already open")
+	// ErrWritesStopped is returned by every write of a persistent store
+	// after a commit of its database may have failed to reach the disk (a
+	// failed fsync, an I/O error): the commit may be on disk or not, and no
+	// later one would be known durable. The error also wraps that first
+	// failure. Reads go on; writes fail until every store of the database
+	// is closed and opened again, which in practice means restarting the
+	// process. Retrying the write cannot help: a liveness check should
+	// restart the process (see informer.Informer.CheckCommits).
+	ErrWritesStopped = errors.New("writes stopped until the store is reopened")
 )

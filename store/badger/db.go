@@ -821,7 +821,7 @@ func (sh *sharedDB) durable(err error) error {
 		return err
 	}
 	if ferr := sh.syncFault.failed(); ferr != nil {
-		return fmt.Errorf("badger://%s: %w; the write may be on disk or not, and no later write would be known durable: writes fail until every store of the directory is closed and opened again (restart the process)", sh.dir, ferr)
+		return fmt.Errorf("badger://%s: %w: %w; the write may be on disk or not, and no later write would be known durable: writes fail until every store of the directory is closed and opened again (restart the process)", sh.dir, store.ErrWritesStopped, ferr)
 	}
 	return nil
 }

@@ -132,7 +132,8 @@
 // writes nothing more: after a failed fsync the kernel may have dropped
 // what it could not write and report the next fsync as a success, and
 // badger replays its logs only up to the first damaged entry, so no later
-// write would be known durable either. Reads go on. The informer retries
+// write would be known durable either. The errors wrap
+// store.ErrWritesStopped. Reads go on. The informer retries
 // its commits, logging each failure, and handlers hear of nothing new until
 // the process restarts (every store of the directory closed and opened
 // again), which reads back what reached the disk: the commit that met the

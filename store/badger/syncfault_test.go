@@ -27,8 +27,8 @@ func failVlogSync(sh *sharedDB) {
 // a write that may not have reached the disk for cause.
 func wantSyncFault(t *testing.T, what string, err, cause error) {
 	t.Helper()
-	if !errors.Is(err, cause) || !strings.Contains(err.Error(), "opened again") {
-		t.Errorf("%s = %v, want an error wrapping %v that says to open the database again", what, err, cause)
+	if !errors.Is(err, cause) || !errors.Is(err, store.ErrWritesStopped) || !strings.Contains(err.Error(), "opened again") {
+		t.Errorf("%s = %v, want an error wrapping store.ErrWritesStopped and %v that says to open the database again", what, err, cause)
 	}
 }
 

@@ -247,7 +247,7 @@ func (f *file) syncFailed() error {
 	if p == nil {
 		return nil
 	}
-	return fmt.Errorf("a commit failed to reach the disk (%w); writes fail until every store of the file is closed and opened again (restart the process): what that commit wrote may be on disk or not, and no later write would be known durable", *p)
+	return fmt.Errorf("%w: a commit failed to reach the disk (%w); writes fail until every store of the file is closed and opened again (restart the process): what that commit wrote may be on disk or not, and no later write would be known durable", store.ErrWritesStopped, *p)
 }
 
 var (

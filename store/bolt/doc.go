@@ -58,7 +58,7 @@
 // A write whose fdatasync fails, or which meets an I/O error (EIO), fails,
 // and so does every later write of the file, in any of its stores, until
 // every store of it is closed and the file opened again (restart the
-// process); reads go on. bbolt rolls its memory back to the last commit,
+// process), with an error wrapping store.ErrWritesStopped; reads go on. bbolt rolls its memory back to the last commit,
 // but the failed commit's pages, meta page included, may have reached the
 // disk, and after a failed fsync the kernel may drop what it could not
 // write and report the next fsync as a success: no later write would be

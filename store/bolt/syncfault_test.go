@@ -62,8 +62,8 @@ func TestCommitSyncFailureFailsWrites(t *testing.T) {
 	testHookCommitErr = nil
 	wantFault := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "opened again") {
-			t.Errorf("%s = %v, want an error wrapping EIO that says to open the file again", what, err)
+		if !errors.Is(err, syscall.EIO) || !errors.Is(err, store.ErrWritesStopped) || !strings.Contains(err.Error(), "opened again") {
+			t.Errorf("%s = %v, want an error wrapping store.ErrWritesStopped and EIO that says to open the file again", what, err)
 		}
 	}
 	wantFault("the commit that failed to sync", err)
