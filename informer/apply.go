@@ -469,7 +469,15 @@ const (
 // store rejects, and the resume point moved in a last commit; that gives
 // up the atomicity of this one batch (of a relist, too) rather than stop
 // the informer.
-func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) bool {
+//
+// While it retries, Stats and CheckCommits report the failing commit; they
+// stop when it succeeds or the retries end with the apply loop.
+func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) (committed bool) {
+	defer func() {
+		if !committed {
+			inf.stats.failing.Store(nil)
+		}
+	}()
 	backoff := commitRetryInitial
 	var rejected map[int]bool // operations left out: the store rejects them
 	var leftOut, oneByOne bool

@@ -254,6 +254,19 @@ func (c *InformerConstructor) Close() error {
 	return nil
 }
 
+// CheckCommits is Informer.CheckCommits over every persistent informer the
+// constructor made and has not closed: nil while all of their commits get
+// through, else the errors of those whose do not, joined. Add it to the
+// manager as a liveness check:
+//
+//	mgr.AddHealthzCheck("informerdb", func(*http.Request) error { return c.CheckCommits(2 * time.Minute) })
+func (c *InformerConstructor) CheckCommits(maxFailing time.Duration) error {
+	c.mu.Lock()
+	infs := slices.Clone(c.made)
+	c.mu.Unlock()
+	return checkCommits(infs, maxFailing)
+}
+
 // probeTimeout bounds the constructor's scope request. Its own transport
 // answers it at once; the bound is for a client-side rate limiter that makes
 // it wait for its turn, or a ListerWatcher that sends it elsewhere.

@@ -26,7 +26,9 @@
 // reads and notified, in order, while the next group is made durable:
 // readers and handlers see a group only once it is durable, as before. A
 // failed commit is logged and retried with backoff; nothing is notified for
-// it and the resume point does not move.
+// it and the resume point does not move. A store that refuses every write
+// until it is reopened (store.ErrWritesStopped, after a failed fsync) needs
+// a restart of the process: CheckCommits is a liveness check for that.
 //
 // A change the store rejects as invalid (an object its codec or an index
 // function refuses) would fail its commit for ever. It is skipped as the

@@ -3,6 +3,8 @@ package informer_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +36,16 @@ func ExampleInformerConstructor() {
 			NewInformer:       c.NewInformer,
 			DefaultNamespaces: map[string]crcache.Config{"team-a": {}, "team-b": {}},
 		},
+		HealthProbeBindAddress: ":8081",
 	})
+	if err != nil {
+		panic(err)
+	}
+	// The pod's liveness probe (/healthz) restarts the process when the
+	// informers' commits stop getting through: at once when the store
+	// refuses writes after a failed fsync, or after two minutes of another
+	// failure, such as a full disk.
+	err = mgr.AddHealthzCheck("informerdb", func(*http.Request) error { return c.CheckCommits(2 * time.Minute) })
 	if err != nil {
 		panic(err)
 	}

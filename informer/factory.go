@@ -637,6 +637,30 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 	return out
 }
 
+// CheckCommits is Informer.CheckCommits over every informer the factory
+// made: nil while all of their commits get through, else the errors of
+// those whose do not, joined. It is a liveness check for the process.
+func (f *Factory) CheckCommits(maxFailing time.Duration) error {
+	f.mu.Lock()
+	infs := make([]*Informer, 0, len(f.entries))
+	for _, e := range f.entries {
+		infs = append(infs, e.inf)
+	}
+	f.mu.Unlock()
+	return checkCommits(infs, maxFailing)
+}
+
+// checkCommits joins the CheckCommits errors of infs.
+func checkCommits(infs []*Informer, maxFailing time.Duration) error {
+	var errs []error
+	for _, inf := range infs {
+		if err := inf.CheckCommits(maxFailing); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Shutdown stops the informers Start started, waits for them to return and
 // closes the stores of every informer the factory made, which then cannot
 // run any more. Calls of InformerFor (and its kinds) still making an

@@ -698,7 +698,7 @@ type Stats struct {
 	// meanwhile. Some failures last until the process restarts (bolt and
 	// badger refuse every write after a failed fsync): a liveness check
 	// that fails once CommitFailingSince is a few minutes old restarts
-	// the process, which reopens the store.
+	// the process, which reopens the store: CheckCommits is one.
 	CommitFailingSince time.Time
 	LastCommitError    error
 	// Reflector holds the reflector's counters (lists, watches, resumes,
@@ -723,6 +723,34 @@ func (inf *Informer) Stats() Stats {
 		st.Reflector = src.Stats()
 	}
 	return st
+}
+
+// CheckCommits is a liveness check: it returns nil while the informer's
+// commits get through, and an error once the commit it is retrying has
+// been failing for maxFailing, or at once if the store refuses writes until
+// it is reopened (store.ErrWritesStopped: a failed fsync), which no retry
+// heals. Meanwhile nothing new reaches the store or the handlers, and only
+// a restart of the process, which reopens the store, can help. With
+// controller-runtime:
+//
+//	mgr.AddHealthzCheck("informerdb", func(*http.Request) error { return inf.CheckCommits(2 * time.Minute) })
+//
+// A full disk fails commits until space is freed: maxFailing is how long to
+// wait for that before restarting. maxFailing <= 0 fails while any commit
+// is being retried. Whether the informer has synced is a readiness
+// matter, not checked here (HasSynced).
+func (inf *Informer) CheckCommits(maxFailing time.Duration) error {
+	f := inf.stats.failing.Load()
+	if f == nil {
+		return nil
+	}
+	if errors.Is(f.err, store.ErrWritesStopped) {
+		return fmt.Errorf("informer %s: the store refuses writes until the process restarts (commits failing since %s): %w", inf.name, f.since.Format(time.RFC3339), f.err)
+	}
+	if d := inf.opts.Clock.Since(f.since); d >= maxFailing {
+		return fmt.Errorf("informer %s: commits have been failing for %s (since %s): %w", inf.name, d.Truncate(time.Millisecond), f.since.Format(time.RFC3339), f.err)
+	}
+	return nil
 }
 
 type syncedChecker struct{ inf *Informer }

@@ -479,11 +479,26 @@ func TestFailedCommitIsRetried(t *testing.T) {
 	if !st.CommitFailingSince.Equal(fc.Now()) || st.LastCommitError == nil || !strings.Contains(st.LastCommitError.Error(), "disk on fire") {
 		t.Errorf("stats while the commit is retried: failing since %v with %v; want since %v with the store's error", st.CommitFailingSince, st.LastCommitError, fc.Now())
 	}
-	checkMetrics(t, reg, "cms", map[string]float64{MetricCommitFailures: 1})
+	checkMetrics(t, reg, "cms", map[string]float64{MetricCommitFailures: 1, MetricCommitFailing: 0})
 	if v, _ := metricValue(t, reg, MetricDeltasPending, "cms"); v < 1 {
 		t.Errorf("%s = %v while the commit is retried; want at least 1", MetricDeltasPending, v)
 	}
-	fc.Step(commitRetryInitial)
+	// A full disk may be freed: the liveness check fails only once the
+	// commit has been failing for its limit (here shorter than the retry's
+	// backoff, which the step must not reach).
+	const limit = commitRetryInitial / 2
+	if err := inf.CheckCommits(limit); err != nil {
+		t.Errorf("CheckCommits(%v) right after the failure = %v, want nil", limit, err)
+	}
+	if err := inf.CheckCommits(0); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("CheckCommits(0) while a commit is retried = %v, want its error", err)
+	}
+	fc.Step(limit)
+	if err := inf.CheckCommits(limit); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("CheckCommits(%v) after failing for %v = %v, want the commit's error", limit, limit, err)
+	}
+	checkMetrics(t, reg, "cms", map[string]float64{MetricCommitFailing: limit.Seconds()})
+	fc.Step(commitRetryInitial - limit)
 	want := []ev{{Op: "add", Key: "ns/a", Value: "1", UID: "uid-1"}}
 	if diff := cmp.Diff(want, h.wait(t, 1)); diff != "" {
 		t.Errorf("events after retry (-want +got):\n%s", diff)
@@ -495,6 +510,10 @@ func TestFailedCommitIsRetried(t *testing.T) {
 	if st := inf.Stats(); st.CommitFailures != 1 || !st.CommitFailingSince.IsZero() || st.LastCommitError != nil {
 		t.Errorf("stats after the retry: %d commit failures, failing since %v with %v; want 1, zero and nil", st.CommitFailures, st.CommitFailingSince, st.LastCommitError)
 	}
+	if err := inf.CheckCommits(0); err != nil {
+		t.Errorf("CheckCommits(0) after the retry succeeded = %v, want nil", err)
+	}
+	checkMetrics(t, reg, "cms", map[string]float64{MetricCommitFailing: 0})
 }
 
 func sortedStrings(s []string) []string {

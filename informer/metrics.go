@@ -26,6 +26,7 @@ const (
 	MetricDeltasPending    = "informerdb_deltas_pending"
 	MetricQueueLength      = "informerdb_queue_length"
 	MetricCommitFailures   = "informerdb_commit_failures_total"
+	MetricCommitFailing    = "informerdb_commit_failing_seconds"
 	MetricCommitDuration   = "informerdb_commit_duration_seconds"
 	MetricCommitObjects    = "informerdb_commit_objects"
 	MetricStoreObjects     = "informerdb_store_objects"
@@ -63,6 +64,8 @@ var (
 		"Entries in the informer's queue not yet taken for a commit (keys with deltas, bookmarks, relists); it grows while the store commits slower than the watch delivers.", []string{labelInformer}, nil)
 	descCommitFailures = prometheus.NewDesc(MetricCommitFailures,
 		"Store commits that failed and were retried with backoff (a full disk, an I/O error); while they fail, handlers hear of nothing new and the resume point stays.", []string{labelInformer}, nil)
+	descCommitFailing = prometheus.NewDesc(MetricCommitFailing,
+		"Seconds the commit being retried has been failing, 0 while commits succeed; a failure that lasts needs a restart of the process (Informer.CheckCommits).", []string{labelInformer}, nil)
 	descStoreObjects = prometheus.NewDesc(MetricStoreObjects,
 		"Objects in the informer's store.", []string{labelInformer}, nil)
 	descStoreBytes = prometheus.NewDesc(MetricStoreBytes,
@@ -176,7 +179,7 @@ type collector struct{ m *Metrics }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descResumes, descRelists, descListRequests, descWatchRequests, descWatchEvents,
-		descBookmarks, descDroppedEvents, descDeltasApplied, descDeltasPending, descQueueLength, descCommitFailures, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
+		descBookmarks, descDroppedEvents, descDeltasApplied, descDeltasPending, descQueueLength, descCommitFailures, descCommitFailing, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
 		descResumePointAge, descSynced} {
 		ch <- d
 	}
@@ -216,6 +219,11 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descDroppedEvents, r.Dropped)
 	counter(descDeltasApplied, st.Deltas)
 	counter(descCommitFailures, st.CommitFailures)
+	failing := 0.0
+	if !st.CommitFailingSince.IsZero() {
+		failing = max(inf.opts.Clock.Since(st.CommitFailingSince).Seconds(), 0)
+	}
+	gauge(descCommitFailing, failing)
 	gauge(descDeltasPending, float64(st.PendingDeltas))
 	gauge(descQueueLength, float64(st.Queued))
 

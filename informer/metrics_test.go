@@ -229,8 +229,9 @@ func checkFamilies(t *testing.T, reg prometheus.Gatherer) {
 		MetricDroppedEvents: dto.MetricType_COUNTER,
 		MetricDeltasApplied: dto.MetricType_COUNTER, MetricDeltasPending: dto.MetricType_GAUGE,
 		MetricQueueLength:    dto.MetricType_GAUGE,
-		MetricCommitFailures: dto.MetricType_COUNTER, MetricCommitDuration: dto.MetricType_HISTOGRAM,
-		MetricCommitObjects: dto.MetricType_HISTOGRAM, MetricStoreObjects: dto.MetricType_GAUGE,
+		MetricCommitFailures: dto.MetricType_COUNTER, MetricCommitFailing: dto.MetricType_GAUGE,
+		MetricCommitDuration: dto.MetricType_HISTOGRAM,
+		MetricCommitObjects:  dto.MetricType_HISTOGRAM, MetricStoreObjects: dto.MetricType_GAUGE,
 		MetricHandlerQueue: dto.MetricType_GAUGE, MetricHandlerLag: dto.MetricType_GAUGE,
 		MetricResumePointAge: dto.MetricType_GAUGE, MetricSynced: dto.MetricType_GAUGE,
 	}

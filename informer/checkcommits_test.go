@@ -1,0 +1,154 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// failCommits makes inf report a commit that has been failing for ago with
+// err, as its apply loop does while it retries one.
+func failCommits(inf *Informer, ago time.Duration, err error) {
+	inf.stats.failing.Store(&commitFailure{since: inf.opts.Clock.Now().Add(-ago), err: err})
+}
+
+// wantCheck checks that err, a CheckCommits result over several informers,
+// names exactly the informers of want and wraps their errors.
+func wantCheck(t *testing.T, what string, err error, want map[string]error) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Errorf("%s = %v, want nil", what, err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("%s = nil, want the errors of %d informers", what, len(want))
+	}
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != len(want) {
+		t.Errorf("%s = %v, want the errors of %d informers joined", what, err, len(want))
+	}
+	for name, cause := range want {
+		if !strings.Contains(err.Error(), "informer "+name+":") || !errors.Is(err, cause) {
+			t.Errorf("%s = %v, want it to name informer %s and wrap %v", what, err, name, cause)
+		}
+	}
+}
+
+func TestFactoryCheckCommits(t *testing.T) {
+	ctx := t.Context()
+	client, _ := fakeClientset()
+	f, err := NewFactory(ctx, "bolt://"+filepath.Join(t.TempDir(), "cache.db"), client, &FactoryOptions{Informer: testOptions()})
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Shutdown() })
+	cms, err := f.InformerFor(ctx, configMapsGVR)
+	if err != nil {
+		t.Fatalf("InformerFor(configmaps): %v", err)
+	}
+	secrets, err := f.InformerFor(ctx, schema.GroupVersionResource{Version: "v1", Resource: "secrets"})
+	if err != nil {
+		t.Fatalf("InformerFor(secrets): %v", err)
+	}
+	wantCheck(t, "CheckCommits(0) before any failure", f.CheckCommits(0), nil)
+
+	full := fmt.Errorf("commit: %w", syscall.ENOSPC)
+	failCommits(cms, time.Minute, full)
+	wantCheck(t, "CheckCommits(2m) with a commit failing for 1m", f.CheckCommits(2*time.Minute), nil)
+	wantCheck(t, "CheckCommits(30s) with a commit failing for 1m", f.CheckCommits(30*time.Second), map[string]error{cms.name: syscall.ENOSPC})
+
+	stopped := fmt.Errorf("commit: %w: fsync: %w", store.ErrWritesStopped, syscall.EIO)
+	failCommits(secrets, 0, stopped)
+	wantCheck(t, "CheckCommits(30s) with two failing", f.CheckCommits(30*time.Second),
+		map[string]error{cms.name: syscall.ENOSPC, secrets.name: store.ErrWritesStopped})
+	wantCheck(t, "CheckCommits(2m) with writes stopped", f.CheckCommits(2*time.Minute), map[string]error{secrets.name: store.ErrWritesStopped})
+}
+
+func TestInformerConstructorCheckCommits(t *testing.T) {
+	ctx := t.Context()
+	srv := newAPIServerStub(t)
+	c, err := NewInformerConstructor(ctx, "bolt://"+filepath.Join(t.TempDir(), "cache.db"), &FactoryOptions{Cluster: "c1", Informer: testOptions()})
+	if err != nil {
+		t.Fatalf("NewInformerConstructor: %v", err)
+	}
+	cfg := c.WrapConfig(&rest.Config{Host: srv.URL})
+	made := map[string]*Informer{}
+	for _, ns := range []string{"a", "b"} {
+		inf, ok := c.NewInformer(listedThrough(t, cfg, ns, "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
+		if !ok {
+			t.Fatalf("NewInformer(namespace %s) fell back to client-go's informer", ns)
+		}
+		made[ns] = inf
+	}
+	wantCheck(t, "CheckCommits(0) before any failure", c.CheckCommits(0), nil)
+	stopped := fmt.Errorf("commit: %w: fsync: %w", store.ErrWritesStopped, syscall.EIO)
+	failCommits(made["b"], 0, stopped)
+	wantCheck(t, "CheckCommits(1h) with writes stopped", c.CheckCommits(time.Hour), map[string]error{made["b"].name: store.ErrWritesStopped})
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	wantCheck(t, "CheckCommits(1h) after Close", c.CheckCommits(time.Hour), nil)
+}
+
+// stoppedStore fails every commit as a persistent store does after a
+// failed fsync.
+type stoppedStore struct {
+	store.Store
+	failed chan struct{} // receives one value per failed commit
+}
+
+func (s *stoppedStore) Commit(context.Context, store.Batch) error {
+	select {
+	case s.failed <- struct{}{}:
+	default:
+	}
+	return fmt.Errorf("commit: %w: fsync: %w", store.ErrWritesStopped, syscall.EIO)
+}
+
+// TestCheckCommitsWritesStopped checks that the liveness check fails at
+// once when the store refuses writes until it is reopened, whatever its
+// limit, and passes again once the informer stopped retrying.
+func TestCheckCommitsWritesStopped(t *testing.T) {
+	lw := newFakeLW()
+	lw.create("ns", "a", "1")
+	ss := &stoppedStore{Store: openStore(t, "memory://"), failed: make(chan struct{}, 1)}
+	fc := testingclock.NewFakeClock(time.Unix(1000, 0))
+	opts := testOptions()
+	opts.Clock = fc
+	opts.Reflector.Clock = clock.RealClock{}
+	inf := newInformer(t, lw, ss, opts)
+	r := start(t, inf)
+	select {
+	case <-ss.failed:
+	case <-time.After(waitLimit):
+		t.Fatalf("no commit attempted")
+	}
+	for !fc.HasWaiters() { // the apply loop waits to retry
+		runtime.Gosched()
+	}
+	err := inf.CheckCommits(time.Hour)
+	if !errors.Is(err, store.ErrWritesStopped) || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "restarts") {
+		t.Errorf("CheckCommits(1h) while the store refuses writes = %v, want at once an error wrapping store.ErrWritesStopped and EIO that says to restart", err)
+	}
+	r.stop()
+	if err := inf.CheckCommits(0); err != nil {
+		t.Errorf("CheckCommits(0) after the informer stopped = %v, want nil: nothing is retried", err)
+	}
+}
