@@ -471,7 +471,8 @@ const (
 // the informer.
 //
 // While it retries, Stats and CheckCommits report the failing commit; they
-// stop when it succeeds or the retries end with the apply loop.
+// stop when it is durable (before it is notified) or when the retries end
+// with the apply loop.
 func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) (committed bool) {
 	defer func() {
 		if !committed {
@@ -489,9 +490,6 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 			err = inf.commitOnce(ctx, logger, pc, rejected)
 		}
 		if err == nil {
-			if attempt > 1 {
-				inf.stats.failing.Store(nil)
-			}
 			return true
 		}
 		if ctx.Err() != nil {
@@ -659,6 +657,7 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 				return err
 			}
 			d := inf.opts.Clock.Since(t0)
+			inf.commitSucceeded()
 			inf.applier.run(func() {
 				inf.applyMu.Lock()
 				defer inf.applyMu.Unlock()
@@ -694,6 +693,7 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 		}
 		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), len(ops))
 	}
+	inf.commitSucceeded()
 	inf.appliedLocked(logger, pc, rejected)
 	return nil
 }
@@ -731,8 +731,18 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 		}
 		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 0)
 	}
+	inf.commitSucceeded()
 	inf.appliedLocked(logger, pc, rejected)
 	return nil
+}
+
+// commitSucceeded ends the failing state of a retried commit once it is
+// durable, before it is notified: whoever hears of it finds Stats and
+// CheckCommits saying that commits get through.
+func (inf *Informer) commitSucceeded() {
+	if inf.stats.failing.Load() != nil {
+		inf.stats.failing.Store(nil)
+	}
 }
 
 // appliedLocked notifies the handlers of a committed pc, except of the

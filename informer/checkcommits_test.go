@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -150,5 +152,153 @@ func TestCheckCommitsWritesStopped(t *testing.T) {
 	r.stop()
 	if err := inf.CheckCommits(0); err != nil {
 		t.Errorf("CheckCommits(0) after the informer stopped = %v, want nil: nothing is retried", err)
+	}
+}
+
+// gatedStagingStore stages its batches (as the memory, bolt and badger stores
+// do), fails the first failPersist of them, and holds its unstaged commits
+// at gate while one is set.
+type gatedStagingStore struct {
+	store.Store
+	failPersist atomic.Int32
+	failed      chan struct{} // a value per failed Persist
+	prepared    chan string   // the first key of each batch prepared
+
+	mu      sync.Mutex
+	gate    chan struct{} // while set, unstaged commits wait for it to close
+	entered chan struct{} // a value per commit that waits at gate
+}
+
+func (s *gatedStagingStore) Commit(ctx context.Context, b store.Batch) error {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		s.entered <- struct{}{}
+		<-gate
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+func (s *gatedStagingStore) PrepareBatch(b store.Batch) (store.PreparedBatch, error) {
+	pb, err := s.Store.(store.BatchPreparer).PrepareBatch(b)
+	if err != nil {
+		return nil, err
+	}
+	sb, ok := pb.(store.StagedBatch)
+	if !ok {
+		return nil, fmt.Errorf("a batch of %T is not staged", s.Store)
+	}
+	s.prepared <- b.Ops[0].Key
+	return failingPersist{StagedBatch: sb, s: s}, nil
+}
+
+type failingPersist struct {
+	store.StagedBatch
+	s *gatedStagingStore
+}
+
+func (p failingPersist) Persist(ctx context.Context) (func(), error) {
+	if p.s.failPersist.Add(-1) >= 0 {
+		p.s.failed <- struct{}{}
+		return nil, errors.New("disk on fire")
+	}
+	return p.StagedBatch.Persist(ctx)
+}
+
+// failingSeen records, for every object added, whether the informer
+// reported a failing commit when the handler heard of it.
+type failingSeen struct {
+	inf  *Informer
+	mu   sync.Mutex
+	seen map[string]bool
+	got  chan string
+}
+
+func (h *failingSeen) OnAdd(obj interface{}, _ bool) {
+	failing := !h.inf.Stats().CommitFailingSince.IsZero() || h.inf.CheckCommits(0) != nil
+	h.mu.Lock()
+	h.seen[keyOf(obj)] = failing
+	h.mu.Unlock()
+	h.got <- keyOf(obj)
+}
+func (h *failingSeen) OnUpdate(_, _ interface{}) {}
+func (h *failingSeen) OnDelete(interface{})      {}
+
+// TestFailedStagedCommitIsRetried checks a staged commit (persisted, then
+// applied and notified on another goroutine) that fails: it is retried, and
+// the handlers hear of it only once the informer stopped reporting it as
+// failing, so a liveness check never fails on a commit that got through.
+func TestFailedStagedCommitIsRetried(t *testing.T) {
+	lw := newFakeLW()
+	ss := &gatedStagingStore{Store: openStore(t, "memory://"), failed: make(chan struct{}, 4), prepared: make(chan string, 16), entered: make(chan struct{}, 16)}
+	fc := testingclock.NewFakeClock(time.Unix(1000, 0))
+	opts := testOptions()
+	opts.Clock = fc
+	opts.Reflector.Clock = clock.RealClock{}
+	opts.MaxBatchSize = 1 // a group is complete with one object: prepared while the committer is busy
+	inf := newInformer(t, lw, ss, opts)
+	h := &failingSeen{inf: inf, seen: map[string]bool{}, got: make(chan string, 16)}
+	if _, err := inf.AddEventHandler(h); err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+
+	// Hold the committer in an unstaged commit (of z, or of a bookmark
+	// before it), so that the next group is prepared, staged, ahead.
+	gate := make(chan struct{})
+	ss.mu.Lock()
+	ss.gate = gate
+	ss.mu.Unlock()
+	lw.create("ns", "z", "1")
+	receive(t, "a commit held at the gate", ss.entered)
+	ss.mu.Lock()
+	ss.gate = nil
+	ss.mu.Unlock()
+	ss.failPersist.Store(1)
+	lw.create("ns", "a", "1")
+	failedKey := receive(t, "a batch prepared ahead", ss.prepared)
+	close(gate)
+	receive(t, "a failed Persist", ss.failed)
+	for !fc.HasWaiters() { // the committer waits to retry
+		runtime.Gosched()
+	}
+	if err := inf.CheckCommits(0); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("CheckCommits(0) while a staged commit is retried = %v, want its error", err)
+	}
+	h.mu.Lock()
+	_, heard := h.seen[failedKey]
+	h.mu.Unlock()
+	if heard {
+		t.Errorf("handler heard of %s, whose commit failed", failedKey)
+	}
+
+	fc.Step(commitRetryInitial)
+	for {
+		if key := receive(t, "the retried commit's notification", h.got); key == failedKey {
+			break
+		}
+	}
+	h.mu.Lock()
+	failing := h.seen[failedKey]
+	h.mu.Unlock()
+	if failing {
+		t.Errorf("the handler heard of %s while the informer still reported its commit as failing", failedKey)
+	}
+	if err := inf.CheckCommits(0); err != nil {
+		t.Errorf("CheckCommits(0) after the retry = %v, want nil", err)
+	}
+}
+
+// receive returns the next value of ch, failing the test after waitLimit.
+func receive[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		t.Fatalf("waited %v for %s", waitLimit, what)
+		panic("unreachable")
 	}
 }
