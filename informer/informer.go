@@ -694,11 +694,12 @@ type Stats struct {
 	CommitFailures int64
 	// CommitFailingSince is when the commit the informer is retrying first
 	// failed, and LastCommitError its last failure; zero and nil while
-	// commits succeed. Nothing new reaches the store or the handlers
-	// meanwhile. Some failures last until the process restarts (bolt and
-	// badger refuse every write after a failed fsync): a liveness check
-	// that fails once CommitFailingSince is a few minutes old restarts
-	// the process, which reopens the store: CheckCommits is one.
+	// commits succeed (from the moment the retried commit is durable, before
+	// it is notified) and once the informer stopped. Nothing new reaches the
+	// store or the handlers meanwhile. Some failures last until the process
+	// restarts (bolt and badger refuse every write after a failed fsync,
+	// store.ErrWritesStopped): a liveness check restarts the process, which
+	// reopens the store. CheckCommits is one.
 	CommitFailingSince time.Time
 	LastCommitError    error
 	// Reflector holds the reflector's counters (lists, watches, resumes,
