@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,12 @@ func wantCheck(t *testing.T, what string, err error, want map[string]error) {
 	for name, cause := range want {
 		if !strings.Contains(err.Error(), "informer "+name+":") || !errors.Is(err, cause) {
 			t.Errorf("%s = %v, want it to name informer %s and wrap %v", what, err, name, cause)
+		}
+	}
+	names := slices.Sorted(maps.Keys(want))
+	for i := 1; i < len(names); i++ {
+		if strings.Index(err.Error(), "informer "+names[i-1]+":") > strings.Index(err.Error(), "informer "+names[i]+":") {
+			t.Errorf("%s = %v, want the informers in the order of their names %q", what, err, names)
 		}
 	}
 }

@@ -650,8 +650,10 @@ func (f *Factory) CheckCommits(maxFailing time.Duration) error {
 	return checkCommits(infs, maxFailing)
 }
 
-// checkCommits joins the CheckCommits errors of infs.
+// checkCommits joins the CheckCommits errors of infs, in the order of
+// their names.
 func checkCommits(infs []*Informer, maxFailing time.Duration) error {
+	slices.SortFunc(infs, func(a, b *Informer) int { return strings.Compare(a.name, b.name) })
 	var errs []error
 	for _, inf := range infs {
 		if err := inf.CheckCommits(maxFailing); err != nil {
