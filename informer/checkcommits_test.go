@@ -163,28 +163,50 @@ func TestCheckCommitsWritesStopped(t *testing.T) {
 	}
 }
 
-// gatedStagingStore stages its batches (as the memory, bolt and badger stores
-// do), fails the first failPersist of them, and holds its unstaged commits
-// at gate while one is set.
+// gatedStagingStore stages its batches (as the memory, bolt and badger
+// stores do) and fails the first failPersist Persists of the batch that
+// starts with failKey; while a gate is set, the first commit that starts,
+// staged or not, waits for it to open.
 type gatedStagingStore struct {
 	store.Store
+	failKey     string
 	failPersist atomic.Int32
 	failed      chan struct{} // a value per failed Persist
 	prepared    chan string   // the first key of each batch prepared
 
 	mu      sync.Mutex
-	gate    chan struct{} // while set, unstaged commits wait for it to close
-	entered chan struct{} // a value per commit that waits at gate
+	gate    chan struct{} // the next commit waits for it to close
+	entered chan struct{} // a value when a commit waits at the gate
 }
 
-func (s *gatedStagingStore) Commit(ctx context.Context, b store.Batch) error {
+// hold makes the next commit wait until the returned function is called,
+// and registers that call as a cleanup of t (run before the informer's
+// own: a failed test must not leave its informer waiting at the gate).
+func (s *gatedStagingStore) hold(t *testing.T) (release func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// wait holds a commit at the gate, if one is set.
+func (s *gatedStagingStore) wait() {
 	s.mu.Lock()
 	gate := s.gate
+	s.gate = nil
 	s.mu.Unlock()
 	if gate != nil {
 		s.entered <- struct{}{}
 		<-gate
 	}
+}
+
+func (s *gatedStagingStore) Commit(ctx context.Context, b store.Batch) error {
+	s.wait()
 	return s.Store.Commit(ctx, b)
 }
 
@@ -198,19 +220,21 @@ func (s *gatedStagingStore) PrepareBatch(b store.Batch) (store.PreparedBatch, er
 		return nil, fmt.Errorf("a batch of %T is not staged", s.Store)
 	}
 	s.prepared <- b.Ops[0].Key
-	return failingPersist{StagedBatch: sb, s: s}, nil
+	return gatedStaged{StagedBatch: sb, s: s, key: b.Ops[0].Key}, nil
 }
 
-type failingPersist struct {
+type gatedStaged struct {
 	store.StagedBatch
-	s *gatedStagingStore
+	s   *gatedStagingStore
+	key string // of the batch's first operation
 }
 
-func (p failingPersist) Persist(ctx context.Context) (func(), error) {
-	if p.s.failPersist.Add(-1) >= 0 {
+func (p gatedStaged) Persist(ctx context.Context) (func(), error) {
+	if p.key == p.s.failKey && p.s.failPersist.Add(-1) >= 0 {
 		p.s.failed <- struct{}{}
 		return nil, errors.New("disk on fire")
 	}
+	p.s.wait()
 	return p.StagedBatch.Persist(ctx)
 }
 
@@ -239,35 +263,35 @@ func (h *failingSeen) OnDelete(interface{})      {}
 // failing, so a liveness check never fails on a commit that got through.
 func TestFailedStagedCommitIsRetried(t *testing.T) {
 	lw := newFakeLW()
-	ss := &gatedStagingStore{Store: openStore(t, "memory://"), failed: make(chan struct{}, 4), prepared: make(chan string, 16), entered: make(chan struct{}, 16)}
+	// Nothing but z and a may reach the queue: a bookmark queued behind z
+	// would be the group waiting for the committer, and a would wait in
+	// the queue unprepared.
+	lw.noBookmarks = true
+	ss := &gatedStagingStore{Store: openStore(t, "memory://"), failKey: "ns/a", failed: make(chan struct{}, 4), prepared: make(chan string, 64), entered: make(chan struct{}, 1)}
 	fc := testingclock.NewFakeClock(time.Unix(1000, 0))
 	opts := testOptions()
 	opts.Clock = fc
 	opts.Reflector.Clock = clock.RealClock{}
 	opts.MaxBatchSize = 1 // a group is complete with one object: prepared while the committer is busy
 	inf := newInformer(t, lw, ss, opts)
-	h := &failingSeen{inf: inf, seen: map[string]bool{}, got: make(chan string, 16)}
+	h := &failingSeen{inf: inf, seen: map[string]bool{}, got: make(chan string, 64)}
 	if _, err := inf.AddEventHandler(h); err != nil {
 		t.Fatal(err)
 	}
 	start(t, inf)
 	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	waitWatching(t, lw)
 
-	// Hold the committer in an unstaged commit (of z, or of a bookmark
-	// before it), so that the next group is prepared, staged, ahead.
-	gate := make(chan struct{})
-	ss.mu.Lock()
-	ss.gate = gate
-	ss.mu.Unlock()
+	// Hold the committer in z's commit, so that a's group is prepared,
+	// staged, while it waits; a's Persist then fails once.
+	ss.failPersist.Store(1)
+	release := ss.hold(t)
 	lw.create("ns", "z", "1")
 	receive(t, "a commit held at the gate", ss.entered)
-	ss.mu.Lock()
-	ss.gate = nil
-	ss.mu.Unlock()
-	ss.failPersist.Store(1)
 	lw.create("ns", "a", "1")
-	failedKey := receive(t, "a batch prepared ahead", ss.prepared)
-	close(gate)
+	for receive(t, "a's batch prepared ahead", ss.prepared) != "ns/a" {
+	}
+	release()
 	receive(t, "a failed Persist", ss.failed)
 	for !fc.HasWaiters() { // the committer waits to retry
 		runtime.Gosched()
@@ -276,23 +300,20 @@ func TestFailedStagedCommitIsRetried(t *testing.T) {
 		t.Errorf("CheckCommits(0) while a staged commit is retried = %v, want its error", err)
 	}
 	h.mu.Lock()
-	_, heard := h.seen[failedKey]
+	_, heard := h.seen["ns/a"]
 	h.mu.Unlock()
 	if heard {
-		t.Errorf("handler heard of %s, whose commit failed", failedKey)
+		t.Errorf("handler heard of ns/a, whose commit failed")
 	}
 
 	fc.Step(commitRetryInitial)
-	for {
-		if key := receive(t, "the retried commit's notification", h.got); key == failedKey {
-			break
-		}
+	for receive(t, "the retried commit's notification", h.got) != "ns/a" {
 	}
 	h.mu.Lock()
-	failing := h.seen[failedKey]
+	failing := h.seen["ns/a"]
 	h.mu.Unlock()
 	if failing {
-		t.Errorf("the handler heard of %s while the informer still reported its commit as failing", failedKey)
+		t.Errorf("the handler heard of ns/a while the informer still reported its commit as failing")
 	}
 	if err := inf.CheckCommits(0); err != nil {
 		t.Errorf("CheckCommits(0) after the retry = %v, want nil", err)
