@@ -518,7 +518,15 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 			since = f.since
 		}
 		inf.stats.failing.Store(&commitFailure{since: since, err: err})
-		logger.Error(err, "Committing to the store failed; will retry", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
+		if errors.Is(err, store.ErrWritesStopped) {
+			// No retry succeeds before the process restarts: retrying
+			// at the longest interval keeps the failure in the logs
+			// without spending anything on it.
+			backoff = commitRetryMax
+			logger.Error(err, "The store refuses writes until the process restarts; nothing new reaches the store or the handlers (see Informer.CheckCommits)", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
+		} else {
+			logger.Error(err, "Committing to the store failed; will retry", "attempt", attempt, "ops", len(pc.ops), "resourceVersion", pc.rv, "retryIn", backoff)
+		}
 		t := inf.opts.Clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():

@@ -132,14 +132,36 @@ func (s *stoppedStore) Commit(context.Context, store.Batch) error {
 	return fmt.Errorf("commit: %w: fsync: %w", store.ErrWritesStopped, syscall.EIO)
 }
 
+// timerClock is a fake clock that records the durations of the timers
+// made with NewTimer.
+type timerClock struct {
+	*testingclock.FakeClock
+	mu     sync.Mutex
+	timers []time.Duration
+}
+
+func (c *timerClock) NewTimer(d time.Duration) clock.Timer {
+	c.mu.Lock()
+	c.timers = append(c.timers, d)
+	c.mu.Unlock()
+	return c.FakeClock.NewTimer(d)
+}
+
+func (c *timerClock) made() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.timers)
+}
+
 // TestCheckCommitsWritesStopped checks that the liveness check fails at
 // once when the store refuses writes until it is reopened, whatever its
-// limit, and passes again once the informer stopped retrying.
+// limit, that the informer then retries at its longest interval only, and
+// that the check passes again once the informer stopped retrying.
 func TestCheckCommitsWritesStopped(t *testing.T) {
 	lw := newFakeLW()
 	lw.create("ns", "a", "1")
 	ss := &stoppedStore{Store: openStore(t, "memory://"), failed: make(chan struct{}, 1)}
-	fc := testingclock.NewFakeClock(time.Unix(1000, 0))
+	fc := &timerClock{FakeClock: testingclock.NewFakeClock(time.Unix(1000, 0))}
 	opts := testOptions()
 	opts.Clock = fc
 	opts.Reflector.Clock = clock.RealClock{}
@@ -156,6 +178,9 @@ func TestCheckCommitsWritesStopped(t *testing.T) {
 	err := inf.CheckCommits(time.Hour)
 	if !errors.Is(err, store.ErrWritesStopped) || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "restarts") {
 		t.Errorf("CheckCommits(1h) while the store refuses writes = %v, want at once an error wrapping store.ErrWritesStopped and EIO that says to restart", err)
+	}
+	if got := fc.made(); !slices.Equal(got, []time.Duration{commitRetryMax}) {
+		t.Errorf("timers made after the store refused a write: %v, want one retry in %v", got, commitRetryMax)
 	}
 	r.stop()
 	if err := inf.CheckCommits(0); err != nil {
