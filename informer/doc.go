@@ -28,7 +28,8 @@
 // failed commit is logged and retried with backoff; nothing is notified for
 // it and the resume point does not move. A store that refuses every write
 // until it is reopened (store.ErrWritesStopped, after a failed fsync) needs
-// a restart of the process: CheckCommits is a liveness check for that.
+// a restart of the process: the informer then retries only every ten
+// seconds, and CheckCommits is a liveness check for that.
 //
 // A change the store rejects as invalid (an object its codec or an index
 // function refuses) would fail its commit for ever. It is skipped as the
