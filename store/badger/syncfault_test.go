@@ -2,6 +2,7 @@ package badger
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +86,14 @@ func TestVlogSyncFailureFailsWrites(t *testing.T) {
 	wantStore(t, "after the fault", a, "10", one)
 	wantStore(t, "after the fault", b, "10", one)
 
+	info := a.Info()
 	mustOK(t, "close a", a.Close())
+	// b keeps the database open: the raw writes of this process (snapshot
+	// restore, drop) are refused too.
+	url := "badger://" + dir
+	wantSyncFault(t, "Drop", store.Drop(t.Context(), url, "pods-a"), syscall.EIO)
+	info.Name = "restored"
+	wantSyncFault(t, "Import", store.Import(t.Context(), url, info, func() (store.Record, error) { return store.Record{}, io.EOF }), syscall.EIO)
 	mustOK(t, "close b", b.Close())
 	for _, name := range []string{"pods-a", "pods-b"} {
 		s, err := Open(t.Context(), dir, podOptions(t, name, 0))

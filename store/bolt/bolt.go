@@ -198,9 +198,10 @@ type file struct {
 	syncFault atomic.Pointer[error]
 }
 
-// update runs fn in a bbolt write transaction of the file. A commit that
-// fails to sync (fdatasync's error, which bbolt returns as is) or meets an
-// I/O error fails every later update of the file too, until it is opened
+// update runs fn in a bbolt write transaction of the file; every write of
+// the file, the stores' and the raw operations', goes through it. A commit
+// that fails to sync (fdatasync's error, which bbolt returns as is) or meets
+// an I/O error fails every later update of the file too, until it is opened
 // again: bbolt rolls its memory back to the last commit, but the failed
 // commit's pages, its meta page included, may have reached the disk anyway,
 // and after a failed fsync the kernel may drop pages it could not write and

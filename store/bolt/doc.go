@@ -56,13 +56,14 @@
 // two fsyncs as a Commit of one. The informer group-commits for this reason.
 //
 // A write whose fdatasync fails, or which meets an I/O error (EIO), fails,
-// and so does every later write of the file, in any of its stores, until
-// every store of it is closed and the file opened again (restart the
-// process), with an error wrapping store.ErrWritesStopped; reads go on. bbolt rolls its memory back to the last commit,
-// but the failed commit's pages, meta page included, may have reached the
-// disk, and after a failed fsync the kernel may drop what it could not
-// write and report the next fsync as a success: no later write would be
-// known durable, and memory and file would disagree. Reopening reads back
+// and so does every later write of the file, in any of its stores and by
+// Import and Drop in this process, until every store of it is closed and
+// the file opened again (restart the process), with an error wrapping
+// store.ErrWritesStopped; reads go on. bbolt rolls its memory back to the
+// last commit, but the failed commit's pages, meta page included, may have
+// reached the disk, and after a failed fsync the kernel may drop what it
+// could not write and report the next fsync as a success: no later write
+// would be known durable, and memory and file would disagree. Reopening reads back
 // what reached the disk, with or without that commit. A write refused for
 // want of space (the disk full) leaves the file as it was and fails alone:
 // the informer retries it until space is freed.

@@ -329,13 +329,13 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 			return fail(fmt.Errorf("%w (close it first)", store.ErrInUse))
 		}
 		defer release()
-		if err := importDB(ctx, f.db, info, next); err != nil {
+		if err := importDB(ctx, f, info, next); err != nil {
 			// Drop what was staged; a failure here only leaves garbage
 			// for the next import. With nothing staged, the transaction
 			// rolls back: a commit, even of nothing, writes a meta page,
 			// and a refused import leaves the file as it was.
 			_ = guard(func() error {
-				return f.db.Update(func(tx *bbolt.Tx) error {
+				return f.update(func(tx *bbolt.Tx) error {
 					if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
 						return ib.DeleteBucket([]byte(name))
 					}
@@ -408,7 +408,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 		// An error rolls the transaction back: a refused drop (a missing
 		// name, a damaged file) leaves the file as it was.
 		err := guard(func() error {
-			return f.db.Update(func(tx *bbolt.Tx) error {
+			return f.update(func(tx *bbolt.Tx) error {
 				root, err := rootBucket(tx)
 				if err != nil {
 					return err
@@ -434,7 +434,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	})
 }
 
-func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (store.Record, error)) error {
+func importDB(ctx context.Context, f *file, info store.Info, next func() (store.Record, error)) error {
 	name := []byte(info.Name)
 	// The first record says whether the records carry index values: a
 	// source that keeps none (a memory snapshot file) yields none, and the
@@ -451,7 +451,7 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 	}
 	names := m.Indexes
 	err = guard(func() error {
-		return db.Update(func(tx *bbolt.Tx) error {
+		return f.update(func(tx *bbolt.Tx) error {
 			// A file that lost its stores bucket is refused before
 			// anything is staged: the final move would create a new one
 			// and bury the old stores.
@@ -516,7 +516,7 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 		last := done
 		slices.SortFunc(pending, func(a, b store.Record) int { return bytes.Compare(boltKey(a.Key), boltKey(b.Key)) })
 		err := guard(func() error {
-			return db.Update(func(tx *bbolt.Tx) error {
+			return f.update(func(tx *bbolt.Tx) error {
 				ib := tx.Bucket(bucketImport)
 				if ib == nil {
 					return fmt.Errorf("staging bucket vanished: %w", store.ErrCorrupt)
@@ -557,7 +557,7 @@ func importDB(ctx context.Context, db *bbolt.DB, info store.Info, next func() (s
 			// made to it in the same transaction would be lost
 			// (v1.5.0).
 			err = guard(func() error {
-				return db.Update(func(tx *bbolt.Tx) error {
+				return f.update(func(tx *bbolt.Tx) error {
 					ib := tx.Bucket(bucketImport)
 					if ib == nil || ib.Bucket(name) == nil {
 						return fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,7 +77,14 @@ func TestCommitSyncFailureFailsWrites(t *testing.T) {
 	if diff := cmp.Diff([]string{"ns/p1"}, keys(a)); diff != "" {
 		t.Errorf("keys after the failures (-want +got):\n%s", diff)
 	}
+	info := a.Info()
 	closeStore(a)
+	// b keeps the file open: the raw writes of this process (snapshot
+	// restore, drop) go through the same file and are refused too.
+	url := "bolt://" + path
+	wantFault("Drop", store.Drop(t.Context(), url, "pods"))
+	info.Name = "restored"
+	wantFault("Import", store.Import(t.Context(), url, info, func() (store.Record, error) { return store.Record{}, io.EOF }))
 	closeStore(b)
 
 	// The failed commit's pages reached the disk here: the reopened file
