@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/varint"
 )
 
 // Key layout. Every store in a database owns the keys under its prefix
@@ -282,7 +283,7 @@ var errBadRecord = errors.New("malformed record")
 
 // readLP reads one length-prefixed string from b.
 func readLP(b []byte) (string, []byte, error) {
-	n, w := binary.Uvarint(b)
+	n, w := varint.Uvarint(b)
 	if w <= 0 || uint64(len(b)-w) < n {
 		return "", nil, errBadRecord
 	}
@@ -313,17 +314,20 @@ func encodeValues(vals [][]string) []byte {
 
 // decodeValues decodes encodeValues, checking there are want indexes.
 func decodeValues(b []byte, want int) ([][]string, error) {
-	n, w := binary.Uvarint(b)
+	n, w := varint.Uvarint(b)
 	if w <= 0 || n != uint64(want) {
 		return nil, fmt.Errorf("index values: %w", errBadRecord)
 	}
 	b = b[w:]
 	if want == 0 {
+		if len(b) != 0 {
+			return nil, fmt.Errorf("index values: trailing bytes: %w", errBadRecord)
+		}
 		return nil, nil
 	}
 	out := make([][]string, want)
 	for i := range out {
-		c, w := binary.Uvarint(b)
+		c, w := varint.Uvarint(b)
 		if w <= 0 || c > uint64(len(b)) {
 			return nil, fmt.Errorf("index values: %w", errBadRecord)
 		}

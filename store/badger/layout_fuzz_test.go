@@ -43,6 +43,9 @@ func FuzzRecords(f *testing.F) {
 			vals, err := decodeValues(in, want)
 			badOrNil("decodeValues", err)
 			if err == nil {
+				if enc := encodeValues(vals); string(enc) != string(in) {
+					t.Fatalf("decodeValues(%q) = %q, which encodes as %q", in, vals, enc)
+				}
 				again, err := decodeValues(encodeValues(vals), want)
 				if err != nil {
 					t.Fatalf("decodeValues of encodeValues(%q): %v", vals, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/varint"
 )
 
 // On-disk layout (FormatVersion 3). One file holds any number of stores:
@@ -427,7 +428,7 @@ func indexEntryKey(value string, seq uint64) []byte {
 // splitIndexEntry returns the bbolt form of the value and the sequence
 // number of an index entry key.
 func splitIndexEntry(k []byte) (value []byte, seq uint64, err error) {
-	n, w := binary.Uvarint(k)
+	n, w := varint.Uvarint(k)
 	if w <= 0 || uint64(len(k)-w) != n+seqLen {
 		return nil, 0, fmt.Errorf("malformed index entry %q: %w", k, store.ErrCorrupt)
 	}
@@ -508,7 +509,7 @@ func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err e
 		return "", nil, fmt.Errorf("malformed index values record (%s): %w", why, store.ErrCorrupt)
 	}
 	next := func() (uint64, bool) {
-		n, w := binary.Uvarint(data)
+		n, w := varint.Uvarint(data)
 		if w <= 0 {
 			return 0, false
 		}
@@ -526,6 +527,10 @@ func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err e
 		l, ok := next()
 		if !ok || l > uint64(len(data)) {
 			return bad("key length")
+		}
+		if l <= maxInline {
+			// Only a key too long for bbolt is kept in its record.
+			return bad(fmt.Sprintf("full key of %d bytes", l))
 		}
 		fullKey = string(data[:l])
 		data = data[l:]
@@ -617,6 +622,9 @@ func recordKey(k, rec []byte) (string, error) {
 // is ErrCorrupt: read as it is, the record would be another object's.
 func keyOf(k []byte, fullKey string) (string, error) {
 	if !isDigest(k) {
+		if fullKey != "" {
+			return "", fmt.Errorf("key record of key %q holds a full key, which only a long key's record does: %w", shorten(string(k)), store.ErrCorrupt)
+		}
 		return string(k), nil
 	}
 	if !bytes.Equal(boltKey(fullKey), k) {
@@ -641,7 +649,7 @@ func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
 		return "", 0, fmt.Errorf("key record of a long key lacks the key: %w", store.ErrCorrupt)
 	}
-	l, w := binary.Uvarint(rec[1:])
+	l, w := varint.Uvarint(rec[1:])
 	if w <= 0 || l > uint64(len(rec)-1-w) {
 		return "", 0, fmt.Errorf("key record: bad key length: %w", store.ErrCorrupt)
 	}

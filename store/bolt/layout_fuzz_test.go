@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ func FuzzKeyRecord(f *testing.F) {
 		f.Add(boltKey(tc.key), rec, len(tc.vals))
 		f.Add(boltKey(tc.key), rec[:len(rec)-1], len(tc.vals))
 	}
+	// Index entry keys, the second with its length in two bytes.
+	f.Add(indexEntryKey("web", 7), []byte{}, 0)
+	f.Add([]byte("\x83\x00web\x00\x00\x00\x00\x00\x00\x00\x07"), []byte{}, 0)
 	// A long key's record that holds another long key.
 	f.Add(boltKey(long), encodeKeyRecord(7, long+"x", nil), 0)
 	f.Fuzz(func(t *testing.T, k, rec []byte, want int) {
@@ -43,6 +47,16 @@ func FuzzKeyRecord(f *testing.F) {
 			if err != nil && !errors.Is(err, store.ErrCorrupt) {
 				t.Fatalf("%s: %v; want ErrCorrupt or success", what, err)
 			}
+		}
+		// An index entry key: the value's bbolt form, length-prefixed,
+		// then the object's sequence number.
+		if v, seq, err := splitIndexEntry(k); err == nil {
+			enc := binary.BigEndian.AppendUint64(append(binary.AppendUvarint(nil, uint64(len(v))), v...), seq)
+			if string(enc) != string(k) {
+				t.Fatalf("splitIndexEntry(%q) = %q, %d, which make the key %q", k, v, seq, enc)
+			}
+		} else {
+			corruptOrNil("splitIndexEntry", err)
 		}
 		seq, long, vals, err := decodeKeyRecord(rec, want)
 		corruptOrNil("decodeKeyRecord", err)
@@ -59,6 +73,9 @@ func FuzzKeyRecord(f *testing.F) {
 		}
 		if got := boltKey(key); string(got) != string(k) {
 			t.Fatalf("keyOf accepted key %.40q... (%d bytes) for bbolt key %.40q... (%d bytes), which is not its bbolt key", key, len(key), k, len(k))
+		}
+		if enc := encodeKeyRecord(seq, key, vals); string(enc) != string(rec) {
+			t.Fatalf("decodeKeyRecord(%q) = seq %d, values %q, which encode as %q", rec, seq, vals, enc)
 		}
 		seq2, long2, vals2, err := decodeKeyRecord(encodeKeyRecord(seq, key, vals), want)
 		if err != nil {
