@@ -52,7 +52,7 @@ fuzz:
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 	    echo "== $$fn ($$(dirname $$f))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$(dirname $$f); \
+	    $(GO) test -timeout 0 -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$(dirname $$f); \
 	  done; \
 	done
 
