@@ -776,6 +776,9 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 		}
 	}
 	inf.proc.distribute(pc.notes, rejected, !inf.synced)
+	if f := inf.afterNotify.Load(); f != nil {
+		(*f)()
+	}
 	if pc.rv != "" {
 		if pc.rv != inf.appliedRV {
 			inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())

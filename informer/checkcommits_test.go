@@ -331,6 +331,25 @@ func TestFailedStagedCommitIsRetried(t *testing.T) {
 		t.Errorf("handler heard of ns/a, whose commit failed")
 	}
 
+	// Hold the applying goroutine after it notified a's retried commit
+	// until the handler has heard of it, so that whatever the informer
+	// does after notifying comes too late for the handler. z's commit,
+	// which succeeded, is notified first.
+	for receive(t, "z's notification", h.got) != "ns/z" {
+	}
+	hold := func() {
+		deadline := time.Now().Add(waitLimit)
+		for time.Now().Before(deadline) {
+			h.mu.Lock()
+			_, heard := h.seen["ns/a"]
+			h.mu.Unlock()
+			if heard {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	inf.afterNotify.Store(&hold)
 	fc.Step(commitRetryInitial)
 	for receive(t, "the retried commit's notification", h.got) != "ns/a" {
 	}

@@ -122,6 +122,12 @@ type Informer struct {
 		// succeed.
 		failing atomic.Pointer[commitFailure]
 	}
+
+	// afterNotify, when set (by tests), runs on the goroutine that applies
+	// a commit, right after the commit's notifications were handed to the
+	// handlers: the moment a handler may run while the informer still
+	// does what follows the notification.
+	afterNotify atomic.Pointer[func()]
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
