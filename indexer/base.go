@@ -53,6 +53,15 @@ type SelfDiffer interface {
 	SelfDiffing() bool
 }
 
+// DataChecker is implemented by a Persister that cannot store every
+// encoding (badger: none larger than a value-log file). CheckData returns
+// an error wrapping store.ErrInvalid, and naming key, for an encoding the
+// persister would refuse: Base's Prepare then refuses the operation before
+// anything is written, which tells a batch's writer which operation it was.
+type DataChecker interface {
+	CheckData(key string, data []byte) error
+}
+
 // Base implements store.Store over a Persister, serving every read from a
 // Cache of decoded objects. It is safe for concurrent use.
 type Base struct {
@@ -131,6 +140,9 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 	b.selfDiffing = cfg.Persister == nil
 	if sd, ok := cfg.Persister.(SelfDiffer); ok {
 		b.selfDiffing = sd.SelfDiffing()
+	}
+	if dc, ok := cfg.Persister.(DataChecker); ok {
+		b.prep.CheckData = dc.CheckData
 	}
 	if cp, ok := cfg.Persister.(CopyingPersister); ok && cp.CopiesData() {
 		b.prep.bufs = &encodeBuffers{}

@@ -35,6 +35,9 @@ type Preparer struct {
 	Indexes *IndexSet
 	// Codec encodes objects for puts; nil skips encoding (memory backends).
 	Codec store.Codec
+	// CheckData, when set, refuses the encodings the backend cannot store
+	// (see DataChecker) with an error wrapping store.ErrInvalid.
+	CheckData func(key string, data []byte) error
 	// bufs, when set (by Base, over a CopyingPersister), holds the buffers
 	// a Codec that is a store.AppendEncoder encodes into.
 	bufs *encodeBuffers
@@ -68,7 +71,7 @@ func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 		}
 	}
 	if parallel {
-		if err := encodeAll(op, codec, p.bufs, out); err != nil {
+		if err := encodeAll(op, codec, p.bufs, p.CheckData, out); err != nil {
 			return nil, err
 		}
 	}
@@ -79,8 +82,9 @@ func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 // parallel: below it, starting workers costs more than it saves.
 const parallelEncodeMin = 128
 
-// encodeAll encodes the puts of ps with codec, in parallel chunks.
-func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, ps []Prepared) error {
+// encodeAll encodes the puts of ps with codec, in parallel chunks, and
+// checks each encoding with check, if set.
+func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(string, []byte) error, ps []Prepared) error {
 	workers := min(runtime.GOMAXPROCS(0), (len(ps)+parallelEncodeMin/2-1)/(parallelEncodeMin/2))
 	chunk := (len(ps) + workers - 1) / workers
 	errs := make([]error, workers)
@@ -98,6 +102,12 @@ func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, ps []Prepared)
 					// failure: the first chunk's error is the batch's first.
 					errs[w] = fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, codec.Name(), store.ErrInvalid, err)
 					return
+				}
+				if check != nil {
+					if err := check(r.Key, r.Data); err != nil {
+						errs[w] = fmt.Errorf("store: %s: %w", op, err)
+						return
+					}
 				}
 			}
 		})
@@ -170,6 +180,11 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 	if p.Codec != nil {
 		if err := encodeInto(p.Codec, p.bufs, r); err != nil {
 			return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, p.Codec.Name(), store.ErrInvalid, err)
+		}
+		if p.CheckData != nil {
+			if err := p.CheckData(r.Key, r.Data); err != nil {
+				return fmt.Errorf("store: %s: %w", op, err)
+			}
 		}
 	}
 	return nil

@@ -227,7 +227,7 @@ func (b *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	p := indexer.Preparer{KeyFunc: b.keyFn, Indexes: set, Codec: b.codec}
+	p := indexer.Preparer{KeyFunc: b.keyFn, Indexes: set, Codec: b.codec, CheckData: b.sp.CheckData}
 	ps, err := p.Prepare(op, ops)
 	if err != nil {
 		return err

@@ -407,6 +407,9 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		if len(vals) != len(names) {
 			return fmt.Errorf("record %q has values for %d indexes, the store has %d (%q): %w", rec.Key, len(vals), len(names), names, store.ErrInvalid)
 		}
+		if err := checkObjectSize(rec.Key, rec.Data, s.sh.cfg.valueLogFileSize); err != nil {
+			return fmt.Errorf("record %d: %w", n, err)
+		}
 		if _, dup := seen[rec.Key]; dup {
 			return fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid)
 		}

@@ -2,6 +2,7 @@ package badger
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -658,6 +659,35 @@ func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen 
 			return w.Set(append(append([]byte(nil), newGen...), item.Key()[oldLen:]...), v)
 		})
 	})
+}
+
+var _ interface {
+	indexer.Persister
+	indexer.CopyingPersister
+	indexer.DataChecker
+} = (*space)(nil)
+
+// CheckData implements indexer.DataChecker (see checkObjectSize).
+func (s *space) CheckData(key string, data []byte) error {
+	return checkObjectSize(key, data, s.sh.cfg.valueLogFileSize)
+}
+
+// checkObjectSize refuses, as invalid input, an object badger cannot store:
+// one whose value (objValue) is larger than a value-log file. Badger's own
+// error for it would quote the object's first KiB (a Secret's data, say) in
+// a message read as a failed write, which an informer retries for ever
+// (and, through a write batch, as one that stops every write of the
+// database); ErrInvalid makes it skip the object and commit the rest.
+func checkObjectSize(key string, data []byte, limit int64) error {
+	n := int64(len(data))
+	if len(key) > maxInline {
+		n += int64(binary.MaxVarintLen64 + len(key))
+	}
+	if n > limit {
+		return fmt.Errorf("object %.200q: its encoding of %d bytes is larger than badger's largest value, a value-log file (%d bytes): %w",
+			key, len(data), limit, store.ErrInvalid)
+	}
+	return nil
 }
 
 // writeChange writes one change: the object, its value record and, if

@@ -1,0 +1,108 @@
+package badger
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// wantOversize checks err is the refusal of an object too large for
+// badger: ErrInvalid, naming the key, without quoting the object (badger's
+// own error for it dumps its first KiB in hex).
+func wantOversize(t *testing.T, what string, err error, key string) {
+	t.Helper()
+	switch {
+	case !errors.Is(err, store.ErrInvalid):
+		t.Errorf("%s: err = %.300v; want ErrInvalid", what, err)
+	case errors.Is(err, store.ErrWritesStopped):
+		t.Errorf("%s: err = %v; an invalid object must not stop the database's writes", what, err)
+	case !strings.Contains(err.Error(), key) || strings.Contains(err.Error(), "SECRET"):
+		t.Errorf("%s: err = %.300v; want it to name %q and not quote the object", what, err, key)
+	}
+}
+
+// TestOversizeObjectIsInvalid: an object larger than a badger value-log file
+// is refused as invalid input, by a Commit that fits one transaction, by
+// one that does not and by a Replace (both written through a write batch)
+// and by an Import, and the store is left as it was: an informer then skips
+// the object and commits the rest. Before, badger's error was a plain
+// error, which an informer retries for ever, and through a write batch it
+// was taken for a failed write, which stops every write of the database
+// until the process restarts.
+func TestOversizeObjectIsInvalid(t *testing.T) {
+	for _, cacheSize := range []int{0, 10} {
+		t.Run(fmt.Sprintf("cache=%d", cacheSize), func(t *testing.T) { testOversizeObject(t, cacheSize) })
+	}
+}
+
+func testOversizeObject(t *testing.T, cacheSize int) {
+	cfg := smallConfig() // value-log files of 1 MiB
+	s, err := open(t.Context(), t.TempDir(), podOptions(t, "pods", cacheSize), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: newPod(1, "1", "web")}}, ResourceVersion: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	big := newPod(0, "2", "web")
+	big.Annotations["payload"] = "SECRET" + strings.Repeat("x", int(cfg.valueLogFileSize))
+	const bigKey = "ns-0/pod-000000"
+	if bp, ok := s.(store.BatchPreparer); ok {
+		// What tells an informer which operation of a batch the store
+		// rejects (informer.leaveOutRejected).
+		_, err := bp.PrepareBatch(store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: big}}})
+		wantOversize(t, "PrepareBatch", err, bigKey)
+	} else if cacheSize == 0 {
+		t.Errorf("%T does not implement store.BatchPreparer", s)
+	}
+	lim, ok := s.(store.BatchLimiter)
+	if !ok {
+		t.Fatalf("%T does not implement store.BatchLimiter", s)
+	}
+	for _, n := range []int{1, 3 * lim.MaxBatchOps()} {
+		ops := []store.Op{{Type: store.OpPut, Object: big}}
+		for i := 2; i < n+1; i++ {
+			ops = append(ops, store.Op{Type: store.OpPut, Object: newPod(i, "2", "web")})
+		}
+		wantOversize(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "2"}), bigKey)
+	}
+	wantOversize(t, "Replace", s.Replace([]interface{}{big, newPod(2, "2", "web")}, "2"), bigKey)
+	if rv := s.ResourceVersion(); rv != "1" {
+		t.Errorf("ResourceVersion = %q after the refused writes; want 1", rv)
+	}
+	if keys := s.ListKeys(); len(keys) != 1 || keys[0] != "ns-1/pod-000001" {
+		t.Errorf("keys after the refused writes: %v; want only ns-1/pod-000001", keys)
+	}
+	if err := s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: newPod(2, "3", "web")}}, ResourceVersion: "3"}); err != nil {
+		t.Errorf("Commit after the refused writes: %v", err)
+	}
+}
+
+func TestOversizeRecordImportIsInvalid(t *testing.T) {
+	dir := t.TempDir()
+	u := "badger://" + (&url.URL{Path: dir}).EscapedPath()
+	s, err := store.Open(t.Context(), u, podOptions(t, "pods", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := s.Info()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("SECRET" + strings.Repeat("x", int(defaultDBConfig().valueLogFileSize)))
+	sent := false
+	err = store.Import(t.Context(), u, info, func() (store.Record, error) {
+		if sent {
+			return store.Record{}, io.EOF
+		}
+		sent = true
+		return store.Record{Key: "ns/huge", Data: data, Values: make([][]string, len(info.Indexes))}, nil
+	})
+	wantOversize(t, "Import", err, "ns/huge")
+}
