@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -759,6 +760,11 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.view.committed(pc.ops, pc.seq)
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
+	if len(pc.corrected) > 0 {
+		// A key may be listed twice: left out of the batch, then again
+		// when the rest was committed one operation at a time.
+		inf.stats.rejected.Add(int64(len(sets.New(pc.corrected...))))
+	}
 	inf.correctHeard(pc)
 	for _, key := range pc.corrected {
 		if inf.view.isPending(key) {

@@ -118,6 +118,7 @@ type Informer struct {
 		commits, deltas atomic.Int64
 		popped          atomic.Int64 // deltas popped, committed or not
 		commitFailures  atomic.Int64
+		rejected        atomic.Int64 // keys whose change the store refused, left out
 		// failing is the commit being retried, nil while commits
 		// succeed.
 		failing atomic.Pointer[commitFailure]
@@ -708,6 +709,14 @@ type Stats struct {
 	// reopens the store. CheckCommits is one.
 	CommitFailingSince time.Time
 	LastCommitError    error
+	// Rejected is the number of changes the store refused as invalid
+	// (store.ErrInvalid: an object its codec or an index function refuses,
+	// one too large for the backend) and the informer left out of their
+	// commits, logging each: the key keeps the last state the store
+	// accepted, in the store and for the handlers, until a change or a
+	// relist brings one it accepts. Changes of one key in one commit count
+	// once.
+	Rejected int64
 	// Reflector holds the reflector's counters (lists, watches, resumes,
 	// relists by reason); zero before Run.
 	Reflector reflector.Stats
@@ -715,7 +724,7 @@ type Stats struct {
 
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
-	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load()}
+	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load(), Rejected: inf.stats.rejected.Load()}
 	if f := inf.stats.failing.Load(); f != nil {
 		st.CommitFailingSince, st.LastCommitError = f.since, f.err
 	}

@@ -22,6 +22,7 @@ const (
 	MetricWatchEvents      = "informerdb_watch_events_total"
 	MetricBookmarks        = "informerdb_bookmarks_total"
 	MetricDroppedEvents    = "informerdb_dropped_events_total"
+	MetricRejectedChanges  = "informerdb_rejected_changes_total"
 	MetricDeltasApplied    = "informerdb_deltas_applied_total"
 	MetricDeltasPending    = "informerdb_deltas_pending"
 	MetricQueueLength      = "informerdb_queue_length"
@@ -56,6 +57,8 @@ var (
 		"BOOKMARK watch events received and queued.", []string{labelInformer}, nil)
 	descDroppedEvents = prometheus.NewDesc(MetricDroppedEvents,
 		"ADDED, MODIFIED and DELETED watch events dropped: refused by the queue (a key-function or transform error) or unusable (wrong type); each was reported to the watch error handler, and none is seen again after a restart.", []string{labelInformer}, nil)
+	descRejectedChanges = prometheus.NewDesc(MetricRejectedChanges,
+		"Changes the store refused as invalid (an object its codec or an index function refuses, one too large for the backend) and the informer left out of their commits, logging each: the key keeps the last state the store accepted until a change or a relist brings one it accepts.", []string{labelInformer}, nil)
 	descDeltasApplied = prometheus.NewDesc(MetricDeltasApplied,
 		"Deltas applied to the store and notified: listed objects, watch events and bookmarks.", []string{labelInformer}, nil)
 	descDeltasPending = prometheus.NewDesc(MetricDeltasPending,
@@ -179,7 +182,7 @@ type collector struct{ m *Metrics }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descResumes, descRelists, descListRequests, descWatchRequests, descWatchEvents,
-		descBookmarks, descDroppedEvents, descDeltasApplied, descDeltasPending, descQueueLength, descCommitFailures, descCommitFailing, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
+		descBookmarks, descDroppedEvents, descRejectedChanges, descDeltasApplied, descDeltasPending, descQueueLength, descCommitFailures, descCommitFailing, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
 		descResumePointAge, descSynced} {
 		ch <- d
 	}
@@ -217,6 +220,7 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descWatchEvents, r.Events)
 	counter(descBookmarks, r.Bookmarks)
 	counter(descDroppedEvents, r.Dropped)
+	counter(descRejectedChanges, st.Rejected)
 	counter(descDeltasApplied, st.Deltas)
 	counter(descCommitFailures, st.CommitFailures)
 	failing := 0.0

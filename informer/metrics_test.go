@@ -226,7 +226,7 @@ func checkFamilies(t *testing.T, reg prometheus.Gatherer) {
 		MetricResumes: dto.MetricType_COUNTER, MetricRelists: dto.MetricType_COUNTER,
 		MetricListRequests: dto.MetricType_COUNTER, MetricWatchRequests: dto.MetricType_COUNTER,
 		MetricWatchEvents: dto.MetricType_COUNTER, MetricBookmarks: dto.MetricType_COUNTER,
-		MetricDroppedEvents: dto.MetricType_COUNTER,
+		MetricDroppedEvents: dto.MetricType_COUNTER, MetricRejectedChanges: dto.MetricType_COUNTER,
 		MetricDeltasApplied: dto.MetricType_COUNTER, MetricDeltasPending: dto.MetricType_GAUGE,
 		MetricQueueLength:    dto.MetricType_GAUGE,
 		MetricCommitFailures: dto.MetricType_COUNTER, MetricCommitFailing: dto.MetricType_GAUGE,
@@ -690,6 +690,61 @@ func TestMetricsDroppedEvents(t *testing.T) {
 	waitMetric(t, reg, 1, MetricDroppedEvents, "cms")
 	if _, ok, _ := inf.GetStore().GetByKey("ns/bad"); ok {
 		t.Errorf("the refused object is in the store")
+	}
+}
+
+// TestMetricsRejectedChanges: changes the store refuses (here an index
+// function refuses v=bad) in a relist and in the watch, a create and an
+// update, are left out and counted, and the informer goes on.
+func TestMetricsRejectedChanges(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := indexer.NewCodec(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(t.Context(), "memory://", &store.Options{Name: "v1/configmaps", Codec: codec, Indexers: cache.Indexers{
+		"v": func(obj interface{}) ([]string, error) {
+			if v := obj.(*corev1.ConfigMap).Data["v"]; v != "bad" {
+				return []string{v}, nil
+			}
+			return nil, errors.New("refusing v=bad")
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	lw := newFakeLW()
+	lw.create("ns", "a", "1")
+	lw.create("ns", "r", "bad")
+	inf := newInformer(t, lw, s, metricOptions(m, testingclock.NewFakeClock(time.Unix(1, 0))))
+	start(t, inf)
+	waitDone(t, "cold start", inf.HasSyncedChecker())
+	checkMetrics(t, reg, "cms", map[string]float64{MetricRejectedChanges: 1})
+
+	lw.create("ns", "w", "bad")
+	lw.update("ns", "a", "bad")
+	lw.create("ns", "z", "2")
+	waitMetric(t, reg, 3, MetricRejectedChanges, "cms")
+	if got := inf.Stats().Rejected; got != 3 {
+		t.Errorf("Stats().Rejected = %d, want 3", got)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if _, ok, _ := s.GetByKey("ns/z"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ns/z, created after the refused changes, not committed after %v", waitLimit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if obj, _, _ := s.GetByKey("ns/a"); obj.(*corev1.ConfigMap).Data["v"] != "1" {
+		t.Errorf("ns/a = %v after its refused update, want v=1", obj)
 	}
 }
 

@@ -43,6 +43,9 @@ func TestOversizeObjectIsSkipped(t *testing.T) {
 	if _, ok, _ := s.GetByKey("ns/huge2"); ok {
 		t.Errorf("ns/huge2 is in the store")
 	}
+	if got := inf.Stats().Rejected; got != 2 {
+		t.Errorf("Stats().Rejected = %d, want 2", got)
+	}
 	if err := inf.CheckCommits(0); err != nil {
 		t.Errorf("CheckCommits(0) = %v; want nil", err)
 	}
