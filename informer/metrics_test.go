@@ -702,22 +702,7 @@ func TestMetricsRejectedChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec, err := indexer.NewCodec(&corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(t.Context(), "memory://", &store.Options{Name: "v1/configmaps", Codec: codec, Indexers: cache.Indexers{
-		"v": func(obj interface{}) ([]string, error) {
-			if v := obj.(*corev1.ConfigMap).Data["v"]; v != "bad" {
-				return []string{v}, nil
-			}
-			return nil, errors.New("refusing v=bad")
-		},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openRefusingStore(t)
 	lw := newFakeLW()
 	lw.create("ns", "a", "1")
 	lw.create("ns", "r", "bad")

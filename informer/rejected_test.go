@@ -37,22 +37,7 @@ func TestLeftOutChangeIsNotTheNextOldObject(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			codec, err := indexer.NewCodec(&corev1.ConfigMap{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			base, err := store.Open(t.Context(), "memory://", &store.Options{Name: "v1/configmaps", Codec: codec, Indexers: cache.Indexers{
-				"v": func(obj interface{}) ([]string, error) {
-					if v := obj.(*corev1.ConfigMap).Data["v"]; v != "bad" {
-						return []string{v}, nil
-					}
-					return nil, errors.New("refusing v=bad")
-				},
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = base.Close() })
+			base := openRefusingStore(t)
 			lw := newFakeLW()
 			if tc.initial {
 				lw.create("ns", "k", "1")
@@ -94,4 +79,27 @@ func TestLeftOutChangeIsNotTheNextOldObject(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openRefusingStore opens a memory store whose index function "v" refuses
+// ConfigMaps with v=bad: the store rejects their writes as invalid.
+func openRefusingStore(t *testing.T) store.Store {
+	t.Helper()
+	codec, err := indexer.NewCodec(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(t.Context(), "memory://", &store.Options{Name: "v1/configmaps", Codec: codec, Indexers: cache.Indexers{
+		"v": func(obj interface{}) ([]string, error) {
+			if v := obj.(*corev1.ConfigMap).Data["v"]; v != "bad" {
+				return []string{v}, nil
+			}
+			return nil, errors.New("refusing v=bad")
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
