@@ -871,8 +871,9 @@ func (sh *sharedDB) writeFailed(err error) error {
 // batch is a badger WriteBatch (many transactions, committed in the
 // background as they fill up) held to update's rule: it refuses writes once
 // a write of the database may have failed to reach the disk, and an error
-// of its commits is recorded as such (see writeFailed). The keys and
-// values the stores write are valid for badger, so an error of Set or
+// of its commits is recorded as such (see writeFailed). The keys the stores
+// write are valid for badger (hashed past maxInline), and Set refuses a
+// value badger would refuse before badger sees it, so an error of Set or
 // Delete is one of an earlier commit of the batch.
 type batch struct {
 	wb *badger.WriteBatch
@@ -884,6 +885,13 @@ func (sh *sharedDB) newBatch() *batch { return &batch{wb: sh.db.NewWriteBatch(),
 func (b *batch) Set(k, v []byte) error {
 	if err := b.sh.durable(nil); err != nil {
 		return err
+	}
+	if n := int64(len(v)); n > b.sh.cfg.valueLogFileSize {
+		// Badger's own error for it would read as a failed commit, and
+		// stop every write of the database (writeFailed). Objects are
+		// refused earlier, by name (checkObjectSize); this covers every
+		// value a batch writes.
+		return fmt.Errorf("a value of %d bytes is larger than badger's largest, a value-log file (%d bytes): %w", n, b.sh.cfg.valueLogFileSize, store.ErrInvalid)
 	}
 	return b.sh.writeFailed(b.wb.Set(k, v))
 }

@@ -106,3 +106,28 @@ func TestOversizeRecordImportIsInvalid(t *testing.T) {
 	})
 	wantOversize(t, "Import", err, "ns/huge")
 }
+
+// TestBatchRefusesOversizeValue: a write batch refuses a value badger would
+// refuse, whatever record it is, as invalid input and without taking it for
+// a failed write, which would stop every write of the database.
+func TestBatchRefusesOversizeValue(t *testing.T) {
+	cfg := smallConfig()
+	s, err := open(t.Context(), t.TempDir(), podOptions(t, "pods", 0), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sh := spaceOf(t, s).sh
+	wb := sh.newBatch()
+	err = wb.Set([]byte("s\x04testx"), make([]byte, cfg.valueLogFileSize+1))
+	wb.Cancel()
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("batch.Set of a value of %d bytes: %v; want ErrInvalid", cfg.valueLogFileSize+1, err)
+	}
+	if ferr := sh.syncFault.failed(); ferr != nil {
+		t.Errorf("the refused value was recorded as a failed write: %v", ferr)
+	}
+	if err := s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: newPod(1, "1", "web")}}, ResourceVersion: "1"}); err != nil {
+		t.Errorf("Commit after the refused value: %v", err)
+	}
+}
