@@ -32,8 +32,8 @@ import (
 //     the 1% that changed.
 //
 // Each backend's sub-benchmark runs client-go's cold start on the same list
-// right after its own timed run and reports the paired ratio as
-// x-client-go (above 1: informerdb is faster). The list is built before the
+// right before and right after its own timed run (bracket) and reports the
+// paired ratio as x-client-go (above 1: informerdb is faster). The list is built before the
 // timer starts and handed over decoded, as BenchmarkPipeline's events are:
 // what is timed is the informers' own work, for informerdb the relist's one
 // atomic commit (DESIGN invariant 2) with its fsyncs.
@@ -58,41 +58,49 @@ func BenchmarkColdSync(b *testing.B) {
 		for _, start := range starts {
 			b.Run("impl=informerdb-"+be.name+"/start="+start.name, func(b *testing.B) {
 				b.StopTimer()
-				var s store.Store
-				rate := coldSyncRate(b, true, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
-					var err error
-					if s, err = openPipelineStore(b, be.url, codec); err != nil {
-						return nil, err
-					}
-					if start.changedEvery > 0 {
-						// The list's versions (see coldSyncRate), but for
-						// the objects it changes, stored at older ones.
-						old := make([]interface{}, b.N)
-						for i := range old {
-							rv := b.N + 1 + i
-							if i%start.changedEvery == 0 {
-								rv = i + 1
-							}
-							old[i] = pipelineCM(i, b.N, rv)
-						}
-						if err := s.Replace(old, strconv.Itoa(b.N)); err != nil {
-							return nil, err
-						}
-					}
-					return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{})
+				rate, clientGo := bracket(func() float64 { return coldSyncInformerDB(b, be.url, codec, start.changedEvery) }, func() float64 {
+					return coldSyncRate(b, false, newClientGoInformer)
 				})
-				// What the store still does after the sync (badger deletes
-				// the replaced generation) must not slow client-go's run:
-				// Close waits for it.
-				if err := s.Close(); err != nil {
-					b.Fatal(err)
-				}
-				clientGo := coldSyncRate(b, false, newClientGoInformer)
-				b.ReportMetric(rate, "objects/s")
-				b.ReportMetric(rate/clientGo, "x-client-go")
+				reportPaired(b, rate, clientGo, "objects/s")
 			})
 		}
 	}
+}
+
+// coldSyncInformerDB is BenchmarkColdSync's timed run of an informer over
+// the backend of url whose store holds, if changedEvery > 0, the list's
+// objects at older versions for every changedEvery-th one (see
+// BenchmarkColdSync). It returns objects per second.
+func coldSyncInformerDB(b *testing.B, url string, codec store.Codec, changedEvery int) float64 {
+	var s store.Store
+	rate := coldSyncRate(b, true, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
+		var err error
+		if s, err = openPipelineStore(b, url, codec); err != nil {
+			return nil, err
+		}
+		if changedEvery > 0 {
+			// The list's versions (see coldSyncRate), but for the objects
+			// it changes, stored at older ones.
+			old := make([]interface{}, b.N)
+			for i := range old {
+				rv := b.N + 1 + i
+				if i%changedEvery == 0 {
+					rv = i + 1
+				}
+				old[i] = pipelineCM(i, b.N, rv)
+			}
+			if err := s.Replace(old, strconv.Itoa(b.N)); err != nil {
+				return nil, err
+			}
+		}
+		return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{})
+	})
+	// What the store still does after the sync (badger deletes the replaced
+	// generation) must not slow client-go's run: Close waits for it.
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return rate
 }
 
 // coldSyncRate lists b.N ConfigMaps, at resourceVersions b.N+1 to 2*b.N

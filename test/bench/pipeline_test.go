@@ -302,6 +302,32 @@ func pipelineRate(b *testing.B, n, keys int, timed bool, newFeed func(b *testing
 	return float64(n) / elapsed.Seconds()
 }
 
+// bracket runs reference, then run, then reference again, and returns run's
+// rate and the reference's: the rate of the two reference runs' mean time.
+//
+// Each run inherits the heap the run before it left, since go test collects
+// garbage only before each sub-benchmark. Right after informerdb's run, the
+// collector's next goal is high and client-go's short run often fits before
+// a collection: with informerdb first in each pair, client-go ran a fifth
+// faster than with client-go first, while informerdb's rate hardly moved
+// with the order (BENCHMARKS.md, section 3, "Run length"). With the
+// reference on both sides, it runs once after a fresh collection and once
+// in the heap run left, so neither order favours either side of the ratio.
+func bracket(run, reference func() float64) (rate, ref float64) {
+	before := reference()
+	rate = run()
+	after := reference()
+	return rate, 2 / (1/before + 1/after)
+}
+
+// reportPaired reports rate and client-go's rate in unit, and their ratio
+// as x-client-go (above 1: informerdb is faster).
+func reportPaired(b *testing.B, rate, clientGo float64, unit string) {
+	b.ReportMetric(rate, unit)
+	b.ReportMetric(clientGo, "client-go-"+unit)
+	b.ReportMetric(rate/clientGo, "x-client-go")
+}
+
 func newClientGoInformer(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
 	return cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}), nil
 }
@@ -310,10 +336,11 @@ func newClientGoInformer(lw *cache.ListWatch) (cache.SharedIndexInformer, error)
 // event to handler through the whole pipeline, for every backend with its
 // default options (durable commits for bolt and badger), against client-go's
 // SharedIndexInformer. Each backend's sub-benchmark runs client-go on the
-// same events right after its own timed run and reports the paired ratio as
-// x-client-go (above 1: informerdb is faster), so that the drift of a shared
-// machine cancels out. The watch hands over decoded objects: this measures
-// the informers' own work (BenchmarkPipelineWire adds the decoding).
+// same events right before and right after its own timed run (bracket) and
+// reports client-go's rate and the paired ratio as x-client-go (above 1:
+// informerdb is faster), so that the drift of a shared machine cancels out.
+// The watch hands over decoded objects: this measures the informers' own
+// work (BenchmarkPipelineWire adds the decoding).
 //
 // keys=1000 updates 1,000 ConfigMaps round robin (a group commit writes each
 // key once however often it changed); keys=all updates b.N ConfigMaps once
@@ -375,7 +402,7 @@ func BenchmarkPipelineWire(b *testing.B) {
 	}
 }
 
-// benchmarkPipeline runs client-go, then every backend paired with
+// benchmarkPipeline runs client-go, then every backend bracketed by
 // client-go, on the events of newFeed: b.N ConfigMaps updated once each if
 // allKeys, else hotKeys ConfigMaps round robin. variant ends each
 // sub-benchmark's name.
@@ -400,22 +427,26 @@ func benchmarkPipeline(b *testing.B, variant string, allKeys bool, newFeed func(
 		b.Run("impl=informerdb-"+be.name+"/"+variant, func(b *testing.B) {
 			b.StopTimer()
 			b.ReportAllocs()
-			var s store.Store
-			rate := pipelineRate(b, b.N, nkeys(b), true, newFeed, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
-				var err error
-				if s, err = openPipelineStore(b, be.url, codec); err != nil {
-					return nil, err
+			rate, clientGo := bracket(func() float64 {
+				var s store.Store
+				rate := pipelineRate(b, b.N, nkeys(b), true, newFeed, func(lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
+					var err error
+					if s, err = openPipelineStore(b, be.url, codec); err != nil {
+						return nil, err
+					}
+					return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{MaxBatchSize: maxBatchSize(b)})
+				})
+				// Closed first, so that what the store does in the
+				// background (badger's compactions) does not slow
+				// client-go's run.
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
 				}
-				return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{MaxBatchSize: maxBatchSize(b)})
+				return rate
+			}, func() float64 {
+				return pipelineRate(b, b.N, nkeys(b), false, newFeed, newClientGoInformer)
 			})
-			// Closed first, so that what the store does in the background
-			// (badger's compactions) does not slow client-go's run.
-			if err := s.Close(); err != nil {
-				b.Fatal(err)
-			}
-			clientGo := pipelineRate(b, b.N, nkeys(b), false, newFeed, newClientGoInformer)
-			b.ReportMetric(rate, "events/s")
-			b.ReportMetric(rate/clientGo, "x-client-go")
+			reportPaired(b, rate, clientGo, "events/s")
 		})
 	}
 }
@@ -442,8 +473,8 @@ func maxBatchSize(b *testing.B) int {
 // committed in the groups the informer makes under a steady stream (its
 // MaxBatchSize, or less where the store limits a commit), with nothing else
 // running. That is the store's share of the pipeline alone; paired with
-// client-go's whole pipeline on the same events, its x-client-go is the
-// most any informer over that store could reach on this machine.
+// client-go's whole pipeline on the same events (bracket), its x-client-go
+// is the most any informer over that store could reach on this machine.
 //
 //	go test -run '^$' -bench BenchmarkCommitCeiling -benchtime 100000x -count 3 ./test/bench/
 func BenchmarkCommitCeiling(b *testing.B) {
@@ -458,49 +489,58 @@ func BenchmarkCommitCeiling(b *testing.B) {
 		b.Run("impl=informerdb-"+be.name+"/keys=all", func(b *testing.B) {
 			b.StopTimer()
 			n := b.N
-			s, err := openPipelineStore(b, be.url, codec)
-			if err != nil {
-				b.Fatal(err)
-			}
-			// The informer's relist, then its groups of updates.
-			list := make([]interface{}, n)
-			for i := range n {
-				list[i] = pipelineCM(i, n, i+1)
-			}
-			if err := s.Replace(list, strconv.Itoa(n)); err != nil {
-				b.Fatal(err)
-			}
-			group := informer.DefaultMaxBatchSize
-			if l, ok := s.(store.BatchLimiter); ok && l.MaxBatchOps() > 0 {
-				group = min(group, l.MaxBatchOps())
-			}
-			var batches []store.PreparedBatch
-			for lo := 0; lo < n; lo += group {
-				ops := make([]store.Op, 0, group)
-				for i := lo; i < min(lo+group, n); i++ {
-					ops = append(ops, store.Op{Type: store.OpPut, Object: pipelineCM(i, n, n+1+i)})
-				}
-				p, err := store.Prepare(s, store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(n + min(lo+group, n))})
-				if err != nil {
-					b.Fatal(err)
-				}
-				batches = append(batches, p)
-			}
-			b.StartTimer()
-			start := time.Now()
-			for _, p := range batches {
-				if err := p.Commit(b.Context()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			rate := float64(n) / time.Since(start).Seconds()
-			b.StopTimer()
-			if err := s.Close(); err != nil {
-				b.Fatal(err)
-			}
-			clientGo := pipelineRate(b, n, n, false, decodedFeedFor, newClientGoInformer)
-			b.ReportMetric(rate, "events/s")
-			b.ReportMetric(rate/clientGo, "x-client-go")
+			rate, clientGo := bracket(func() float64 { return commitCeilingRate(b, be.url, codec, n) }, func() float64 {
+				return pipelineRate(b, n, n, false, decodedFeedFor, newClientGoInformer)
+			})
+			reportPaired(b, rate, clientGo, "events/s")
 		})
 	}
+}
+
+// commitCeilingRate is BenchmarkCommitCeiling's timed run on the backend of
+// url: the relist of n ConfigMaps, then their updates, prepared before b's
+// timer starts and committed with it running. It returns updates per
+// second.
+func commitCeilingRate(b *testing.B, url string, codec store.Codec, n int) float64 {
+	s, err := openPipelineStore(b, url, codec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The informer's relist, then its groups of updates.
+	list := make([]interface{}, n)
+	for i := range n {
+		list[i] = pipelineCM(i, n, i+1)
+	}
+	if err := s.Replace(list, strconv.Itoa(n)); err != nil {
+		b.Fatal(err)
+	}
+	group := informer.DefaultMaxBatchSize
+	if l, ok := s.(store.BatchLimiter); ok && l.MaxBatchOps() > 0 {
+		group = min(group, l.MaxBatchOps())
+	}
+	var batches []store.PreparedBatch
+	for lo := 0; lo < n; lo += group {
+		ops := make([]store.Op, 0, group)
+		for i := lo; i < min(lo+group, n); i++ {
+			ops = append(ops, store.Op{Type: store.OpPut, Object: pipelineCM(i, n, n+1+i)})
+		}
+		p, err := store.Prepare(s, store.Batch{Ops: ops, ResourceVersion: strconv.Itoa(n + min(lo+group, n))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches = append(batches, p)
+	}
+	b.StartTimer()
+	start := time.Now()
+	for _, p := range batches {
+		if err := p.Commit(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rate := float64(n) / time.Since(start).Seconds()
+	b.StopTimer()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return rate
 }
