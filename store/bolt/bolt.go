@@ -196,6 +196,10 @@ type file struct {
 	// syncFault holds the first commit that failed to reach the disk
 	// (see update): from then on no write of the file is durable.
 	syncFault atomic.Pointer[error]
+	// writeback is the file bbolt writes, for earlyWriteback during
+	// durable commits; nil for a file opened read-only or with
+	// durability=nosync.
+	writeback syscall.RawConn
 }
 
 // update runs fn in a bbolt write transaction of the file; every write of
@@ -213,8 +217,14 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 		return err
 	}
 	var fnErr error
+	stopWriteback := func() {}
+	defer func() { stopWriteback() }()
 	err := f.db.Update(func(tx *bbolt.Tx) error {
 		fnErr = fn(tx)
+		if fnErr == nil {
+			// bbolt writes the transaction's pages once fn returns.
+			stopWriteback = earlyWriteback(f.writeback)
+		}
 		return fnErr
 	})
 	if testHookCommitErr != nil && err == nil {
@@ -369,7 +379,7 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 	f := &file{path: path, durability: o.Durability, readOnly: !write, closed: make(chan struct{}), opened: make(chan struct{}), names: map[string]bool{}}
 	files[path] = f
 	filesMu.Unlock()
-	db, err := openDB(ctx, path, o, !write)
+	db, osFile, err := openDB(ctx, path, o, !write)
 	filesMu.Lock()
 	if err != nil {
 		delete(files, path)
@@ -377,6 +387,11 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 		return nil, err
 	}
 	f.db = db
+	if write && o.Durability != store.DurabilityNoSync {
+		if rc, err := osFile.SyscallConn(); err == nil {
+			f.writeback = rc
+		}
+	}
 	close(f.opened)
 	return f, nil
 }
@@ -407,25 +422,24 @@ var testHookLockBusy func(path string)
 // wrapping ctx.Err(). A read-only open refuses an empty file rather than let bbolt
 // initialise it, creates neither the file nor its directory, and reports a
 // missing file as store.ErrNotFound.
-func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (db *bbolt.DB, err error) {
+func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (db *bbolt.DB, osFile *os.File, err error) {
 	if readOnly {
 		fi, err := os.Stat(path)
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrNotFound, err)
+			return nil, nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrNotFound, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("store: open %s: %w", path, err)
+			return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 		}
 		// bbolt would write its meta pages into it (and fail, the file
 		// being open read-only). A crash while bbolt created a file can
 		// leave one: it holds no store.
 		if fi.Size() == 0 {
-			return nil, corruptError(path, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
+			return nil, nil, corruptError(path, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
 		}
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
+		return nil, nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
 	}
-	var osFile *os.File
 	bo := &bbolt.Options{
 		ReadOnly:        readOnly,
 		FreelistType:    bbolt.FreelistMapType,
@@ -461,7 +475,7 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 			if replacements++; replacements < maxReplacements {
 				continue
 			}
-			return nil, fmt.Errorf("store: open %s: another process replaced the file %d times while this one opened it: %w", path, replacements, store.ErrLocked)
+			return nil, nil, fmt.Errorf("store: open %s: another process replaced the file %d times while this one opened it: %w", path, replacements, store.ErrLocked)
 		}
 		wait := time.Until(deadline)
 		if err == nil || !errors.Is(err, berrors.ErrTimeout) || wait <= 0 {
@@ -474,7 +488,7 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("store: open %s: waiting for another process to release the file: %w", path, ctx.Err())
+			return nil, nil, fmt.Errorf("store: open %s: waiting for another process to release the file: %w", path, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -493,7 +507,7 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 			// complaint about the file or the lock is the contents'.
 			err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 		}
-		return nil, fileError(path, o, err)
+		return nil, nil, fileError(path, o, err)
 	}
 	// Reject files shorter than the pages their metadata claims: reading a
 	// page past the end of a memory-mapped file would crash the process
@@ -512,9 +526,9 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	})
 	if err != nil {
 		db.Close()
-		return nil, fileError(path, o, err)
+		return nil, nil, fileError(path, o, err)
 	}
-	return db, nil
+	return db, osFile, nil
 }
 
 // maxReplacements bounds how often openDB opens a path again because the

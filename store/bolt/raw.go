@@ -774,7 +774,7 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err != nil {
 		return fail(err)
 	}
-	src, err := openDB(ctx, path, o, false)
+	src, _, err := openDB(ctx, path, o, false)
 	if err != nil {
 		var le *lockedError
 		if errors.As(err, &le) {
