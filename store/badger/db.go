@@ -841,8 +841,15 @@ func (sh *sharedDB) update(fn func(txn *badger.Txn) error) error {
 		return err
 	}
 	var fnErr error
+	stopWriteback := func() {}
+	defer func() { stopWriteback() }()
 	err := sh.db.Update(func(txn *badger.Txn) error {
 		fnErr = fn(txn)
+		if fnErr == nil {
+			// Badger's write goroutine writes the transaction once fn
+			// returns.
+			stopWriteback = sh.startWriteback()
+		}
 		return fnErr
 	})
 	if err == nil && testHookCommitted != nil {
@@ -878,9 +885,14 @@ func (sh *sharedDB) writeFailed(err error) error {
 type batch struct {
 	wb *badger.WriteBatch
 	sh *sharedDB
+	// stopWriteback ends the writeback of badger's logs (startWriteback)
+	// that runs while the batch commits, at Flush or Cancel.
+	stopWriteback func()
 }
 
-func (sh *sharedDB) newBatch() *batch { return &batch{wb: sh.db.NewWriteBatch(), sh: sh} }
+func (sh *sharedDB) newBatch() *batch {
+	return &batch{wb: sh.db.NewWriteBatch(), sh: sh, stopWriteback: sh.startWriteback()}
+}
 
 func (b *batch) Set(k, v []byte) error {
 	if err := b.sh.durable(nil); err != nil {
@@ -905,6 +917,7 @@ func (b *batch) Delete(k []byte) error {
 
 // Flush commits what is left and waits for every commit of the batch.
 func (b *batch) Flush() error {
+	defer b.stopWriteback()
 	if err := b.sh.durable(nil); err != nil {
 		return err
 	}
@@ -917,7 +930,10 @@ func (b *batch) Flush() error {
 
 // Cancel drops what is not committed yet; call it when the batch is not
 // flushed.
-func (b *batch) Cancel() { b.wb.Cancel() }
+func (b *batch) Cancel() {
+	b.wb.Cancel()
+	b.stopWriteback()
+}
 
 // testHookFlushed is testHookCommitted for batch.Flush.
 var testHookFlushed func(sh *sharedDB) error

@@ -120,7 +120,12 @@
 // are trusted only while the meta record says they are current, which it
 // says only after they were made durable (see Modes). Badger syncs once
 // per transaction without grouping concurrent writers; group commits
-// (store.Batch) are how writes stay fast.
+// (store.Batch) are how writes stay fast. On Linux, while badger writes a
+// durable commit, the store asks the kernel every millisecond to start
+// writing badger's newest value-log file and memtable log to the disk
+// (sync_file_range, a hint that changes no guarantee; package
+// store/internal/writeback), so that badger's msync waits only for the
+// rest: its commits alone of 100,000 distinct updates ran 15% faster.
 //
 // A failed fsync fails the write. Badger (v4.9.6) returns a failed fsync of
 // its write-ahead log, but only logs one of its value log and reports the

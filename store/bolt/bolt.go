@@ -21,6 +21,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
+	"github.com/informerdb/informerdb/store/internal/writeback"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -196,9 +197,9 @@ type file struct {
 	// syncFault holds the first commit that failed to reach the disk
 	// (see update): from then on no write of the file is durable.
 	syncFault atomic.Pointer[error]
-	// writeback is the file bbolt writes, for earlyWriteback during
+	// writeback is the file bbolt writes, for package writeback during
 	// durable commits; nil for a file opened read-only or with
-	// durability=nosync.
+	// durability=nosync, or where writeback is not supported.
 	writeback syscall.RawConn
 }
 
@@ -221,9 +222,12 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	defer func() { stopWriteback() }()
 	err := f.db.Update(func(tx *bbolt.Tx) error {
 		fnErr = fn(tx)
-		if fnErr == nil {
-			// bbolt writes the transaction's pages once fn returns.
-			stopWriteback = earlyWriteback(f.writeback)
+		if fnErr == nil && f.writeback != nil {
+			// bbolt writes the transaction's pages once fn returns, one
+			// pwrite each, then waits for all of them in fdatasync:
+			// started meanwhile, the disk's work overlaps bbolt's.
+			rc := f.writeback
+			stopWriteback = writeback.Every(func() { writeback.Start(rc) })
 		}
 		return fnErr
 	})
@@ -388,9 +392,7 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 	}
 	f.db = db
 	if write && o.Durability != store.DurabilityNoSync {
-		if rc, err := osFile.SyscallConn(); err == nil {
-			f.writeback = rc
-		}
+		f.writeback = writeback.Conn(osFile)
 	}
 	close(f.opened)
 	return f, nil

@@ -147,8 +147,8 @@
 // kernel every millisecond to start writing them to the disk
 // (sync_file_range, a hint that changes no guarantee), so that the commit's
 // fdatasync waits only for the rest: bbolt's commits alone of 100,000
-// distinct updates ran 14% faster, a cold start 12% faster (see
-// writeback.go).
+// distinct updates ran 14% faster, a cold start 12% faster (package
+// store/internal/writeback).
 //
 // # Concurrency
 //

@@ -1,19 +1,18 @@
 package bolt
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/writeback"
 )
 
-// TestWritebackOnlyForDurableWrites checks which files early writeback runs
-// for: those of durable stores, not those opened with durability=nosync
+// TestWritebackOnlyForDurableWrites checks which files writeback runs for
+// during commits: those of durable stores, not those opened with durability=nosync
 // (nothing waits for their pages), and a durable store's commits still
 // work with it.
 func TestWritebackOnlyForDurableWrites(t *testing.T) {
@@ -25,7 +24,7 @@ func TestWritebackOnlyForDurableWrites(t *testing.T) {
 		durability store.Durability
 		want       bool
 	}{
-		{store.DurabilitySync, writebackSupported},
+		{store.DurabilitySync, writeback.Supported},
 		{store.DurabilityNoSync, false},
 	} {
 		t.Run(string(tc.durability), func(t *testing.T) {
@@ -49,47 +48,4 @@ func TestWritebackOnlyForDurableWrites(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestEarlyWriteback checks that earlyWriteback asks for writeback every
-// writebackPeriod until stopped, and that stop ends its goroutine (the
-// package's TestMain fails on a leaked one).
-func TestEarlyWriteback(t *testing.T) {
-	earlyWriteback(nil)() // no file: nothing to start or stop
-	if !writebackSupported {
-		return
-	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "file"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(make([]byte, 1<<20)); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests := make(chan struct{}, 1)
-	testHookWriteback = func() {
-		select {
-		case requests <- struct{}{}:
-		default:
-		}
-	}
-	defer func() { testHookWriteback = nil }()
-	stop := earlyWriteback(rc)
-	for i := range 3 {
-		select {
-		case <-requests:
-		case <-time.After(10 * time.Second):
-			stop()
-			t.Fatalf("request %d: none within 10s (period %v)", i+1, writebackPeriod)
-		}
-	}
-	stop()
-	// On a closed file it does nothing, and does not fail.
-	f.Close()
-	startWriteback(rc)
 }
