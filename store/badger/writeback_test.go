@@ -58,13 +58,14 @@ func TestWritebackFindsBadgersLogs(t *testing.T) {
 	}
 	defer s.Close()
 	kicks := make(chan struct{}, 1)
-	writeback.TestHookKick = func() {
+	hook := func() {
 		select {
 		case kicks <- struct{}{}:
 		default:
 		}
 	}
-	defer func() { writeback.TestHookKick = nil }()
+	writeback.TestHookKick.Store(&hook)
+	defer writeback.TestHookKick.Store(nil)
 	if err := s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: newPod(1, "2", "web")}}, ResourceVersion: "2"}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -83,6 +84,10 @@ func TestWritebackFindsBadgersLogs(t *testing.T) {
 	registryMu.Lock()
 	sh := registry[dir]
 	registryMu.Unlock()
+	select {
+	case <-kicks: // from the Commit's own writeback, over by now
+	default:
+	}
 	stop := sh.startWriteback()
 	select {
 	case <-kicks:

@@ -16,6 +16,7 @@ package writeback
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,8 +27,9 @@ import (
 const Period = time.Millisecond
 
 // TestHookKick, when set by a test, is called after every kick of Every's
-// goroutine.
-var TestHookKick func()
+// goroutines. It is atomic because those goroutines may run (a store's
+// background writes) while a test sets or clears it.
+var TestHookKick atomic.Pointer[func()]
 
 // Every calls kick every Period on a goroutine of its own, and returns the
 // function that stops it and waits for it to end; stop may be called more
@@ -44,8 +46,8 @@ func Every(kick func()) (stop func()) {
 				return
 			case <-t.C:
 				kick()
-				if TestHookKick != nil {
-					TestHookKick()
+				if hook := TestHookKick.Load(); hook != nil {
+					(*hook)()
 				}
 			}
 		}

@@ -29,13 +29,14 @@ func TestEvery(t *testing.T) {
 		t.Fatalf("Conn of an open file: %v; want %v (Supported)", got, Supported)
 	}
 	kicks := make(chan struct{}, 1)
-	TestHookKick = func() {
+	hook := func() {
 		select {
 		case kicks <- struct{}{}:
 		default:
 		}
 	}
-	defer func() { TestHookKick = nil }()
+	TestHookKick.Store(&hook)
+	defer TestHookKick.Store(nil)
 	started := 0
 	stop := Every(func() {
 		started++ // on Every's goroutine only
