@@ -96,6 +96,9 @@ type Base struct {
 	// next commit's changes replace, before the cache has it. Guarded by
 	// stageMu.
 	unapplied map[string]stagedState
+	// unappliedGrown says unapplied held more than a group commit's keys
+	// (maxChangeBuf) since it was made. Guarded by stageMu.
+	unappliedGrown bool
 
 	mu sync.RWMutex // guards rv
 	rv string
@@ -319,6 +322,7 @@ func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) 
 			p := &ps[i]
 			b.unapplied[p.Key] = stagedState{ticket: ticket, exists: p.Type == store.OpPut, values: p.Values}
 		}
+		b.unappliedGrown = b.unappliedGrown || len(b.unapplied) > maxChangeBuf
 	}
 	b.stageMu.Unlock()
 	var once sync.Once
@@ -347,6 +351,11 @@ func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string) {
 		if st, ok := b.unapplied[ps[i].Key]; ok && st.ticket == ticket {
 			delete(b.unapplied, ps[i].Key)
 		}
+	}
+	if len(b.unapplied) == 0 && b.unappliedGrown {
+		// Go maps keep their largest size: a relist's would stay for the
+		// process's life. The next staged commit makes one of its size.
+		b.unapplied, b.unappliedGrown = nil, false
 	}
 	b.applied = ticket
 	b.stageCond.Broadcast()

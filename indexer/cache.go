@@ -57,11 +57,21 @@ func (c *Cache) Indexes() *IndexSet {
 	return c.indexes
 }
 
+// presizeMin is the size of a batch applied to an empty cache from which
+// Apply sizes the maps for it in advance.
+const presizeMin = 1 << 10
+
 // Apply applies prepared operations in order. They must have been prepared
 // against the cache's current index set.
 func (c *Cache) Apply(ps []Prepared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.items) == 0 && len(ps) >= presizeMin {
+		// The first commit of a cold start: sized once, rather than
+		// rehashed a dozen times on the way to a relist's size.
+		c.items = make(map[string]interface{}, len(ps))
+		c.vals = make(map[string][][]string, len(ps))
+	}
 	for i := range ps {
 		c.applyLocked(&ps[i])
 	}

@@ -2,6 +2,7 @@ package indexer_test
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"testing"
 
@@ -119,6 +120,48 @@ func TestCacheIndexMaintenance(t *testing.T) {
 	objs, err = c.Index("labels", pod("x", "probe", "app=web", "n=1"))
 	if err != nil || len(objs) != 1 {
 		t.Errorf("Index(labels) = %d objects, %v", len(objs), err)
+	}
+}
+
+// TestCacheFirstLargeApply: the first Apply to an empty cache, when large
+// (a cold start's relist; the cache sizes its maps for it), and a large one
+// after it end in the state the same operations reach one at a time,
+// deletes and repeated keys included.
+func TestCacheFirstLargeApply(t *testing.T) {
+	const n = 5000 // above the size from which Apply sizes its maps
+	var ops []store.Op
+	for i := range n {
+		ops = append(ops, put(pod("ns", fmt.Sprintf("p%d", i), fmt.Sprintf("app=a%d", i%7))))
+	}
+	ops = append(ops,
+		del(pod("ns", "p1")), del(pod("ns", "absent")),
+		put(pod("ns", "p2", "app=moved")), del(pod("ns", "p3")), put(pod("ns", "p3", "app=back")))
+
+	// A second large Apply, to a cache that is not empty, keeps what the
+	// first wrote.
+	var more []store.Op
+	for i := range n {
+		more = append(more, put(pod("ns", fmt.Sprintf("q%d", i), "app=q")))
+	}
+
+	batch, p := newCache(t)
+	apply(t, batch, p, ops...)
+	apply(t, batch, p, more...)
+	single, _ := newCache(t)
+	for _, op := range append(ops, more...) {
+		apply(t, single, p, op)
+	}
+	if diff := cmp.Diff(indexState(t, single), indexState(t, batch)); diff != "" {
+		t.Errorf("indexes after one large Apply (-one at a time +batch):\n%s", diff)
+	}
+	want, got := single.ListKeys(), batch.ListKeys()
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("keys after one large Apply (-one at a time +batch):\n%s", diff)
+	}
+	if len(got) != 2*n-1 {
+		t.Errorf("%d keys, want %d", len(got), 2*n-1)
 	}
 }
 

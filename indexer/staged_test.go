@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -124,5 +125,46 @@ func TestChangesStartClean(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, p.seen); diff != "" {
 		t.Errorf("what changes replace, per Persist (-want +got):\n%s", diff)
+	}
+}
+
+// TestStagedRelistMapDropped: the map of unapplied states grows to the
+// largest staged commit, and Go maps keep their largest size. Once a
+// commit larger than a group commit's (a relist's) is applied, the map is
+// dropped; one of group commits' size is kept for the next.
+func TestStagedRelistMapDropped(t *testing.T) {
+	b := newNamespacedBase(t, &recordingPersister{})
+	stage := func(n int, prefix string) func() {
+		t.Helper()
+		ops := make([]store.Op, n)
+		for i := range ops {
+			ops[i] = store.Op{Type: store.OpPut, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s%d", prefix, i)}}}
+		}
+		pb, err := b.PrepareBatch(store.Batch{Ops: ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply, err := pb.(store.StagedBatch).Persist(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return apply
+	}
+	stage(100, "small")()
+	if b.unapplied == nil {
+		t.Fatal("the map of a group commit's size was dropped")
+	}
+	big := stage(maxChangeBuf+1, "big")
+	small := stage(10, "after") // staged while the relist is unapplied
+	big()
+	if b.unapplied == nil || len(b.unapplied) != 10 {
+		t.Fatalf("with a commit still unapplied: map %v with %d keys, want its 10", b.unapplied != nil, len(b.unapplied))
+	}
+	small()
+	if b.unapplied != nil {
+		t.Errorf("after a relist's staged commit drained: the map (%d keys) is kept, want it dropped", len(b.unapplied))
+	}
+	if got := b.Len(); got != 100+maxChangeBuf+1+10 {
+		t.Errorf("Len = %d after every apply, want %d", got, 100+maxChangeBuf+1+10)
 	}
 }

@@ -89,6 +89,12 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 	if pc.opOf == nil {
 		pc.opOf = make(map[string]int, len(b.Deltas))
 	}
+	if b.Replace && inf.store.ResourceVersion() == "" {
+		// A first list, into a store never synced: each of its objects
+		// is written, so each is pending until the commit. A relist over
+		// a synced store writes only what changed, often a few.
+		inf.view.reserve(len(b.Deltas))
+	}
 	for _, d := range b.Deltas {
 		switch d.Type {
 		case cache.Added, cache.Updated, cache.Replaced, cache.Sync:

@@ -16,10 +16,20 @@ import (
 type view struct {
 	s store.Store
 
-	mu      sync.Mutex // guards pending and seq
+	mu      sync.Mutex // guards pending, grown and seq
 	pending map[string]pendingEntry
-	seq     uint64
+	// grown says pending held a relist's worth of keys (bigPending) since
+	// it was last made: Go maps keep their largest size, so once drained
+	// it is made anew, not kept at that size for the process's life.
+	grown bool
+	seq   uint64
 }
+
+// bigPending is the number of pending keys from which the view sizes its
+// map for the batch in advance (reserve) and makes it anew once drained:
+// more than a group commit's (informer.Options.MaxBatchSize), as many as
+// a relist's.
+const bigPending = 1 << 14
 
 // pendingEntry is the newest uncommitted state of a key.
 type pendingEntry struct {
@@ -74,12 +84,30 @@ func (v *view) ListKeys() []string {
 	return out
 }
 
+// reserve makes room for n more pending keys when none is pending and n is
+// a relist's: growing the map key by key rehashed it a dozen times on the
+// way to 100,000 keys.
+func (v *view) reserve(n int) {
+	if n < bigPending {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.pending) == 0 {
+		v.pending = make(map[string]pendingEntry, n)
+		v.grown = true
+	}
+}
+
 // set records an uncommitted state of key and returns its sequence number.
 func (v *view) set(key string, obj interface{}, present bool) uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.seq++
 	v.pending[key] = pendingEntry{obj: obj, present: present, seq: v.seq}
+	if len(v.pending) == bigPending {
+		v.grown = true
+	}
 	return v.seq
 }
 
@@ -95,6 +123,9 @@ func (v *view) committed(ops []store.Op, upTo uint64) {
 		if e, ok := v.pending[k]; ok && e.seq <= upTo {
 			delete(v.pending, k)
 		}
+	}
+	if len(v.pending) == 0 && v.grown {
+		v.pending, v.grown = map[string]pendingEntry{}, false
 	}
 }
 

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -187,4 +188,50 @@ func TestRelistDuringCommitDeletesObject(t *testing.T) {
 		}
 		return fmt.Sprintf("events %+v", rec.all())
 	})
+}
+
+// TestViewRelistMapMadeAnew: a relist's keys are pending at once, and a Go
+// map keeps its largest size: once they are committed, the view makes its
+// map anew instead of holding a relist's worth of slots for the process's
+// life. reserve sizes the map only while nothing is pending, and never
+// drops a pending state.
+func TestViewRelistMapMadeAnew(t *testing.T) {
+	v := newView(openStore(t, "memory://"))
+	small := v.set("ns/small", viewCM("small", "1", "u0"), true)
+	v.reserve(bigPending) // something is pending: not a fresh map
+	if _, ok, _ := v.GetByKey("ns/small"); !ok {
+		t.Fatal("reserve with a key pending dropped it")
+	}
+	v.committed([]store.Op{{Key: "ns/small"}}, small)
+	if v.grown {
+		t.Fatal("a view that held one key counts as grown")
+	}
+
+	v.reserve(bigPending)
+	ops := make([]store.Op, bigPending)
+	var seq uint64
+	for i := range ops {
+		key := fmt.Sprintf("ns/cm-%d", i)
+		ops[i] = store.Op{Key: key}
+		seq = v.set(key, viewCM(key, "2", "u"), true)
+	}
+	before := reflect.ValueOf(v.pending).UnsafePointer()
+	// A commit of half of them leaves the map as it is.
+	v.committed(ops[:bigPending/2], seq)
+	if got := reflect.ValueOf(v.pending).UnsafePointer(); got != before || v.pendingLen() != bigPending/2 {
+		t.Fatalf("after half the keys committed: map replaced %v, %d pending, want the same map with %d", got != before, v.pendingLen(), bigPending/2)
+	}
+	v.committed(ops[bigPending/2:], seq)
+	if got := reflect.ValueOf(v.pending).UnsafePointer(); got == before || v.grown {
+		t.Errorf("drained relist map: made anew %v, grown %v; want a new map, not grown", got != before, v.grown)
+	}
+	if v.pendingLen() != 0 {
+		t.Errorf("%d keys pending after every commit", v.pendingLen())
+	}
+	// The fresh map works as the old one did.
+	later := v.set("ns/later", viewCM("later", "3", "u2"), true)
+	if _, ok, _ := v.GetByKey("ns/later"); !ok {
+		t.Error("a key set in the new map is not pending")
+	}
+	v.committed([]store.Op{{Key: "ns/later"}}, later)
 }
