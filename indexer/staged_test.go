@@ -34,6 +34,21 @@ func (p *recordingPersister) Persist(_ context.Context, changes []Change, _ stri
 	return nil
 }
 
+// stageOps prepares ops and persists them as a staged commit of b, and
+// returns its apply.
+func stageOps(t *testing.T, b *Base, ops []store.Op) func() {
+	t.Helper()
+	pb, err := b.PrepareBatch(store.Batch{Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply, err := pb.(store.StagedBatch).Persist(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apply
+}
+
 // TestStagedChangesReplaceUnapplied checks what the changes of a staged
 // commit replace when the staged commit before it is persisted and not yet
 // applied: its state, not the cache's older one (a persister diffing index
@@ -53,15 +68,7 @@ func TestStagedChangesReplaceUnapplied(t *testing.T) {
 	}
 	stage := func(ops ...store.Op) func() {
 		t.Helper()
-		pb, err := b.PrepareBatch(store.Batch{Ops: ops})
-		if err != nil {
-			t.Fatal(err)
-		}
-		apply, err := pb.(store.StagedBatch).Persist(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return apply
+		return stageOps(t, b, ops)
 	}
 	east, west := [][]string{{"east"}}, [][]string{{"west"}}
 	// Staged 1 deletes east/a and creates west/c, and is not applied.
@@ -140,15 +147,7 @@ func TestStagedRelistMapDropped(t *testing.T) {
 		for i := range ops {
 			ops[i] = store.Op{Type: store.OpPut, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s%d", prefix, i)}}}
 		}
-		pb, err := b.PrepareBatch(store.Batch{Ops: ops})
-		if err != nil {
-			t.Fatal(err)
-		}
-		apply, err := pb.(store.StagedBatch).Persist(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return apply
+		return stageOps(t, b, ops)
 	}
 	stage(100, "small")()
 	if b.unapplied == nil {
