@@ -118,8 +118,12 @@
 // In one informer run (BENCHMARKS.md section 3, "Commit timelines"),
 // Commits of 5,000 updates wrote about 800 pages in 15 ms when neighbours
 // changed together and 4,000-5,000 pages in 58-83 ms when each update was
-// alone on its page. For a sustained stream of updates to distinct objects
-// in random order, badger's log-structured writes cost less.
+// alone on its page. An informer fed updates to 100,000 distinct objects
+// in random order, as fast as it takes them, committed 78,000 per second
+// (0.21x of client-go's informer; badger 0.48x); larger group commits
+// (informer.Options.MaxBatchSize) share more pages, 135,000 per second in
+// groups of 50,000. For sustained churn near such rates, badger's
+// log-structured writes cost less.
 //
 // Measured with
 //
