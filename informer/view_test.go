@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -234,4 +237,46 @@ func TestViewRelistMapMadeAnew(t *testing.T) {
 		t.Error("a key set in the new map is not pending")
 	}
 	v.committed([]store.Op{{Key: "ns/later"}}, later)
+}
+
+// TestLargeFirstList: a first list of more than bigPending objects (the
+// view sizes its map for it, the cache its maps) reaches the store and the
+// handlers whole on every backend, the view forgets it once committed, and
+// the watch goes on from it.
+func TestLargeFirstList(t *testing.T) {
+	const n = bigPending + 1000
+	forEachBackend(t, func(t *testing.T, b backend) {
+		lw := newFakeLW()
+		for i := range n {
+			lw.create("ns", fmt.Sprintf("cm-%d", i), "v1")
+		}
+		inf := newInformer(t, lw, b.open(t), testOptions())
+		var adds atomic.Int64
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) { adds.Add(1) }}); err != nil {
+			t.Fatal(err)
+		}
+		start(t, inf)
+		waitDone(t, "informer sync", inf.HasSyncedChecker())
+		if got := len(inf.GetStore().ListKeys()); got != n {
+			t.Fatalf("store holds %d keys after the first list, want %d", got, n)
+		}
+		lw.update("ns", "cm-7", "v2")
+		lw.create("ns", "after", "v1")
+		deadline := time.Now().Add(waitLimit)
+		for adds.Load() < n+1 || storeValues(inf.GetStore())["ns/cm-7"] != "v2" {
+			if time.Now().After(deadline) {
+				t.Fatalf("after the list: %d adds, cm-7 = %q; want %d adds and v2", adds.Load(), storeValues(inf.GetStore())["ns/cm-7"], n+1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if diff := cmp.Diff(lw.values(), storeValues(inf.GetStore())); diff != "" {
+			t.Errorf("store (-source +store):\n%s", diff)
+		}
+		inf.view.mu.Lock()
+		pending, grown := len(inf.view.pending), inf.view.grown
+		inf.view.mu.Unlock()
+		if pending != 0 || grown {
+			t.Errorf("view after the list is committed: %d pending, grown %v; want none pending and a map made anew", pending, grown)
+		}
+	})
 }
