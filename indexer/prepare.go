@@ -84,7 +84,7 @@ const parallelEncodeMin = 128
 
 // encodeAll encodes the puts of ps with codec, in parallel chunks, and
 // checks each encoding with check, if set.
-func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(string, []byte) error, ps []Prepared) error {
+func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(key string, data []byte) error, ps []Prepared) error {
 	workers := min(runtime.GOMAXPROCS(0), (len(ps)+parallelEncodeMin/2-1)/(parallelEncodeMin/2))
 	chunk := (len(ps) + workers - 1) / workers
 	errs := make([]error, workers)
@@ -97,17 +97,11 @@ func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(str
 				if r.Type != store.OpPut {
 					continue
 				}
-				if err := encodeInto(codec, bufs, r); err != nil {
+				if err := encodeChecked(op, codec, bufs, check, r); err != nil {
 					// Chunks are in order, and each stops at its first
 					// failure: the first chunk's error is the batch's first.
-					errs[w] = fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, codec.Name(), store.ErrInvalid, err)
+					errs[w] = err
 					return
-				}
-				if check != nil {
-					if err := check(r.Key, r.Data); err != nil {
-						errs[w] = fmt.Errorf("store: %s: %w", op, err)
-						return
-					}
 				}
 			}
 		})
@@ -178,13 +172,20 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 	}
 	r.Values = vals
 	if p.Codec != nil {
-		if err := encodeInto(p.Codec, p.bufs, r); err != nil {
-			return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, p.Codec.Name(), store.ErrInvalid, err)
-		}
-		if p.CheckData != nil {
-			if err := p.CheckData(r.Key, r.Data); err != nil {
-				return fmt.Errorf("store: %s: %w", op, err)
-			}
+		return encodeChecked(op, p.Codec, p.bufs, p.CheckData, r)
+	}
+	return nil
+}
+
+// encodeChecked encodes r's object into r.Data (encodeInto) and checks the
+// encoding with check, if set; either error refuses the op as invalid.
+func encodeChecked(op string, codec store.Codec, bufs *encodeBuffers, check func(key string, data []byte) error, r *Prepared) error {
+	if err := encodeInto(codec, bufs, r); err != nil {
+		return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, codec.Name(), store.ErrInvalid, err)
+	}
+	if check != nil {
+		if err := check(r.Key, r.Data); err != nil {
+			return fmt.Errorf("store: %s: %w", op, err)
 		}
 	}
 	return nil
