@@ -718,16 +718,12 @@ func TestMetricsRejectedChanges(t *testing.T) {
 	if got := inf.Stats().Rejected; got != 3 {
 		t.Errorf("Stats().Rejected = %d, want 3", got)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
-		if _, ok, _ := s.GetByKey("ns/z"); ok {
-			break
+	pollUntil(t, "ns/z, created after the refused changes, committed", func() string {
+		if _, ok, _ := s.GetByKey("ns/z"); !ok {
+			return "ns/z not in the store"
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ns/z, created after the refused changes, not committed after %v", waitLimit)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return ""
+	})
 	if obj, _, _ := s.GetByKey("ns/a"); obj.(*corev1.ConfigMap).Data["v"] != "1" {
 		t.Errorf("ns/a = %v after its refused update, want v=1", obj)
 	}

@@ -1,10 +1,10 @@
 package informer
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestOversizeObjectIsSkipped: a ConfigMap larger than badger stores in one
@@ -30,16 +30,12 @@ func TestOversizeObjectIsSkipped(t *testing.T) {
 
 	lw.create("ns", "huge2", huge)
 	lw.create("ns", "c", "1")
-	deadline := time.Now().Add(waitLimit)
-	for {
-		if _, ok, _ := s.GetByKey("ns/c"); ok {
-			break
+	pollUntil(t, "ns/c, created after the oversize ns/huge2, committed", func() string {
+		if _, ok, _ := s.GetByKey("ns/c"); !ok {
+			return fmt.Sprintf("ns/c not in the store; informer stats: %+v", inf.Stats())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ns/c, created after the oversize ns/huge2, not committed after %v; informer stats: %+v", waitLimit, inf.Stats())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ""
+	})
 	if _, ok, _ := s.GetByKey("ns/huge2"); ok {
 		t.Errorf("ns/huge2 is in the store")
 	}

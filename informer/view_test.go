@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -262,13 +261,12 @@ func TestLargeFirstList(t *testing.T) {
 		}
 		lw.update("ns", "cm-7", "v2")
 		lw.create("ns", "after", "v1")
-		deadline := time.Now().Add(waitLimit)
-		for adds.Load() < n+1 || storeValues(inf.GetStore())["ns/cm-7"] != "v2" {
-			if time.Now().After(deadline) {
-				t.Fatalf("after the list: %d adds, cm-7 = %q; want %d adds and v2", adds.Load(), storeValues(inf.GetStore())["ns/cm-7"], n+1)
+		pollUntil(t, "the watch after the list", func() string {
+			if got, v := adds.Load(), storeValues(inf.GetStore())["ns/cm-7"]; got < n+1 || v != "v2" {
+				return fmt.Sprintf("%d adds, cm-7 = %q; want %d adds and v2", got, v, n+1)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return ""
+		})
 		if diff := cmp.Diff(lw.values(), storeValues(inf.GetStore())); diff != "" {
 			t.Errorf("store (-source +store):\n%s", diff)
 		}
