@@ -57,15 +57,8 @@ func TestWritebackFindsBadgersLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	kicks := make(chan struct{}, 1)
-	hook := func() {
-		select {
-		case kicks <- struct{}{}:
-		default:
-		}
-	}
-	writeback.TestHookKick.Store(&hook)
-	defer writeback.TestHookKick.Store(nil)
+	kicks, clearHook := writeback.WatchKicks()
+	defer clearHook()
 	if err := s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: newPod(1, "2", "web")}}, ResourceVersion: "2"}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}

@@ -31,6 +31,21 @@ const Period = time.Millisecond
 // background writes) while a test sets or clears it.
 var TestHookKick atomic.Pointer[func()]
 
+// WatchKicks, for tests, sets TestHookKick to signal kicks on the returned
+// channel (one pending signal at most: a kick never waits for the test),
+// and returns the function that clears it.
+func WatchKicks() (kicks <-chan struct{}, unwatch func()) {
+	ch := make(chan struct{}, 1)
+	hook := func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	TestHookKick.Store(&hook)
+	return ch, func() { TestHookKick.Store(nil) }
+}
+
 // Every calls kick every Period on a goroutine of its own, and returns the
 // function that stops it and waits for it to end; stop may be called more
 // than once.

@@ -28,15 +28,8 @@ func TestEvery(t *testing.T) {
 	if got := rc != nil; got != Supported {
 		t.Fatalf("Conn of an open file: %v; want %v (Supported)", got, Supported)
 	}
-	kicks := make(chan struct{}, 1)
-	hook := func() {
-		select {
-		case kicks <- struct{}{}:
-		default:
-		}
-	}
-	TestHookKick.Store(&hook)
-	defer TestHookKick.Store(nil)
+	kicks, clearHook := WatchKicks()
+	defer clearHook()
 	started := 0
 	stop := Every(func() {
 		started++ // on Every's goroutine only
