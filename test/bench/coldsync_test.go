@@ -33,10 +33,11 @@ import (
 //
 // Each backend's sub-benchmark runs client-go's cold start on the same list
 // right before and right after its own timed run (bracket) and reports the
-// paired ratio as x-client-go (above 1: informerdb is faster). The list is built before the
-// timer starts and handed over decoded, as BenchmarkPipeline's events are:
-// what is timed is the informers' own work, for informerdb the relist's one
-// atomic commit (DESIGN invariant 2) with its fsyncs.
+// paired ratio as x-client-go (above 1: informerdb is faster). The list is
+// built before the timer starts and handed over decoded, as
+// BenchmarkPipeline's events are: what is timed is the informers' own work,
+// for informerdb the relist's one atomic commit (DESIGN invariant 2) with
+// its fsyncs.
 //
 //	go test -run '^$' -bench BenchmarkColdSync -benchtime 100000x -count 5 ./test/bench/
 func BenchmarkColdSync(b *testing.B) {
