@@ -662,6 +662,9 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 // and notifications. Otherwise the applier is drained first, so that
 // commits reach the store's reads and the handlers in order.
 func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit, rejected map[int]bool) error {
+	if err := inf.tombs.persist(ctx, logger, pc, rejected); err != nil {
+		return err
+	}
 	if len(rejected) == 0 {
 		// Groups are prepared ahead while the previous commit runs, which
 		// is when there is something to overlap.
@@ -719,6 +722,12 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 // retried. It is the last resort of commit: until the resume point moves,
 // the store holds part of pc only.
 func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
+	// Every delete of pc is persisted first: one the store then rejects
+	// leaves a tombstone whose key is still stored, which the next start
+	// drops (see tombstones.load).
+	if err := inf.tombs.persist(ctx, logger, pc, nil); err != nil {
+		return err
+	}
 	inf.applier.drain()
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
@@ -772,6 +781,7 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 		inf.stats.rejected.Add(int64(len(sets.New(pc.corrected...))))
 	}
 	inf.correctHeard(pc)
+	inf.tombs.recordLocked(logger, pc, rejected, inf.synced)
 	for _, key := range pc.corrected {
 		if inf.view.isPending(key) {
 			// A later group, prepared while pc was committed, took the

@@ -154,17 +154,17 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	sopts.Indexers = indexers
 	sopts.Scope = fmt.Sprintf("cluster=%s;server=%s;type=%s;request=%s;scope=%s",
 		c.opts.Cluster, req.server, base, req.request, c.opts.Store.Scope)
-	s, err := store.Open(context.Background(), c.url, &sopts)
+	iopts := c.opts.Informer
+	s, err := openStores(context.Background(), c.url, sopts, &iopts)
 	if errors.Is(err, store.ErrInUse) && c.retire(name) {
 		// controller-runtime's RemoveInformer stops an informer and the
-		// next Get makes a new one of the same scope: its store is free
-		// once the stopped informer let go of it.
-		s, err = store.Open(context.Background(), c.url, &sopts)
+		// next Get makes a new one of the same scope: its stores are free
+		// once the stopped informer let go of them.
+		s, err = openStores(context.Background(), c.url, sopts, &iopts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
-	iopts := c.opts.Informer
 	iopts.ResyncPeriod = resync
 	iopts.Name = informerName(c.opts.Informer.Name, name)
 	if iopts.Reflector.Name == "" {
@@ -172,7 +172,7 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	}
 	inf, err := New(cache.ToListerWatcherWithContext(lw), obj, s, iopts)
 	if err != nil {
-		_ = s.Close()
+		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
 	c.mu.Lock()

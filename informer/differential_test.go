@@ -36,8 +36,8 @@ import (
 // Handlers are compared key by key: client-go promises the order of the
 // notifications of one object, not how those of different objects
 // interleave (a relist, for one, delivers its deletes first). The
-// comparison is exact but for the one difference this package makes on
-// purpose, spelled out by recreationsAsTombstones.
+// comparison is exact but for the two differences this package makes on
+// purpose, spelled out by recreationsAsTombstones and withTombstones.
 //
 // Only the client-go side waits out its reflector's backoff (0.8 s to 1.6 s
 // before it relists, not configurable from a SharedIndexInformer), so one
@@ -82,6 +82,9 @@ func runDifferential(t *testing.T, seed uint64) {
 	// A late handler is handed what the informer holds when it is added:
 	// all informers must be at the same point then.
 	waitToldOfCurrent(t, subjects, func(s *diffSubject) []*diffRecorder { return []*diffRecorder{s.early} })
+	// What the early handler was told of when each late one is added:
+	// the deletes among it reach the late handler first (tombstones).
+	earlyAt := map[string]map[string][]diffNote{"late, before the relist": recreationsAsTombstones(ref.early.notes())}
 	for _, s := range subjects {
 		s.lateBeforeRelist = s.addHandler(t, "late, before the relist")
 	}
@@ -98,6 +101,7 @@ func runDifferential(t *testing.T, seed uint64) {
 	waitToldOfCurrent(t, subjects, func(s *diffSubject) []*diffRecorder {
 		return []*diffRecorder{s.early, s.lateBeforeRelist}
 	})
+	earlyAt["late, after the relist"] = recreationsAsTombstones(ref.early.notes())
 	for _, s := range subjects {
 		s.lateAfterRelist = s.addHandler(t, "late, after the relist")
 	}
@@ -114,6 +118,9 @@ func runDifferential(t *testing.T, seed uint64) {
 		t.Run("backend="+s.name, func(t *testing.T) {
 			for i, h := range s.handlers() {
 				want := recreationsAsTombstones(ref.handlers()[i].notes())
+				if early, ok := earlyAt[h.name]; ok {
+					want = withTombstones(early, want)
+				}
 				if diff := cmp.Diff(want, h.notes()); diff != "" {
 					t.Errorf("%s handler, notifications per key (-want, from client-go +informerdb):\n%s", h.name, diff)
 				}
@@ -150,6 +157,31 @@ func recreationsAsTombstones(byKey map[string][]diffNote) map[string][]diffNote 
 			want = append(want, n)
 		}
 		out[key] = want
+	}
+	return out
+}
+
+// withTombstones returns the notifications of a handler added late, late,
+// as this package delivers them: each key whose object was deleted before
+// the handler was added (early holds what a handler present from the start
+// had been told of then) begins with a tombstone of its last delete, as a
+// cache.DeletedFinalStateUnknown carrying the deleted object (informer.go,
+// initialNotesLocked; Options.TombstoneRetention), so that a handler added
+// after the sync, as controller-runtime's are, hears of the deletes it
+// missed.
+func withTombstones(early, late map[string][]diffNote) map[string][]diffNote {
+	out := make(map[string][]diffNote, len(late))
+	for key, notes := range late {
+		out[key] = notes
+	}
+	for key, notes := range early {
+		for i := len(notes) - 1; i >= 0; i-- {
+			if notes[i].Kind == "delete" {
+				tomb := diffNote{Kind: "delete", RV: notes[i].RV, UID: notes[i].UID, Tomb: true}
+				out[key] = append([]diffNote{tomb}, out[key]...)
+				break
+			}
+		}
 	}
 	return out
 }

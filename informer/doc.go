@@ -57,6 +57,19 @@
 // listed rather than resumed: that costs what resuming does, and an emptied
 // store keeps a resume point that no longer describes it.
 //
+// A handler added after the informer started, as controller-runtime's
+// builder adds its handlers once the informer has synced, receives
+// OnDelete(cache.DeletedFinalStateUnknown) for every object deleted since
+// the informer started, carrying the last stored object, then
+// OnAdd(obj, true) for every stored object: the deletes made while the
+// process was down reach it too. Such tombstones are kept until
+// Options.TombstoneRetention (10 minutes) after the informer synced, those
+// of live deletes up to Options.MaxTombstones; with Options.Tombstones (a
+// Factory and an InformerConstructor open one per informer) they are
+// persisted before the deletes they record are committed, so a process that
+// dies before any handler heard of a delete hands it to every handler of
+// its next run.
+//
 // # Relists
 //
 // A relist (after a 410, at any time, running or restarted) notifies as

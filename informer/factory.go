@@ -428,24 +428,61 @@ func (f *Factory) makeInformer(ctx context.Context, key factoryKey, name string)
 	sopts.Name = name
 	sopts.Codec = codec
 	sopts.Scope = f.scope(key, namespaced)
-	s, err := store.Open(ctx, f.url, &sopts)
+	iopts := f.opts.Informer
+	s, err := openStores(ctx, f.url, sopts, &iopts)
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
 			err = errors.Join(err, cause)
 		}
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
-	iopts := f.opts.Informer
 	iopts.Name = informerName(f.opts.Informer.Name, name)
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
 	inf, err := New(lw, example, s, iopts)
 	if err != nil {
-		_ = s.Close()
+		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
 	return inf, nil
+}
+
+// TombstoneStoreSuffix ends the name of the store in which a Factory's or
+// an InformerConstructor's informer keeps its tombstones
+// (Options.Tombstones): "core/v1/configmaps/deleted" beside
+// "core/v1/configmaps".
+const TombstoneStoreSuffix = "/deleted"
+
+// openStores opens the store sopts names at rawURL and, unless iopts keeps
+// no tombstones, the informer's tombstone store beside it, which it sets
+// as iopts.Tombstones: same database, codec, key function and scope, no
+// indexes.
+func openStores(ctx context.Context, rawURL string, sopts store.Options, iopts *Options) (store.Store, error) {
+	s, err := store.Open(ctx, rawURL, &sopts)
+	if err != nil || iopts.TombstoneRetention < 0 {
+		return s, err
+	}
+	topts := sopts
+	topts.Name += TombstoneStoreSuffix
+	topts.Indexers = nil
+	tombs, err := store.Open(ctx, rawURL, &topts)
+	if err != nil {
+		closeAll(s)
+		return nil, fmt.Errorf("tombstone store: %w", err)
+	}
+	iopts.Tombstones = tombs
+	return s, nil
+}
+
+// closeAll closes the stores that are not nil, on a path that already
+// fails: their errors would hide the failure.
+func closeAll(stores ...store.Store) {
+	for _, s := range stores {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
 }
 
 // listerWatcher returns the ListerWatcher of key's informer, an example of

@@ -41,7 +41,9 @@ var ErrStarted = errors.New("informer: already started")
 // first receives OnAdd(obj, true) for each persisted object, then the
 // changes made while the informer was down, deletes included (a delete seen
 // only through a relist arrives as a cache.DeletedFinalStateUnknown whose Obj
-// is the last stored object).
+// is the last stored object). A handler added after the informer started
+// receives those deletes too, as cache.DeletedFinalStateUnknown, before its
+// initial adds (see Options.TombstoneRetention).
 //
 // An Informer is safe for concurrent use. It runs once; the store is owned
 // by the caller, who closes it after Run returns (a Factory or an
@@ -54,6 +56,8 @@ type Informer struct {
 	view    *view
 	proc    *processor
 	logger  klog.Logger
+	// tombs keeps the deletes handlers added late are owed.
+	tombs *tombstones
 	// applier applies and notifies staged commits; set by popLoop before
 	// its committer starts, used by the committer only.
 	applier *applier
@@ -150,6 +154,9 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 	if s == nil {
 		return nil, fmt.Errorf("informer: new: nil store")
 	}
+	if opts.Tombstones != nil && opts.Tombstones == s {
+		return nil, fmt.Errorf("informer: new: Options.Tombstones is the informer's store; it needs a store of its own")
+	}
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -161,6 +168,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 		opts:              o,
 		view:              newView(s),
 		proc:              newProcessor(),
+		tombs:             newTombstones(o.Tombstones, o.MaxTombstones, o.TombstoneRetention < 0),
 		logger:            *o.Logger,
 		transform:         o.Transform,
 		watchErrorHandler: o.WatchErrorHandler,
@@ -205,7 +213,7 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	}
 	logger := klog.FromContext(ctx)
 
-	q, src, err := inf.start(logger)
+	q, src, err := inf.start(ctx, logger)
 	if errors.Is(err, ErrStarted) || errors.Is(err, ErrStopped) {
 		// Another Run owns the informer, or it has ended already.
 		logger.Error(err, "Informer not started")
@@ -234,6 +242,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 			inf.resyncLoop(runCtx, q, t)
 		})
 	}
+	if inf.opts.TombstoneRetention >= 0 {
+		wg.Go(func() { inf.retainTombstones(runCtx, logger) })
+	}
 	wg.Go(func() {
 		select {
 		case <-runCtx.Done():
@@ -255,7 +266,7 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 // start builds the queue and the reflector, marks the informer started and
 // replays the stored objects to the handlers, all under mu, so that a
 // handler added meanwhile waits and then sees the store once, not twice.
-func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Reflector, error) {
+func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Queue, *reflector.Reflector, error) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if inf.stopped {
@@ -313,9 +324,44 @@ func (inf *Informer) start(logger klog.Logger) (deltafifo.Queue, *reflector.Refl
 	inf.resuming = ropts.ResumeFrom != ""
 	inf.appliedRV = ropts.ResumeFrom
 	inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())
+	inf.tombs.load(ctx, logger, inf.store)
 	inf.applyMu.Unlock()
 	inf.replay(logger)
 	return q, src, nil
+}
+
+// initialNotesLocked returns what a handler receives first, once the
+// informer started: OnDelete(cache.DeletedFinalStateUnknown) for every
+// object deleted since it started (or recorded by an earlier run, see
+// tombstones), then OnAdd(obj, true) for each of objs, the stored objects.
+// Deletes come first so that a name deleted and created again is heard of
+// in that order. The caller holds applyMu.
+func (inf *Informer) initialNotesLocked(objs []interface{}) []queuedNote {
+	tombs := inf.tombs.notesLocked()
+	if len(tombs) == 0 {
+		return initialAdds(objs)
+	}
+	return append(tombs, initialAdds(objs)...)
+}
+
+// retainTombstones ends the tombstones' retention
+// (Options.TombstoneRetention) once it has passed since the informer
+// synced. If the informer stops first, persisted tombstones stay for the
+// next run.
+func (inf *Informer) retainTombstones(ctx context.Context, logger klog.Logger) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-inf.syncedCh:
+	}
+	t := inf.opts.Clock.NewTimer(inf.opts.TombstoneRetention)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C():
+	}
+	inf.tombs.closeWindow(ctx, logger, &inf.applyMu)
 }
 
 // initialAdds returns the OnAdd(obj, true) notifications of objs, the
@@ -370,10 +416,10 @@ func (inf *Informer) closeStore(op string) error {
 		inf.started, inf.stopped = true, true // no Run from now on
 		inf.mu.Unlock()
 		inf.end()
-		return inf.store.Close()
+		return inf.closeStores()
 	}
 	inf.atEnd = append(inf.atEnd, func() {
-		if err := inf.store.Close(); err != nil {
+		if err := inf.closeStores(); err != nil {
 			inf.logger.Error(err, "Closing the store of a stopped informer failed", "informer", inf.name, "after", op)
 		}
 	})
@@ -381,15 +427,26 @@ func (inf *Informer) closeStore(op string) error {
 	return nil
 }
 
+// closeStores closes the informer's store and its tombstone store.
+func (inf *Informer) closeStores() error {
+	err := inf.store.Close()
+	if inf.opts.Tombstones != nil {
+		err = errors.Join(err, inf.opts.Tombstones.Close())
+	}
+	return err
+}
+
 // replay hands every stored object to the handlers registered before start,
 // as OnAdd(obj, true): after a restart they first see what was persisted.
-// It runs before the reflector starts.
+// Before those, they receive the deletes an earlier run recorded and may
+// not have handed to any handler (see tombstones). It runs before the
+// reflector starts.
 // With Options.ServeStale and a resume point, the informer is synced then.
 func (inf *Informer) replay(logger klog.Logger) {
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
 	objs := inf.store.List()
-	inf.proc.distribute(initialAdds(objs), nil, true)
+	inf.proc.distribute(inf.initialNotesLocked(objs), nil, true)
 	if len(objs) > 0 {
 		logger.V(2).Info("Replayed persisted objects to handlers", "objects", len(objs), "resourceVersion", inf.appliedRV)
 	}
@@ -500,8 +557,13 @@ func (inf *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEvent
 }
 
 // AddEventHandlerWithOptions adds a handler. A handler added after the
-// informer started first receives OnAdd(obj, true) for every object in the
-// store, then every later change. Resync periods follow client-go: at least
+// informer started first receives
+// OnDelete(cache.DeletedFinalStateUnknown{Key, Obj}) for every object
+// deleted since the informer started (or recorded by an earlier run that
+// ended before its handlers heard of it), Obj being the last state the
+// informer had, within Options.TombstoneRetention; then OnAdd(obj, true)
+// for every object in the store; then every later change. Its
+// registration's HasSynced waits for all of those. Resync periods follow client-go: at least
 // one second, and, once the informer runs, at least its resync check period.
 func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	if handler == nil {
@@ -543,7 +605,7 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
-	l.add(initialAdds(inf.store.List()), nil, true, false)
+	l.add(inf.initialNotesLocked(inf.store.List()), nil, true, false)
 	inf.proc.add(l)
 	if inf.synced {
 		l.upstreamSynced()

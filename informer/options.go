@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/informerdb/informerdb/reflector"
+	"github.com/informerdb/informerdb/store"
 )
 
 // Defaults of Options.
@@ -25,6 +26,12 @@ const (
 	// DefaultMaxQueued is the default of Options.MaxQueued: ten commits of
 	// DefaultMaxBatchSize.
 	DefaultMaxQueued = 10 * DefaultMaxBatchSize
+	// DefaultTombstoneRetention is the default of
+	// Options.TombstoneRetention: long enough for a controller that waits
+	// for its leader election lease after its caches synced.
+	DefaultTombstoneRetention = 10 * time.Minute
+	// DefaultMaxTombstones is the default of Options.MaxTombstones.
+	DefaultMaxTombstones = 10000
 )
 
 // Options configure an Informer. The zero value means defaults. New copies
@@ -106,6 +113,44 @@ type Options struct {
 	// event up to a consistent read taken at start (DESIGN invariant 3).
 	ServeStale bool
 
+	// TombstoneRetention is how long after the informer synced a handler
+	// added late still receives the deletes it missed. A handler added
+	// after the informer started (controller-runtime's builder adds its
+	// handlers once the informer has synced) first receives, besides
+	// OnAdd(obj, true) for every stored object,
+	// OnDelete(cache.DeletedFinalStateUnknown{Key, Obj}) for every object
+	// deleted since the informer started, Obj being the last state the
+	// informer had of it: after a restart, the deletes made while the
+	// process was down reach it as they reach handlers added before Run.
+	// The deletes come before the adds. Once the retention has passed,
+	// handlers added later receive the stored objects only, as in
+	// client-go. Default DefaultTombstoneRetention (10 minutes); a
+	// negative value keeps none.
+	TombstoneRetention time.Duration
+
+	// MaxTombstones bounds the deletes kept for handlers added late that
+	// are applied after the informer synced (live deletes, which the
+	// handlers present then heard of); past it, the newer ones are not
+	// kept, and that is logged. The deletes applied before the informer
+	// synced (those made while the process was down) are always kept:
+	// there are at most as many as the store held and the catch-up
+	// brought. Default DefaultMaxTombstones (10,000).
+	MaxTombstones int
+
+	// Tombstones, if set, persists the deletes kept for handlers added late
+	// (see TombstoneRetention), so that they survive a crash: each is
+	// committed to it before the delete itself is committed to the
+	// informer's store, and a process that dies after that commit, before
+	// a handler added late heard of the delete, hands it to the handlers of
+	// its next run (to every one of them, before their initial adds). It
+	// must be a store of its own, in the informer's database, with the
+	// informer's codec and key function and no indexes, owned by the
+	// caller like the informer's store; it is emptied when the retention
+	// ends. A Factory and an InformerConstructor open one per informer,
+	// named after the informer's store with "/deleted". Default nil: the
+	// deletes are kept in memory only.
+	Tombstones store.Store
+
 	// Transform, if set, runs on every object before it is stored and
 	// handed to handlers, like cache.SharedInformer.SetTransform (which
 	// overrides it). The resourceVersion of each event is read before it
@@ -157,6 +202,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxBatchSize == 0 {
 		o.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if o.MaxTombstones < 0 {
+		return o, fmt.Errorf("informer: options: MaxTombstones %d is negative", o.MaxTombstones)
+	}
+	if o.MaxTombstones == 0 {
+		o.MaxTombstones = DefaultMaxTombstones
+	}
+	if o.TombstoneRetention == 0 {
+		o.TombstoneRetention = DefaultTombstoneRetention
 	}
 	if o.MaxQueued == 0 {
 		o.MaxQueued = DefaultMaxQueued
