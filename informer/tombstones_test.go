@@ -373,4 +373,3 @@ func TestTombstonesMustBeAStoreOfTheirOwn(t *testing.T) {
 		t.Fatal("New with Options.Tombstones = the informer's store: no error")
 	}
 }
-
