@@ -168,7 +168,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 		opts:              o,
 		view:              newView(s),
 		proc:              newProcessor(),
-		tombs:             newTombstones(o.Tombstones, o.MaxTombstones, o.TombstoneRetention < 0),
+		tombs:             newTombstones(o.Tombstones, o),
 		logger:            *o.Logger,
 		transform:         o.Transform,
 		watchErrorHandler: o.WatchErrorHandler,
@@ -242,9 +242,6 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 			inf.resyncLoop(runCtx, q, t)
 		})
 	}
-	if inf.opts.TombstoneRetention >= 0 {
-		wg.Go(func() { inf.retainTombstones(runCtx, logger) })
-	}
 	wg.Go(func() {
 		select {
 		case <-runCtx.Done():
@@ -261,6 +258,11 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	cancel()
 	q.Close()
 	wg.Wait()
+	if inf.HasSynced() && inf.proc.caughtUp() {
+		// A stop, not a crash, with every handler told of every delete:
+		// the next run owes them nothing.
+		inf.tombs.dropPersisted(logger)
+	}
 }
 
 // start builds the queue and the reflector, marks the informer started and
@@ -342,26 +344,6 @@ func (inf *Informer) initialNotesLocked(objs []interface{}) []queuedNote {
 		return initialAdds(objs)
 	}
 	return append(tombs, initialAdds(objs)...)
-}
-
-// retainTombstones ends the tombstones' retention
-// (Options.TombstoneRetention) once it has passed since the informer
-// synced. If the informer stops first, persisted tombstones stay for the
-// next run.
-func (inf *Informer) retainTombstones(ctx context.Context, logger klog.Logger) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-inf.syncedCh:
-	}
-	t := inf.opts.Clock.NewTimer(inf.opts.TombstoneRetention)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C():
-	}
-	inf.tombs.closeWindow(ctx, logger, &inf.applyMu)
 }
 
 // initialAdds returns the OnAdd(obj, true) notifications of objs, the
@@ -517,6 +499,7 @@ func (inf *Informer) markSyncedLocked(logger klog.Logger, why string) {
 		return
 	}
 	inf.synced = true
+	inf.tombs.synced()
 	close(inf.syncedCh)
 	logger.V(2).Info("Informer synced", "reason", why, "resourceVersion", inf.appliedRV)
 	inf.proc.each(func(l *listener) { l.upstreamSynced() })

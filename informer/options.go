@@ -145,8 +145,11 @@ type Options struct {
 	// its next run (to every one of them, before their initial adds). It
 	// must be a store of its own, in the informer's database, with the
 	// informer's codec and key function and no indexes, owned by the
-	// caller like the informer's store; it is emptied when the retention
-	// ends. A Factory and an InformerConstructor open one per informer,
+	// caller like the informer's store. It is emptied when the retention
+	// ends, and when Run returns (its context ended) after the informer
+	// synced with every handler told of everything: that run's handlers
+	// heard of every delete. A crash keeps it; so does a stop with no
+	// handler, which is a crash for the handlers the next run adds. A Factory and an InformerConstructor open one per informer,
 	// named after the informer's store with "/deleted". Default nil: the
 	// deletes are kept in memory only.
 	Tombstones store.Store

@@ -116,6 +116,19 @@ func (p *processor) queue() (depth int, oldest time.Time) {
 	return depth, oldest
 }
 
+// caughtUp reports whether there is a listener and every listener has
+// handled every notification queued for it.
+func (p *processor) caughtUp() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for l := range p.listeners {
+		if d, _ := l.queue(); d > 0 {
+			return false
+		}
+	}
+	return len(p.listeners) > 0
+}
+
 // each calls f for every listener.
 func (p *processor) each(f func(*listener)) {
 	p.mu.RLock()

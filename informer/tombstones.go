@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
@@ -27,12 +29,17 @@ import (
 // before the delete it records is committed to the informer's store, so a
 // process that dies after committing a delete and before any handler heard
 // of it hands the delete to the handlers of its next run. The store is
-// emptied when the retention ends.
+// emptied by the first commit after the retention ends, or when the
+// informer stops with every handler told of everything (see
+// dropPersisted).
+//
+// The window is checked when tombstones are recorded, handed out or
+// persisted, so that no timer waits on the informer's clock.
 type tombstones struct {
 	// byKey holds the last state of each object deleted in the window, by
 	// key; closed is set when the window ends, and nothing is recorded
 	// after; afterSync counts what was recorded after the informer synced,
-	// which Options.MaxTombstones bounds. All three are guarded by the
+	// which Options.MaxTombstones bounds. All of them are guarded by the
 	// informer's applyMu, under which handlers are added and commits
 	// notified, so that a handler added meanwhile hears of a delete either
 	// from its commit's notifications or from here, exactly once.
@@ -42,6 +49,13 @@ type tombstones struct {
 	max       int
 	capLogged bool
 
+	// The window ends retention after syncedAt (Unix nanoseconds on now's
+	// clock; 0 before the sync). It is checked when tombstones are used,
+	// so that no timer waits on the informer's clock.
+	retention time.Duration
+	now       func() time.Time
+	syncedAt  atomic.Int64
+
 	// st persists the tombstones, or is nil. mu serializes its writes and
 	// guards stClosed: once the window ends nothing is written to st.
 	st       store.Store
@@ -49,8 +63,33 @@ type tombstones struct {
 	stClosed bool
 }
 
-func newTombstones(st store.Store, maxAfterSync int, disabled bool) *tombstones {
-	return &tombstones{byKey: map[string]interface{}{}, st: st, max: maxAfterSync, closed: disabled, stClosed: disabled}
+func newTombstones(st store.Store, o Options) *tombstones {
+	disabled := o.TombstoneRetention < 0
+	return &tombstones{
+		byKey: map[string]interface{}{}, st: st, max: o.MaxTombstones,
+		retention: o.TombstoneRetention, now: o.Clock.Now,
+		closed: disabled, stClosed: disabled,
+	}
+}
+
+// synced starts the retention.
+func (t *tombstones) synced() { t.syncedAt.Store(t.now().UnixNano()) }
+
+// expired reports whether the retention has passed since the sync.
+func (t *tombstones) expired() bool {
+	at := t.syncedAt.Load()
+	return at != 0 && t.now().Sub(time.Unix(0, at)) >= t.retention
+}
+
+// openLocked reports whether the window is open, closing it if the
+// retention has passed: the tombstones are dropped from memory. The
+// caller holds applyMu.
+func (t *tombstones) openLocked() bool {
+	if !t.closed && t.expired() {
+		t.closed = true
+		t.byKey = nil
+	}
+	return !t.closed
 }
 
 // load reads the tombstones persisted by an earlier run whose window did
@@ -97,7 +136,7 @@ func (t *tombstones) load(ctx context.Context, logger klog.Logger, main store.St
 // notesLocked returns one OnDelete(cache.DeletedFinalStateUnknown) per
 // tombstone, in key order. The caller holds applyMu.
 func (t *tombstones) notesLocked() []queuedNote {
-	if len(t.byKey) == 0 {
+	if !t.openLocked() || len(t.byKey) == 0 {
 		return nil
 	}
 	keys := make([]string, 0, len(t.byKey))
@@ -132,6 +171,11 @@ func (t *tombstones) persist(ctx context.Context, logger klog.Logger, pc *pendin
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.stClosed && t.expired() {
+		// The retention is over: the tombstone store is emptied by the
+		// first commit after it.
+		t.emptyStoreLocked(ctx, logger)
+	}
 	if t.stClosed {
 		return nil
 	}
@@ -163,7 +207,7 @@ func (t *tombstones) persist(ctx context.Context, logger klog.Logger, pc *pendin
 // recordLocked remembers the deletes notified for a committed pc. The
 // caller holds applyMu.
 func (t *tombstones) recordLocked(logger klog.Logger, pc *pendingCommit, rejected map[int]bool, synced bool) {
-	if t.closed {
+	if !t.openLocked() {
 		return
 	}
 	for _, qn := range pc.notes {
@@ -194,34 +238,44 @@ func (t *tombstones) recordLocked(logger klog.Logger, pc *pendingCommit, rejecte
 	}
 }
 
-// closeWindow ends the retention: nothing more is recorded, the tombstones
-// are dropped from memory and the tombstone store is emptied. The
-// informer's applyMu must not be held.
-func (t *tombstones) closeWindow(ctx context.Context, logger klog.Logger, applyMu *sync.Mutex) {
-	if t.st != nil {
-		t.mu.Lock()
-		t.stClosed = true
-		keys := t.st.ListKeys()
-		if len(keys) > 0 {
-			ops := make([]store.Op, len(keys))
-			for i, k := range keys {
-				ops[i] = store.Op{Type: store.OpDelete, Key: k}
-			}
-			if err := t.st.Commit(ctx, store.Batch{Ops: ops}); err != nil && ctx.Err() == nil {
-				// Kept, they are handed once more to the handlers of the
-				// next run: a duplicate delete, not a lost one.
-				logger.Error(err, "Emptying the tombstone store failed; its tombstones reach handlers again after the next restart", "tombstones", len(keys))
-			}
-		}
-		t.mu.Unlock()
+// emptyStoreLocked empties the tombstone store and writes nothing to it
+// from then on. The caller holds mu.
+func (t *tombstones) emptyStoreLocked(ctx context.Context, logger klog.Logger) {
+	t.stClosed = true
+	keys := t.st.ListKeys()
+	if len(keys) == 0 {
+		return
 	}
-	applyMu.Lock()
-	defer applyMu.Unlock()
-	n := len(t.byKey)
-	t.closed = true
-	t.byKey = nil
-	logger.V(2).Info("Tombstone retention over; handlers added from now on receive the stored objects only", "dropped", n)
+	ops := make([]store.Op, len(keys))
+	for i, k := range keys {
+		ops[i] = store.Op{Type: store.OpDelete, Key: k}
+	}
+	if err := t.st.Commit(ctx, store.Batch{Ops: ops}); err != nil && ctx.Err() == nil {
+		// Kept, they are handed once more to the handlers of the next
+		// run: a duplicate delete, not a lost one.
+		logger.Error(err, "Emptying the tombstone store failed; its tombstones reach handlers again after the next restart", "tombstones", len(keys))
+	}
 }
+
+// dropPersisted empties the tombstone store when the informer stops (its
+// context ended) after it synced and every handler it had was handed every
+// notification: they heard of every delete, and the handlers of the next
+// run must not hear of them again. A crash, a stop before the sync, or
+// with no handler, or with notifications still queued, keeps them.
+func (t *tombstones) dropPersisted(logger klog.Logger) {
+	if t.st == nil {
+		return
+	}
+	// Run's context has ended: a bound of its own.
+	ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
+	defer cancel()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.emptyStoreLocked(ctx, logger)
+}
+
+// dropTimeout bounds the commit that empties the tombstone store at stop.
+const dropTimeout = 10 * time.Second
 
 // sameUID reports whether a and b are the same object: both have UIDs and
 // they are equal, or neither has one.

@@ -204,31 +204,21 @@ func TestLateHandlerGetsRestartDeletes(t *testing.T) {
 			t.Errorf("late handler after a live delete (-want +got):\n%s", diff)
 		}
 
-		// The retention ends: the tombstone store is emptied, and a handler
-		// added later gets the stored objects only, as in client-go.
-		waitTimers(t, clk)
+		// The retention ends: a handler added later gets the stored
+		// objects only, as in client-go, and the next commit empties the
+		// tombstone store.
 		clk.Step(DefaultTombstoneRetention)
+		got = sortAfter(addLate(t, inf, 3), 0)
+		if diff := cmp.Diff([]ev{lateHandlerSees[2], lateHandlerSees[3], lateHandlerSees[5]}, got); diff != "" {
+			t.Errorf("handler added after the retention (-want +got):\n%s", diff)
+		}
+		lw.create("ns", "f", "f1")
 		pollUntil(t, "the tombstone store emptied", func() string {
 			if keys := p.tomb.ListKeys(); len(keys) > 0 {
 				return fmt.Sprintf("holds %v", keys)
 			}
 			return ""
 		})
-		got = sortAfter(addLate(t, inf, 3), 0)
-		if diff := cmp.Diff([]ev{lateHandlerSees[2], lateHandlerSees[3], lateHandlerSees[5]}, got); diff != "" {
-			t.Errorf("handler added after the retention (-want +got):\n%s", diff)
-		}
-	})
-}
-
-// waitTimers waits until the informer's retention timer is set on clk.
-func waitTimers(t *testing.T, clk *testingclock.FakeClock) {
-	t.Helper()
-	pollUntil(t, "the retention timer", func() string {
-		if !clk.HasWaiters() {
-			return "no timer"
-		}
-		return ""
 	})
 }
 
@@ -372,4 +362,37 @@ func TestTombstonesMustBeAStoreOfTheirOwn(t *testing.T) {
 	if err == nil {
 		t.Fatal("New with Options.Tombstones = the informer's store: no error")
 	}
+}
+
+// TestGracefulStopWithHandlersClearsTombstones: a run that stops (its
+// context ends) after its handler heard of every delete owes the next run
+// nothing, so the next run's handlers get the replay and no old delete.
+func TestGracefulStopWithHandlersClearsTombstones(t *testing.T) {
+	forEachTombBackend(t, func(t *testing.T, b tombBackend) {
+		lw := newFakeLW()
+		p := firstTombRun(t, b, lw)
+		changeWhileDown(lw)
+
+		inf := newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
+		r := start(t, inf)
+		waitDone(t, "informer sync", inf.HasSyncedChecker())
+		r.stop()
+		if got := p.tomb.ListKeys(); len(got) != 2 {
+			t.Fatalf("tombstones after a run without handlers: %v, want ns/b and ns/c", got)
+		}
+		p.restart(t)
+
+		inf = newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
+		h := newRecorder()
+		reg := addHandler(t, inf, h)
+		r = start(t, inf)
+		waitDone(t, "handler sync", reg.HasSyncedChecker())
+		if diff := cmp.Diff(lateHandlerSees, sortAfter(h.wait(t, len(lateHandlerSees)), 2)); diff != "" {
+			t.Errorf("handler of the run after a stop without handlers (-want +got):\n%s", diff)
+		}
+		r.stop()
+		if got := p.tomb.ListKeys(); len(got) != 0 {
+			t.Errorf("tombstones after a stop with every handler caught up: %v, want none", got)
+		}
+	})
 }

@@ -558,7 +558,7 @@ func checkCRStores(t *testing.T, url string, want map[string]state) {
 		names = append(names, info.Name)
 	}
 	for ns := range want {
-		wantNames = append(wantNames, crStoreName(ns))
+		wantNames = append(wantNames, crStoreName(ns), crStoreName(ns)+informer.TombstoneStoreSuffix)
 	}
 	sort.Strings(names)
 	sort.Strings(wantNames)
