@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -374,4 +375,107 @@ func namesOf(st state) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestCRConstructorManagerNotBuiltFromConfig: a manager built from the
+// caller's REST config rather than the constructor's Config lists around
+// the constructor, which cannot tell what its informers cache. Such an
+// informer does not run without persistence: the manager, which runs the
+// constructor (mgr.Add), stops with the error and reconciles nothing. With
+// FallBackToMemory the manager runs on client-go's in-memory informer. The
+// database holds no store of ConfigMaps either way.
+func TestCRConstructorManagerNotBuiltFromConfig(t *testing.T) {
+	t.Parallel()
+	srv := apiserver.Start(t, apiserver.Options{})
+	c := srv.Client()
+	const ns = "crc-unwrapped"
+	createNamespace(t, c, ns)
+	createConfigMaps(t, c, ns, 10)
+	want := namesOf(serverState(t, c, selection{namespace: ns}))
+	crSetLoggerOnce.Do(func() { ctrl.SetLogger(klog.Background()) })
+	for _, fallBack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FallBackToMemory=%v", fallBack), func(t *testing.T) {
+			url := "bolt://" + t.TempDir() + "/cache.db"
+			logger := testr.New(t)
+			cons, err := informer.NewInformerConstructor(t.Context(), url, srv.Config(), &informer.ConstructorOptions{
+				Informer: informer.Options{Logger: &logger}, FallBackToMemory: fallBack})
+			if err != nil {
+				t.Fatalf("NewInformerConstructor: %v", err)
+			}
+			mgr, err := ctrl.NewManager(srv.Config(), ctrl.Options{
+				Scheme:                 clientgoscheme.Scheme,
+				Logger:                 logger,
+				Metrics:                metricsserver.Options{BindAddress: "0"},
+				HealthProbeBindAddress: "0",
+				PprofBindAddress:       "0",
+				Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+				Cache:                  crcache.Options{NewInformer: cons.NewInformer, DefaultNamespaces: map[string]crcache.Config{ns: {}}},
+			})
+			if err != nil {
+				t.Fatalf("ctrl.NewManager: %v", err)
+			}
+			if err := mgr.Add(cons); err != nil {
+				t.Fatalf("mgr.Add(constructor): %v", err)
+			}
+			var mu sync.Mutex
+			reconciled := map[string]bool{}
+			err = ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(
+				reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					reconciled[req.Name] = true
+					return reconcile.Result{}, nil
+				}))
+			if err != nil {
+				t.Fatalf("NewControllerManagedBy: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), waitLimit)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- mgr.Start(ctx) }()
+			reconciledNames := func() []string {
+				mu.Lock()
+				defer mu.Unlock()
+				var out []string
+				for name := range reconciled {
+					out = append(out, name)
+				}
+				slices.Sort(out)
+				return out
+			}
+			if !fallBack {
+				err := <-done
+				if err == nil || !strings.Contains(err.Error(), "its scope cannot be told") || ctx.Err() != nil {
+					t.Errorf("manager Start = %v (its context: %v), want the informer's error at once, saying its scope cannot be told", err, ctx.Err())
+				}
+				if got := reconciledNames(); len(got) != 0 {
+					t.Errorf("the manager reconciled %v without persistence", got)
+				}
+			} else {
+				for !slices.Equal(reconciledNames(), want) {
+					select {
+					case err := <-done:
+						t.Fatalf("manager stopped (%v) having reconciled %v of %v", err, reconciledNames(), want)
+					case <-time.After(50 * time.Millisecond):
+					}
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("manager Start with FallBackToMemory: %v", err)
+				}
+			}
+			if err := cons.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			infos, err := store.Stores(t.Context(), url)
+			if err != nil {
+				t.Fatalf("stores of %s: %v", url, err)
+			}
+			for _, info := range infos {
+				if info.Name != informer.ConstructorStoreName {
+					t.Errorf("database holds store %q, want only the constructor's own", info.Name)
+				}
+			}
+		})
+	}
 }
