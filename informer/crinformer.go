@@ -36,7 +36,8 @@ type NewInformerFunc = func(cache.ListerWatcher, runtime.Object, time.Duration, 
 // ConstructorStoreName is the name of the store an InformerConstructor
 // keeps open in its database from NewInformerConstructor to Close, so that
 // the database is opened (and its lock waited for) once per process rather
-// than once per informer. It holds no objects.
+// than once per informer. It holds no objects. A second constructor of the
+// same database in one process fails with store.ErrInUse.
 const ConstructorStoreName = "informerdb/constructor"
 
 // ConstructorOptions configure an InformerConstructor. The zero value

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -342,6 +343,10 @@ func TestInformerConstructorStartWithoutFailure(t *testing.T) {
 	}
 	if c.NeedLeaderElection() {
 		t.Errorf("NeedLeaderElection = true, want false: the informers run on every replica")
+	}
+	// The database is the constructor's until Close.
+	if _, err := NewInformerConstructor(t.Context(), c.url, &rest.Config{Host: srv.URL}, &ConstructorOptions{Cluster: "c1"}); !errors.Is(err, store.ErrInUse) {
+		t.Errorf("a second NewInformerConstructor of the database = %v, want an error wrapping store.ErrInUse", err)
 	}
 }
 

@@ -21,12 +21,13 @@ import (
 // stopped instead of listing everything again. The manager is built from
 // the constructor's REST config, so the constructor can tell the informers
 // of a multi-namespace cache apart; each namespace gets its own store.
-// NewInformerConstructor opens the database and identifies the cluster (the
-// kube-system namespace's UID): an unusable database URL or path, or a
-// database another process holds, is its error, and a cluster recreated
-// behind the same URL is listed anew, never served from the old cache; an
-// informer that cannot open its store stops the manager with that error
-// (mgr.Add(c)), rather than run without persistence.
+//
+// NewInformerConstructor identifies the cluster by its kube-system
+// namespace's UID, so a cluster recreated behind the same URL is listed
+// anew, never served from the old cache, and it opens the database, so an
+// unusable URL or path, or a database another process holds, is its error.
+// An informer the constructor cannot make persistent stops the manager with
+// that error (mgr.Add(c)) rather than run without persistence.
 func ExampleInformerConstructor() {
 	ctx := ctrl.SetupSignalHandler()
 	c, err := informer.NewInformerConstructor(ctx, "bolt:///var/lib/configmap-controller/cache.db", ctrl.GetConfigOrDie(), nil)
