@@ -94,11 +94,11 @@ func TestFactoryCheckCommits(t *testing.T) {
 func TestInformerConstructorCheckCommits(t *testing.T) {
 	ctx := t.Context()
 	srv := newAPIServerStub(t)
-	c, err := NewInformerConstructor(ctx, "bolt://"+filepath.Join(t.TempDir(), "cache.db"), &FactoryOptions{Cluster: "c1", Informer: testOptions()})
+	c, err := NewInformerConstructor(ctx, "bolt://"+filepath.Join(t.TempDir(), "cache.db"), &rest.Config{Host: srv.URL}, &ConstructorOptions{Cluster: "c1", Informer: testOptions()})
 	if err != nil {
 		t.Fatalf("NewInformerConstructor: %v", err)
 	}
-	cfg := c.WrapConfig(&rest.Config{Host: srv.URL})
+	cfg := c.Config()
 	made := map[string]*Informer{}
 	for _, ns := range []string{"a", "b"} {
 		inf, ok := c.NewInformer(listedThrough(t, cfg, ns, "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)

@@ -11,16 +11,20 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
@@ -29,12 +33,58 @@ import (
 // cache.Options.NewInformer (sigs.k8s.io/controller-runtime/pkg/cache).
 type NewInformerFunc = func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer
 
+// ConstructorStoreName is the name of the store an InformerConstructor
+// keeps open in its database from NewInformerConstructor to Close, so that
+// the database is opened (and its lock waited for) once per process rather
+// than once per informer. It holds no objects. A second constructor of the
+// same database in one process fails with store.ErrInUse.
+const ConstructorStoreName = "informerdb/constructor"
+
+// ConstructorOptions configure an InformerConstructor. The zero value
+// means defaults. NewInformerConstructor copies it.
+type ConstructorOptions struct {
+	// Cluster identifies the cluster in every store's scope, as
+	// FactoryOptions.Cluster does: default "kube-system/<uid>", read by
+	// NewInformerConstructor, which waits (within its ctx) for an
+	// unreachable API server rather than guess. A cluster recreated behind
+	// the same URL has another kube-system UID, so its informers relist
+	// instead of serving the old cluster's objects.
+	Cluster string
+
+	// Informer, Encryption and Store are as in FactoryOptions: the
+	// template of every informer's options, the encryption of every
+	// store's objects, and the template of every store's options
+	// (Durability, LockTimeout, CacheSize, Scope...).
+	Informer   Options
+	Encryption *indexer.KeyRing
+	Store      store.Options
+
+	// FallBackToMemory makes the constructor return client-go's in-memory
+	// informer where it cannot make a persistent one (the database cannot
+	// be opened, an informer's scope cannot be told, its store cannot be
+	// opened), instead of failing: NewInformerConstructor then succeeds
+	// whatever the database's state, and each such informer, when it
+	// runs, logs why at error level through the logger of its context
+	// (controller-runtime's), or Informer.Logger. The controller then
+	// works without persistence: every restart lists everything, and
+	// deletes made while it was down are never delivered. Default false:
+	// such failures are errors (see InformerConstructor).
+	FallBackToMemory bool
+}
+
 // InformerConstructor makes informers on demand for callers that build them
 // through a constructor, as controller-runtime does:
 //
-//	c, err := informer.NewInformerConstructor(ctx, "bolt:///var/lib/ctrl/cache.db", &informer.FactoryOptions{Cluster: "prod-1"})
-//	mgr, err := ctrl.NewManager(c.WrapConfig(cfg), ctrl.Options{Cache: crcache.Options{NewInformer: c.NewInformer}})
+//	c, err := informer.NewInformerConstructor(ctx, "bolt:///var/lib/ctrl/cache.db", cfg, nil)
+//	mgr, err := ctrl.NewManager(c.Config(), ctrl.Options{Cache: crcache.Options{NewInformer: c.NewInformer}})
+//	err = mgr.Add(c)
 //	defer c.Close() // after the manager stopped
+//
+// NewInformerConstructor identifies the cluster (see
+// ConstructorOptions.Cluster) and opens the database, holding it open (see
+// ConstructorStoreName) until Close: a database URL it cannot use, an unsafe
+// path (relative, a link, a parent directory others can write) or a database
+// another process holds is its error, after one lock wait.
 //
 // A constructor sees only a ListerWatcher, which hides what it lists: the
 // namespace and the selectors are inside its functions. So that a store
@@ -42,90 +92,194 @@ type NewInformerFunc = func(cache.ListerWatcher, runtime.Object, time.Duration, 
 // for one page of its list with a context that the constructor's transport
 // recognizes: the transport records the request's URL (the resource, the
 // namespace, the label and field selectors) and answers it without sending
-// it. That is why the REST config the caller's clients are built from must
-// go through WrapConfig (or WrapTransport). The store is then named after
+// it. That is why the clients that list must be built from Config (or a
+// transport wrapped by WrapTransport). The store is then named after
 // the object's type and that request ("core/v1/ConfigMap" for a list of
 // every namespace without selectors, "core/v1/ConfigMap@ns=team-a" for one
 // namespace, with "@sel=<digest>" when selectors are set;
 // "core/v1/ConfigMap/unstructured" and "core/v1/ConfigMap/metadata" for the
 // unstructured and metadata-only informers of the type), and its scope
-// records the request in full. Informers of a multi-namespace cache,
-// created in a different order at each start, each find their own store. A
-// namespace or selector change opens another store, which starts empty and
-// lists; the store no informer opens any more stays in the database until
-// it is removed (store.Drop, `snapshot drop`).
+// records the cluster and the request in full. Informers of a
+// multi-namespace cache, created in a different order at each start, each
+// find their own store. A namespace or selector change opens another store,
+// which starts empty and lists; the store no informer opens any more stays
+// in the database until it is removed (store.Drop, `snapshot drop`).
 //
-// When the scope cannot be told (the config was not wrapped, or the
-// ListerWatcher does not list through it), or the store cannot be opened
-// (another informer of the same scope has it open, the database is
-// unusable), NewInformer logs why and returns client-go's in-memory
-// informer: the controller works, without persistence, and no store is
-// shared by two scopes.
+// When NewInformer cannot make a persistent informer (the scope cannot be
+// told, the store cannot be opened), it does not run without persistence
+// (unless ConstructorOptions.FallBackToMemory): it returns an informer that
+// fails every method that can fail with the error, and records the error
+// for Start. Added to a controller-runtime manager (mgr.Add(c)), the
+// constructor's Start returns that error, which stops the manager with it;
+// controller-runtime's GetInformer returns it too, as the informer's
+// SetTransform fails.
 //
 // An InformerConstructor is safe for concurrent use.
 type InformerConstructor struct {
-	url  string
-	opts FactoryOptions
+	url     string
+	opts    ConstructorOptions
+	cluster string
+	config  *rest.Config // the caller's, wrapped by WrapTransport
 
-	// wrapped is set by WrapConfig and WrapTransport: until then no
-	// ListerWatcher lists through the constructor's transport, and
-	// NewInformer does not ask (the request would reach the API server).
-	wrapped atomic.Bool
+	// held is the store of ConstructorStoreName, open from
+	// NewInformerConstructor to Close; nil if the database could not be
+	// opened (dbErr, with FallBackToMemory).
+	held  store.Store
+	dbErr error
 
-	mu     sync.Mutex  // guards made and closed
+	mu     sync.Mutex  // guards made, closed and failure
 	made   []*Informer // every informer made; Close closes their stores
-	closed bool        // by Close: NewInformer makes client-go's informers
+	closed bool        // by Close: NewInformer opens no store any more
+	// failure is the first error of NewInformer, for Start; failed is
+	// closed when it is set.
+	failure error
+	failed  chan struct{}
 }
 
 // NewInformerConstructor returns a constructor whose informers keep their
-// objects in the database at rawURL. FactoryOptions.Namespace and the
-// selectors are ignored (the ListerWatcher applies them); Cluster, Informer
-// and Store are used as by a Factory. opts may be nil.
-func NewInformerConstructor(ctx context.Context, rawURL string, opts *FactoryOptions) (*InformerConstructor, error) {
-	c := &InformerConstructor{url: rawURL}
+// objects in the database at rawURL (see store.Open; the backend must be
+// imported) and list through cfg, wrapped (see Config). It opens the
+// database and identifies the cluster, with the rules and waits of
+// NewFactory (ctx bounds both); opts may be nil. With
+// ConstructorOptions.FallBackToMemory, a database it cannot open makes it
+// return a constructor of in-memory informers instead of the error.
+func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config, opts *ConstructorOptions) (*InformerConstructor, error) {
+	if cfg == nil {
+		return nil, errors.New("informer: new informer constructor: nil REST config")
+	}
+	c := &InformerConstructor{url: rawURL, failed: make(chan struct{})}
 	if opts != nil {
 		c.opts = *opts
 	}
 	if _, err := c.opts.Informer.withDefaults(); err != nil {
 		return nil, fmt.Errorf("informer: new informer constructor: %w", err)
 	}
-	if err := checkURL(rawURL); err != nil {
-		return nil, fmt.Errorf("informer: new informer constructor: %w", err)
+	c.config = rest.CopyConfig(cfg)
+	c.config.Wrap(c.WrapTransport)
+
+	// The database first: a misconfigured one fails at once, not after a
+	// wait for the API server.
+	if err := c.openDatabase(ctx); err != nil {
+		if !c.opts.FallBackToMemory {
+			return nil, fmt.Errorf("informer: new informer constructor: %w", err)
+		}
+		c.dbErr = err
+	}
+	c.cluster = c.opts.Cluster
+	if c.cluster == "" {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err == nil {
+			c.cluster, err = clusterIdentity(ctx, client)
+		}
+		if err != nil {
+			err = fmt.Errorf("informer: new informer constructor: %w", err)
+			if c.held != nil {
+				if cerr := c.held.Close(); cerr != nil {
+					err = errors.Join(err, cerr)
+				}
+			}
+			return nil, err
+		}
 	}
 	return c, nil
 }
 
-// WrapConfig returns a copy of cfg whose transport lets the constructor
-// see the scope of each ListerWatcher it is given (see InformerConstructor).
-// Build the clients whose ListerWatchers reach NewInformer from it (for
-// controller-runtime: the config passed to ctrl.NewManager). Requests other
-// than the constructor's own are passed on unchanged.
-func (c *InformerConstructor) WrapConfig(cfg *rest.Config) *rest.Config {
-	c.wrapped.Store(true)
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(c.WrapTransport)
-	return cfg
+// openDatabase checks the URL and opens the constructor's own store,
+// which opens the database, checks its path and waits for its lock.
+func (c *InformerConstructor) openDatabase(ctx context.Context) error {
+	if err := checkURL(c.url); err != nil {
+		return err
+	}
+	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})
+	if err != nil {
+		return err
+	}
+	sopts := c.opts.Store
+	sopts.Name = ConstructorStoreName
+	sopts.Codec = codec
+	sopts.Indexers = nil
+	sopts.Scope = "informer constructor"
+	s, err := store.Open(ctx, c.url, &sopts)
+	if err != nil {
+		return err
+	}
+	c.held = s
+	return nil
 }
 
-// WrapTransport wraps rt as WrapConfig does, for callers that assemble
-// their transports themselves (rest.Config.Wrap, transport.Config).
+// Config returns a copy of the REST config given to NewInformerConstructor
+// whose transport lets the constructor see the scope of each ListerWatcher
+// it is given (see InformerConstructor). Build the clients whose
+// ListerWatchers reach NewInformer from it (for controller-runtime: the
+// config passed to ctrl.NewManager). Requests other than the constructor's
+// own are passed on unchanged.
+func (c *InformerConstructor) Config() *rest.Config { return rest.CopyConfig(c.config) }
+
+// WrapTransport wraps rt as Config's transport is wrapped, for callers
+// that assemble their transports themselves (rest.Config.Wrap,
+// transport.Config).
 func (c *InformerConstructor) WrapTransport(rt http.RoundTripper) http.RoundTripper {
-	c.wrapped.Store(true)
 	return &scopeTransport{next: rt}
 }
 
+// Start waits until ctx ends, and returns nil, or until NewInformer could
+// not make an informer (the scope of its ListerWatcher could not be told,
+// its store could not be opened), and returns that error, the first one.
+// Add the constructor to a controller-runtime manager (mgr.Add(c)) so that
+// such an error stops the manager and is what its Start returns. It may be
+// called more than once.
+func (c *InformerConstructor) Start(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-c.failed:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.failure
+	}
+}
+
+// NeedLeaderElection reports false: a manager runs the constructor's Start
+// (see Start) on every replica, as it runs its caches.
+func (c *InformerConstructor) NeedLeaderElection() bool { return false }
+
 // NewInformer has the signature of controller-runtime's
 // cache.Options.NewInformer. It cannot return an error: if the informer's
-// scope cannot be told or its store cannot be opened, it logs why and
-// returns client-go's in-memory informer, so the controller still works,
-// without persistence.
+// scope cannot be told or its store cannot be opened, it returns an
+// informer that fails with that error (and Start returns it), or, with
+// ConstructorOptions.FallBackToMemory, client-go's in-memory informer,
+// which logs the error when it runs (see InformerConstructor).
 func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	inf, err := c.newInformer(lw, obj, resync, indexers)
-	if err != nil {
-		klog.Background().Error(err, "Falling back to client-go's in-memory informer")
-		return cache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	err := c.dbErr
+	if err == nil {
+		var inf *Informer
+		if inf, err = c.newInformer(lw, obj, resync, indexers); err == nil {
+			return inf
+		}
 	}
-	return inf
+	if typednil.Is(lw) || typednil.Is(obj) {
+		// client-go's informer would fail at its first use.
+		lw = &cache.ListWatch{ListWithContextFunc: failingList(err), WatchFuncWithContext: failingWatch(err)}
+		if typednil.Is(obj) {
+			obj = &metav1.PartialObjectMetadata{}
+		}
+	}
+	memory := cache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	if c.opts.FallBackToMemory {
+		return &memoryInformer{SharedIndexInformer: memory, reason: err, logger: c.opts.Informer.Logger}
+	}
+	c.fail(err)
+	return &failedInformer{SharedIndexInformer: memory, err: err, logger: c.opts.Informer.Logger}
+}
+
+// fail records err for Start, if it is the first.
+func (c *InformerConstructor) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failure == nil {
+		c.failure = err
+		close(c.failed)
+	}
 }
 
 func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
@@ -153,7 +307,7 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	sopts.Codec = codec
 	sopts.Indexers = indexers
 	sopts.Scope = fmt.Sprintf("cluster=%s;server=%s;type=%s;request=%s;scope=%s",
-		c.opts.Cluster, req.server, base, req.request, c.opts.Store.Scope)
+		c.cluster, req.server, base, req.request, c.opts.Store.Scope)
 	iopts := c.opts.Informer
 	s, err := openStores(context.Background(), c.url, sopts, &iopts)
 	if errors.Is(err, store.ErrInUse) && c.retire(name) {
@@ -190,6 +344,90 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 		return nil, err
 	}
 	return inf, nil
+}
+
+// failedInformer stands in for an informer NewInformer could not make: its
+// methods that can fail return err, and it never syncs nor runs.
+// controller-runtime calls SetTransform on every informer it is given, so
+// its GetInformer returns err and never starts the informer. The embedded
+// client-go informer, never run, answers the other methods (an empty
+// store).
+type failedInformer struct {
+	cache.SharedIndexInformer
+	err    error
+	logger *klog.Logger // ConstructorOptions.Informer.Logger
+}
+
+func (f *failedInformer) AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return nil, f.err
+}
+
+func (f *failedInformer) AddEventHandlerWithResyncPeriod(cache.ResourceEventHandler, time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return nil, f.err
+}
+
+func (f *failedInformer) AddEventHandlerWithOptions(cache.ResourceEventHandler, cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return nil, f.err
+}
+
+func (f *failedInformer) SetTransform(cache.TransformFunc) error { return f.err }
+
+func (f *failedInformer) SetWatchErrorHandler(cache.WatchErrorHandler) error { return f.err }
+
+func (f *failedInformer) SetWatchErrorHandlerWithContext(cache.WatchErrorHandlerWithContext) error {
+	return f.err
+}
+
+func (f *failedInformer) AddIndexers(cache.Indexers) error { return f.err }
+
+// Run logs the error and returns: the informer has no store to run on.
+func (f *failedInformer) Run(stopCh <-chan struct{}) {
+	f.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext logs the error and returns.
+func (f *failedInformer) RunWithContext(ctx context.Context) {
+	runLogger(ctx, f.logger).Error(f.err, "Not running an informer that has no store")
+}
+
+// memoryInformer is client-go's in-memory informer that NewInformer
+// returns with ConstructorOptions.FallBackToMemory: it logs why when it
+// runs.
+type memoryInformer struct {
+	cache.SharedIndexInformer
+	reason error
+	logger *klog.Logger // ConstructorOptions.Informer.Logger
+}
+
+func (m *memoryInformer) Run(stopCh <-chan struct{}) {
+	m.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+func (m *memoryInformer) RunWithContext(ctx context.Context) {
+	runLogger(ctx, m.logger).Error(m.reason, "Running client-go's in-memory informer, without persistence (InformerConstructor's FallBackToMemory): every restart lists everything, and deletes made while down are not delivered")
+	m.SharedIndexInformer.RunWithContext(ctx)
+}
+
+// runLogger is the logger of an informer run with ctx: ctx's, else
+// fallback (Options.Logger), else klog's.
+func runLogger(ctx context.Context, fallback *klog.Logger) klog.Logger {
+	if l, err := logr.FromContext(ctx); err == nil {
+		return l
+	}
+	if fallback != nil {
+		return *fallback
+	}
+	return klog.Background()
+}
+
+// failingList and failingWatch stand in for a nil ListerWatcher's
+// functions.
+func failingList(err error) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, err }
+}
+
+func failingWatch(err error) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err }
 }
 
 // retire closes the store named name of an informer the constructor made
@@ -231,16 +469,23 @@ func (c *InformerConstructor) retire(name string) bool {
 	return true
 }
 
-// Close closes every store the constructor opened. Call it after the
-// informers stopped; NewInformer then returns client-go's informers. An
-// informer that never ran leaves its Metrics and can no longer run. The
-// store of an informer still running is not closed under it but when its
-// Run returns (an error closing it is then logged, not returned).
+// Close closes every store the constructor opened, and the database. Call
+// it after the informers stopped; NewInformer then opens no store (its
+// informers fail with an error saying so). An informer that never ran
+// leaves its Metrics and can no longer run. The store of an informer still
+// running is not closed under it but when its Run returns (an error closing
+// it is then logged, not returned). Close may be called more than once.
 func (c *InformerConstructor) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
 	var errs []error
+	if c.held != nil {
+		if err := c.held.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		c.held = nil
+	}
 	for _, inf := range c.made {
 		// A running informer has its store closed when it ends.
 		if err := inf.closeStore("informer constructor: close"); err != nil {
@@ -321,9 +566,6 @@ type listRequest struct {
 // probeScope learns what lw lists by asking it for one object with a context
 // that the constructor's transport recognizes (see InformerConstructor).
 func (c *InformerConstructor) probeScope(lw cache.ListerWatcher) (listRequest, error) {
-	if !c.wrapped.Load() {
-		return listRequest{}, errors.New("its scope cannot be told: build the REST config of the clients that list (controller-runtime: the manager's) with InformerConstructor.WrapConfig")
-	}
 	p := &scopeProbe{}
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
 	defer cancel()
@@ -332,7 +574,7 @@ func (c *InformerConstructor) probeScope(lw cache.ListerWatcher) (listRequest, e
 	u := p.url
 	p.mu.Unlock()
 	if u == nil {
-		const cause = "its scope cannot be told: its ListerWatcher does not list through a transport of InformerConstructor.WrapConfig"
+		const cause = "its scope cannot be told: its ListerWatcher does not list through InformerConstructor.Config (controller-runtime: build the manager from it)"
 		if listErr != nil {
 			return listRequest{}, fmt.Errorf("%s (its list failed: %w)", cause, listErr)
 		}

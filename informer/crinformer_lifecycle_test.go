@@ -2,6 +2,7 @@ package informer
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,13 +21,13 @@ func TestConstructorRecreatedInformerKeepsStore(t *testing.T) {
 	ctx := t.Context()
 	srv := newAPIServerStub(t)
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
-	c, err := NewInformerConstructor(ctx, dbURL, &FactoryOptions{Cluster: "c1", Informer: testOptions(),
+	c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, &ConstructorOptions{Cluster: "c1", Informer: testOptions(),
 		Store: store.Options{Durability: store.DurabilityNoSync}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cfg := c.WrapConfig(&rest.Config{Host: srv.URL})
+	cfg := c.Config()
 	lw := newFakeLW()
 	lw.create("ns", "a", "a1")
 	first, ok := c.NewInformer(listedThrough(t, cfg, "ns", "", lw), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
@@ -47,22 +48,26 @@ func TestConstructorRecreatedInformerKeepsStore(t *testing.T) {
 
 // TestConstructorAfterClose: controller-runtime may still make an informer
 // after its cache stopped; once Close ran, nothing would close its store,
-// so the constructor opens none and returns client-go's informer.
+// so the constructor opens none and returns an informer that fails with
+// an error saying so.
 func TestConstructorAfterClose(t *testing.T) {
 	srv := newAPIServerStub(t)
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
-	c, err := NewInformerConstructor(t.Context(), dbURL, &FactoryOptions{Cluster: "c1", Informer: testOptions(),
+	c, err := NewInformerConstructor(t.Context(), dbURL, &rest.Config{Host: srv.URL}, &ConstructorOptions{Cluster: "c1", Informer: testOptions(),
 		Store: store.Options{Durability: store.DurabilityNoSync}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := c.WrapConfig(&rest.Config{Host: srv.URL})
+	cfg := c.Config()
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	inf := c.NewInformer(listedThrough(t, cfg, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{})
 	if isPersistent(inf) {
 		t.Errorf("NewInformer after Close made a persistent informer, whose store nothing closes")
+	}
+	if err := inf.SetTransform(nil); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("SetTransform of the informer made after Close = %v, want the error that the constructor is closed", err)
 	}
 	// The store the constructor would have opened is free.
 	codec, err := indexer.NewCodec(&corev1.ConfigMap{})

@@ -2,12 +2,14 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -20,6 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // apiServerStub answers every request with an empty ConfigMapList and counts
@@ -67,20 +72,22 @@ func TestInformerConstructor(t *testing.T) {
 	ctx := t.Context()
 	srv := newAPIServerStub(t)
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
-	opts := &FactoryOptions{Cluster: "c1", Informer: testOptions()}
+	opts := &ConstructorOptions{Cluster: "c1", Informer: testOptions()}
 	lw := newFakeLW()
 	lw.create("ns", "a", "a1")
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 
 	// First process.
-	c, err := NewInformerConstructor(ctx, dbURL, opts)
+	c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
 	if err != nil {
 		t.Fatalf("NewInformerConstructor: %v", err)
 	}
-	// It plugs into controller-runtime's cache options (checked at compile
-	// time).
+	// It plugs into controller-runtime's cache options, and is a Runnable
+	// of its manager (checked at compile time).
 	_ = crcache.Options{NewInformer: c.NewInformer}
-	cfg := c.WrapConfig(&rest.Config{Host: srv.URL})
+	var _ manager.LeaderElectionRunnable = c
+	var _ manager.Runnable = c
+	cfg := c.Config()
 	inf, ok := c.NewInformer(listedThrough(t, cfg, "", "", lw), &corev1.ConfigMap{}, 0, indexers).(*Informer)
 	if !ok {
 		t.Fatalf("NewInformer fell back to client-go's informer")
@@ -101,12 +108,12 @@ func TestInformerConstructor(t *testing.T) {
 	lw.create("ns", "b", "b1")
 
 	// Second process: resumes from the database.
-	c2, err := NewInformerConstructor(ctx, dbURL, opts)
+	c2, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
 	if err != nil {
 		t.Fatalf("NewInformerConstructor: %v", err)
 	}
 	defer c2.Close()
-	cfg2 := c2.WrapConfig(&rest.Config{Host: srv.URL})
+	cfg2 := c2.Config()
 	inf2, ok := c2.NewInformer(listedThrough(t, cfg2, "", "", lw), &corev1.ConfigMap{}, 0, indexers).(*Informer)
 	if !ok {
 		t.Fatalf("NewInformer fell back to client-go's informer")
@@ -138,7 +145,7 @@ func TestInformerConstructorScopes(t *testing.T) {
 	ctx := t.Context()
 	srv := newAPIServerStub(t)
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
-	opts := &FactoryOptions{Cluster: "c1", Informer: testOptions()}
+	opts := &ConstructorOptions{Cluster: "c1", Informer: testOptions()}
 	type scope struct{ ns, labels, store string }
 	scopes := []scope{
 		{"team-a", "", "core/v1/ConfigMap@ns=team-a"},
@@ -157,11 +164,11 @@ func TestInformerConstructorScopes(t *testing.T) {
 	// Each process creates the informers in another order, as
 	// controller-runtime's multi-namespace cache may (map order).
 	for round, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 0, 2}} {
-		c, err := NewInformerConstructor(ctx, dbURL, opts)
+		c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
 		if err != nil {
 			t.Fatalf("NewInformerConstructor: %v", err)
 		}
-		cfg := c.WrapConfig(&rest.Config{Host: srv.URL})
+		cfg := c.Config()
 		for _, i := range order {
 			sc := scopes[i]
 			lw := lws[sc]
@@ -220,60 +227,126 @@ func TestInformerConstructorScopes(t *testing.T) {
 
 // TestInformerConstructorUnknownScope: when the constructor cannot tell what
 // an informer lists, or a second informer asks for a store already in use,
-// NewInformer returns client-go's in-memory informer and opens no store.
+// NewInformer opens no store and returns an informer that fails with the
+// error (controller-runtime's GetInformer sees it from SetTransform), and
+// Start returns the first such error; with FallBackToMemory it returns
+// client-go's in-memory informer instead.
 func TestInformerConstructorUnknownScope(t *testing.T) {
-	ctx := t.Context()
+	for _, fallBack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FallBackToMemory=%v", fallBack), func(t *testing.T) {
+			ctx := t.Context()
+			srv := newAPIServerStub(t)
+			dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+			plain := &rest.Config{Host: srv.URL}
+			c, err := NewInformerConstructor(ctx, dbURL, plain, &ConstructorOptions{Cluster: "c1", Informer: testOptions(), FallBackToMemory: fallBack})
+			if err != nil {
+				t.Fatalf("NewInformerConstructor: %v", err)
+			}
+			defer c.Close()
+			wrapped := c.Config()
+
+			// check checks what NewInformer made of a ListerWatcher it
+			// cannot persist: cause is in the error it fails with.
+			check := func(what string, inf cache.SharedIndexInformer, cause string) {
+				t.Helper()
+				if isPersistent(inf) {
+					t.Errorf("NewInformer %s = a persistent informer, want none", what)
+					return
+				}
+				_, isMemory := inf.(*memoryInformer)
+				if fallBack {
+					if !isMemory {
+						t.Errorf("NewInformer %s with FallBackToMemory = %T, want client-go's in-memory informer", what, inf)
+					}
+					if err := inf.SetTransform(nil); err != nil {
+						t.Errorf("SetTransform of the in-memory informer %s: %v", what, err)
+					}
+					return
+				}
+				if isMemory {
+					t.Errorf("NewInformer %s without FallBackToMemory = client-go's in-memory informer, want one that fails", what)
+				}
+				if err := inf.SetTransform(nil); err == nil || !strings.Contains(err.Error(), cause) {
+					t.Errorf("SetTransform of the informer %s = %v, want an error saying %q", what, err, cause)
+				}
+				if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err == nil || !strings.Contains(err.Error(), cause) {
+					t.Errorf("AddEventHandler of the informer %s = %v, want an error saying %q", what, err, cause)
+				}
+			}
+
+			// This ListerWatcher lists through a config that is not the
+			// constructor's: its list reaches the server, and the scope is
+			// unknown.
+			const unknown = "its scope cannot be told"
+			check("listing through another config", c.NewInformer(listedThrough(t, plain, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}), unknown)
+			if got := srv.requests.Load(); got != 1 {
+				t.Errorf("the server got %d requests, want the 1 list that went around the constructor", got)
+			}
+			// A ListerWatcher that sends nothing over HTTP.
+			check("of a ListerWatcher without requests", c.NewInformer(crListWatch(newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}), unknown)
+
+			// The same scope twice in one process: the second informer
+			// does not share the first one's store.
+			first := c.NewInformer(listedThrough(t, wrapped, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{})
+			if !isPersistent(first) {
+				t.Fatalf("NewInformer = %T, want a persistent informer", first)
+			}
+			check("of a scope in use", c.NewInformer(listedThrough(t, wrapped, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}), store.ErrInUse.Error())
+
+			// Start returns the first failure at once, and only without
+			// FallBackToMemory.
+			startCtx, cancel := context.WithCancel(ctx)
+			if fallBack {
+				cancel()
+			}
+			err = c.Start(startCtx)
+			cancel()
+			switch {
+			case fallBack && err != nil:
+				t.Errorf("Start with FallBackToMemory = %v, want nil once its context ended", err)
+			case !fallBack && (err == nil || !strings.Contains(err.Error(), unknown)):
+				t.Errorf("Start = %v, want the first failure, saying %q", err, unknown)
+			}
+
+			// Requests of the program's own (no scope probe) pass through.
+			cs, err := kubernetes.NewForConfig(wrapped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := srv.requests.Load()
+			if _, err := cs.CoreV1().ConfigMaps("ns").List(ctx, metav1.ListOptions{}); err != nil {
+				t.Errorf("list through the wrapped config: %v", err)
+			}
+			if got := srv.requests.Load() - before; got != 1 {
+				t.Errorf("a list through the wrapped config reached the server %d times, want 1", got)
+			}
+		})
+	}
+}
+
+// TestInformerConstructorStartWithoutFailure: Start returns nil when its
+// context ends and no informer failed.
+func TestInformerConstructorStartWithoutFailure(t *testing.T) {
 	srv := newAPIServerStub(t)
-	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
-	c, err := NewInformerConstructor(ctx, dbURL, &FactoryOptions{Informer: testOptions()})
+	c, err := NewInformerConstructor(t.Context(), "bolt://"+filepath.Join(t.TempDir(), "cache.db"), &rest.Config{Host: srv.URL}, &ConstructorOptions{Cluster: "c1", Informer: testOptions()})
 	if err != nil {
 		t.Fatalf("NewInformerConstructor: %v", err)
 	}
 	defer c.Close()
-	plain := &rest.Config{Host: srv.URL}
-
-	// No transport wrapped yet: the constructor does not even ask.
-	if inf := c.NewInformer(listedThrough(t, plain, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}); isPersistent(inf) {
-		t.Errorf("NewInformer without WrapConfig = %T, want client-go's informer", inf)
+	if !isPersistent(c.NewInformer(listedThrough(t, c.Config(), "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{})) {
+		t.Fatalf("NewInformer made no persistent informer")
 	}
-	if got := srv.requests.Load(); got != 0 {
-		t.Errorf("NewInformer without WrapConfig sent %d requests, want 0", got)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Errorf("Start = %v, want nil", err)
 	}
-
-	// A transport is wrapped, but this ListerWatcher lists through
-	// another one: its list reaches the server, and the scope is unknown.
-	wrapped := c.WrapConfig(plain)
-	if inf := c.NewInformer(listedThrough(t, plain, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}); isPersistent(inf) {
-		t.Errorf("NewInformer listing through an unwrapped config = %T, want client-go's informer", inf)
+	if c.NeedLeaderElection() {
+		t.Errorf("NeedLeaderElection = true, want false: the informers run on every replica")
 	}
-	if got := srv.requests.Load(); got != 1 {
-		t.Errorf("the server got %d requests, want the 1 list that went around the constructor", got)
-	}
-	// A ListerWatcher that sends nothing over HTTP.
-	if inf := c.NewInformer(crListWatch(newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}); isPersistent(inf) {
-		t.Errorf("NewInformer of a ListerWatcher without requests = %T, want client-go's informer", inf)
-	}
-
-	// The same scope twice in one process: the second informer does not
-	// share the first one's store.
-	first := c.NewInformer(listedThrough(t, wrapped, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	if !isPersistent(first) {
-		t.Fatalf("NewInformer = %T, want a persistent informer", first)
-	}
-	if inf := c.NewInformer(listedThrough(t, wrapped, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}); isPersistent(inf) {
-		t.Errorf("second NewInformer of one scope = %T, want client-go's informer", inf)
-	}
-	// Requests of the program's own (no scope probe) pass through.
-	cs, err := kubernetes.NewForConfig(wrapped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := srv.requests.Load()
-	if _, err := cs.CoreV1().ConfigMaps("ns").List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("list through the wrapped config: %v", err)
-	}
-	if got := srv.requests.Load() - before; got != 1 {
-		t.Errorf("a list through the wrapped config reached the server %d times, want 1", got)
+	// The database is the constructor's until Close.
+	if _, err := NewInformerConstructor(t.Context(), c.url, &rest.Config{Host: srv.URL}, &ConstructorOptions{Cluster: "c1"}); !errors.Is(err, store.ErrInUse) {
+		t.Errorf("a second NewInformerConstructor of the database = %v, want an error wrapping store.ErrInUse", err)
 	}
 }
 
@@ -311,28 +384,36 @@ func TestParseListRequest(t *testing.T) {
 
 func TestInformerConstructorBadInput(t *testing.T) {
 	ctx := t.Context()
-	if _, err := NewInformerConstructor(ctx, "nosuch://x", nil); err == nil {
+	cfg := &rest.Config{Host: newAPIServerStub(t).URL}
+	opts := &ConstructorOptions{Cluster: "c1"}
+	if _, err := NewInformerConstructor(ctx, "nosuch://x", cfg, opts); err == nil {
 		t.Errorf("NewInformerConstructor with an unknown scheme succeeded")
 	}
-	// A database that cannot be created: the constructor falls back to
-	// client-go's informer instead of failing the caller.
+	if _, err := NewInformerConstructor(ctx, "bolt://"+filepath.Join(t.TempDir(), "cache.db"), nil, opts); err == nil {
+		t.Errorf("NewInformerConstructor with a nil REST config succeeded")
+	}
+	// A database that cannot be created: an error, unless the caller opts
+	// in to informers without persistence.
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewInformerConstructor(ctx, "bolt://"+filepath.Join(file, "sub", "cache.db"), nil)
+	unusable := "bolt://" + filepath.Join(file, "sub", "cache.db")
+	if _, err := NewInformerConstructor(ctx, unusable, cfg, opts); err == nil {
+		t.Errorf("NewInformerConstructor on an unusable database succeeded")
+	}
+	c, err := NewInformerConstructor(ctx, unusable, cfg, &ConstructorOptions{Cluster: "c1", FallBackToMemory: true})
 	if err != nil {
-		t.Fatalf("NewInformerConstructor: %v", err)
+		t.Fatalf("NewInformerConstructor with FallBackToMemory on an unusable database: %v", err)
 	}
 	defer c.Close()
-	cfg := c.WrapConfig(&rest.Config{Host: newAPIServerStub(t).URL})
-	sii := c.NewInformer(listedThrough(t, cfg, "", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	if _, ok := sii.(*Informer); ok || sii == nil {
-		t.Errorf("NewInformer on an unusable database = %T, want client-go's informer", sii)
+	sii := c.NewInformer(listedThrough(t, c.Config(), "", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	if _, ok := sii.(*memoryInformer); !ok {
+		t.Errorf("NewInformer with FallBackToMemory on an unusable database = %T, want client-go's informer", sii)
 	}
 	var nilLW *cache.ListWatch
-	if sii := c.NewInformer(nilLW, &corev1.ConfigMap{}, 0, cache.Indexers{}); isPersistent(sii) {
-		t.Errorf("NewInformer of a nil *ListWatch = %T, want client-go's informer", sii)
+	if sii := c.NewInformer(nilLW, &corev1.ConfigMap{}, 0, cache.Indexers{}); isPersistent(sii) || sii == nil {
+		t.Errorf("NewInformer of a nil *ListWatch = %T, want an informer that is not persistent", sii)
 	}
 }
 

@@ -104,8 +104,12 @@
 // rather than served. InformerConstructor plugs into controller-runtime as
 // its cache.Options.NewInformer; it learns each informer's scope from the
 // list request its ListerWatcher makes (through InformerConstructor's
-// WrapConfig), so that no store ever holds two scopes, and falls back to
-// client-go's in-memory informer where it cannot tell.
+// Config), so that no store ever holds two scopes. NewInformerConstructor
+// identifies the cluster as NewFactory does and opens the database,
+// returning its errors (URL, path safety, another process's lock); an
+// informer it cannot make persistent stops the manager with that error
+// (mgr.Add(c)), and client-go's in-memory informer runs instead only with
+// ConstructorOptions.FallBackToMemory.
 //
 // # Metrics
 //

@@ -18,20 +18,26 @@ import (
 
 // A controller-runtime manager whose cache keeps its objects in a bolt file:
 // after a restart its informers resume their watches from where they
-// stopped instead of listing everything again. The manager's REST config
-// goes through WrapConfig so the constructor can tell the informers of a
-// multi-namespace cache apart; each namespace gets its own store.
+// stopped instead of listing everything again. The manager is built from
+// the constructor's REST config, so the constructor can tell the informers
+// of a multi-namespace cache apart; each namespace gets its own store.
+//
+// NewInformerConstructor identifies the cluster by its kube-system
+// namespace's UID, so a cluster recreated behind the same URL is listed
+// anew, never served from the old cache, and it opens the database, so an
+// unusable URL or path, or a database another process holds, is its error.
+// An informer the constructor cannot make persistent stops the manager with
+// that error (mgr.Add(c)) rather than run without persistence.
 func ExampleInformerConstructor() {
 	ctx := ctrl.SetupSignalHandler()
-	c, err := informer.NewInformerConstructor(ctx, "bolt:///var/lib/configmap-controller/cache.db",
-		&informer.FactoryOptions{Cluster: "prod-1"})
+	c, err := informer.NewInformerConstructor(ctx, "bolt:///var/lib/configmap-controller/cache.db", ctrl.GetConfigOrDie(), nil)
 	if err != nil {
 		panic(err)
 	}
 	// Close the stores once the manager has stopped.
 	defer func() { _ = c.Close() }()
 
-	mgr, err := ctrl.NewManager(c.WrapConfig(ctrl.GetConfigOrDie()), ctrl.Options{
+	mgr, err := ctrl.NewManager(c.Config(), ctrl.Options{
 		Cache: crcache.Options{
 			NewInformer:       c.NewInformer,
 			DefaultNamespaces: map[string]crcache.Config{"team-a": {}, "team-b": {}},
@@ -39,6 +45,11 @@ func ExampleInformerConstructor() {
 		HealthProbeBindAddress: ":8081",
 	})
 	if err != nil {
+		panic(err)
+	}
+	// An informer the constructor could not make ends mgr.Start with its
+	// error.
+	if err := mgr.Add(c); err != nil {
 		panic(err)
 	}
 	// The pod's liveness probe (/healthz) restarts the process when the

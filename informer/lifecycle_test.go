@@ -68,8 +68,8 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 func TestInformerConstructorFailedConstructionReleasesStore(t *testing.T) {
 	ctx := t.Context()
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
-	opts := &FactoryOptions{Cluster: "c1", Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync}}
-	c, err := NewInformerConstructor(ctx, dbURL, opts)
+	opts := &ConstructorOptions{Cluster: "c1", Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync}}
+	c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: newAPIServerStub(t).URL}, opts)
 	if err != nil {
 		t.Fatalf("NewInformerConstructor: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestInformerConstructorFailedConstructionReleasesStore(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	}()
-	cfg := c.WrapConfig(&rest.Config{Host: newAPIServerStub(t).URL})
+	cfg := c.Config()
 	bad := c.NewInformer(listedThrough(t, cfg, "ns", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{"broken": nil})
 	if _, ok := bad.(*Informer); ok {
 		t.Fatalf("NewInformer with a nil index function made an informerdb informer")
@@ -299,14 +299,14 @@ func TestInformerConstructorCloseRemovesMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := &FactoryOptions{Cluster: "c1", Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync}}
+	opts := &ConstructorOptions{Cluster: "c1", Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync}}
 	opts.Informer.Metrics = m
 	for round := 1; round <= 2; round++ {
-		c, err := NewInformerConstructor(ctx, dbURL, opts)
+		c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: newAPIServerStub(t).URL}, opts)
 		if err != nil {
 			t.Fatalf("round %d: NewInformerConstructor: %v", round, err)
 		}
-		cfg := c.WrapConfig(&rest.Config{Host: newAPIServerStub(t).URL})
+		cfg := c.Config()
 		inf, ok := c.NewInformer(listedThrough(t, cfg, "", "", newFakeLW()), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
 		if !ok {
 			_ = c.Close()

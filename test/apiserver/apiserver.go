@@ -103,6 +103,7 @@ type Server struct {
 	etcd      *process
 	apiserver *process
 	restarts  int
+	etcdRuns  int // etcd starts (attempts included): each has its own data directory and log
 	stopped   bool
 }
 
@@ -268,7 +269,7 @@ func (s *Server) prepare() error {
 
 func (s *Server) startEtcd(ctx context.Context) error {
 	var last error
-	for attempt := range startAttempts {
+	for range startAttempts {
 		ports, err := freePorts(2)
 		if err != nil {
 			return fmt.Errorf("apiserver: start etcd: %w", err)
@@ -277,7 +278,11 @@ func (s *Server) startEtcd(ctx context.Context) error {
 		peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 		// A fresh data directory per attempt: a failed attempt may have
 		// initialised one with the other peer URL.
-		dataDir := filepath.Join(s.dir, fmt.Sprintf("etcd-data-%d", attempt))
+		s.mu.Lock()
+		n := s.etcdRuns
+		s.etcdRuns++
+		s.mu.Unlock()
+		dataDir := filepath.Join(s.dir, fmt.Sprintf("etcd-data-%d", n))
 		args := []string{
 			"--name=default",
 			"--data-dir=" + dataDir,
@@ -292,7 +297,7 @@ func (s *Server) startEtcd(ctx context.Context) error {
 			"--unsafe-no-fsync=true",
 			"--log-level=warn",
 		}
-		p, err := startProcess(filepath.Join(s.binDir, etcdBinary), args, filepath.Join(s.dir, fmt.Sprintf("etcd-%d.log", attempt)))
+		p, err := startProcess(filepath.Join(s.binDir, etcdBinary), args, filepath.Join(s.dir, fmt.Sprintf("etcd-%d.log", n)))
 		if err != nil {
 			return fmt.Errorf("apiserver: start etcd: %w", err)
 		}
@@ -507,6 +512,37 @@ func (s *Server) StartAPIServer(t testing.TB) {
 		t.Fatalf("%v", err)
 	}
 	t.Logf("apiserver: kube-apiserver started again in %v", time.Since(began).Round(time.Millisecond))
+}
+
+// RecreateCluster replaces the cluster behind the API server's URL with a
+// new, empty one, as when a cluster is torn down and created again under
+// the same address: it kills kube-apiserver and etcd, starts etcd on a new
+// data directory, and kube-apiserver on the same port against it, and
+// waits until it is ready. Objects, UIDs (the kube-system namespace's
+// included) and resourceVersions start anew; clients built from Config
+// keep working. The old data directory is left in Dir.
+func (s *Server) RecreateCluster(t testing.TB) {
+	t.Helper()
+	s.StopAPIServer(t)
+	s.mu.Lock()
+	etcd, stopped := s.etcd, s.stopped
+	s.mu.Unlock()
+	if stopped {
+		t.Fatalf("apiserver: recreate cluster: server stopped")
+	}
+	if etcd != nil {
+		etcd.kill()
+	}
+	began := time.Now()
+	if err := s.startEtcd(t.Context()); err != nil {
+		s.dumpLogs(t)
+		t.Fatalf("apiserver: recreate cluster: %v", err)
+	}
+	if err := s.startAPIServer(t.Context(), false); err != nil {
+		s.dumpLogs(t)
+		t.Fatalf("apiserver: recreate cluster: %v", err)
+	}
+	t.Logf("apiserver: cluster recreated (etcd %s) in %v", s.EtcdURL(), time.Since(began).Round(time.Millisecond))
 }
 
 // Stop kills kube-apiserver and etcd and waits for them to exit, then

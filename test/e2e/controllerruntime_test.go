@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -159,58 +158,6 @@ func TestControllerRuntimeManagerRestart(t *testing.T) {
 	}
 }
 
-// TestControllerRuntimeWithoutWrapConfig: a manager whose REST config did
-// not go through WrapConfig gets client-go's in-memory informer from
-// InformerConstructor.NewInformer, which still syncs and serves the cache;
-// the database gets no store.
-func TestControllerRuntimeWithoutWrapConfig(t *testing.T) {
-	t.Parallel()
-	srv := apiserver.Start(t, apiserver.Options{})
-	c := srv.Client()
-	ns := "cr-plain"
-	createNamespace(t, c, ns)
-	createConfigMaps(t, c, ns, 20)
-	url := "bolt://" + t.TempDir() + "/cache.db"
-
-	server := serverStates(t, c, []string{ns})
-	// Without DefaultNamespaces the cache is not a multi-namespace one, so
-	// GetInformer returns the informer NewInformer made.
-	r := startCRManager(t, srv, url, crOptions{namespaces: []string{ns}, allNamespaces: true})
-	if diff := cmp.Diff([]string{"<client-go informer>"}, r.informersMade()); diff != "" {
-		t.Errorf("informers made by NewInformer without WrapConfig (-want +got):\n%s", diff)
-	}
-	if _, ok := r.inf.(*informer.Informer); ok {
-		t.Errorf("GetInformer returned an informerdb informer for a manager built without WrapConfig, want client-go's")
-	}
-	if _, ok := r.inf.(cache.SharedIndexInformer); !ok {
-		t.Errorf("GetInformer returned a %T, want client-go's cache.SharedIndexInformer", r.inf)
-	}
-	r.waitSynced(t)
-	got := r.recs[ns].waitN(t, len(server[ns]))
-	sortByName(got)
-	if diff := cmp.Diff(replayOf(server[ns]), got); diff != "" {
-		t.Errorf("notifications in %s (-want +got):\n%s", ns, diff)
-	}
-	checkCRCacheNamespace(t, r, ns, server[ns])
-
-	// It keeps watching.
-	cm := createConfigMap(t, c, ns, "late", "a")
-	r.recs[ns].waitFor(t, "the late ConfigMap", func(evs []ev) bool {
-		return len(evs) > 0 && evs[len(evs)-1] == ev{Op: "add", Name: cm.Name, UID: string(cm.UID), RV: cm.ResourceVersion}
-	})
-	server = serverStates(t, c, []string{ns})
-	checkCRCacheNamespace(t, r, ns, server[ns])
-	r.stop(t)
-
-	infos, err := store.Stores(t.Context(), url)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("stores of %s: %v", url, err)
-	}
-	for _, info := range infos {
-		t.Errorf("database holds store %q, want none (no persistence without WrapConfig)", info.Name)
-	}
-}
-
 // crManager is a controller-runtime manager started by startCRManager.
 type crManager struct {
 	c    *informer.InformerConstructor
@@ -237,7 +184,7 @@ type crOptions struct {
 	// are the cache's DefaultNamespaces.
 	namespaces    []string
 	allNamespaces bool // the cache watches every namespace
-	// wrap builds the manager from InformerConstructor.WrapConfig(config).
+	// wrap builds the manager from InformerConstructor.Config.
 	wrap bool
 }
 
@@ -251,7 +198,7 @@ func startCRManager(t *testing.T, srv *apiserver.Server, url string, o crOptions
 	// global logger, which discards everything until SetLogger is called.
 	crSetLoggerOnce.Do(func() { ctrl.SetLogger(klog.Background()) })
 	logger := testr.New(t)
-	c, err := informer.NewInformerConstructor(t.Context(), url, &informer.FactoryOptions{
+	c, err := informer.NewInformerConstructor(t.Context(), url, srv.Config(), &informer.ConstructorOptions{
 		Cluster: "e2e",
 		Informer: informer.Options{
 			// Used where the context carries no logger: controller-runtime
@@ -270,7 +217,7 @@ func startCRManager(t *testing.T, srv *apiserver.Server, url string, o crOptions
 	}
 	cfg := srv.Config()
 	if o.wrap {
-		cfg = c.WrapConfig(cfg)
+		cfg = c.Config()
 	}
 	r := &crManager{c: c, recs: map[string]*recorder{}, other: newRecorder(), informers: map[string]*informer.Informer{}, done: make(chan struct{})}
 	cacheOpts := crcache.Options{NewInformer: func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
@@ -560,6 +507,8 @@ func checkCRStores(t *testing.T, url string, want map[string]state) {
 	for ns := range want {
 		wantNames = append(wantNames, crStoreName(ns), crStoreName(ns)+informer.TombstoneStoreSuffix)
 	}
+	// The constructor's own, which keeps the database open.
+	wantNames = append(wantNames, informer.ConstructorStoreName)
 	sort.Strings(names)
 	sort.Strings(wantNames)
 	if diff := cmp.Diff(wantNames, names); diff != "" {
