@@ -162,7 +162,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 		store:             s,
 		opts:              o,
 		view:              newView(s),
-		proc:              newProcessor(),
+		proc:              newProcessor(o.Clock),
 		logger:            *o.Logger,
 		transform:         o.Transform,
 		watchErrorHandler: o.WatchErrorHandler,
