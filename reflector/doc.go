@@ -62,7 +62,9 @@
 // The first such relist is made at once; one that would follow the
 // previous relist within Backoff.Reset waits a backoff first, so that a
 // watch failing right after every list (a watch cache lagging behind etcd)
-// cannot become a LIST storm.
+// cannot become a LIST storm, unless the watch that failed followed a
+// backoff already (after a watch that closed early or failed): as in
+// client-go, a disruption costs one backoff before its relist.
 //
 // # Catching up after a resume
 //

@@ -171,6 +171,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	st.pending = w
 	st.catchUpMisses = 0
 	st.lastRelist = r.opts.Clock.Now()
+	st.slept, st.afterBackoff = false, false
 	r.mu.Lock()
 	r.lastRV = rv
 	if !r.targetSet {
