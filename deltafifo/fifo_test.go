@@ -310,3 +310,32 @@ func TestFIFOMaxQueued(t *testing.T) {
 		t.Errorf("Add waiting when the queue closed: %v; want ErrClosed", err)
 	}
 }
+
+// TestFIFOKeepsBookmarks pins a documented difference (see the package
+// documentation): client-go v0.37's RealFIFO without atomic events drops
+// Bookmark, so its consumer sees only the next event; FIFO hands the
+// bookmark out as a Bookmark delta with its resourceVersion, which a
+// persisting consumer stores as its resume point (DESIGN invariant 1).
+func TestFIFOKeepsBookmarks(t *testing.T) {
+	a := cm("a", "7", "a1")
+	ref := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KnownObjects: newKnown()})
+	must(t, ref.Bookmark("5"))
+	must(t, ref.Add(a))
+	var refGot []cache.DeltaType
+	if _, err := ref.Pop(func(obj interface{}, _ bool) error {
+		for _, d := range obj.(cache.Deltas) {
+			refGot = append(refGot, d.Type)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "client-go's RealFIFO: first pop", []cache.DeltaType{cache.Added}, refGot)
+
+	q := deltafifo.New(deltafifo.Options{})
+	must(t, q.Bookmark("5"))
+	must(t, q.Add(a))
+	diff(t, "FIFO: batches", []deltafifo.Batch{
+		{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "5"}), d(cache.Added, a)), ResourceVersion: "7"},
+	}, drain(t, q))
+}

@@ -1055,6 +1055,18 @@ func TestStreamingList(t *testing.T) {
 			})
 		}
 	})
+	t.Run("auto, a rejected streaming list is not tried again in the run", func(t *testing.T) {
+		// A documented difference: client-go streams again on each relist.
+		h := newAutoHarness(t, Options{},
+			[]listResult{{obj: cmList("10", "", cm("a", "5"))}, {obj: cmList("20", "", cm("a", "15"))}},
+			[]watchResult{{err: rejected}, {err: expiredErr()}})
+		h.start()
+		h.stepWhenWaiting() // the relist follows the first within Backoff.Reset
+		wantLW := []lwCall{streamCall, fullList, watchCall("10", "normal"), fullList, watchCall("20", "normal")}
+		if d := cmp.Diff(wantLW, h.waitLWCalls(len(wantLW))); d != "" {
+			t.Errorf("list/watch calls (-want +got):\n%s", d)
+		}
+	})
 	t.Run("forced, no fallback", func(t *testing.T) {
 		on := true
 		h := newHarness(t, Options{WatchList: &on}, []listResult{{obj: cmList("10", "")}}, []watchResult{{err: rejected}})
