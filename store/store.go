@@ -27,9 +27,9 @@ import (
 // moved as client-go's store moves it: Add, Update and Delete set it to
 // their object's resourceVersion when the object has metadata (a tombstone
 // or a delete by key leaves it); Replace and Bookmark set it to their
-// resourceVersion, "" included; Commit sets it to its last op's object's,
-// then to Batch.ResourceVersion when that is not empty and
-// Batch.ResumeOnly is not set. It is not persisted: a store opened again
+// resourceVersion, "" included; Commit sets it to its last op's object's
+// (when that object has metadata), then to Batch.ResourceVersion when that
+// is not empty and Batch.ResumeOnly is not set. It is not persisted: a store opened again
 // starts from its resume point. It is never ahead of what reads return.
 //
 // Keys are never empty, on every backend alike. A write or Commit op whose
