@@ -315,8 +315,17 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 		f.queueBookmarkLocked(resourceVersion)
 	}
 	if !f.populated {
+		// As client-go's: the keys the first Replace queued (objects and
+		// deletions, and keys queued before it), not the bookmark entry
+		// of an empty one, whose popping holds nothing to apply. An
+		// empty first Replace thus syncs at once.
 		f.populated = true
-		f.initialCount = f.queue.len()
+		f.initialCount = 0
+		for e := range f.queue.all() {
+			if !e.bookmark {
+				f.initialCount++
+			}
+		}
 	}
 	return nil
 }
@@ -401,7 +410,7 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	// Events are numbered from 0: every one numbered below oldest is out.
 	b.HandedOut = oldest
 	err := process(ctx, b)
-	if f.initialCount > 0 {
+	if f.initialCount > 0 && !e.bookmark {
 		// After processing, as client-go's RealFIFO: HasSynced must not turn
 		// true while the initial list is still being applied.
 		f.initialCount--
@@ -450,8 +459,8 @@ func (f *DeltaFIFO) syncedLocked() bool {
 }
 
 // HasSynced reports whether the entries queued by the first Replace have all
-// been popped and processed, or an Add, Update or Delete came before any
-// Replace, as in client-go.
+// been popped and processed (at once when it queued none), or an Add,
+// Update or Delete came before any Replace, as in client-go.
 func (f *DeltaFIFO) HasSynced() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -211,7 +211,9 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 				must(t, q.Replace(nil, "10"))
 			},
 			want: []deltafifo.Batch{
-				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "10"})), ResourceVersion: "10", InInitialList: true},
+				// Synced at once, as client-go's (nothing to apply): not
+				// in the initial list.
+				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "10"})), ResourceVersion: "10"},
 			},
 		},
 		{
@@ -317,4 +319,50 @@ func TestDeltaFIFOReadMethods(t *testing.T) {
 	_, exists, err = q.GetByKey("ns/zz")
 	must(t, err)
 	diff(t, "GetByKey of a missing key", false, exists)
+}
+
+// TestHasSyncedAfterEmptyFirstReplace pins client-go v0.37's DeltaFIFO and
+// (non-atomic) RealFIFO: a first Replace with nothing to apply (an informer
+// over an empty resource) makes HasSynced true at once, before anything is
+// popped; one that deletes a known object waits for its pop. Both of
+// client-go's queues are run alongside.
+func TestHasSyncedAfterEmptyFirstReplace(t *testing.T) {
+	type queue interface {
+		Replace([]interface{}, string) error
+		HasSynced() bool
+	}
+	for _, tc := range []struct {
+		name  string
+		known []*v1.ConfigMap
+		want  bool // HasSynced right after the first Replace of nothing
+	}{
+		{"nothing known", nil, true},
+		{"a known object to delete", []*v1.ConfigMap{cm("gone", "1", "x")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			queues := map[string]queue{
+				"client-go DeltaFIFO": cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KnownObjects: newKnown(tc.known...)}),
+				"client-go RealFIFO":  cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KnownObjects: newKnown(tc.known...)}),
+				"DeltaFIFO":           deltafifo.NewDeltaFIFO(deltafifo.Options{KnownObjects: newKnown(tc.known...)}),
+				"FIFO":                deltafifo.New(deltafifo.Options{KnownObjects: newKnown(tc.known...)}),
+			}
+			for name, q := range queues {
+				must(t, q.Replace(nil, "10"))
+				if got := q.HasSynced(); got != tc.want {
+					t.Errorf("%s: HasSynced after an empty first Replace = %v; want %v", name, got, tc.want)
+				}
+			}
+			for _, name := range []string{"DeltaFIFO", "FIFO"} {
+				q := queues[name].(deltafifo.Queue)
+				// The resourceVersion is still handed out.
+				b := pop(t, q)
+				if b.ResourceVersion != "10" {
+					t.Errorf("%s: popped resourceVersion %q; want the list's, 10", name, b.ResourceVersion)
+				}
+				if !q.HasSynced() {
+					t.Errorf("%s: HasSynced false after the first Replace was popped", name)
+				}
+			}
+		})
+	}
 }

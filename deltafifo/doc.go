@@ -21,6 +21,16 @@
 // watermark over arrival order, and a relist is handed out key by key
 // (Batch.RelistPending says when one is partly applied).
 //
+// # Differences from client-go
+//
+// FIFO hands every Bookmark out as a cache.Bookmark delta carrying its
+// resourceVersion, where client-go's RealFIFO without atomic events drops
+// it; DeltaFIFO has a Bookmark method, which client-go's has not, and hands
+// out an empty relist the same way (see DeltaFIFO). A persisting consumer
+// needs them to move its resume point on a quiet resource (DESIGN invariant
+// 1); a consumer written for client-go's queues ignores such deltas.
+// TestFIFOKeepsBookmarks pins it.
+//
 // # Concurrency
 //
 // Both queues are safe for concurrent use. Pop blocks until a batch is ready,

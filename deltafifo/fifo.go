@@ -260,8 +260,13 @@ func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
 	}
 	if !f.populated {
 		f.populated = true
-		f.initialPending = true
-		u.initial = true
+		// A first Replace with nothing to apply (an empty list, no
+		// deletions) syncs at once, as client-go's queues do; its unit
+		// still carries the resourceVersion.
+		if len(u.deltas) > 0 {
+			f.initialPending = true
+			u.initial = true
+		}
 	}
 	f.pushLocked(u)
 	return nil
@@ -425,7 +430,8 @@ func (f *FIFO) syncedLocked() bool {
 }
 
 // HasSynced reports whether the first Replace has been popped and processed,
-// or an Add, Update or Delete came before any Replace, as in client-go.
+// or had nothing to apply (an empty list and no deletions), or an Add,
+// Update or Delete came before any Replace, as in client-go.
 func (f *FIFO) HasSynced() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -102,7 +102,9 @@ func TestFIFOBehaviour(t *testing.T) {
 			ops: func(t *testing.T, q deltafifo.Queue) {
 				must(t, q.Replace(nil, "10"))
 			},
-			want: []deltafifo.Batch{{ResourceVersion: "10", Replace: true, InInitialList: true}},
+			// Synced at once, as client-go's (nothing to apply): not in
+			// the initial list.
+			want: []deltafifo.Batch{{ResourceVersion: "10", Replace: true}},
 		},
 		{
 			name:  "resync is one unit without RV, even beyond MaxBatch",
@@ -307,4 +309,33 @@ func TestFIFOMaxQueued(t *testing.T) {
 	if err := <-added; !errors.Is(err, deltafifo.ErrClosed) {
 		t.Errorf("Add waiting when the queue closed: %v; want ErrClosed", err)
 	}
+}
+
+// TestFIFOKeepsBookmarks pins a documented difference (see the package
+// documentation): client-go v0.37's RealFIFO without atomic events drops
+// Bookmark, so its consumer sees only the next event; FIFO hands the
+// bookmark out as a Bookmark delta with its resourceVersion, which a
+// persisting consumer stores as its resume point (DESIGN invariant 1).
+func TestFIFOKeepsBookmarks(t *testing.T) {
+	a := cm("a", "7", "a1")
+	ref := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KnownObjects: newKnown()})
+	must(t, ref.Bookmark("5"))
+	must(t, ref.Add(a))
+	var refGot []cache.DeltaType
+	if _, err := ref.Pop(func(obj interface{}, _ bool) error {
+		for _, d := range obj.(cache.Deltas) {
+			refGot = append(refGot, d.Type)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "client-go's RealFIFO: first pop", []cache.DeltaType{cache.Added}, refGot)
+
+	q := deltafifo.New(deltafifo.Options{})
+	must(t, q.Bookmark("5"))
+	must(t, q.Add(a))
+	diff(t, "FIFO: batches", []deltafifo.Batch{
+		{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "5"}), d(cache.Added, a)), ResourceVersion: "7"},
+	}, drain(t, q))
 }

@@ -88,7 +88,9 @@ type Queue interface {
 
 	// HasSynced reports whether what the first Replace queued has been
 	// popped and processed, or an Add, Update or Delete came before any
-	// Replace (then it is true at once), as in client-go.
+	// Replace (then it is true at once), as in client-go. A first Replace
+	// with nothing to apply (an empty list, no deletions) makes it true at
+	// once too.
 	HasSynced() bool
 
 	// Close stops the queue: Pop drains what is queued, then returns

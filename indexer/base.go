@@ -102,6 +102,8 @@ type Base struct {
 
 	mu sync.RWMutex // guards rv
 	rv string
+	// seen is LastStoreSyncResourceVersion, moved by applyCache.
+	seen *Seen
 	// closed is set once, by Close. It is atomic rather than under mu
 	// because every read checks it: a second lock per Get made Get twice
 	// as slow as client-go's indexer.
@@ -138,6 +140,7 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		prep:      Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec},
 		cache:     c,
 		rv:        cfg.Info.ResourceVersion,
+		seen:      NewSeen(cfg.Info.ResourceVersion),
 	}
 	// Without a persister nothing reads what a change replaces.
 	b.selfDiffing = cfg.Persister == nil
@@ -151,7 +154,7 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		b.prep.bufs = &encodeBuffers{}
 	}
 	b.stageCond.L = &b.stageMu
-	b.Writes = NewWrites(cfg.Info.Name, b.write)
+	b.Writes = NewWrites(cfg.Info.Name, b.write, b.seen)
 	return b, nil
 }
 
@@ -168,14 +171,14 @@ func (b *Base) closedErr(op string) error {
 }
 
 // write validates ops, persists them with rv and applies them to the cache.
-func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
-	return b.commit(ctx, op, ops, nil, nil, rv, replace)
+func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule SeenRule) error {
+	return b.commit(ctx, op, ops, nil, nil, rv, replace, rule)
 }
 
 // commit is write for operations that may have been prepared already: ps,
 // prepared against the index set set. They are prepared (again) when they
 // were not, or against another index set than the current one.
-func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) error {
+func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool, rule SeenRule) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	if b.isClosed() {
@@ -188,7 +191,7 @@ func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepa
 	if err != nil {
 		return err
 	}
-	b.applyCache(ps, rv, replace)
+	b.applyCache(ps, rv, replace, rule)
 	return nil
 }
 
@@ -232,8 +235,9 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 	return ps, nil
 }
 
-// applyCache makes reads return what persistLocked persisted.
-func (b *Base) applyCache(ps []Prepared, rv string, replace bool) {
+// applyCache makes reads return what persistLocked persisted, then moves
+// the resourceVersion seen by rule.
+func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule SeenRule) {
 	if replace {
 		b.cache.Replace(ps)
 	} else {
@@ -244,6 +248,7 @@ func (b *Base) applyCache(ps []Prepared, rv string, replace bool) {
 		b.rv = rv
 		b.mu.Unlock()
 	}
+	b.seen.After(ps, rv, rule)
 }
 
 // waitApplied waits until every staged commit persisted so far is applied
@@ -283,7 +288,7 @@ type preparedBatch struct {
 
 // Commit implements store.PreparedBatch.
 func (pb *preparedBatch) Commit(ctx context.Context) error {
-	err := pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false)
+	err := pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false, CommitRule(pb.batch))
 	if err == nil {
 		pb.spent()
 	}
@@ -326,7 +331,8 @@ func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) 
 	}
 	b.stageMu.Unlock()
 	var once sync.Once
-	return func() { once.Do(func() { b.applyStaged(ticket, ps, rv) }) }, nil
+	rule := CommitRule(pb.batch)
+	return func() { once.Do(func() { b.applyStaged(ticket, ps, rv, rule) }) }, nil
 }
 
 // stagedState is a key's state as a staged commit persisted it.
@@ -338,13 +344,13 @@ type stagedState struct {
 
 // applyStaged applies the staged commit numbered ticket to the cache, once
 // the one before it is applied.
-func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string) {
+func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string, rule SeenRule) {
 	b.stageMu.Lock()
 	defer b.stageMu.Unlock()
 	for b.applied != ticket-1 {
 		b.stageCond.Wait()
 	}
-	b.applyCache(ps, rv, false)
+	b.applyCache(ps, rv, false, rule)
 	// In the same hold of stageMu as the cache update: a lookup of what a
 	// change replaces (changes) finds the key here or in the cache.
 	for i := range ps {
@@ -494,9 +500,6 @@ func (b *Base) ResourceVersion() string {
 	defer b.mu.RUnlock()
 	return b.rv
 }
-
-// LastStoreSyncResourceVersion implements cache.Store: the resume point.
-func (b *Base) LastStoreSyncResourceVersion() string { return b.ResourceVersion() }
 
 // Info implements store.Store.
 func (b *Base) Info() store.Info {

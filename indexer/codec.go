@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -115,7 +116,7 @@ func (c *ProtobufCodec) AppendEncode(dst []byte, obj interface{}) ([]byte, error
 func (c *ProtobufCodec) message(obj interface{}) (protoMessage, error) {
 	m, ok := obj.(protoMessage)
 	if !ok || reflect.TypeOf(obj).Elem() != c.typ {
-		return nil, fmt.Errorf("indexer: protobuf encode: got %T, want *%s", obj, c.Type())
+		return nil, wrongType("protobuf", obj, "*"+c.Type())
 	}
 	if typednil.Is(obj) {
 		return nil, fmt.Errorf("indexer: protobuf encode: nil *%s", c.Type())
@@ -157,7 +158,7 @@ func (c *UnstructuredCodec) Type() string {
 func (c *UnstructuredCodec) Encode(obj interface{}) ([]byte, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return nil, fmt.Errorf("indexer: unstructured encode: got %T, want *unstructured.Unstructured", obj)
+		return nil, wrongType("unstructured", obj, "*unstructured.Unstructured")
 	}
 	return json.Marshal(u.Object)
 }
@@ -211,7 +212,11 @@ func (c *JSONCodec) Type() string {
 func (c *JSONCodec) Encode(obj interface{}) ([]byte, error) {
 	t := reflect.TypeOf(obj)
 	if c.ptr && (t == nil || t.Kind() != reflect.Pointer || t.Elem() != c.typ) || !c.ptr && t != c.typ {
-		return nil, fmt.Errorf("indexer: json encode: got %T, want %s", obj, c.Type())
+		want := c.Type()
+		if c.ptr {
+			want = "*" + want
+		}
+		return nil, wrongType("json", obj, want)
 	}
 	if c.ptr && typednil.Is(obj) {
 		return nil, fmt.Errorf("indexer: json encode: nil *%s", c.Type())
@@ -229,6 +234,19 @@ func (c *JSONCodec) Decode(data []byte) (interface{}, error) {
 		return p.Interface(), nil
 	}
 	return p.Elem().Interface(), nil
+}
+
+// ErrWrongType is wrapped by the error of a codec's Encode given an object of
+// another type than the one the codec was made for, typically what a
+// transform (informer.Options.Transform) returned. The backends that encode
+// objects (bolt, badger, and memory and memdb with a snapshot file) refuse
+// such an object with store.ErrInvalid, naming both types; memory and memdb
+// without a file keep objects as given, of any type.
+var ErrWrongType = errors.New("object of another type than the codec's")
+
+// wrongType is a codec's error for obj, of another type than want.
+func wrongType(codec string, obj interface{}, want string) error {
+	return fmt.Errorf("indexer: %s encode: %w: got %T, want %s", codec, ErrWrongType, obj, want)
 }
 
 var (

@@ -105,27 +105,6 @@ func TestClientGoDifferences(t *testing.T) {
 		if err := ref.Add("not an object"); !errors.As(err, &ke) {
 			t.Errorf("client-go's Add of a non-object: %v; want a cache.KeyError", err)
 		}
-		// LastStoreSyncResourceVersion is the last resourceVersion
-		// written (AtomicFIFO, on by default), and Bookmark and Replace
-		// with "" clear it.
-		ref = newRef(cache.Indexers{})
-		if err := ref.Add(good); err != nil {
-			t.Fatal(err)
-		}
-		if got := ref.LastStoreSyncResourceVersion(); got != "7" {
-			t.Errorf("client-go's LastStoreSyncResourceVersion after Add of RV 7 = %q", got)
-		}
-		ref.Bookmark("")
-		if got := ref.LastStoreSyncResourceVersion(); got != "" {
-			t.Errorf("client-go's LastStoreSyncResourceVersion after Bookmark(\"\") = %q", got)
-		}
-		ref.Bookmark("8")
-		if err := ref.Replace(nil, ""); err != nil {
-			t.Fatal(err)
-		}
-		if got := ref.LastStoreSyncResourceVersion(); got != "" {
-			t.Errorf("client-go's LastStoreSyncResourceVersion after Replace(nil, \"\") = %q", got)
-		}
 		// GetIndexers returns the indexer's own map.
 		ref.GetIndexers()["late"] = failOn
 		if _, err := ref.ByIndex("late", "x"); err != nil {
@@ -209,8 +188,8 @@ func TestClientGoDifferences(t *testing.T) {
 			if err := s.Replace([]interface{}{good}, ""); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.LastStoreSyncResourceVersion(); got != "5" {
-				t.Errorf("LastStoreSyncResourceVersion = %q; want the resume point 5, kept by Add, Delete, Bookmark(\"\") and Replace(list, \"\")", got)
+			if got := s.ResourceVersion(); got != "5" {
+				t.Errorf("ResourceVersion = %q; want the resume point 5, kept by Add, Delete, Bookmark(\"\") and Replace(list, \"\")", got)
 			}
 		})
 	}

@@ -19,7 +19,11 @@
 // deleting an absent object is no error; Replace keeps the last of several
 // objects under one key and rebuilds every index; AddIndexers fills the new
 // indexes from the stored objects and refuses a taken name with an error
-// that says "indexer conflict", as client-go's. TestDifferentialClientGo
+// that says "indexer conflict", as client-go's; LastStoreSyncResourceVersion
+// moves as client-go's (with its AtomicFIFO feature, on by default: the
+// resourceVersion of the last object written, or of the last Replace or
+// Bookmark, "" included), apart from the resume point, which Add, Update
+// and Delete leave and Replace and Bookmark with "" keep. TestDifferentialClientGo
 // checks this against client-go on random operations. The deliberate
 // differences, pinned by TestClientGoDifferences, are:
 //
@@ -45,12 +49,6 @@
 //     "Index with name x does not exist"); a taken name in AddIndexers wraps
 //     store.ErrIndexExists. An index function's error from Index is wrapped,
 //     with store.ErrInvalid, not returned as is.
-//   - LastStoreSyncResourceVersion is the resume point (store.Store's
-//     ResourceVersion): only Replace, Bookmark and Commit with a non-empty
-//     resourceVersion move it; Add, Update and Delete, and Replace and
-//     Bookmark with "", leave it. client-go's (with its AtomicFIFO feature,
-//     on by default) is the resourceVersion of the last object written, and
-//     Replace and Bookmark with "" clear it.
 //   - GetIndexers returns a copy; client-go returns its own map, through
 //     which changes reach the indexer.
 //   - Update and Delete remove an object's old index entries using the

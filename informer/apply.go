@@ -22,13 +22,18 @@ type pendingCommit struct {
 	// ops holds one operation per key, the newest: the store needs only
 	// each key's final state, and a key changed many times in a group is
 	// written once.
-	ops     []store.Op
-	opOf    map[string]int // index in ops by key
-	notes   []queuedNote
-	rv      string // resume point reached once everything above is applied
-	deltas  int
-	replace bool   // one relist, committed alone
-	seq     uint64 // newest view entry written by ops
+	ops   []store.Op
+	opOf  map[string]int // index in ops by key
+	notes []queuedNote
+	rv    string // resume point reached once everything above is applied
+	// resumeOnly: the newest delta that moves the resume point is an
+	// event whose object has no metadata (a transform's doing), after
+	// which client-go's store keeps the resourceVersion it had seen
+	// (store.Batch.ResumeOnly).
+	resumeOnly bool
+	deltas     int
+	replace    bool   // one relist, committed alone
+	seq        uint64 // newest view entry written by ops
 	// handedOut is the queue's count of events handed out once this
 	// group's batches are (deltafifo.Batch.HandedOut).
 	handedOut uint64
@@ -98,6 +103,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 	for _, d := range b.Deltas {
 		switch d.Type {
 		case cache.Added, cache.Updated, cache.Replaced, cache.Sync:
+			pc.resumeOnly = !hasMetadata(d.Object)
 			key, err := inf.keyOf(d.Object)
 			if err != nil {
 				// The queue computed this key already; this cannot happen
@@ -144,6 +150,9 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			}
 		case cache.Deleted:
 			obj := d.Object
+			// A tombstone too: client-go's DeleteWithObject keeps its
+			// resourceVersion for one.
+			pc.resumeOnly = !hasMetadata(obj)
 			key, err := inf.keyOf(obj)
 			if err != nil {
 				logger.Error(err, "Dropping a delete whose key cannot be computed", "objectType", typeName(obj))
@@ -178,9 +187,15 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			}
 		case cache.Bookmark:
 			// Moves the resume point only, through b.ResourceVersion.
+			pc.resumeOnly = false
 		default:
 			logger.Error(nil, "Ignoring a delta of an unexpected type", "type", d.Type)
 		}
+	}
+	if b.Replace {
+		// client-go's Replace takes the list's resourceVersion whatever
+		// its objects.
+		pc.resumeOnly = false
 	}
 	if b.ResourceVersion != "" {
 		pc.rv = b.ResourceVersion
@@ -281,7 +296,7 @@ func (inf *Informer) prepareAhead(pc *pendingCommit) {
 	if pc == nil || len(pc.ops) == 0 {
 		return
 	}
-	if p, err := store.Prepare(inf.store, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv}); err == nil {
+	if p, err := store.Prepare(inf.store, store.Batch{Ops: pc.ops, ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly}); err == nil {
 		pc.prepared = p
 	}
 }
@@ -704,7 +719,7 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 		if pc.prepared != nil && len(rejected) == 0 {
 			err = pc.prepared.Commit(ctx)
 		} else {
-			err = inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv})
+			err = inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
 		}
 		if err != nil {
 			return err
@@ -750,7 +765,7 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 	}
 	if pc.rv != "" && pc.rv != inf.store.ResourceVersion() {
 		t0 := inf.opts.Clock.Now()
-		if err := inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv}); err != nil {
+		if err := inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly}); err != nil {
 			return err
 		}
 		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 0)
@@ -913,6 +928,12 @@ func (inf *Informer) keyOf(obj interface{}) (string, error) {
 		return tomb.Key, nil
 	}
 	return inf.opts.KeyFunc(obj)
+}
+
+// hasMetadata reports whether obj has object metadata.
+func hasMetadata(obj interface{}) bool {
+	_, err := meta.Accessor(obj)
+	return err == nil
 }
 
 // resourceVersionOf returns obj's resourceVersion, or "" if it has none.

@@ -83,6 +83,26 @@
 // and this one on the same changes and checks that this is the only
 // difference.
 //
+// # Differences from client-go
+//
+// Besides the relists of recreated names above, and the store's own
+// differences (package indexer), handlers can tell these from client-go's:
+//
+//   - A resync goes through the queue, as in client-go, then through a
+//     group commit that writes nothing: its OnUpdate(obj, obj) calls come
+//     once that group is committed, up to Options.MaxBatchDelay later
+//     (TestResyncNotifiedAfterGroupCommit).
+//   - A transform (Options.Transform) that returns another type than the
+//     store's codec is refused by the backends that encode objects (bolt,
+//     badger, memory and memdb with a snapshot file): the change is left
+//     out as any change the store rejects, and the logged error names the
+//     type the codec wants and the one the transform returned
+//     (indexer.ErrWrongType). memory:// and memdb:// without a file keep
+//     it, as client-go's store does (TestTransformToAnotherType).
+//   - An update between two objects without a resourceVersion (a transform
+//     may strip it) reaches every handler; client-go takes it for a resync
+//     and hands it only to the handlers whose resync is due (TestTransform).
+//
 // # HasSynced
 //
 // A cold start is synced once the first relist is committed, as in client-go.

@@ -23,8 +23,10 @@ import (
 )
 
 // ErrStopped is returned (wrapped) by methods that cannot be used once the
-// informer has stopped.
-var ErrStopped = errors.New("informer: stopped")
+// informer has stopped. Its text says "has stopped already", as client-go's
+// error for a handler added to a stopped informer does, for callers that
+// match that text rather than test with errors.Is.
+var ErrStopped = errors.New("informer has stopped already")
 
 // ErrStarted is returned (wrapped) by setters that must be called before the
 // informer starts.
@@ -167,7 +169,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 		store:             s,
 		opts:              o,
 		view:              newView(s),
-		proc:              newProcessor(),
+		proc:              newProcessor(o.Clock),
 		tombs:             newTombstones(o.Tombstones, o),
 		logger:            *o.Logger,
 		transform:         o.Transform,

@@ -9,6 +9,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 type notificationKind uint8
@@ -38,6 +39,12 @@ type notification struct {
 // grows without bound.
 const initialBufferSize = 1024
 
+// crashPause is how long a listener waits, after its handler panicked and
+// the panic was recovered (utilruntime.ReallyCrash false), before it calls
+// the handler again: client-go's processorListener sleeps one second, so
+// that a handler panicking on every object does not spin a core.
+const crashPause = time.Second
+
 // listener relays notifications to one handler. A distributor appends to an
 // unbounded buffer under mu and never blocks; one goroutine (run) takes from
 // the buffer and calls the handler, so a slow handler delays only itself.
@@ -59,6 +66,9 @@ type listener struct {
 	// (an informer without metrics) leaves them unstamped, sparing a clock
 	// read per notification.
 	now func() time.Time
+	// clock times the pause after a recovered panic; set by processor.add
+	// before run starts. nil means the real clock.
+	clock clock.Clock
 
 	mu      sync.Mutex // guards buf and closed
 	buf     ring
@@ -155,9 +165,11 @@ func (l *listener) queue() (depth int, oldest time.Time) {
 
 // run calls the handler for each queued notification, in order, until the
 // listener is closed. Notifications still queued when it is closed are
-// dropped, as client-go does when a handler is removed.
+// dropped, as client-go does when a handler is removed. After a panic it
+// recovered, it waits crashPause before the next call, as client-go does.
 func (l *listener) run() {
 	defer close(l.stopped)
+	crashed := false
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -173,7 +185,10 @@ func (l *listener) run() {
 		if !n.queued.IsZero() {
 			l.inflight.Store(n.queued.UnixNano())
 		}
-		l.deliver(n)
+		if crashed && !l.pauseAfterCrash() {
+			return // closed meanwhile: n is dropped with the others
+		}
+		crashed = !l.deliver(n)
 		l.inflight.Store(0)
 		if n.counted {
 			l.finishedOne()
@@ -181,10 +196,36 @@ func (l *listener) run() {
 	}
 }
 
+// pauseAfterCrash waits crashPause, or until the listener is closed, and
+// reports whether it is still open. Notifications added meanwhile stay
+// queued.
+func (l *listener) pauseAfterCrash() bool {
+	clk := l.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	t := clk.NewTimer(crashPause)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C():
+			return true
+		case <-l.wake:
+			l.mu.Lock()
+			closed := l.closed
+			l.mu.Unlock()
+			if closed {
+				return false
+			}
+		}
+	}
+}
+
 // deliver calls the handler, turning a panic into a logged error so that one
 // faulty notification does not stop the others (utilruntime.HandleCrash
 // re-panics unless the application configured it not to, as in client-go).
-func (l *listener) deliver(n notification) {
+// It reports whether the handler returned normally.
+func (l *listener) deliver(n notification) (returned bool) {
 	defer utilruntime.HandleCrashWithLogger(l.logger)
 	switch n.kind {
 	case notifyAdd:
@@ -194,6 +235,7 @@ func (l *listener) deliver(n notification) {
 	case notifyDelete:
 		l.handler.OnDelete(n.oldObj)
 	}
+	return true
 }
 
 // close stops the listener: queued notifications are dropped and run

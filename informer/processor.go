@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // minimumResyncPeriod is the smallest resync period a handler gets, as in
@@ -22,16 +23,19 @@ type processor struct {
 	listeners map[*listener]bool
 	running   bool
 	wg        sync.WaitGroup
+	// clock times the listeners' pauses after a recovered handler panic.
+	clock clock.Clock
 }
 
-func newProcessor() *processor {
-	return &processor{listeners: map[*listener]bool{}}
+func newProcessor(clk clock.Clock) *processor {
+	return &processor{listeners: map[*listener]bool{}, clock: clk}
 }
 
 // add registers l, starting its goroutine if the processor runs.
 func (p *processor) add(l *listener) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	l.clock = p.clock
 	p.listeners[l] = true
 	if p.running {
 		p.startLocked(l)

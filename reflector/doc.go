@@ -29,12 +29,15 @@
 // resourceVersionMatch=NotOlderThan, ended by the bookmark annotated
 // k8s.io/initial-events-end) when Options.WatchList allows it, else a LIST
 // paginated by Options.PageSize. In the default auto mode a streaming list
-// the server rejects (400, 403, 404, 405, 406, 415, 422) or ends without the
-// bookmark falls back to the paginated LIST for the rest of the Run (client-go
-// falls back for one list only, after any failure, and streams again on its
-// next relist); failures a LIST would share (server unreachable, 429, 5xx)
-// are retried after a backoff instead. A ListerWatcher that declares it does not
-// support watch-list semantics (client-go's
+// that fails, whatever the error, is followed at once by the paginated LIST,
+// as in client-go: a ListerWatcher that does not speak the streaming list
+// (client-go's fake controller source, aggregated API servers built on older
+// libraries) still syncs. After a failure that says the server rejects or
+// ignores the request (400, 403, 404, 405, 406, 415, 422, or a stream ended
+// without the bookmark) the rest of the Run lists with LIST only, where
+// client-go streams again on its next relist; after another failure (server
+// unreachable, 429, 5xx) the next relist streams again. A ListerWatcher that
+// declares it does not support watch-list semantics (client-go's
 // watchlist.DoesClientNotSupportWatchListSemantics) is never asked for one.
 //
 // # Watching
@@ -59,7 +62,9 @@
 // The first such relist is made at once; one that would follow the
 // previous relist within Backoff.Reset waits a backoff first, so that a
 // watch failing right after every list (a watch cache lagging behind etcd)
-// cannot become a LIST storm.
+// cannot become a LIST storm, unless the watch that failed followed a
+// backoff already (after a watch that closed early or failed): as in
+// client-go, a disruption costs one backoff before its relist.
 //
 // # Catching up after a resume
 //

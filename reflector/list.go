@@ -123,15 +123,25 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	if r.useWatchList(st) {
 		w, items, rv, err = r.watchList(ctx)
 		if err != nil {
-			if ctx.Err() != nil || r.opts.WatchList != nil || !watchListUnsupported(err) {
-				// Forced, or a failure a LIST would share (server down,
-				// throttled): back off and stream again.
+			if ctx.Err() != nil || r.opts.WatchList != nil {
+				// Stopping, or forced: back off and stream again.
 				return err
 			}
-			// Auto mode and the server will not stream: use paginated
-			// LISTs for the rest of this Run.
-			logger.V(2).Info("Streaming list not supported; falling back to paginated LIST", "err", err)
-			st.noWatchList = true
+			// Auto mode: whatever failed, this list is made with a
+			// paginated LIST at once, as client-go does (a ListerWatcher
+			// that does not speak the streaming list fails in its own
+			// way: client-go's fake controller source cannot parse the
+			// empty resourceVersion). A server that rejects or ignores
+			// the streaming list is not asked again in this Run; after
+			// another failure (server down, throttled), the next relist
+			// streams again.
+			w, items, rv = nil, nil, ""
+			if watchListUnsupported(err) {
+				st.noWatchList = true
+				logger.V(2).Info("Streaming list not supported; falling back to paginated LIST for this run", "err", err)
+			} else {
+				logger.V(2).Info("Streaming list failed; listing with a paginated LIST instead", "err", err)
+			}
 		}
 	}
 	if w == nil {
@@ -161,6 +171,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	st.pending = w
 	st.catchUpMisses = 0
 	st.lastRelist = r.opts.Clock.Now()
+	st.slept, st.afterBackoff = false, false
 	r.mu.Lock()
 	r.lastRV = rv
 	if !r.targetSet {

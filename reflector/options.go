@@ -67,9 +67,9 @@ type Options struct {
 	PageSize int64
 
 	// WatchList selects the streaming list (sendInitialEvents=true) for
-	// full lists. nil (the default) tries it and falls back to a paginated
-	// LIST when the server or the ListerWatcher does not support it; false
-	// never uses it; true always does, without fallback.
+	// full lists. nil (the default) tries it and, when it fails, lists with
+	// a paginated LIST instead (see the package documentation); false never
+	// uses it; true always does, without fallback.
 	WatchList *bool
 
 	// MinWatchTimeout bounds normal watches: each gets a timeoutSeconds

@@ -318,6 +318,11 @@ type runState struct {
 	// lastRelist is when the last full list was handed to the queue; zero
 	// before any.
 	lastRelist time.Time
+	// slept records a backoff since the last watch started or the last
+	// relist; afterBackoff, that the current watch started after one.
+	// A watch disruption then costs one backoff before the relist it may
+	// lead to, as in client-go, not two (see backOffRelist).
+	slept, afterBackoff bool
 }
 
 // Run lists and watches until ctx is done, then returns nil. Failed requests
@@ -412,6 +417,7 @@ func (r *Reflector) sleep(ctx context.Context, st *runState) bool {
 	case <-ctx.Done():
 		return false
 	case <-t.C():
+		st.slept = true
 		return true
 	}
 }

@@ -1,10 +1,12 @@
 package reflector
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -78,4 +80,46 @@ func TestRepeatedUnusableWatchRelistsBackOff(t *testing.T) {
 			t.Errorf("calls before the second backoff (-want +got):\n%s", d)
 		}
 	})
+}
+
+// TestDisruptedWatchRelistsAfterOneBackoff pins client-go v0.37's reflector:
+// after a watch disruption (a watch that closes early, or fails), it backs
+// off once and relists (RunWithContext's backoff around
+// ListAndWatchWithContext). This reflector watches again from where it was
+// after the backoff, and when that watch finds its resourceVersion gone
+// (410), it relists at once: the disruption has had its backoff. It waited
+// a second one before, the relist following the previous one within
+// Backoff.Reset.
+func TestDisruptedWatchRelistsAfterOneBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		disruption watchResult
+	}{
+		{"watch closed early", watchResult{w: watcher(true)}},
+		{"watch failed", watchResult{err: apierrors.NewInternalError(errors.New("boom"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{},
+				[]listResult{{obj: cmList("10", "", cm("a", "5"))}, {obj: cmList("20", "", cm("a", "15"))}},
+				[]watchResult{tc.disruption, {err: expiredErr()}})
+			h.start()
+			h.waitFor("the backoff after the disruption", h.clock.HasWaiters)
+			want := []lwCall{fullList, watchCall("10", "normal")}
+			if d := cmp.Diff(want, h.lw.Calls()); d != "" {
+				t.Fatalf("calls before the backoff (-want +got):\n%s", d)
+			}
+			// Well within Backoff.Reset of the first list.
+			h.clock.Step(time.Minute)
+			want = append(want, watchCall("10", "normal"), fullList, watchCall("20", "normal"))
+			h.waitFor("the relist, or a second backoff", func() bool {
+				return len(h.lw.Calls()) >= len(want) || h.clock.HasWaiters()
+			})
+			if d := cmp.Diff(want, h.lw.Calls()); d != "" {
+				t.Errorf("calls after one backoff (-want +got):\n%s", d)
+			}
+			if s := h.r.Stats().Relists; s.Expired != 1 {
+				t.Errorf("Stats.Relists = %+v, want 1 expired", s)
+			}
+		})
+	}
 }

@@ -23,12 +23,14 @@ func TestTypedNilAnswersAreErrorsNotPanics(t *testing.T) {
 	tests := []struct {
 		name       string
 		resumeFrom string
-		auto       bool
-		lists      []listResult
-		watches    []watchResult
-		before     []lwCall
-		after      []lwCall
-		wantErr    string
+		// stream forces the streaming list (auto mode would fall back
+		// to a LIST, and not report the stream's failure).
+		stream  bool
+		lists   []listResult
+		watches []watchResult
+		before  []lwCall
+		after   []lwCall
+		wantErr string
 	}{
 		{
 			name:    "typed nil list",
@@ -56,7 +58,7 @@ func TestTypedNilAnswersAreErrorsNotPanics(t *testing.T) {
 		},
 		{
 			name:    "streaming list error event with a typed nil status",
-			auto:    true,
+			stream:  true,
 			watches: []watchResult{{w: watcher(true, nilStatus)}},
 			before:  []lwCall{streamCall},
 			after:   []lwCall{streamCall, streamCall},
@@ -65,12 +67,12 @@ func TestTypedNilAnswersAreErrorsNotPanics(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var h *harness
-			if tc.auto {
-				h = newAutoHarness(t, Options{}, tc.lists, tc.watches)
-			} else {
-				h = newHarness(t, Options{ResumeFrom: tc.resumeFrom}, tc.lists, tc.watches)
+			opts := Options{ResumeFrom: tc.resumeFrom}
+			if tc.stream {
+				on := true
+				opts.WatchList = &on
 			}
+			h := newHarness(t, opts, tc.lists, tc.watches)
 			h.start()
 			h.waitFor("a backoff timer", h.clock.HasWaiters)
 			if d := cmp.Diff(tc.before, h.lw.Calls()); d != "" {

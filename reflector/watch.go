@@ -26,6 +26,7 @@ import (
 func (r *Reflector) watch(ctx context.Context, st *runState) {
 	logger := klog.FromContext(ctx)
 	start := r.opts.Clock.Now()
+	st.afterBackoff, st.slept = st.slept, false
 	w := st.pending
 	st.pending = nil
 	catchUp := false
@@ -215,8 +216,14 @@ func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 // one within Backoff.Reset. The first relist (a resume point that turned out
 // too old) is made at once; a watch that keeps failing right after each list
 // (a watch cache lagging behind etcd, a server expiring every watch) must not
-// become back-to-back full LISTs. client-go backs off before every relist.
+// become back-to-back full LISTs. client-go backs off before every relist,
+// once: a watch that started after a backoff (it followed a disruption,
+// a watch that closed early or failed) has had its backoff, and relists at
+// once.
 func (r *Reflector) backOffRelist(ctx context.Context, st *runState) {
+	if st.afterBackoff {
+		return
+	}
 	if !st.lastRelist.IsZero() && r.opts.Clock.Since(st.lastRelist) < r.opts.Backoff.Reset {
 		r.sleep(ctx, st)
 	}

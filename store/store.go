@@ -23,6 +23,15 @@ import (
 // encodings) before changing anything: a write that returns an error has left
 // the store as it was.
 //
+// LastStoreSyncResourceVersion is the resourceVersion the store has seen,
+// moved as client-go's store moves it: Add, Update and Delete set it to
+// their object's resourceVersion when the object has metadata (a tombstone
+// or a delete by key leaves it); Replace and Bookmark set it to their
+// resourceVersion, "" included; Commit sets it to its last op's object's
+// (when that object has metadata), then to Batch.ResourceVersion when that
+// is not empty and Batch.ResumeOnly is not set. It is not persisted: a store opened again
+// starts from its resume point. It is never ahead of what reads return.
+//
 // Keys are never empty, on every backend alike. A write or Commit op whose
 // key (Op.Key, or the key function's result) is "" fails with an error
 // wrapping ErrInvalid that says "empty key" (see CheckKey), and refuses the
@@ -89,6 +98,13 @@ type Batch struct {
 	// ResourceVersion is the resume point stored with Ops. Empty leaves the
 	// current resume point unchanged.
 	ResourceVersion string
+	// ResumeOnly says ResourceVersion moves the resume point only, not
+	// LastStoreSyncResourceVersion, which then follows the last op's
+	// object alone (see Store). The informer sets it when the newest
+	// event of a batch left its object without metadata (a transform
+	// that returns something else than an object), where client-go's
+	// informer keeps the resourceVersion it had seen.
+	ResumeOnly bool
 }
 
 // Info describes a store: its identity, recorded in the backend's metadata,

@@ -38,6 +38,9 @@ type bounded struct {
 	set    *indexer.IndexSet
 	closed bool
 
+	// seen is LastStoreSyncResourceVersion, moved by write.
+	seen *indexer.Seen
+
 	// lru holds decoded objects; it is safe for concurrent use, and
 	// readers' hits take no other lock. What adds to it or updates it
 	// (a reader's fill, a writer's update after its commit) holds cacheMu
@@ -66,9 +69,12 @@ type bounded struct {
 	afterRead func(key string)
 }
 
-func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, info store.Info, rebuild bool) (store.Store, error) {
-	b := &bounded{info: info, sp: sp, codec: o.Codec, keyFn: o.KeyFunc, set: set, lru: lru.New(o.CacheSize)}
-	b.Writes = indexer.NewWrites(info.Name, b.write)
+func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, info store.Info, rebuild bool) (_ store.Store, err error) {
+	b := &bounded{info: info, sp: sp, codec: o.Codec, keyFn: o.KeyFunc, set: set, lru: lru.New(o.CacheSize), seen: &indexer.Seen{}}
+	b.Writes = indexer.NewWrites(info.Name, b.write, b.seen)
+	// The store has seen what its resume point says, once opening has
+	// settled it (a reset empties it).
+	defer func() { b.seen.Store(sp.resourceVersion()) }()
 	if !rebuild {
 		keyReset, stale, err := checkSample(sp, o, set)
 		if err != nil {
@@ -217,7 +223,7 @@ func (b *bounded) readErr(op string, err error) error {
 
 // write validates ops, reads the index values they replace, commits them
 // with rv and updates the LRU.
-func (b *bounded) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+func (b *bounded) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule indexer.SeenRule) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	set, closed := b.state()
@@ -266,6 +272,7 @@ func (b *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
+	b.seen.After(ps, rv, rule)
 	return nil
 }
 
@@ -363,9 +370,6 @@ func (b *bounded) Resync() error {
 
 // ResourceVersion implements store.Store.
 func (b *bounded) ResourceVersion() string { return b.sp.resourceVersion() }
-
-// LastStoreSyncResourceVersion implements cache.Store.
-func (b *bounded) LastStoreSyncResourceVersion() string { return b.ResourceVersion() }
 
 // Info implements store.Store.
 func (b *bounded) Info() store.Info {

@@ -258,4 +258,11 @@
 //     TestDiskFull uses a file size limit).
 //   - A Replace and an AddIndexers rewrite the whole store (a new
 //     generation); their cost is proportional to the store, not the change.
+//   - Objects are encoded with the store's codec, so an object of another
+//     type than the codec's (what an informer's transform may return: a
+//     string, another struct) is refused with store.ErrInvalid wrapping
+//     indexer.ErrWrongType, naming the type the codec wants and the one
+//     given; an informer leaves such a change out and its handlers never
+//     hear of it. client-go's in-memory store, and memory:// and memdb://
+//     without a file, keep objects of any type.
 package badger

@@ -44,6 +44,9 @@ type bounded struct {
 	closed bool
 	set    *indexer.IndexSet
 
+	// seen is LastStoreSyncResourceVersion, moved by write.
+	seen *indexer.Seen
+
 	// fillMu orders the cache fills of readers against the cache updates of
 	// writers. A reader that misses holds it shared from the start of its
 	// read transaction until it has added what it decoded; a writer holds it
@@ -98,8 +101,9 @@ func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 		rv:      rv,
 		set:     set,
 		metaRec: store.MetaFor(o, FormatVersion),
+		seen:    indexer.NewSeen(rv),
 	}
-	s.Writes = indexer.NewWrites(s.info.Name, s.write)
+	s.Writes = indexer.NewWrites(s.info.Name, s.write, s.seen)
 	return s, nil
 }
 
@@ -267,7 +271,7 @@ func (s *bounded) peekLocked(b *buckets, seq uint64, key string, objSeq uint64) 
 
 // write validates ops, commits them with rv in one transaction, then
 // updates the cache.
-func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
+func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule indexer.SeenRule) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	closed, set := s.state()
@@ -332,6 +336,7 @@ func (s *bounded) write(ctx context.Context, op string, ops []store.Op, rv strin
 		s.rv = rv
 		s.mu.Unlock()
 	}
+	s.seen.After(ps, rv, rule)
 	return nil
 }
 
@@ -349,9 +354,6 @@ func (s *bounded) ResourceVersion() string {
 	defer s.mu.RUnlock()
 	return s.rv
 }
-
-// LastStoreSyncResourceVersion implements cache.Store.
-func (s *bounded) LastStoreSyncResourceVersion() string { return s.ResourceVersion() }
 
 // Info implements store.Store.
 func (s *bounded) Info() store.Info {

@@ -240,4 +240,11 @@
 //   - Compact holds a process-wide lock for as long as it copies the file,
 //     so opens and closes of other files in the process wait for it; it is
 //     meant for `snapshot compact`, on a file no store has open.
+//   - Objects are encoded with the store's codec, so an object of another
+//     type than the codec's (what an informer's transform may return: a
+//     string, another struct) is refused with store.ErrInvalid wrapping
+//     indexer.ErrWrongType, naming the type the codec wants and the one
+//     given; an informer leaves such a change out and its handlers never
+//     hear of it. client-go's in-memory store, and memory:// and memdb://
+//     without a file, keep objects of any type.
 package bolt

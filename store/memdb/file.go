@@ -230,7 +230,8 @@ func (s *memStore) load(where string, sec *fileSection) (keyReset string, err er
 	if err := apply(tx.w, tx.r, m, ps, sec.rv, false); err != nil {
 		return "", fmt.Errorf("store: %s: memdb: %w", op, err)
 	}
-	tx.commit()
+	// The store has seen what its resume point says.
+	tx.commitThen(func() { s.seen.Store(sec.rv) })
 	return "", nil
 }
 

@@ -142,6 +142,9 @@ type memStore struct {
 	// still reports them, as the other backends do. Written before view
 	// is cleared, whose atomic store publishes it.
 	closedIndexers cache.Indexers
+	// seen is LastStoreSyncResourceVersion, moved by each write once
+	// readers see it.
+	seen indexer.Seen
 }
 
 var (
@@ -259,8 +262,9 @@ func (s *memStore) ResourceVersion() string {
 	return metaOf(txn).rv
 }
 
-// LastStoreSyncResourceVersion implements cache.Store: the resume point.
-func (s *memStore) LastStoreSyncResourceVersion() string { return s.ResourceVersion() }
+// LastStoreSyncResourceVersion implements cache.Store: the resourceVersion
+// the store has seen (see store.Store).
+func (s *memStore) LastStoreSyncResourceVersion() string { return s.seen.Load() }
 
 // Resync implements cache.Store; it does nothing but report a closed store.
 func (s *memStore) Resync() error {

@@ -40,9 +40,16 @@ func (s *memStore) begin(op string) (*writeTx, error) {
 }
 
 // commit commits the write and publishes its state to readers.
-func (t *writeTx) commit() {
+func (t *writeTx) commit() { t.commitThen(nil) }
+
+// commitThen is commit that runs then, when not nil, once readers see the
+// write and before the next write starts.
+func (t *writeTx) commitThen(then func()) {
 	t.w.Commit()
 	t.s.view.Store(t.s.db.Txn(false))
+	if then != nil {
+		then()
+	}
 	t.done = true
 	t.s.writeMu.Unlock()
 }
@@ -60,13 +67,13 @@ func (t *writeTx) abort() {
 // write validates ops, then applies them and, when rv is not empty, the new
 // resume point in one memdb write transaction. With replace, ops are the
 // complete new contents.
-func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool) error {
-	return s.writePrepared(ctx, op, ops, nil, nil, rv, replace)
+func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule indexer.SeenRule) error {
+	return s.writePrepared(ctx, op, ops, nil, nil, rv, replace, rule)
 }
 
 // writePrepared is write with ops already prepared against set (ps), when
 // set is not nil: they are used if the store's index set is still set.
-func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op, set *indexer.IndexSet, ps []indexer.Prepared, rv string, replace bool) error {
+func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op, set *indexer.IndexSet, ps []indexer.Prepared, rv string, replace bool, rule indexer.SeenRule) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -102,7 +109,7 @@ func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op,
 			tx.abort()
 			return fmt.Errorf("store: %s: memdb: %w", op, err)
 		}
-		tx.commit()
+		tx.commitThen(func() { s.seen.After(ps, rv, rule) })
 		return nil
 	}
 }
@@ -245,7 +252,7 @@ func deleteRow(txn *memdb.Txn, names []string, r *objectRow) error {
 
 // Commit implements store.Store.
 func (s *memStore) Commit(ctx context.Context, b store.Batch) error {
-	return s.write(ctx, "commit", b.Ops, b.ResourceVersion, false)
+	return s.write(ctx, "commit", b.Ops, b.ResourceVersion, false, indexer.CommitRule(b))
 }
 
 // prepare validates and encodes ops against set: keys, index values and,
@@ -282,24 +289,24 @@ type preparedBatch struct {
 
 // Commit implements store.PreparedBatch.
 func (pb *preparedBatch) Commit(ctx context.Context) error {
-	return pb.s.writePrepared(ctx, "commit", pb.b.Ops, pb.set, pb.ps, pb.b.ResourceVersion, false)
+	return pb.s.writePrepared(ctx, "commit", pb.b.Ops, pb.set, pb.ps, pb.b.ResourceVersion, false, indexer.CommitRule(pb.b))
 }
 
 var _ store.BatchPreparer = (*memStore)(nil)
 
 // Add implements cache.Store.
 func (s *memStore) Add(obj interface{}) error {
-	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, indexer.SeenObjects)
 }
 
 // Update implements cache.Store.
 func (s *memStore) Update(obj interface{}) error {
-	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false)
+	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, indexer.SeenObjects)
 }
 
 // Delete implements cache.Store.
 func (s *memStore) Delete(obj interface{}) error {
-	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false)
+	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false, indexer.SeenObjects)
 }
 
 // Replace implements cache.Store: the contents become list and the resume
@@ -309,17 +316,19 @@ func (s *memStore) Replace(list []interface{}, resourceVersion string) error {
 	for i, obj := range list {
 		ops[i] = store.Op{Type: store.OpPut, Object: obj}
 	}
-	return s.write(context.Background(), "replace", ops, resourceVersion, true)
+	return s.write(context.Background(), "replace", ops, resourceVersion, true, indexer.SeenRV)
 }
 
 // Bookmark implements cache.Store: it stores rv as the resume point. The
 // interface has no error result; a failure (a closed store) is logged and
-// leaves the resume point behind, which is safe.
+// leaves the resume point behind, which is safe. Bookmark("") stores
+// nothing and, as in client-go, makes LastStoreSyncResourceVersion "".
 func (s *memStore) Bookmark(rv string) {
 	if rv == "" {
+		s.seen.Store("")
 		return
 	}
-	if err := s.write(context.Background(), "bookmark", nil, rv, false); err != nil {
+	if err := s.write(context.Background(), "bookmark", nil, rv, false, indexer.SeenRV); err != nil {
 		klog.Background().Error(err, "Storing bookmark failed; the resume point stays behind", "store", s.info.Name, "resourceVersion", rv)
 	}
 }

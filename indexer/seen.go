@@ -1,0 +1,108 @@
+package indexer
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/informerdb/informerdb/internal/typednil"
+	"github.com/informerdb/informerdb/store"
+)
+
+// SeenRule says how a write moves the resourceVersion a store has seen
+// (cache.Store's LastStoreSyncResourceVersion), as client-go's thread-safe
+// store moves its own (with its AtomicFIFO feature, on by default).
+type SeenRule uint8
+
+const (
+	// SeenObjects: the resourceVersion of the write's last object, when
+	// that object has metadata; otherwise (a tombstone, a delete by key,
+	// an object a transform left without metadata) it stays. Add,
+	// Update and Delete follow it as client-go's Add, Update and
+	// DeleteWithObject do, and a Commit with Batch.ResumeOnly as
+	// client-go's Transaction.
+	SeenObjects SeenRule = iota
+	// SeenObjectsThenRV is SeenObjects followed, when the write has a
+	// resourceVersion, by that resourceVersion: a Commit, whose batch
+	// leads to its ResourceVersion as client-go's informer gets to a
+	// watch event's or a bookmark's.
+	SeenObjectsThenRV
+	// SeenRV: the write's resourceVersion, "" included, as client-go's
+	// Replace and Bookmark.
+	SeenRV
+)
+
+// SeenAfter returns the resourceVersion a store has seen after a write of
+// ps with resourceVersion rv under rule, cur being the one before. It reads
+// the metadata of one object at most: client-go's transaction too takes the
+// resourceVersion of its final object only.
+func SeenAfter(cur string, ps []Prepared, rv string, rule SeenRule) string {
+	if rule == SeenRV {
+		return rv
+	}
+	if n := len(ps); n > 0 {
+		if v, ok := objectRV(ps[n-1].Object); ok {
+			cur = v
+		}
+	}
+	if rule == SeenObjectsThenRV && rv != "" {
+		cur = rv
+	}
+	return cur
+}
+
+// CommitRule is the SeenRule of a Commit of b.
+func CommitRule(b store.Batch) SeenRule {
+	if b.ResumeOnly {
+		return SeenObjects
+	}
+	return SeenObjectsThenRV
+}
+
+// objectRV returns obj's resourceVersion, and false when obj has no
+// metadata (client-go's store then keeps the resourceVersion it had).
+func objectRV(obj interface{}) (string, bool) {
+	if typednil.Is(obj) {
+		return "", false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
+}
+
+// Seen holds the resourceVersion a store has seen, what cache.Store's
+// LastStoreSyncResourceVersion returns. It is kept in memory only: a store
+// opened again starts from its resume point, up to which it has seen every
+// event. Stores set it once a write is visible to reads and before the
+// next write can start, so it never runs ahead of what reads return. Seen
+// is safe for concurrent use; the zero value holds "".
+type Seen struct {
+	mu sync.RWMutex
+	rv string
+}
+
+// NewSeen returns a Seen holding rv.
+func NewSeen(rv string) *Seen { return &Seen{rv: rv} }
+
+// Load returns the resourceVersion seen.
+func (s *Seen) Load() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rv
+}
+
+// Store sets the resourceVersion seen.
+func (s *Seen) Store(rv string) {
+	s.mu.Lock()
+	s.rv = rv
+	s.mu.Unlock()
+}
+
+// After moves the resourceVersion seen past a write (see SeenAfter).
+func (s *Seen) After(ps []Prepared, rv string, rule SeenRule) {
+	s.mu.Lock()
+	s.rv = SeenAfter(s.rv, ps, rv, rule)
+	s.mu.Unlock()
+}
