@@ -1,0 +1,584 @@
+// Package builder_test runs controller-runtime controllers as people write
+// them (ctrl.NewControllerManagedBy(mgr).For(...).Owns(...)) on
+// informerdb's InformerConstructor against a real kube-apiserver, in a
+// child process killed with SIGKILL, and checks what their reconcilers get
+// after a restart.
+package builder_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/informerdb/informerdb/test/apiserver"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envMode); mode != "" {
+		os.Exit(child(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+var (
+	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	widgetGVR = schema.GroupVersionResource{Group: "builder.informerdb.io", Version: "v1", Resource: "widgets"}
+)
+
+// namespaces are the manager's DefaultNamespaces; outside is written every
+// second by the background writer, as lease renewals are in a live
+// cluster, so the newest revision at a restart is not the controllers'.
+var namespaces = []string{"team-a", "team-b"}
+
+const outside = "kube-lease"
+
+// Per namespace: ConfigMaps cm-0..cm-(nConfigMaps-1), the first nOwned of
+// which own a Secret of the same name (labelled ownedLabel), and widgets
+// w-0..w-(nWidgets-1).
+const (
+	nConfigMaps = 12
+	nOwned      = 6
+	nWidgets    = 8
+)
+
+// request is one reconcile request: which controller, which object.
+type request struct{ controller, key string }
+
+// TestBuilderControllersSeeChangesMadeWhileDown is issue 30's promise: a
+// manager whose controllers are built with the builder (For on a typed
+// resource, Owns, a CRD as unstructured; a two-namespace cache with a
+// label-selected Secret cache) is killed, objects are deleted, updated and
+// created while it is down, and after the restart every reconciler gets a
+// request for every name it should: the deleted ones too, although the
+// builder adds its handlers only after the informers synced. Then the
+// harder crash: the process dies after its informers committed the deletes
+// and before any reconciler's handler was registered; the next run must
+// still deliver them. Each restart resumes every informer (no relist) and
+// lists nothing but the limit=1 probes its reflectors count.
+func TestBuilderControllersSeeChangesMadeWhileDown(t *testing.T) {
+	srv := apiserver.Start(t, apiserver.Options{})
+	c := srv.Client()
+	dyn, err := dynamic.NewForConfig(srv.Config())
+	if err != nil {
+		t.Fatalf("dynamic client: %v", err)
+	}
+	createWidgetCRD(t, dyn)
+	for _, ns := range append(slices.Clone(namespaces), outside) {
+		if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create namespace %s: %v", ns, err)
+		}
+	}
+	w := &world{t: t, c: c, dyn: dyn}
+	for _, ns := range namespaces {
+		for i := range nConfigMaps {
+			w.createConfigMap(ns, fmt.Sprintf("cm-%d", i), i < nOwned)
+		}
+		for i := range nWidgets {
+			w.createWidget(ns, fmt.Sprintf("w-%d", i))
+		}
+	}
+	stopWriter := startLeaseWriter(t, c)
+	defer stopWriter()
+
+	h := &harness{t: t, srv: srv, url: "bolt://" + filepath.Join(t.TempDir(), "cache.db"), dir: t.TempDir()}
+
+	// Cold start: every object is reconciled.
+	p := h.start("run")
+	p.waitRequests(w.everything(), "cold start")
+	p.kill()
+
+	// Round 1: changes while down, then a restart a few seconds after the
+	// last one, as a real cluster's controller restarts.
+	want := w.changeWhileDown(1)
+	time.Sleep(3 * time.Second)
+	before := srv.Metrics(t)
+	p = h.start("run")
+	p.waitRequests(want, "round 1")
+	h.checkResumed(p, before, "round 1")
+	p.kill()
+
+	// Round 2: the process syncs (commits the deletes) and dies before any
+	// reconciler's handler is registered.
+	want = w.changeWhileDown(2)
+	time.Sleep(3 * time.Second)
+	p = h.start("cache-only")
+	p.waitRecord(func(r record) bool { return r.Kind == "synced" }, "the cache-only run's sync")
+	p.kill()
+	before = srv.Metrics(t)
+	p = h.start("run")
+	p.waitRequests(want, "round 2, after a crash between the commit of the deletes and the handlers")
+	h.checkResumed(p, before, "round 2")
+	p.kill()
+}
+
+// world is the objects on the API server, and what a change of them must
+// make each controller reconcile.
+type world struct {
+	t    *testing.T
+	c    kubernetes.Interface
+	dyn  dynamic.Interface
+	mu   sync.Mutex
+	cms  map[string]*corev1.ConfigMap // by namespace/name
+	wids map[string]bool              // namespace/name of every widget
+	secs map[string]bool              // namespace/name of every owned Secret (its owner has the same name)
+}
+
+func (w *world) createConfigMap(ns, name string, owning bool) {
+	w.t.Helper()
+	cm, err := w.c.CoreV1().ConfigMaps(ns).Create(w.t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"v": "1"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		w.t.Fatalf("create ConfigMap %s/%s: %v", ns, name, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cms == nil {
+		w.cms, w.wids, w.secs = map[string]*corev1.ConfigMap{}, map[string]bool{}, map[string]bool{}
+	}
+	w.cms[ns+"/"+name] = cm
+	if !owning {
+		return
+	}
+	_, err = w.c.CoreV1().Secrets(ns).Create(w.t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, Labels: ownedLabel,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: cm.UID, Controller: ptr.To(true),
+			}},
+		},
+		StringData: map[string]string{"k": "v"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		w.t.Fatalf("create Secret %s/%s: %v", ns, name, err)
+	}
+	w.secs[ns+"/"+name] = true
+}
+
+func (w *world) createWidget(ns, name string) {
+	w.t.Helper()
+	u := widget()
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.Object["spec"] = map[string]interface{}{"size": int64(1)}
+	if _, err := w.dyn.Resource(widgetGVR).Namespace(ns).Create(w.t.Context(), u, metav1.CreateOptions{}); err != nil {
+		w.t.Fatalf("create widget %s/%s: %v", ns, name, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wids[ns+"/"+name] = true
+}
+
+// everything is what a cold start reconciles: every ConfigMap, every
+// widget, and the owner of every owned Secret.
+func (w *world) everything() map[request]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[request]bool{}
+	for k := range w.cms {
+		out[request{ctrlConfigMaps, k}] = true
+	}
+	for k := range w.wids {
+		out[request{ctrlWidgets, k}] = true
+	}
+	for k := range w.secs {
+		out[request{ctrlOwner, k}] = true
+	}
+	return out
+}
+
+// changeWhileDown deletes, updates and creates ConfigMaps and widgets in
+// both namespaces, and deletes owned Secrets whose owner stays, and
+// returns the requests those changes must cause after the restart. The
+// deleted names are the point: nothing else makes a reconciler hear of
+// them (the owner of a deleted Secret is not changed, and the owner
+// controller hears of ConfigMaps only through their Secrets).
+func (w *world) changeWhileDown(round int) map[request]bool {
+	w.t.Helper()
+	ctx := w.t.Context()
+	want := map[request]bool{}
+	for _, ns := range namespaces {
+		// ConfigMaps: delete two that own nothing, update one, create one.
+		for _, i := range []int{nOwned + 2*round - 2, nOwned + 2*round - 1} {
+			name := fmt.Sprintf("cm-%d", i)
+			if err := w.c.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				w.t.Fatalf("delete ConfigMap %s/%s: %v", ns, name, err)
+			}
+			w.mu.Lock()
+			delete(w.cms, ns+"/"+name)
+			w.mu.Unlock()
+			want[request{ctrlConfigMaps, ns + "/" + name}] = true
+		}
+		upd := w.cms[ns+"/cm-0"].DeepCopy()
+		upd.Data["v"] = fmt.Sprint(round + 1)
+		updated, err := w.c.CoreV1().ConfigMaps(ns).Update(ctx, upd, metav1.UpdateOptions{})
+		if err != nil {
+			w.t.Fatalf("update ConfigMap %s/cm-0: %v", ns, err)
+		}
+		w.mu.Lock()
+		w.cms[ns+"/cm-0"] = updated
+		w.mu.Unlock()
+		want[request{ctrlConfigMaps, ns + "/cm-0"}] = true
+		created := fmt.Sprintf("new-%d", round)
+		w.createConfigMap(ns, created, false)
+		want[request{ctrlConfigMaps, ns + "/" + created}] = true
+
+		// Owned Secrets: delete one; its owner stays.
+		sec := fmt.Sprintf("cm-%d", round)
+		if err := w.c.CoreV1().Secrets(ns).Delete(ctx, sec, metav1.DeleteOptions{}); err != nil {
+			w.t.Fatalf("delete Secret %s/%s: %v", ns, sec, err)
+		}
+		w.mu.Lock()
+		delete(w.secs, ns+"/"+sec)
+		w.mu.Unlock()
+		want[request{ctrlOwner, ns + "/" + sec}] = true
+
+		// Widgets: delete two, update one, create one.
+		for _, i := range []int{2 * round, 2*round + 1} {
+			name := fmt.Sprintf("w-%d", i)
+			if err := w.dyn.Resource(widgetGVR).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				w.t.Fatalf("delete widget %s/%s: %v", ns, name, err)
+			}
+			w.mu.Lock()
+			delete(w.wids, ns+"/"+name)
+			w.mu.Unlock()
+			want[request{ctrlWidgets, ns + "/" + name}] = true
+		}
+		u, err := w.dyn.Resource(widgetGVR).Namespace(ns).Get(ctx, "w-0", metav1.GetOptions{})
+		if err != nil {
+			w.t.Fatalf("get widget %s/w-0: %v", ns, err)
+		}
+		u.Object["spec"] = map[string]interface{}{"size": int64(round + 1)}
+		if _, err := w.dyn.Resource(widgetGVR).Namespace(ns).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+			w.t.Fatalf("update widget %s/w-0: %v", ns, err)
+		}
+		want[request{ctrlWidgets, ns + "/w-0"}] = true
+		w.createWidget(ns, created)
+		want[request{ctrlWidgets, ns + "/" + created}] = true
+	}
+	return want
+}
+
+// startLeaseWriter updates a ConfigMap outside the controllers'
+// namespaces every second until the returned function is called.
+func startLeaseWriter(t *testing.T, c kubernetes.Interface) func() {
+	t.Helper()
+	cm, err := c.CoreV1().ConfigMaps(outside).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: outside, Name: "lease"}, Data: map[string]string{"renew": "0"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create the lease ConfigMap: %v", err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			cm.Data["renew"] = fmt.Sprint(n)
+			updated, err := c.CoreV1().ConfigMaps(outside).Update(t.Context(), cm, metav1.UpdateOptions{})
+			if err != nil {
+				t.Errorf("renewing the lease: %v", err)
+				return
+			}
+			cm = updated
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(stop); <-done }) }
+}
+
+// harness starts child processes on one database.
+type harness struct {
+	t    *testing.T
+	srv  *apiserver.Server
+	url  string
+	dir  string
+	runs int
+}
+
+// child is a running child process and its journal.
+type childProc struct {
+	t       *testing.T
+	name    string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	journal string
+	stderr  *strings.Builder
+	exited  chan struct{}
+}
+
+func (h *harness) start(mode string) *childProc {
+	h.t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		h.t.Fatalf("test executable: %v", err)
+	}
+	h.runs++
+	name := fmt.Sprintf("run %d (%s)", h.runs, mode)
+	cfg := h.srv.Config()
+	p := &childProc{t: h.t, name: name, journal: filepath.Join(h.dir, fmt.Sprintf("journal-%d", h.runs)), stderr: &strings.Builder{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(exe, "-test.run=^$")
+	p.cmd.Env = append(os.Environ(),
+		envMode+"="+mode, envStoreURL+"="+h.url, envServer+"="+cfg.Host, envToken+"="+cfg.BearerToken,
+		envNamespaces+"="+strings.Join(namespaces, ","), envJournal+"="+p.journal)
+	p.cmd.Stderr = &lockedWriter{w: p.stderr}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		h.t.Fatalf("%s: stdin: %v", name, err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		h.t.Fatalf("%s: start: %v", name, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	h.t.Cleanup(p.kill)
+	return p
+}
+
+// lockedWriter lets the test read a child's stderr while it writes.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
+
+// kill sends SIGKILL and waits for the process to end.
+func (p *childProc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	_ = p.stdin.Close()
+}
+
+func (p *childProc) stderrTail() string {
+	s := p.cmd.Stderr.(*lockedWriter).String()
+	if len(s) > 4000 {
+		s = s[len(s)-4000:]
+	}
+	return s
+}
+
+// records reads the journal as written so far.
+func (p *childProc) records() []record {
+	p.t.Helper()
+	f, err := os.Open(p.journal)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		p.t.Fatalf("%s: journal: %v", p.name, err)
+	}
+	defer f.Close()
+	var out []record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			break // a line being written
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// waitLimit bounds each wait for a child: a restart of a few informers
+// takes seconds; hitting it means a lost request or a stuck child.
+const waitLimit = 90 * time.Second
+
+// waitFor polls the journal until done is true, failing with what is
+// missing after waitLimit or when the child dies.
+func (p *childProc) waitFor(what string, done func([]record) string) []record {
+	p.t.Helper()
+	var missing string
+	var recs []record
+	err := wait.PollUntilContextTimeout(p.t.Context(), 100*time.Millisecond, waitLimit, true, func(context.Context) (bool, error) {
+		select {
+		case <-p.exited:
+			return false, errors.New("child exited")
+		default:
+		}
+		recs = p.records()
+		missing = done(recs)
+		return missing == "", nil
+	})
+	if err != nil {
+		p.t.Fatalf("%s: %s: %v; missing: %s\nchild's stderr (tail):\n%s", p.name, what, err, missing, p.stderrTail())
+	}
+	return recs
+}
+
+func (p *childProc) waitRecord(match func(record) bool, what string) {
+	p.t.Helper()
+	p.waitFor(what, func(recs []record) string {
+		if slices.ContainsFunc(recs, match) {
+			return ""
+		}
+		return "no such record yet"
+	})
+}
+
+// waitRequests waits until the child's reconcilers got every request in
+// want.
+func (p *childProc) waitRequests(want map[request]bool, what string) {
+	p.t.Helper()
+	recs := p.waitFor(what, func(recs []record) string {
+		got := map[request]bool{}
+		for _, r := range recs {
+			if r.Kind == "request" {
+				got[request{r.Controller, r.Key}] = true
+			}
+		}
+		var missing []string
+		for r := range want {
+			if !got[r] {
+				missing = append(missing, r.controller+" "+r.key)
+			}
+		}
+		slices.Sort(missing)
+		return strings.Join(missing, ", ")
+	})
+	n := 0
+	for _, r := range recs {
+		if r.Kind == "request" {
+			n++
+		}
+	}
+	p.t.Logf("%s: %s: all %d expected requests among %d received", p.name, what, len(want), n)
+}
+
+// stats asks the child for its informers' reflector counters.
+func (p *childProc) stats() []record {
+	p.t.Helper()
+	have := 0
+	for _, r := range p.records() {
+		if r.Kind == "stats-end" {
+			have++
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		p.t.Fatalf("%s: SIGUSR1: %v", p.name, err)
+	}
+	recs := p.waitFor("informer stats", func(recs []record) string {
+		n := 0
+		for _, r := range recs {
+			if r.Kind == "stats-end" {
+				n++
+			}
+		}
+		if n > have {
+			return ""
+		}
+		return "no stats yet"
+	})
+	// The last batch: from after the previous stats-end.
+	end := len(recs) - 1
+	for end >= 0 && recs[end].Kind != "stats-end" {
+		end--
+	}
+	start := end - 1
+	for start >= 0 && recs[start].Kind == "stats" {
+		start--
+	}
+	return recs[start+1 : end]
+}
+
+// checkResumed checks that every informer of a restarted child resumed
+// without relisting, and that the API server served no LIST but the
+// informers' own limit=1 probes.
+func (h *harness) checkResumed(p *childProc, before apiserver.Metrics, what string) {
+	h.t.Helper()
+	stats := p.stats()
+	cost := h.srv.Metrics(h.t).Sub(before)
+	// Two namespaces of ConfigMaps, Secrets and widgets.
+	if got, want := len(stats), 3*len(namespaces); got != want {
+		h.t.Errorf("%s: %d informerdb informers, want %d: %+v", what, got, want, stats)
+	}
+	var lists int64
+	for _, st := range stats {
+		lists += st.Lists
+		if st.Resumes != 1 || st.Relists != 0 {
+			h.t.Errorf("%s: informer %s: %d resumes and %d relists, want one resume and no relist", what, st.Informer, st.Resumes, st.Relists)
+		}
+		h.t.Logf("%s: informer %s: %d limit=1 LISTs", what, st.Informer, st.Lists)
+	}
+	served := cost.Lists["configmaps"] + cost.Lists["secrets"] + cost.Lists["widgets.builder.informerdb.io"]
+	if served != lists {
+		h.t.Errorf("%s: the API server served %d LISTs of the watched resources, the informers' reflectors made %d (their limit=1 probes); metrics delta %+v", what, served, lists, cost)
+	}
+}
+
+// createWidgetCRD creates the namespaced Widget CRD and waits until the
+// API server serves it.
+func createWidgetCRD(t *testing.T, dyn dynamic.Interface) {
+	t.Helper()
+	crd := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]interface{}{"name": "widgets.builder.informerdb.io"},
+		"spec": map[string]interface{}{
+			"group": widgetGVR.Group,
+			"names": map[string]interface{}{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"scope": "Namespaced",
+			"versions": []interface{}{map[string]interface{}{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		},
+	}}
+	if _, err := dyn.Resource(crdGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create CRD: %v", err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitLimit, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("the widgets resource is not served: %v", err)
+	}
+}
