@@ -64,8 +64,10 @@ func ExampleInformerConstructor() {
 		reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			var cm corev1.ConfigMap
 			if err := mgr.GetClient().Get(ctx, req.NamespacedName, &cm); err != nil {
-				// Deleted while the controller was down: the restarted
-				// informer delivers the delete, and the request lands here.
+				// Deleted while the controller was down: the builder adds
+				// its handler after the informer synced, and the handler
+				// first receives every delete since the informer started
+				// (Options.TombstoneRetention), so the request lands here.
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 			fmt.Println("reconcile", req.NamespacedName, cm.ResourceVersion)
