@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -395,4 +396,57 @@ func TestGracefulStopWithHandlersClearsTombstones(t *testing.T) {
 			t.Errorf("tombstones after a stop with every handler caught up: %v, want none", got)
 		}
 	})
+}
+
+// TestFactoryLateHandlerGetsDeletes: a Factory's informer, with a handler
+// added after WaitForCacheSync as client-go controllers and
+// controller-runtime do, hears of a delete applied before it was added,
+// and the delete is in the informer's tombstone store in the factory's
+// database.
+func TestFactoryLateHandlerGetsDeletes(t *testing.T) {
+	ctx := t.Context()
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	client, watching := fakeClientset()
+	f, err := NewFactory(ctx, dbURL, client, &FactoryOptions{
+		Informer: testOptions(),
+		Store:    store.Options{Durability: store.DurabilityNoSync},
+	})
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	defer func() { _ = f.Shutdown() }()
+	inf, err := f.InformerFor(ctx, configMapsGVR)
+	if err != nil {
+		t.Fatalf("InformerFor: %v", err)
+	}
+	f.Start(ctx)
+	f.WaitForCacheSync(ctx)
+	<-watching
+	if err := client.CoreV1().ConfigMaps("a").Delete(ctx, "x", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete a/x: %v", err)
+	}
+	pollUntil(t, "the delete applied", func() string {
+		if _, ok, _ := inf.GetStore().GetByKey("a/x"); ok {
+			return "a/x still stored"
+		}
+		return ""
+	})
+	got := addLate(t, inf, 2)
+	want := []ev{
+		{Op: "delete", Key: "a/x", Value: "x1", UID: "uid-x", Tomb: true},
+		{Op: "add", Key: "b/y", Value: "y1", UID: "uid-y", Initial: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("handler added after WaitForCacheSync (-want +got):\n%s", diff)
+	}
+	tombs := inf.opts.Tombstones
+	if tombs == nil {
+		t.Fatal("the factory's informer has no tombstone store")
+	}
+	if name, want := tombs.Info().Name, StoreName(configMapsGVR)+TombstoneStoreSuffix; name != want {
+		t.Errorf("tombstone store %q, want %q", name, want)
+	}
+	if diff := cmp.Diff([]string{"a/x"}, tombs.ListKeys()); diff != "" {
+		t.Errorf("tombstone store keys (-want +got):\n%s", diff)
+	}
 }
