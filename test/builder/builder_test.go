@@ -69,8 +69,8 @@ type request struct{ controller, key string }
 
 // TestBuilderControllersSeeChangesMadeWhileDown is issue 30's promise: a
 // manager whose controllers are built with the builder (For on a typed
-// resource, Owns, a CRD as unstructured; a two-namespace cache with a
-// label-selected Secret cache) is killed, objects are deleted, updated and
+// resource, Owns of metadata only, a CRD as unstructured: the three kinds
+// of informers; a two-namespace cache with a label-selected Secret cache) is killed, objects are deleted, updated and
 // created while it is down, and after the restart every reconciler gets a
 // request for every name it should: the deleted ones too, although the
 // builder adds its handlers only after the informers synced. Then the
@@ -511,16 +511,20 @@ func (p *childProc) stats() []record {
 		}
 		return "no stats yet"
 	})
-	// The last batch: from after the previous stats-end.
-	end := len(recs) - 1
-	for end >= 0 && recs[end].Kind != "stats-end" {
-		end--
+	// The newest batch, whose stats-end came last.
+	batch := 0
+	for _, r := range recs {
+		if r.Kind == "stats-end" {
+			batch = r.Batch
+		}
 	}
-	start := end - 1
-	for start >= 0 && recs[start].Kind == "stats" {
-		start--
+	var out []record
+	for _, r := range recs {
+		if r.Kind == "stats" && r.Batch == batch {
+			out = append(out, r)
+		}
 	}
-	return recs[start+1 : end]
+	return out
 }
 
 // checkResumed checks that every informer of a restarted child resumed

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,7 +49,7 @@ const (
 // Controllers of the child, as named in the journal.
 const (
 	ctrlConfigMaps = "configmaps" // For(&corev1.ConfigMap{})
-	ctrlOwner      = "owner"      // For(ConfigMap, no events).Owns(&corev1.Secret{})
+	ctrlOwner      = "owner"      // For(ConfigMap, no events).Owns(&corev1.Secret{}, builder.OnlyMetadata)
 	ctrlWidgets    = "widgets"    // For(Widget as unstructured)
 )
 
@@ -66,6 +67,9 @@ type record struct {
 	Lists      int64  `json:"lists,omitempty"`
 	Resumes    int64  `json:"resumes,omitempty"`
 	Relists    int64  `json:"relists,omitempty"`
+	// Batch numbers the answers to SIGUSR1: a batch's stats lines and its
+	// stats-end carry the same one (reconcilers write meanwhile).
+	Batch int `json:"batch,omitempty"`
 }
 
 // journal appends records to a file, one write and one fdatasync each, so
@@ -186,7 +190,7 @@ func child(mode string) int {
 		for _, err := range []error{
 			ctrl.NewControllerManagedBy(mgr).Named(ctrlConfigMaps).For(&corev1.ConfigMap{}).
 				Complete(journalReconciler{j, ctrlConfigMaps}),
-			ctrl.NewControllerManagedBy(mgr).Named(ctrlOwner).For(&corev1.ConfigMap{}, builder.WithPredicates(none)).Owns(&corev1.Secret{}).
+			ctrl.NewControllerManagedBy(mgr).Named(ctrlOwner).For(&corev1.ConfigMap{}, builder.WithPredicates(none)).Owns(&corev1.Secret{}, builder.OnlyMetadata).
 				Complete(journalReconciler{j, ctrlOwner}),
 			ctrl.NewControllerManagedBy(mgr).Named(ctrlWidgets).For(widget()).
 				Complete(journalReconciler{j, ctrlWidgets}),
@@ -201,24 +205,28 @@ func child(mode string) int {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	go func() {
+		batch := 0
 		for range usr1 {
+			batch++
 			mu.Lock()
 			infs := slices.Clone(made)
 			mu.Unlock()
 			for _, inf := range infs {
 				st := inf.Stats().Reflector
 				rl := st.Relists
-				j.write(record{Kind: "stats", Informer: inf.Name(), Lists: st.Lists, Resumes: st.Resumes,
+				j.write(record{Kind: "stats", Batch: batch, Informer: inf.Name(), Lists: st.Lists, Resumes: st.Resumes,
 					Relists: rl.Cold + rl.Expired + rl.TooLarge + rl.TimeTravel + rl.CatchUp + rl.ScopeChange + rl.Corrupt + rl.Gone})
 			}
-			j.write(record{Kind: "stats-end"})
+			j.write(record{Kind: "stats-end", Batch: batch})
 		}
 	}()
 
 	errc := make(chan error, 1)
 	go func() { errc <- mgr.Start(ctx) }()
 	if mode == "cache-only" {
-		for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, widget()} {
+		secrets := &metav1.PartialObjectMetadata{}
+		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		for _, obj := range []client.Object{&corev1.ConfigMap{}, secrets, widget()} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				fmt.Fprintln(os.Stderr, "builder child: informer:", err)
 				return 3
