@@ -84,16 +84,18 @@ func (j *journal) write(r record) {
 	if err != nil {
 		panic(err) // strings and integers only
 	}
+	// On a failure the child exits holding the lock, so that no record
+	// follows one that may be missing; hence no deferred Unlock.
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if _, err := j.f.Write(append(line, '\n')); err != nil {
+	_, err = j.f.Write(append(line, '\n'))
+	if err == nil {
+		err = j.f.Sync()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "builder child: journal:", err)
 		os.Exit(3)
 	}
-	if err := j.f.Sync(); err != nil {
-		fmt.Fprintln(os.Stderr, "builder child: journal sync:", err)
-		os.Exit(3)
-	}
+	j.mu.Unlock()
 }
 
 // journalReconciler records every request it gets.
