@@ -324,7 +324,7 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	inf, err := New(cache.ToListerWatcherWithContext(lw), obj, s, iopts)
+	inf, err := New(withContext(lw), obj, s, iopts)
 	if err != nil {
 		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
@@ -641,3 +641,28 @@ func constructedTypeName(obj runtime.Object) string {
 	}
 	return name
 }
+
+// watchListOptOut is how a ListerWatcher says that it does not support the
+// streaming watch-list (client-go's watchlist.DoesClientNotSupportWatchListSemantics).
+type watchListOptOut interface{ IsWatchListSemanticsUnSupported() bool }
+
+// withContext is cache.ToListerWatcherWithContext keeping lw's opt-out of
+// the streaming watch-list, which client-go's wrapper of a ListerWatcher
+// without context methods hides: the reflector would otherwise ask such a
+// source for a streaming list at every relist and fall back after it fails.
+func withContext(lw cache.ListerWatcher) cache.ListerWatcherWithContext {
+	wc := cache.ToListerWatcherWithContext(lw)
+	if o, ok := lw.(watchListOptOut); ok {
+		if _, kept := wc.(watchListOptOut); !kept {
+			return optedOut{ListerWatcherWithContext: wc, unsupported: o.IsWatchListSemanticsUnSupported()}
+		}
+	}
+	return wc
+}
+
+type optedOut struct {
+	cache.ListerWatcherWithContext
+	unsupported bool
+}
+
+func (o optedOut) IsWatchListSemanticsUnSupported() bool { return o.unsupported }

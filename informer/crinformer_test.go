@@ -18,9 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -421,4 +423,24 @@ func TestInformerConstructorBadInput(t *testing.T) {
 // cache.Options.NewInformer, without going through HTTP.
 func crListWatch(lw *fakeLW) *cache.ListWatch {
 	return &cache.ListWatch{ListWithContextFunc: lw.ListWithContext, WatchFuncWithContext: lw.WatchWithContext}
+}
+
+// plainLW is a ListerWatcher without context methods that opts out of the
+// streaming watch-list.
+type plainLW struct{}
+
+func (plainLW) List(metav1.ListOptions) (runtime.Object, error)   { return nil, nil }
+func (plainLW) Watch(metav1.ListOptions) (watch.Interface, error) { return nil, nil }
+func (plainLW) IsWatchListSemanticsUnSupported() bool             { return true }
+
+// TestWithContextKeepsWatchListOptOut: the constructor hands the reflector
+// what a ListerWatcher says of the streaming watch-list, also when it has
+// to wrap it for contexts.
+func TestWithContextKeepsWatchListOptOut(t *testing.T) {
+	if !watchlist.DoesClientNotSupportWatchListSemantics(withContext(plainLW{})) {
+		t.Error("a ListerWatcher that opts out of the streaming watch-list lost its opt-out when wrapped")
+	}
+	if watchlist.DoesClientNotSupportWatchListSemantics(withContext(&cache.ListWatch{})) {
+		t.Error("a ListerWatcher that does not opt out was made to")
+	}
 }
