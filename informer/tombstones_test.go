@@ -223,6 +223,16 @@ func TestLateHandlerGetsRestartDeletes(t *testing.T) {
 	})
 }
 
+// syncWithoutHandlers runs an informer on p with no handler until it has
+// synced, then stops it.
+func syncWithoutHandlers(t *testing.T, lw *fakeLW, p *storePair) {
+	t.Helper()
+	inf := newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
+	r := start(t, inf)
+	waitDone(t, "sync without handlers", inf.HasSyncedChecker())
+	r.stop()
+}
+
 // TestRestartDeletesSurviveASecondCrash: the process commits the deletes
 // made while it was down and dies before any handler was added. The next
 // run must hand them to its handlers, those added before Run and those
@@ -235,17 +245,14 @@ func TestRestartDeletesSurviveASecondCrash(t *testing.T) {
 
 		// Second run: resumes, commits the deletes, no handler; it stops
 		// before the retention ends, as a crash would.
-		inf := newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
-		r := start(t, inf)
-		waitDone(t, "second run sync", inf.HasSyncedChecker())
-		r.stop()
+		syncWithoutHandlers(t, lw, p)
 		if _, ok, _ := p.main.GetByKey("ns/b"); ok {
 			t.Fatalf("second run did not commit the delete of ns/b")
 		}
 		p.restart(t)
 
 		// Third run: nothing changed meanwhile.
-		inf = newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
+		inf := newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
 		early := newRecorder()
 		addHandler(t, inf, early)
 		start(t, inf)
@@ -374,19 +381,16 @@ func TestGracefulStopWithHandlersClearsTombstones(t *testing.T) {
 		p := firstTombRun(t, b, lw)
 		changeWhileDown(lw)
 
-		inf := newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
-		r := start(t, inf)
-		waitDone(t, "informer sync", inf.HasSyncedChecker())
-		r.stop()
+		syncWithoutHandlers(t, lw, p)
 		if got := p.tomb.ListKeys(); len(got) != 2 {
 			t.Fatalf("tombstones after a run without handlers: %v, want ns/b and ns/c", got)
 		}
 		p.restart(t)
 
-		inf = newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
+		inf := newInformer(t, lw, p.main, tombOptions(p, testingclock.NewFakeClock(time.Now())))
 		h := newRecorder()
 		reg := addHandler(t, inf, h)
-		r = start(t, inf)
+		r := start(t, inf)
 		waitDone(t, "handler sync", reg.HasSyncedChecker())
 		if diff := cmp.Diff(lateHandlerSees, sortAfter(h.wait(t, len(lateHandlerSees)), 2)); diff != "" {
 			t.Errorf("handler of the run after a stop without handlers (-want +got):\n%s", diff)
