@@ -69,6 +69,7 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 	st.lastRV = resume
 	r.mu.Lock()
 	r.target, r.targetSet = p, true
+	r.stats.TargetAt = r.opts.Clock.Now()
 	r.stats.Resumes++
 	if err == nil && cmp == 0 {
 		// Nothing happened since the store was written.
@@ -176,6 +177,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	r.lastRV = rv
 	if !r.targetSet {
 		r.target, r.targetSet = rv, true
+		r.stats.TargetAt = r.opts.Clock.Now()
 	}
 	// A consistent list made after the probe is at least as new as the
 	// probe, so it reaches the target without comparing RVs.

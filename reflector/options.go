@@ -16,7 +16,7 @@ import (
 const (
 	DefaultPageSize            int64 = 500
 	DefaultMinWatchTimeout           = 5 * time.Minute
-	DefaultCatchUpWatchTimeout       = 5 * time.Second
+	DefaultCatchUpWatchTimeout       = 3 * time.Second
 	DefaultCatchUpDeadline           = 2 * time.Minute
 	DefaultBackoffInitial            = 800 * time.Millisecond
 	DefaultBackoffMax                = 30 * time.Second
@@ -82,8 +82,10 @@ type Options struct {
 	// resume until the sync target is reached, so that the API server's
 	// pre-deadline bookmark tells the reflector within seconds that it has
 	// caught up (see the package documentation). Default
-	// DefaultCatchUpWatchTimeout; at least 3s; negative disables catch-up
-	// watches, leaving catch-up to events and the periodic bookmark.
+	// DefaultCatchUpWatchTimeout (3s, the shortest that gets the bookmark:
+	// it then comes about one second after the watch starts); at least 3s;
+	// negative disables catch-up watches, leaving catch-up to events and
+	// the periodic bookmark.
 	CatchUpWatchTimeout time.Duration
 
 	// CatchUpDeadline bounds how long after a resume the reflector waits to

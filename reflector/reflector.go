@@ -98,6 +98,13 @@ type Stats struct {
 	Events int64
 	// Bookmarks counts BOOKMARK events handed to the queue.
 	Bookmarks int64
+	// StartedAt is when Run started, TargetAt when the sync target became
+	// known (the freshness probe of a resume returned, or the first list
+	// was handed over), and CaughtUpAt when the reflector reached it; zero
+	// until then. They are on Options.Clock, and tell where a start spends
+	// its time: probing, then waiting for the event or bookmark that
+	// reaches the target.
+	StartedAt, TargetAt, CaughtUpAt time.Time
 	// Dropped counts ADDED, MODIFIED and DELETED events lost: refused by
 	// the queue (its Add, Update or Delete returned an error, such as a
 	// key-function or transform error; these are in Events too), or not
@@ -338,6 +345,7 @@ func (r *Reflector) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	st := &runState{delay: r.opts.Backoff.delayFunc(r.opts.Clock), mayHoldObjects: r.opts.ResumeFrom != ""}
+	r.count(func(s *Stats) { s.StartedAt = r.opts.Clock.Now() })
 	defer func() {
 		if st.pending != nil {
 			st.pending.Stop()

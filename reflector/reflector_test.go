@@ -174,8 +174,13 @@ func TestResumeMakesOneProbeAndWatchesFromResumePoint(t *testing.T) {
 		t.Errorf("LastSyncResourceVersion = %q, want 150", rv)
 	}
 	wantStats := Stats{Lists: 1, Watches: 1, Resumes: 1, Events: 2}
-	if d := cmp.Diff(wantStats, h.r.Stats()); d != "" {
+	st := h.r.Stats()
+	if d := cmp.Diff(wantStats, st, ignoreTimes); d != "" {
 		t.Errorf("Stats (-want +got):\n%s", d)
+	}
+	// The start's milestones, in order: where a resume spends its time.
+	if st.StartedAt.IsZero() || st.TargetAt.Before(st.StartedAt) || st.CaughtUpAt.Before(st.TargetAt) || st.CaughtUpAt.IsZero() {
+		t.Errorf("Stats times: started %v, target known %v, caught up %v; want all set, in that order", st.StartedAt, st.TargetAt, st.CaughtUpAt)
 	}
 	if d := cmp.Diff([]string{"Resuming watch"}, defaultLogs(h)); d != "" {
 		t.Errorf("default-verbosity log lines (-want +got):\n%s", d)
@@ -256,7 +261,7 @@ func TestColdStartListsOnceAndReplacesOnce(t *testing.T) {
 				t.Errorf("CaughtUp not closed after the initial list")
 			}
 			want := Stats{Lists: tc.wantList, Watches: 1, Relists: RelistStats{Cold: 1}}
-			if d := cmp.Diff(want, h.r.Stats()); d != "" {
+			if d := cmp.Diff(want, h.r.Stats(), ignoreTimes); d != "" {
 				t.Errorf("Stats (-want +got):\n%s", d)
 			}
 			if d := cmp.Diff([]string{"Listing"}, defaultLogs(h)); d != "" {
@@ -400,7 +405,7 @@ func TestTimeTravel(t *testing.T) {
 			t.Errorf("queue calls (-want +got):\n%s", d)
 		}
 		want := Stats{Lists: 2, Watches: 1, Relists: RelistStats{TimeTravel: 1}}
-		if d := cmp.Diff(want, h.r.Stats()); d != "" {
+		if d := cmp.Diff(want, h.r.Stats(), ignoreTimes); d != "" {
 			t.Errorf("Stats (-want +got):\n%s", d)
 		}
 		logs := h.rec.Logs()
@@ -477,7 +482,7 @@ func TestDropsRewatchFromLastSeenWithoutRelist(t *testing.T) {
 		t.Errorf("queue calls (-want +got):\n%s", d)
 	}
 	want := Stats{Lists: 1, Watches: 3, Resumes: 1, Events: 3}
-	if d := cmp.Diff(want, h.r.Stats()); d != "" {
+	if d := cmp.Diff(want, h.r.Stats(), ignoreTimes); d != "" {
 		t.Errorf("Stats (-want +got):\n%s", d)
 	}
 	if _, ok := h.r.CaughtUpResourceVersion(); ok {
@@ -1010,7 +1015,7 @@ func TestStreamingList(t *testing.T) {
 			if d := cmp.Diff(tc.wantQ, gotQ); d != "" {
 				t.Errorf("queue calls (-want +got):\n%s", d)
 			}
-			if d := cmp.Diff(tc.wantStats, h.r.Stats()); d != "" {
+			if d := cmp.Diff(tc.wantStats, h.r.Stats(), ignoreTimes); d != "" {
 				t.Errorf("Stats (-want +got):\n%s", d)
 			}
 			if rv, ok := h.r.CaughtUpResourceVersion(); rv != "10" || !ok {

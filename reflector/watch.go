@@ -354,6 +354,7 @@ func (r *Reflector) markCaughtUpLocked(ctx context.Context, rv string) {
 		return
 	}
 	r.caughtUp, r.caughtUpRV = true, rv
+	r.stats.CaughtUpAt = r.opts.Clock.Now()
 	close(r.caughtUpCh)
 	klog.FromContext(ctx).V(2).Info("Caught up with sync target", "syncTarget", r.target, "resourceVersion", rv)
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +34,18 @@ type Config struct {
 	ChangePercent float64
 	// Workers is the number of concurrent creates. Default 32.
 	Workers int
+	// Quiet turns off what makes the run a live cluster's: a Lease
+	// outside the watched resource renewed every second (as node and
+	// leader-election leases are), and a pause of RestartPause between the
+	// last change and the restart. With writes elsewhere, the newest
+	// revision at the restart is not one of the watched objects, and the
+	// resume learns that it has caught up only from a bookmark; quiet, it
+	// takes the fast path of a restart right after its own writes, which a
+	// real cluster rarely gives.
+	Quiet bool
+	// RestartPause is the live cluster's pause before the restart.
+	// Default 3s.
+	RestartPause time.Duration
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -62,6 +75,9 @@ type Result struct {
 	Cold Phase
 	// Restart is informerdb's restart on the store Cold left.
 	Restart Phase
+	// Live tells that a lease was renewed every second throughout, and
+	// the restart paused (see Config.Quiet).
+	Live bool
 }
 
 // Run is the demo scenario: N ConfigMaps, an informerdb cold start with the
@@ -78,6 +94,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}
 	if cfg.ChangePercent <= 0 {
 		cfg.ChangePercent = 1
+	}
+	if cfg.RestartPause <= 0 {
+		cfg.RestartPause = 3 * time.Second
 	}
 	logw := cfg.Log
 	if logw == nil {
@@ -96,7 +115,14 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{URL: url, ReadOnly: cl.ReadOnly}
+	res := &Result{URL: url, ReadOnly: cl.ReadOnly, Live: !cfg.Quiet && !cl.ReadOnly}
+	if res.Live {
+		stop, err := renewLease(ctx, cl.Client(), logf)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 
 	ns := cfg.Namespace
 	switch {
@@ -131,6 +157,16 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		logf("changing %d objects (%g%%) while the controller is stopped...", k, cfg.ChangePercent)
 		if res.Changes, err = ChangeConfigMaps(ctx, cl.Client(), ns, cfg.N, k, cfg.Workers); err != nil {
 			return nil, err
+		}
+		if res.Live {
+			// A restart comes a while after the last change; the
+			// leases renewed meanwhile hold the newest revisions.
+			logf("pausing %v, the lease renewed meanwhile...", cfg.RestartPause)
+			select {
+			case <-time.After(cfg.RestartPause):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
 	logf("client-go cold start (the reference)...")
@@ -258,7 +294,60 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("handler: updates", num(cg.Events.Updated), num(cold.Events.Updated), num(rs.Events.Updated), "")
 	row("handler: deletes", num(cg.Events.Deleted), num(cold.Events.Deleted), num(rs.Events.Deleted), "")
 	row("objects in cache at sync", num(int64(cg.Objects)), num(int64(cold.Objects)), num(int64(rs.Objects)), "")
+	row("", "", "", "", "")
+	step := func(label string, cold, restart time.Duration) { row(label, "", dur(cold), dur(restart), "") }
+	step("open the store", cold.Steps.Open, rs.Steps.Open)
+	step("start, replay to handler", cold.Steps.Start, rs.Steps.Start)
+	step("first list / probe", cold.Steps.Probe, rs.Steps.Probe)
+	step("catch-up (bookmark wait)", cold.Steps.CatchUp, rs.Steps.CatchUp)
+	step("apply until synced", cold.Steps.Apply, rs.Steps.Apply)
 	return tw.Flush()
+}
+
+// renewLease creates a Lease outside the watched resource and renews it
+// every second, as a node's or a leader's lease is, until the returned
+// function is called.
+func renewLease(ctx context.Context, c kubernetes.Interface, logf func(string, ...any)) (stop func(), err error) {
+	const ns = "demo-leases"
+	_, err = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !isAlreadyExists(err) {
+		return nil, fmt.Errorf("bench: create namespace %s: %w", ns, err)
+	}
+	leases := c.CoordinationV1().Leases(ns)
+	holder := "demo"
+	lease, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-" + fmt.Sprint(time.Now().UnixNano())},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: create lease: %w", err)
+	}
+	logf("renewing lease %s/%s every second (a live cluster's writes outside the watched resource)", ns, lease.Name)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			now := metav1.NewMicroTime(time.Now())
+			lease.Spec.RenewTime = &now
+			renewed, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+			if err != nil {
+				if ctx.Err() == nil {
+					logf("renewing the lease failed: %v", err)
+				}
+				continue
+			}
+			lease = renewed
+		}
+	}()
+	return func() { cancel(); <-done }, nil
 }
 
 func dur(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

@@ -81,6 +81,29 @@ type Phase struct {
 	Events Events
 	// Objects is the number of objects in the informer's cache at sync.
 	Objects int
+	// Steps is where an informerdb start spent its time; zero for
+	// client-go.
+	Steps Steps
+}
+
+// Steps splits an informerdb start, from opening the store to synced.
+type Steps struct {
+	// Open is store.Open: reading (and, in the default mode, decoding)
+	// the persisted objects.
+	Open time.Duration
+	// Start is from the open store to the reflector's start: the
+	// informer's start and the replay of the persisted objects to the
+	// handler.
+	Start time.Duration
+	// Probe is the freshness probe of a resume (a LIST of one object), or
+	// the first list of a cold start.
+	Probe time.Duration
+	// CatchUp is from the probe until the reflector reached the sync
+	// target: waiting for the watch's events and the bookmark that says
+	// the informer has everything up to it.
+	CatchUp time.Duration
+	// Apply is from there until the informer and the handler synced.
+	Apply time.Duration
 }
 
 // Events counts handler notifications.
@@ -223,7 +246,17 @@ func RunInformerDB(ctx context.Context, cl *Cluster, name, url, ns string) (Phas
 		_ = s.Close()
 		return Phase{}, fmt.Errorf("bench: %s: %w", name, err)
 	}
+	opened := time.Now()
 	p, err := runPhase(ctx, cl, name, inf, began, before)
+	if st := inf.Stats().Reflector; err == nil && !st.CaughtUpAt.IsZero() {
+		p.Steps = Steps{
+			Open:    opened.Sub(began),
+			Start:   st.StartedAt.Sub(opened),
+			Probe:   st.TargetAt.Sub(st.StartedAt),
+			CatchUp: st.CaughtUpAt.Sub(st.TargetAt),
+			Apply:   began.Add(p.Synced).Sub(st.CaughtUpAt),
+		}
+	}
 	if cerr := s.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("bench: %s: close store: %w", name, cerr)
 	}
