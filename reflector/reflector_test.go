@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,10 @@ var (
 	probeCall = lwCall{Verb: "list", Limit: 1}
 	fullList  = lwCall{Verb: "list", Limit: DefaultPageSize}
 )
+
+// catchUpSeconds is the timeoutSeconds of a catch-up watch with the
+// default Options.CatchUpWatchTimeout.
+var catchUpSeconds = strconv.Itoa(int(DefaultCatchUpWatchTimeout / time.Second))
 
 func watchCall(rv, timeout string) lwCall {
 	return lwCall{Verb: "watch", RV: rv, Bookmark: true, Timeout: timeout}
@@ -157,7 +162,7 @@ func TestResumeMakesOneProbeAndWatchesFromResumePoint(t *testing.T) {
 	if d := cmp.Diff(wantQ, got); d != "" {
 		t.Errorf("queue calls (-want +got):\n%s", d)
 	}
-	wantLW := []lwCall{probeCall, watchCall("100", "5")}
+	wantLW := []lwCall{probeCall, watchCall("100", catchUpSeconds)}
 	if d := cmp.Diff(wantLW, h.lw.Calls()); d != "" {
 		t.Errorf("list/watch calls (-want +got):\n%s", d)
 	}
@@ -293,7 +298,7 @@ func TestUnusableResumePointRelists(t *testing.T) {
 			resumeFrom:  "100",
 			lists:       []listResult{probe150, full160},
 			watches:     []watchResult{{w: watcher(true, errEvent(expiredErr()))}},
-			wantLW:      []lwCall{probeCall, watchCall("100", "5"), fullList, watchCall("160", "normal")},
+			wantLW:      []lwCall{probeCall, watchCall("100", catchUpSeconds), fullList, watchCall("160", "normal")},
 			wantQ:       []qCall{{Op: "replace", RV: "160", Keys: []string{"ns/a", "ns/b"}}},
 			wantRelists: RelistStats{Expired: 1},
 			wantResumes: 1,
@@ -304,7 +309,7 @@ func TestUnusableResumePointRelists(t *testing.T) {
 			resumeFrom:  "100",
 			lists:       []listResult{probe150, full160},
 			watches:     []watchResult{{err: expiredErr()}},
-			wantLW:      []lwCall{probeCall, watchCall("100", "5"), fullList, watchCall("160", "normal")},
+			wantLW:      []lwCall{probeCall, watchCall("100", catchUpSeconds), fullList, watchCall("160", "normal")},
 			wantQ:       []qCall{{Op: "replace", RV: "160", Keys: []string{"ns/a", "ns/b"}}},
 			wantRelists: RelistStats{Expired: 1},
 			wantResumes: 1,
@@ -318,7 +323,7 @@ func TestUnusableResumePointRelists(t *testing.T) {
 				{w: watcher(true, added("c", "120"), modified("a", "150"))},
 				{w: watcher(true, errEvent(goneErr()))},
 			},
-			wantLW: []lwCall{probeCall, watchCall("100", "5"), watchCall("150", "normal"), fullList, watchCall("160", "normal")},
+			wantLW: []lwCall{probeCall, watchCall("100", catchUpSeconds), watchCall("150", "normal"), fullList, watchCall("160", "normal")},
 			wantQ: []qCall{
 				{Op: "add", Key: "ns/c", RV: "120"},
 				{Op: "update", Key: "ns/a", RV: "150"},
@@ -334,7 +339,7 @@ func TestUnusableResumePointRelists(t *testing.T) {
 			resumeFrom:  "100",
 			lists:       []listResult{probe150, full160},
 			watches:     []watchResult{{w: watcher(true, errEvent(tooLargeErr()))}},
-			wantLW:      []lwCall{probeCall, watchCall("100", "5"), fullList, watchCall("160", "normal")},
+			wantLW:      []lwCall{probeCall, watchCall("100", catchUpSeconds), fullList, watchCall("160", "normal")},
 			wantQ:       []qCall{{Op: "replace", RV: "160", Keys: []string{"ns/a", "ns/b"}}},
 			wantRelists: RelistStats{TooLarge: 1},
 			wantResumes: 1,
@@ -437,7 +442,7 @@ func TestTimeTravel(t *testing.T) {
 		h.start()
 		gotQ := h.waitQCalls(2)
 		h.settle()
-		if d := cmp.Diff([]lwCall{probeCall, watchCall("opaque-1", "5")}, h.lw.Calls()); d != "" {
+		if d := cmp.Diff([]lwCall{probeCall, watchCall("opaque-1", catchUpSeconds)}, h.lw.Calls()); d != "" {
 			t.Errorf("list/watch calls (-want +got):\n%s", d)
 		}
 		wantQ := []qCall{{Op: "add", Key: "ns/b", RV: "opaque-3"}, {Op: "bookmark", RV: "opaque-4"}}
@@ -473,7 +478,7 @@ func TestDropsRewatchFromLastSeenWithoutRelist(t *testing.T) {
 		h.stepWhenWaiting()
 	}
 	gotLW := h.waitLWCalls(4)
-	wantLW := []lwCall{probeCall, watchCall("100", "5"), watchCall("120", "5"), watchCall("130", "5")}
+	wantLW := []lwCall{probeCall, watchCall("100", catchUpSeconds), watchCall("120", catchUpSeconds), watchCall("130", catchUpSeconds)}
 	if d := cmp.Diff(wantLW, gotLW); d != "" {
 		t.Errorf("list/watch calls (-want +got):\n%s", d)
 	}

@@ -32,7 +32,7 @@ func TestRepeatedUnusableWatchRelistsBackOff(t *testing.T) {
 			[]watchResult{{err: expiredErr()}, {err: expiredErr()}, {err: expiredErr()}, {err: expiredErr()}})
 		h.start()
 		h.waitFor("a backoff timer", h.clock.HasWaiters)
-		want := []lwCall{probeCall, watchCall("100", "5"), fullList, watchCall("160", "normal")}
+		want := []lwCall{probeCall, watchCall("100", catchUpSeconds), fullList, watchCall("160", "normal")}
 		if d := cmp.Diff(want, h.lw.Calls()); d != "" {
 			t.Fatalf("calls before the first backoff (-want +got):\n%s", d)
 		}

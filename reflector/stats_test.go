@@ -79,7 +79,7 @@ func TestRelistCountedOncePerRelist(t *testing.T) {
 			resume:  "100",
 			lists:   []listResult{{obj: cmList("150", "")}, {obj: cmList("160", "", cm("a", "140"))}, {obj: cmList("170", "", cm("a", "140"))}},
 			watches: []watchResult{{err: expiredErr()}},
-			wantLW:  []lwCall{probeCall, watchCall("100", "5"), fullList, fullList, watchCall("170", "normal")},
+			wantLW:  []lwCall{probeCall, watchCall("100", catchUpSeconds), fullList, fullList, watchCall("170", "normal")},
 			wantQ: []qCall{
 				{Op: "replace", RV: "160", Keys: []string{"ns/a"}},
 				{Op: "replace", RV: "170", Keys: []string{"ns/a"}},
@@ -174,7 +174,7 @@ func TestGoneCountsOnlyStoresEmptied(t *testing.T) {
 			steps:   1,
 			// A probe tells, not a full list; the watch goes on from where
 			// it was.
-			wantLW: []lwCall{probeCall, watchCall("100", "5"), probeCall, watchCall("120", "5")},
+			wantLW: []lwCall{probeCall, watchCall("100", catchUpSeconds), probeCall, watchCall("120", catchUpSeconds)},
 			wantQ:  []qCall{{Op: "add", Key: "ns/a", RV: "120"}},
 			want:   RelistStats{},
 		},
