@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/informerdb/informerdb/informer"
-	"github.com/informerdb/informerdb/reflector"
 	_ "github.com/informerdb/informerdb/store/bolt"
 )
 
@@ -144,11 +143,8 @@ func child(mode string) int {
 		QPS:             -1,
 		UserAgent:       "informerdb-builder-child",
 	}
-	opts := &informer.ConstructorOptions{}
-	// Catch-up watches that end soon after the bookmark kube-apiserver
-	// sends about 2 s before a watch's timeout.
-	opts.Informer.Reflector = reflector.Options{CatchUpWatchTimeout: 3 * time.Second}
-	c, err := informer.NewInformerConstructor(ctx, os.Getenv(envStoreURL), cfg, opts)
+	// The defaults, as users have them.
+	c, err := informer.NewInformerConstructor(ctx, os.Getenv(envStoreURL), cfg, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "builder child: constructor:", err)
 		return 3
