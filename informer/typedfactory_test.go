@@ -1,0 +1,338 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/reflector"
+	"github.com/informerdb/informerdb/store"
+	samplev1alpha1 "github.com/informerdb/informerdb/test/sample/apis/sample/v1alpha1"
+	"github.com/informerdb/informerdb/test/sample/generated/clientset/versioned"
+	samplescheme "github.com/informerdb/informerdb/test/sample/generated/clientset/versioned/scheme"
+	samplegroup "github.com/informerdb/informerdb/test/sample/generated/informers/externalversions/sample"
+	sampleinternal "github.com/informerdb/informerdb/test/sample/generated/informers/externalversions/internalinterfaces"
+)
+
+// A GeneratedFactory is what a generated package's group constructors
+// take.
+var _ sampleinternal.SharedInformerFactory = (*GeneratedFactory[sampleinternal.NewInformerFunc, versioned.Interface])(nil)
+
+var configMapType = reflect.TypeOf(&corev1.ConfigMap{})
+
+// typedTestOptions are the informerdb options of the typed factories'
+// tests: testOptions, and stores without fsync.
+func typedTestOptions() SharedInformerOption {
+	return WithFactoryOptions(FactoryOptions{Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync}})
+}
+
+// TestSharedInformerFactory: client-go's group accessors run on
+// informerdb. The ConfigMap informer of f.Core().V1().ConfigMaps() is an
+// informerdb informer (the one InformerFor and ForResource return) in the
+// store "core/v1/ConfigMap", with the namespace index the generated code
+// asks for; its lister, ForResource's lister and WaitForCacheSync work as
+// with client-go. A second factory on the database resumes: the persisted
+// objects reach a handler as initial adds and the API server gets one
+// limit=1 LIST.
+func TestSharedInformerFactory(t *testing.T) {
+	api := newFakeAPIServer(t, "uid-1")
+	api.setCluster("uid-1", fakeConfigMap("ns-a", "a", "10"), fakeConfigMap("ns-a", "b", "11"), fakeConfigMap("ns-b", "c", "12"))
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+
+	run := func(round string) (*Informer, []string) {
+		t.Helper()
+		f, err := NewSharedInformerFactory(t.Context(), dbURL, api.config(), 0, typedTestOptions())
+		if err != nil {
+			t.Fatalf("%s: NewSharedInformerFactory: %v", round, err)
+		}
+		defer func() {
+			if err := f.Close(); err != nil {
+				t.Errorf("%s: Close: %v", round, err)
+			}
+		}()
+		var _ informers.SharedInformerFactory = f
+		cms := f.Core().V1().ConfigMaps()
+		h := newRecorder()
+		reg, err := cms.Informer().AddEventHandler(h)
+		if err != nil {
+			t.Fatalf("%s: AddEventHandler: %v", round, err)
+		}
+		inf, ok := f.InformerFor(&corev1.ConfigMap{}, nil).(*Informer)
+		if !ok {
+			t.Fatalf("%s: InformerFor(ConfigMap) is %T, want the informerdb informer", round, f.InformerFor(&corev1.ConfigMap{}, nil))
+		}
+		if cms.Informer().GetIndexer() != inf.GetIndexer() {
+			t.Errorf("%s: the ConfigMaps informer of Core().V1() and InformerFor's are not the same informer", round)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		f.Start(ctx.Done())
+		res := f.WaitForCacheSyncWithContext(ctx)
+		if res.Err != nil || !reflect.DeepEqual(res.Synced, map[reflect.Type]bool{configMapType: true}) {
+			t.Fatalf("%s: WaitForCacheSyncWithContext = %+v, want the ConfigMap informer synced and no error", round, res)
+		}
+		waitDone(t, round+": handler sync", reg.HasSyncedChecker())
+
+		got, err := cms.Lister().ConfigMaps("ns-a").List(labels.Everything())
+		if err != nil {
+			t.Fatalf("%s: lister: %v", round, err)
+		}
+		var names []string
+		for _, cm := range got {
+			names = append(names, cm.Name)
+		}
+		slices.Sort(names)
+		if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
+			t.Errorf("%s: lister of ns-a (-want +got):\n%s", round, diff)
+		}
+		g, err := f.ForResource(corev1.SchemeGroupVersion.WithResource("configmaps"))
+		if err != nil {
+			t.Fatalf("%s: ForResource: %v", round, err)
+		}
+		if g.Informer() != cache.SharedIndexInformer(inf) {
+			t.Errorf("%s: ForResource's informer is %T, not InformerFor's", round, g.Informer())
+		}
+		if all, err := g.Lister().List(labels.Everything()); err != nil || len(all) != 3 {
+			t.Errorf("%s: ForResource's lister: %d objects, %v; want 3", round, len(all), err)
+		}
+		if err := f.CheckCommits(time.Minute); err != nil {
+			t.Errorf("%s: CheckCommits: %v", round, err)
+		}
+		var evs []string
+		for _, e := range h.all() {
+			evs = append(evs, e.Op+" "+e.Key)
+		}
+		slices.Sort(evs)
+		return inf, evs
+	}
+
+	inf, evs := run("cold start")
+	info := inf.Store().Info()
+	if info.Name != "core/v1/ConfigMap" {
+		t.Errorf("store name %q, want core/v1/ConfigMap", info.Name)
+	}
+	if want := typedScope("kube-system/uid-1", "core/v1/ConfigMap", "", "", "", ""); info.Scope != want {
+		t.Errorf("store scope %q, want %q", info.Scope, want)
+	}
+	if _, ok := inf.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
+		t.Errorf("indexers %v lack the namespace index the generated informer asks for", inf.GetIndexer().GetIndexers())
+	}
+	if st := inf.Stats().Reflector; st.Relists.Cold != 1 {
+		t.Errorf("cold start: relists %+v, want one cold list", st.Relists)
+	}
+	want := []string{"add ns-a/a", "add ns-a/b", "add ns-b/c"}
+	if diff := cmp.Diff(want, evs); diff != "" {
+		t.Errorf("cold start: notifications (-want +got):\n%s", diff)
+	}
+
+	lists := api.listCount()
+	inf, evs = run("restart")
+	if st := inf.Stats().Reflector; st.Resumes != 1 || st.Relists != (reflector.RelistStats{}) {
+		t.Errorf("restart: %d resumes, relists %+v; want one resume and no relist", st.Resumes, st.Relists)
+	}
+	if n := api.listCount() - lists; n != 1 {
+		t.Errorf("restart made %d LISTs, want the 1 consistency probe", n)
+	}
+	if diff := cmp.Diff(want, evs); diff != "" {
+		t.Errorf("restart: notifications (-want +got):\n%s", diff)
+	}
+}
+
+// TestSharedInformerFactoryOptions: WithNamespace and the selectors of
+// WithTweakListOptions choose what is listed and are part of the store's
+// name and scope; WithCustomResyncConfig and WithTransform reach the
+// informer; FactoryOptions.Informer.Name prefixes the informer's name.
+func TestSharedInformerFactoryOptions(t *testing.T) {
+	api := newFakeAPIServer(t, "uid-1")
+	api.setCluster("uid-1", fakeConfigMap("ns-a", "a", "10"), fakeConfigMap("ns-b", "c", "12"))
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	fo := FactoryOptions{Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync, Scope: "v2"}}
+	fo.Informer.Name = "ctrl"
+	var tweaked []string
+	f, err := NewSharedInformerFactory(t.Context(), dbURL, api.config(), time.Hour,
+		WithFactoryOptions(fo),
+		WithNamespace("ns-a"),
+		WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = "app=web"
+			tweaked = append(tweaked, o.ResourceVersion)
+		}),
+		WithCustomResyncConfig(map[metav1.Object]time.Duration{&corev1.ConfigMap{}: 5 * time.Minute}),
+		WithTransform(func(obj interface{}) (interface{}, error) {
+			if cm, ok := obj.(*corev1.ConfigMap); ok {
+				cm.Data = map[string]string{"v": "transformed"}
+			}
+			return obj, nil
+		}),
+	)
+	if err != nil {
+		t.Fatalf("NewSharedInformerFactory: %v", err)
+	}
+	defer func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	cms := f.Core().V1().ConfigMaps()
+	inf := f.InformerFor(&corev1.ConfigMap{}, nil).(*Informer)
+	sec := f.InformerFor(&corev1.Secret{}, nil).(*Informer)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f.StartWithContext(ctx)
+	waitDone(t, "ConfigMap informer sync", inf.HasSyncedChecker())
+
+	info := inf.Store().Info()
+	if !strings.HasPrefix(info.Name, "core/v1/ConfigMap@ns=ns-a@sel=") {
+		t.Errorf("store name %q, want core/v1/ConfigMap@ns=ns-a@sel=<digest>", info.Name)
+	}
+	if want := typedScope("kube-system/uid-1", "core/v1/ConfigMap", "ns-a", "app=web", "", "v2"); info.Scope != want {
+		t.Errorf("store scope %q, want %q", info.Scope, want)
+	}
+	if inf.Name() != "ctrl/"+info.Name {
+		t.Errorf("informer name %q, want ctrl/%s", inf.Name(), info.Name)
+	}
+	if diff := cmp.Diff(map[string]string{"ns-a/a": "transformed"}, storeValues(cms.Informer().GetStore())); diff != "" {
+		t.Errorf("store: only ns-a, transformed (-want +got):\n%s", diff)
+	}
+	if len(tweaked) == 0 {
+		t.Errorf("the tweak was never applied to a request")
+	}
+	if inf.opts.ResyncPeriod != 5*time.Minute || sec.opts.ResyncPeriod != time.Hour {
+		t.Errorf("resync periods: ConfigMaps %v, Secrets %v; want 5m (custom) and 1h (default)", inf.opts.ResyncPeriod, sec.opts.ResyncPeriod)
+	}
+}
+
+// TestSharedInformerFactoryBadInput: a bad constructor argument is an
+// error naming the constructor; an informer the factory cannot make (a
+// type outside the scheme, a factory shut down) fails its methods and
+// WaitForCacheSync with the cause, and never panics.
+func TestSharedInformerFactoryBadInput(t *testing.T) {
+	api := newFakeAPIServer(t, "uid-1")
+	dir := t.TempDir()
+	good := "bolt://" + filepath.Join(dir, "cache.db")
+	for _, tc := range []struct {
+		name   string
+		url    string
+		cfg    *rest.Config
+		resync time.Duration
+		opts   []SharedInformerOption
+		want   string
+	}{
+		{"nil config", good, nil, 0, nil, "nil REST config"},
+		{"unknown backend", "nosuch://x", api.config(), 0, nil, `no backend registered for scheme "nosuch"`},
+		{"negative resync", good, api.config(), -time.Second, nil, "negative"},
+		{"negative custom resync", good, api.config(), 0,
+			[]SharedInformerOption{WithCustomResyncConfig(map[metav1.Object]time.Duration{&corev1.Pod{}: -1})}, "negative"},
+		{"factory namespace", good, api.config(), 0,
+			[]SharedInformerOption{WithFactoryOptions(FactoryOptions{Namespace: "x"})}, "WithNamespace"},
+		{"bad informer options", good, api.config(), 0,
+			[]SharedInformerOption{WithFactoryOptions(FactoryOptions{Informer: Options{MaxBatchSize: -1}})}, "MaxBatchSize"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := NewSharedInformerFactory(t.Context(), tc.url, tc.cfg, tc.resync, tc.opts...)
+			if err == nil {
+				_ = f.Close()
+				t.Fatalf("NewSharedInformerFactory succeeded, want an error containing %q", tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "informer: new shared informer factory: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to name the constructor and contain %q", err, tc.want)
+			}
+		})
+	}
+
+	f, err := NewSharedInformerFactory(t.Context(), good, api.config(), 0, typedTestOptions())
+	if err != nil {
+		t.Fatalf("NewSharedInformerFactory: %v", err)
+	}
+	u := &unstructured.Unstructured{}
+	bad := f.InformerFor(u, nil)
+	if _, err := bad.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err == nil || !strings.Contains(err.Error(), "informer for *unstructured.Unstructured") {
+		t.Errorf("AddEventHandler of an informer of a type outside the scheme: %v, want an error naming the type", err)
+	}
+	if f.InformerFor(u, nil) != bad {
+		t.Errorf("a second InformerFor of the type made another informer")
+	}
+	cm := f.InformerFor(&corev1.ConfigMap{}, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f.StartWithContext(ctx)
+	res := f.WaitForCacheSyncWithContext(ctx)
+	if res.Synced[reflect.TypeOf(u)] || !res.Synced[configMapType] {
+		t.Errorf("WaitForCacheSyncWithContext synced %v, want the ConfigMap informer only", res.Synced)
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "*unstructured.Unstructured") {
+		t.Errorf("WaitForCacheSyncWithContext error %v, want the failed informer's", res.Err)
+	}
+	if _, err := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "nosuch"}); err == nil || !strings.Contains(err.Error(), "does not serve") {
+		t.Errorf("ForResource of a resource the server does not serve: %v", err)
+	}
+
+	if err := f.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !cm.IsStopped() {
+		t.Errorf("the ConfigMap informer still runs after Shutdown")
+	}
+	f.Shutdown() // again: nothing to do
+	late := f.InformerFor(&corev1.Secret{}, nil)
+	if _, err := late.AddEventHandler(cache.ResourceEventHandlerFuncs{}); !errors.Is(err, ErrStopped) {
+		t.Errorf("AddEventHandler of an informer made after Shutdown: %v, want ErrStopped", err)
+	}
+}
+
+// TestGeneratedFactory: a generated package's group constructor takes a
+// GeneratedFactory (its NewInformerFunc given, its clientset inferred),
+// and its informer is an informerdb informer of the generated type, named
+// after it, with the generated informer's namespace index; a resource the
+// API server does not serve leaves it synced on an empty store.
+func TestGeneratedFactory(t *testing.T) {
+	api := newFakeAPIServer(t, "uid-1")
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	f, err := NewGeneratedFactory[sampleinternal.NewInformerFunc](t.Context(), dbURL, api.config(), samplescheme.Scheme, 0, typedTestOptions(), WithNamespace("ns-a"))
+	if err != nil {
+		t.Fatalf("NewGeneratedFactory: %v", err)
+	}
+	defer func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	sites := samplegroup.New(f, f.Namespace(), f.TweakListOptions()).V1alpha1().Sites()
+	sites.Informer() // made here, with the generated informer's indexers
+	inf, ok := f.InformerFor(&samplev1alpha1.Site{}, nil).(*Informer)
+	if !ok {
+		t.Fatalf("the Site informer is not an informerdb informer")
+	}
+	if sites.Informer().GetIndexer() != inf.GetIndexer() {
+		t.Errorf("the group constructor's Site informer is not InformerFor's")
+	}
+	if name := inf.Store().Info().Name; name != "sample.informerdb.io/v1alpha1/Site@ns=ns-a" {
+		t.Errorf("store name %q, want sample.informerdb.io/v1alpha1/Site@ns=ns-a", name)
+	}
+	if _, ok := inf.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
+		t.Errorf("indexers %v lack the namespace index", inf.GetIndexer().GetIndexers())
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f.Start(ctx.Done())
+	if synced := f.WaitForCacheSync(ctx.Done()); !synced[reflect.TypeOf(&samplev1alpha1.Site{})] {
+		t.Fatalf("WaitForCacheSync = %v, want the Site informer synced (on an empty store: not served)", synced)
+	}
+	if got, err := sites.Lister().Sites("ns-a").List(labels.Everything()); err != nil || len(got) != 0 {
+		t.Errorf("lister: %d Sites, %v; want none", len(got), err)
+	}
+}
