@@ -25,8 +25,8 @@ import (
 	samplev1alpha1 "github.com/informerdb/informerdb/test/sample/apis/sample/v1alpha1"
 	"github.com/informerdb/informerdb/test/sample/generated/clientset/versioned"
 	samplescheme "github.com/informerdb/informerdb/test/sample/generated/clientset/versioned/scheme"
-	samplegroup "github.com/informerdb/informerdb/test/sample/generated/informers/externalversions/sample"
 	sampleinternal "github.com/informerdb/informerdb/test/sample/generated/informers/externalversions/internalinterfaces"
+	samplegroup "github.com/informerdb/informerdb/test/sample/generated/informers/externalversions/sample"
 )
 
 // A GeneratedFactory is what a generated package's group constructors
