@@ -27,8 +27,9 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "path to a kubeconfig; without one, the in-cluster configuration")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *kubeconfig); err != nil {
+	err := run(ctx, *kubeconfig)
+	stop()
+	if err != nil {
 		klog.FromContext(ctx).Error(err, "Site controller")
 		os.Exit(1)
 	}

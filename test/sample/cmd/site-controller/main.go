@@ -31,8 +31,9 @@ func main() {
 	db := flag.String("db", "bolt:///var/lib/site-controller/cache.db", "the database of the informers' caches")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *kubeconfig, *db); err != nil {
+	err := run(ctx, *kubeconfig, *db)
+	stop()
+	if err != nil {
 		klog.FromContext(ctx).Error(err, "Site controller")
 		os.Exit(1)
 	}
