@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,15 +49,23 @@ func typedTestOptions() SharedInformerOption {
 // asks for; its lister, ForResource's lister and WaitForCacheSync work as
 // with client-go. A second factory on the database resumes: the persisted
 // objects reach a handler as initial adds and the API server gets one
-// limit=1 LIST.
+// limit=1 LIST, and the informer's metrics (FactoryOptions.Informer.Metrics)
+// report the resume under the store's name.
 func TestSharedInformerFactory(t *testing.T) {
 	api := newFakeAPIServer(t, "uid-1")
 	api.setCluster("uid-1", fakeConfigMap("ns-a", "a", "10"), fakeConfigMap("ns-a", "b", "11"), fakeConfigMap("ns-b", "c", "12"))
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
 
-	run := func(round string) (*Informer, []string) {
+	run := func(round string) (*Informer, []string, float64) {
 		t.Helper()
-		f, err := NewSharedInformerFactory(t.Context(), dbURL, api.config(), 0, typedTestOptions())
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg)
+		if err != nil {
+			t.Fatalf("%s: NewMetrics: %v", round, err)
+		}
+		fo := FactoryOptions{Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync}}
+		fo.Informer.Metrics = m
+		f, err := NewSharedInformerFactory(t.Context(), dbURL, api.config(), 0, WithFactoryOptions(fo))
 		if err != nil {
 			t.Fatalf("%s: NewSharedInformerFactory: %v", round, err)
 		}
@@ -68,7 +77,7 @@ func TestSharedInformerFactory(t *testing.T) {
 		var _ informers.SharedInformerFactory = f
 		cms := f.Core().V1().ConfigMaps()
 		h := newRecorder()
-		reg, err := cms.Informer().AddEventHandler(h)
+		hreg, err := cms.Informer().AddEventHandler(h)
 		if err != nil {
 			t.Fatalf("%s: AddEventHandler: %v", round, err)
 		}
@@ -86,7 +95,7 @@ func TestSharedInformerFactory(t *testing.T) {
 		if res.Err != nil || !reflect.DeepEqual(res.Synced, map[reflect.Type]bool{configMapType: true}) {
 			t.Fatalf("%s: WaitForCacheSyncWithContext = %+v, want the ConfigMap informer synced and no error", round, res)
 		}
-		waitDone(t, round+": handler sync", reg.HasSyncedChecker())
+		waitDone(t, round+": handler sync", hreg.HasSyncedChecker())
 
 		got, err := cms.Lister().ConfigMaps("ns-a").List(labels.Everything())
 		if err != nil {
@@ -118,10 +127,14 @@ func TestSharedInformerFactory(t *testing.T) {
 			evs = append(evs, e.Op+" "+e.Key)
 		}
 		slices.Sort(evs)
-		return inf, evs
+		resumes, ok := metricValue(t, reg, MetricResumes, "core/v1/ConfigMap")
+		if !ok {
+			t.Errorf("%s: no %s series of informer core/v1/ConfigMap", round, MetricResumes)
+		}
+		return inf, evs, resumes
 	}
 
-	inf, evs := run("cold start")
+	inf, evs, resumes := run("cold start")
 	info := inf.Store().Info()
 	if info.Name != "core/v1/ConfigMap" {
 		t.Errorf("store name %q, want core/v1/ConfigMap", info.Name)
@@ -132,8 +145,8 @@ func TestSharedInformerFactory(t *testing.T) {
 	if _, ok := inf.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
 		t.Errorf("indexers %v lack the namespace index the generated informer asks for", inf.GetIndexer().GetIndexers())
 	}
-	if st := inf.Stats().Reflector; st.Relists.Cold != 1 {
-		t.Errorf("cold start: relists %+v, want one cold list", st.Relists)
+	if st := inf.Stats().Reflector; st.Relists.Cold != 1 || resumes != 0 {
+		t.Errorf("cold start: relists %+v, metric of resumes %v; want one cold list, no resume", st.Relists, resumes)
 	}
 	want := []string{"add ns-a/a", "add ns-a/b", "add ns-b/c"}
 	if diff := cmp.Diff(want, evs); diff != "" {
@@ -141,9 +154,9 @@ func TestSharedInformerFactory(t *testing.T) {
 	}
 
 	lists := api.listCount()
-	inf, evs = run("restart")
-	if st := inf.Stats().Reflector; st.Resumes != 1 || st.Relists != (reflector.RelistStats{}) {
-		t.Errorf("restart: %d resumes, relists %+v; want one resume and no relist", st.Resumes, st.Relists)
+	inf, evs, resumes = run("restart")
+	if st := inf.Stats().Reflector; st.Resumes != 1 || st.Relists != (reflector.RelistStats{}) || resumes != 1 {
+		t.Errorf("restart: %d resumes (metric %v), relists %+v; want one resume and no relist", st.Resumes, resumes, st.Relists)
 	}
 	if n := api.listCount() - lists; n != 1 {
 		t.Errorf("restart made %d LISTs, want the 1 consistency probe", n)
