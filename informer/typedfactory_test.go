@@ -349,3 +349,63 @@ func TestGeneratedFactory(t *testing.T) {
 		t.Errorf("lister: %d Sites, %v; want none", len(got), err)
 	}
 }
+
+// TestSharedInformerFactoryEveryGroup: an informer of each group of
+// client-go's interface is an informerdb informer in the store named after
+// its group, version and kind: InformerFor maps every built-in type through
+// the scheme, with no request to the API server until the informers run.
+func TestSharedInformerFactoryEveryGroup(t *testing.T) {
+	api := newFakeAPIServer(t, "uid-1")
+	f, err := NewSharedInformerFactory(t.Context(), "bolt://"+filepath.Join(t.TempDir(), "cache.db"), api.config(), 0, typedTestOptions())
+	if err != nil {
+		t.Fatalf("NewSharedInformerFactory: %v", err)
+	}
+	defer func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	for want, inf := range map[string]cache.SharedIndexInformer{
+		"admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": f.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer(),
+		"internal.apiserver.k8s.io/v1alpha1/StorageVersion":              f.Internal().V1alpha1().StorageVersions().Informer(),
+		"apps/v1/Deployment":                                 f.Apps().V1().Deployments().Informer(),
+		"autoscaling/v2/HorizontalPodAutoscaler":             f.Autoscaling().V2().HorizontalPodAutoscalers().Informer(),
+		"batch/v1/Job":                                       f.Batch().V1().Jobs().Informer(),
+		"certificates.k8s.io/v1/CertificateSigningRequest":   f.Certificates().V1().CertificateSigningRequests().Informer(),
+		"coordination.k8s.io/v1/Lease":                       f.Coordination().V1().Leases().Informer(),
+		"core/v1/Pod":                                        f.Core().V1().Pods().Informer(),
+		"discovery.k8s.io/v1/EndpointSlice":                  f.Discovery().V1().EndpointSlices().Informer(),
+		"events.k8s.io/v1/Event":                             f.Events().V1().Events().Informer(),
+		"extensions/v1beta1/Ingress":                         f.Extensions().V1beta1().Ingresses().Informer(),
+		"flowcontrol.apiserver.k8s.io/v1/FlowSchema":         f.Flowcontrol().V1().FlowSchemas().Informer(),
+		"lifecycle.k8s.io/v1alpha1/EvictionRequest":          f.Lifecycle().V1alpha1().EvictionRequests().Informer(),
+		"networking.k8s.io/v1/NetworkPolicy":                 f.Networking().V1().NetworkPolicies().Informer(),
+		"node.k8s.io/v1/RuntimeClass":                        f.Node().V1().RuntimeClasses().Informer(),
+		"policy/v1/PodDisruptionBudget":                      f.Policy().V1().PodDisruptionBudgets().Informer(),
+		"rbac.authorization.k8s.io/v1/Role":                  f.Rbac().V1().Roles().Informer(),
+		"resource.k8s.io/v1/ResourceClaim":                   f.Resource().V1().ResourceClaims().Informer(),
+		"scheduling.k8s.io/v1/PriorityClass":                 f.Scheduling().V1().PriorityClasses().Informer(),
+		"storage.k8s.io/v1/StorageClass":                     f.Storage().V1().StorageClasses().Informer(),
+		"storagemigration.k8s.io/v1/StorageVersionMigration": f.Storagemigration().V1().StorageVersionMigrations().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err != nil {
+			t.Errorf("%s: AddEventHandler: %v", want, err)
+			continue
+		}
+		var name string
+		for _, made := range f.e.made {
+			if made.GetIndexer() == inf.GetIndexer() {
+				name = made.Store().Info().Name
+			}
+		}
+		if name != want {
+			t.Errorf("informer of %s: store %q (empty: not an informerdb informer)", want, name)
+		}
+	}
+	if got := len(f.e.made); got != 21 {
+		t.Errorf("%d informerdb informers made, want 21", got)
+	}
+	if n := api.listCount(); n != 0 {
+		t.Errorf("making the informers listed %d times, want none before Start", n)
+	}
+}
