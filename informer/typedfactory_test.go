@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,13 +177,13 @@ func TestSharedInformerFactoryOptions(t *testing.T) {
 	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
 	fo := FactoryOptions{Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync, Scope: "v2"}}
 	fo.Informer.Name = "ctrl"
-	var tweaked []string
+	var tweaked atomic.Int64 // the informers' reflectors call the tweak concurrently
 	f, err := NewSharedInformerFactory(t.Context(), dbURL, api.config(), time.Hour,
 		WithFactoryOptions(fo),
 		WithNamespace("ns-a"),
 		WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = "app=web"
-			tweaked = append(tweaked, o.ResourceVersion)
+			tweaked.Add(1)
 		}),
 		WithCustomResyncConfig(map[metav1.Object]time.Duration{&corev1.ConfigMap{}: 5 * time.Minute}),
 		WithTransform(func(obj interface{}) (interface{}, error) {
@@ -221,7 +222,7 @@ func TestSharedInformerFactoryOptions(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"ns-a/a": "transformed"}, storeValues(cms.Informer().GetStore())); diff != "" {
 		t.Errorf("store: only ns-a, transformed (-want +got):\n%s", diff)
 	}
-	if len(tweaked) == 0 {
+	if tweaked.Load() == 0 {
 		t.Errorf("the tweak was never applied to a request")
 	}
 	if inf.opts.ResyncPeriod != 5*time.Minute || sec.opts.ResyncPeriod != time.Hour {
