@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 COUNT     ?= 6
 CYCLES    ?= 100
 
-.PHONY: all build demo test test-short test-race vet lint bench crash fuzz clean k8s-bin
+.PHONY: all build demo test test-short test-race vet lint bench crash fuzz clean k8s-bin generate generate-check
 
 all: build
 
@@ -22,7 +22,7 @@ demo: k8s-bin
 	$(GO) run ./cmd/demo $(DEMOFLAGS)
 
 ## test: every test, with the race detector; what CI runs.
-test: vet k8s-bin
+test: vet generate-check k8s-bin
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 ## k8s-bin: kube-apiserver and etcd for the real API server tests (test/apiserver), built from Go modules
@@ -32,6 +32,33 @@ test: vet k8s-bin
 ## module download took 6s. Incremental: with the build cache warm, `make k8s-bin` takes ~7s (mostly linking).
 k8s-bin:
 	$(GO) build -C test/k8s -buildvcs=false -o $(CURDIR)/test/bin/ ./cmd/...
+
+## generate: the sample custom resource's deep copies, clientset, listers and informers (test/sample), written by
+## k8s.io/code-generator at the version module test/sample/tools pins (it matches client-go's), built into .cache/bin.
+SAMPLE     := github.com/informerdb/informerdb/test/sample
+SAMPLE_GEN := $(CURDIR)/.cache/bin
+generate:
+	$(GO) build -C test/sample/tools -o $(SAMPLE_GEN)/ k8s.io/code-generator/cmd/deepcopy-gen \
+	  k8s.io/code-generator/cmd/client-gen k8s.io/code-generator/cmd/lister-gen k8s.io/code-generator/cmd/informer-gen
+	rm -rf test/sample/generated test/sample/apis/sample/v1alpha1/zz_generated.deepcopy.go
+	$(SAMPLE_GEN)/deepcopy-gen --go-header-file test/sample/boilerplate.go.txt \
+	  --output-file zz_generated.deepcopy.go $(SAMPLE)/apis/sample/v1alpha1
+	$(SAMPLE_GEN)/client-gen --go-header-file test/sample/boilerplate.go.txt --fake-clientset=false \
+	  --clientset-name versioned --input-base $(SAMPLE)/apis --input sample/v1alpha1 \
+	  --output-dir test/sample/generated/clientset --output-pkg $(SAMPLE)/generated/clientset
+	$(SAMPLE_GEN)/lister-gen --go-header-file test/sample/boilerplate.go.txt \
+	  --output-dir test/sample/generated/listers --output-pkg $(SAMPLE)/generated/listers $(SAMPLE)/apis/sample/v1alpha1
+	$(SAMPLE_GEN)/informer-gen --go-header-file test/sample/boilerplate.go.txt \
+	  --versioned-clientset-package $(SAMPLE)/generated/clientset/versioned --listers-package $(SAMPLE)/generated/listers \
+	  --output-dir test/sample/generated/informers --output-pkg $(SAMPLE)/generated/informers $(SAMPLE)/apis/sample/v1alpha1
+
+## generate-check: fails if the generated code of test/sample is not what `make generate` writes from its types (the
+## tree is then left regenerated, for review).
+generate-check:
+	@rm -rf .cache/generate-check && mkdir -p .cache/generate-check && cp -a test/sample .cache/generate-check/before
+	@$(MAKE) --no-print-directory generate >/dev/null
+	@diff -r -x tools .cache/generate-check/before test/sample || \
+	  { echo "test/sample: the generated code was not current; it is now regenerated: review and commit it"; exit 1; }
 
 ## test-short: the inner loop (no race detector, no real API server).
 test-short:

@@ -1,0 +1,715 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/internal/typednil"
+)
+
+// SharedInformerOption configures a SharedInformerFactory or a
+// GeneratedFactory, as client-go's informers.SharedInformerOption configures
+// client-go's factory. client-go's options keep their values in an
+// unexported struct that no other package can read, so this package has its
+// own, with the same names and meanings: a call such as
+// informers.WithNamespace("team-a") becomes informer.WithNamespace("team-a").
+type SharedInformerOption func(*sharedInformerOptions)
+
+// sharedInformerOptions is what SharedInformerOptions set.
+type sharedInformerOptions struct {
+	namespace    string
+	tweak        func(*metav1.ListOptions)
+	customResync map[reflect.Type]time.Duration
+	transform    cache.TransformFunc
+	factory      FactoryOptions
+	err          error // the first invalid option
+}
+
+// WithNamespace limits the factory's informers of namespaced resources to
+// namespace, as client-go's informers.WithNamespace does. Informers of
+// cluster-scoped resources list everything. The namespace is part of every
+// store's name ("core/v1/ConfigMap@ns=team-a") and scope.
+func WithNamespace(namespace string) SharedInformerOption {
+	return func(o *sharedInformerOptions) { o.namespace = namespace }
+}
+
+// WithTweakListOptions sets a function that edits every list and watch
+// request's options, as client-go's informers.WithTweakListOptions does:
+// usually a label or field selector. The selectors it sets on an empty
+// ListOptions, when the informer is made, are part of the store's name
+// ("@sel=<digest>") and scope, so that one store never holds the objects of
+// two selections; a tweak must therefore set the same selectors every time.
+// It must not set the resourceVersion, the limit or the continue token,
+// which the informer's reflector owns.
+func WithTweakListOptions(tweak func(*metav1.ListOptions)) SharedInformerOption {
+	return func(o *sharedInformerOptions) { o.tweak = tweak }
+}
+
+// WithCustomResyncConfig sets the resync period of the informers of some
+// types, as client-go's informers.WithCustomResyncConfig does: each key is
+// an object of the type (&corev1.ConfigMap{}), the others resync at the
+// factory's default period.
+func WithCustomResyncConfig(resyncConfig map[metav1.Object]time.Duration) SharedInformerOption {
+	return func(o *sharedInformerOptions) {
+		if o.customResync == nil {
+			o.customResync = map[reflect.Type]time.Duration{}
+		}
+		for k, v := range resyncConfig {
+			if v < 0 && o.err == nil {
+				o.err = fmt.Errorf("custom resync period %v of %T is negative", v, k)
+			}
+			o.customResync[reflect.TypeOf(k)] = v
+		}
+	}
+}
+
+// WithTransform sets the transform of every informer of the factory, as
+// client-go's informers.WithTransform does (see Options.Transform: objects
+// are stored transformed, so name the transform's version in
+// FactoryOptions.Store.Scope).
+func WithTransform(transform cache.TransformFunc) SharedInformerOption {
+	return func(o *sharedInformerOptions) { o.transform = transform }
+}
+
+// WithFactoryOptions sets what informerdb adds to client-go's factory: the
+// cluster identity, the template of every informer's and every store's
+// options (metrics, durability, CacheSize, tombstones...), encryption at
+// rest. Its Namespace, LabelSelector and FieldSelector must be empty (use
+// WithNamespace and WithTweakListOptions), and its Dynamic and Metadata
+// clients nil: these factories list and watch each type through a REST
+// client of its own, built from the rest.Config.
+func WithFactoryOptions(opts FactoryOptions) SharedInformerOption {
+	return func(o *sharedInformerOptions) {
+		if (opts.Namespace != "" || opts.LabelSelector != "" || opts.FieldSelector != "" || opts.Dynamic != nil || opts.Metadata != nil) && o.err == nil {
+			o.err = errors.New("FactoryOptions: Namespace, LabelSelector, FieldSelector, Dynamic and Metadata are not options of a shared informer factory (use WithNamespace and WithTweakListOptions)")
+		}
+		o.factory = opts
+	}
+}
+
+// schemeFactory is what SharedInformerFactory and GeneratedFactory run on:
+// informerdb informers of the Go types of one scheme, made on demand by
+// InformerFor, keyed by type as client-go's factories key theirs, all in one
+// database. Each type is listed and watched through a REST client of its
+// group and version, built from the rest.Config: the resource and whether
+// it is namespaced come from the API server's discovery of that group and
+// version, asked when the informer first lists and remembered, so that
+// making an informer needs neither the API server nor reflection over a
+// clientset's methods (which would keep the linker from dropping the
+// methods a program does not use).
+//
+// A schemeFactory is safe for concurrent use.
+type schemeFactory struct {
+	url           string
+	cluster       string
+	defaultResync time.Duration
+	o             sharedInformerOptions
+
+	scheme     *runtime.Scheme
+	serializer runtime.NegotiatedSerializer
+	params     runtime.ParameterCodec
+	protobuf   bool // ask for protobuf (built-in types), else the config's content type
+
+	config    *rest.Config // with the shared rate limiter
+	http      *http.Client
+	discovery discovery.DiscoveryInterfaceWithContext
+
+	// makeMu serializes the making of informers, which may wait for the
+	// database's lock (within store.Options.LockTimeout): one type is
+	// never made twice.
+	makeMu sync.Mutex
+
+	mu        sync.Mutex // guards everything below
+	informers map[reflect.Type]cache.SharedIndexInformer
+	made      []*Informer // the persistent ones, whose stores Shutdown closes
+	started   map[reflect.Type]bool
+	failures  map[reflect.Type]error // informers InformerFor could not make
+	clients   map[schema.GroupVersion]*rest.RESTClient
+	mappings  map[schema.GroupVersionKind]restMapping
+	cancels   []context.CancelFunc
+	closing   bool
+	wg        sync.WaitGroup // the informers Start started
+
+	// stopped is cancelled by Shutdown: it ends the waits of the
+	// informers being made (a database held by another process).
+	stopped context.Context
+	stop    context.CancelFunc
+}
+
+// schemeCodecs is how a schemeFactory encodes requests and decodes answers.
+type schemeCodecs struct {
+	scheme     *runtime.Scheme
+	serializer runtime.NegotiatedSerializer
+	params     runtime.ParameterCodec
+	protobuf   bool
+}
+
+// restMapping is where a kind is served.
+type restMapping struct {
+	resource   string
+	namespaced bool
+	client     *rest.RESTClient
+}
+
+func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, codecs schemeCodecs, defaultResync time.Duration, options []SharedInformerOption) (*schemeFactory, error) {
+	fail := func(err error) (*schemeFactory, error) { return nil, fmt.Errorf("informer: %s: %w", op, err) }
+	if cfg == nil {
+		return fail(errors.New("nil REST config"))
+	}
+	if defaultResync < 0 {
+		return fail(fmt.Errorf("default resync period %v is negative", defaultResync))
+	}
+	if err := checkURL(rawURL); err != nil {
+		return fail(err)
+	}
+	e := &schemeFactory{
+		url: rawURL, defaultResync: defaultResync,
+		scheme: codecs.scheme, serializer: codecs.serializer, params: codecs.params, protobuf: codecs.protobuf,
+		informers: map[reflect.Type]cache.SharedIndexInformer{}, started: map[reflect.Type]bool{},
+		failures: map[reflect.Type]error{}, clients: map[schema.GroupVersion]*rest.RESTClient{},
+		mappings: map[schema.GroupVersionKind]restMapping{},
+	}
+	for _, opt := range options {
+		if opt != nil {
+			opt(&e.o)
+		}
+	}
+	if e.o.err != nil {
+		return fail(e.o.err)
+	}
+	if _, err := e.o.factory.Informer.withDefaults(); err != nil {
+		return fail(err)
+	}
+	e.config = rest.CopyConfig(cfg)
+	if e.config.UserAgent == "" {
+		e.config.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	// One rate limiter for every group's client, as a clientset shares one.
+	if e.config.RateLimiter == nil && e.config.QPS > 0 {
+		burst := e.config.Burst
+		if burst <= 0 {
+			burst = rest.DefaultBurst
+		}
+		e.config.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(e.config.QPS, burst)
+	}
+	hc, err := rest.HTTPClientFor(e.config)
+	if err != nil {
+		return fail(fmt.Errorf("HTTP client: %w", err))
+	}
+	e.http = hc
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(e.config, hc)
+	if err != nil {
+		return fail(fmt.Errorf("discovery client: %w", err))
+	}
+	e.discovery = discovery.ToDiscoveryInterfaceWithContext(dc)
+	e.cluster = e.o.factory.Cluster
+	if e.cluster == "" {
+		client, err := kubernetes.NewForConfigAndClient(e.config, hc)
+		if err == nil {
+			e.cluster, err = clusterIdentity(ctx, client)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	e.stopped, e.stop = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// informerFor returns the informer of obj's type, making it on first use:
+// an informerdb informer in its own store, with the indexers indexers
+// returns for the type's resync period. If it cannot be made (obj's type is
+// not in the scheme, its store cannot be opened, the factory is shut down),
+// it returns an informer whose methods that can fail return the error and
+// which never syncs; WaitForCacheSync reports it and the error.
+func (e *schemeFactory) informerFor(obj runtime.Object, indexers func(resync time.Duration) cache.Indexers) cache.SharedIndexInformer {
+	t := reflect.TypeOf(obj)
+	e.mu.Lock()
+	inf, ok := e.informers[t]
+	e.mu.Unlock()
+	if ok {
+		return inf
+	}
+	e.makeMu.Lock()
+	defer e.makeMu.Unlock()
+	e.mu.Lock()
+	inf, ok = e.informers[t]
+	closing := e.closing
+	e.mu.Unlock()
+	if ok {
+		return inf
+	}
+	resync, ok := e.o.customResync[t]
+	if !ok {
+		resync = e.defaultResync
+	}
+	var idx cache.Indexers
+	if indexers != nil && !typednil.Is(obj) {
+		idx = indexers(resync)
+	}
+	var made *Informer
+	var err error
+	if closing {
+		err = fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, ErrStopped)
+	} else {
+		made, err = e.makeInformer(obj, resync, idx)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil && e.closing {
+		// Shutdown ran meanwhile and is past closing the stores.
+		err = fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, ErrStopped)
+		if cerr := made.closeStore("shared informer factory: shutdown"); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	if err != nil {
+		e.failures[t] = err
+		inf = failed(obj, resync, idx, err, e.o.factory.Informer.Logger)
+	} else {
+		e.made = append(e.made, made)
+		inf = made
+	}
+	e.informers[t] = inf
+	return inf
+}
+
+// failed is what informerFor returns for a type it could not make an
+// informer of: an informer that fails every method that can fail with err,
+// and never syncs (see failedInformer).
+func failed(obj runtime.Object, resync time.Duration, indexers cache.Indexers, err error, logger *klog.Logger) cache.SharedIndexInformer {
+	if typednil.Is(obj) {
+		obj = &metav1.PartialObjectMetadata{}
+	}
+	lw := &cache.ListWatch{ListWithContextFunc: failingList(err), WatchFuncWithContext: failingWatch(err)}
+	return &failedInformer{SharedIndexInformer: cache.NewSharedIndexInformer(lw, obj, resync, indexers), err: err, logger: logger}
+}
+
+// makeInformer opens the stores of obj's type and makes its informer.
+func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
+	if typednil.Is(obj) {
+		return nil, errors.New("informer: shared informer factory: informer for a nil object")
+	}
+	gvks, _, err := e.scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, err)
+	}
+	gvk := gvks[0]
+	base := StoreName(gvk.GroupVersion().WithResource(gvk.Kind))
+	var probe metav1.ListOptions
+	if e.o.tweak != nil {
+		e.o.tweak(&probe)
+	}
+	sel := url.Values{}
+	for k, v := range map[string]string{"labelSelector": probe.LabelSelector, "fieldSelector": probe.FieldSelector} {
+		if v != "" {
+			sel.Set(k, v)
+		}
+	}
+	name := base + listRequest{namespace: e.o.namespace, selectors: sel.Encode()}.nameSuffix()
+	codec, err := codecFor(obj, e.o.factory.Encryption)
+	if err != nil {
+		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
+	}
+	sopts := e.o.factory.Store
+	sopts.Name = name
+	sopts.Codec = codec
+	sopts.Scope = typedScope(e.cluster, base, e.o.namespace, probe.LabelSelector, probe.FieldSelector, e.o.factory.Store.Scope)
+	if len(indexers) > 0 {
+		merged := cache.Indexers{}
+		for k, f := range e.o.factory.Store.Indexers {
+			merged[k] = f
+		}
+		for k, f := range indexers {
+			merged[k] = f
+		}
+		sopts.Indexers = merged
+	}
+	iopts := e.o.factory.Informer
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	defer context.AfterFunc(e.stopped, func() { cancel(ErrStopped) })()
+	s, err := openStores(ctx, e.url, sopts, &iopts)
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
+			err = errors.Join(err, cause)
+		}
+		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
+	}
+	iopts.Name = informerName(e.o.factory.Informer.Name, name)
+	iopts.ResyncPeriod = resync
+	if e.o.transform != nil {
+		iopts.Transform = e.o.transform
+	}
+	if iopts.Reflector.Name == "" {
+		iopts.Reflector.Name = name
+	}
+	lw := &restLW{e: e, gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
+	inf, err := New(lw, obj, s, iopts)
+	if err != nil {
+		closeAll(s, iopts.Tombstones)
+		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
+	}
+	return inf, nil
+}
+
+// typedScope is the scope fingerprint of a store of a shared informer
+// factory: the cluster, the type, the namespace and selectors it lists,
+// and the caller's part (FactoryOptions.Store.Scope), last and only when
+// set.
+func typedScope(cluster, typ, namespace, labels, fields, extra string) string {
+	scope := fmt.Sprintf("cluster=%s;type=%s;namespace=%s;labels=%s;fields=%s", cluster, typ, namespace, labels, fields)
+	if extra != "" {
+		scope += ";scope=" + extra
+	}
+	return scope
+}
+
+// mapping returns where gvk is served, asking the API server's discovery
+// of its group and version the first time (and again while it is not
+// served). A kind that discovery does not list is a NotFound error, as a
+// LIST of a resource the server does not serve is: the informer then
+// empties its store (see the package doc, Restart).
+func (e *schemeFactory) mapping(ctx context.Context, gvk schema.GroupVersionKind) (restMapping, error) {
+	e.mu.Lock()
+	m, ok := e.mappings[gvk]
+	e.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	gv := gvk.GroupVersion()
+	list, err := e.discovery.ServerResourcesForGroupVersionWithContext(ctx, gv.String())
+	if err != nil {
+		return restMapping{}, fmt.Errorf("discovery of %s: %w", gv, err)
+	}
+	i := slices.IndexFunc(list.APIResources, func(r metav1.APIResource) bool {
+		return r.Kind == gvk.Kind && !strings.Contains(r.Name, "/") // not a subresource
+	})
+	if i < 0 {
+		return restMapping{}, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: fmt.Sprintf("the server does not serve kind %s in %s", gvk.Kind, gv),
+		}}
+	}
+	r := list.APIResources[i]
+	client, err := e.restClient(gv)
+	if err != nil {
+		return restMapping{}, err
+	}
+	m = restMapping{resource: r.Name, namespaced: r.Namespaced, client: client}
+	e.mu.Lock()
+	e.mappings[gvk] = m
+	e.mu.Unlock()
+	return m, nil
+}
+
+// forget drops gvk's mapping after the API server answered that it does
+// not serve it: it may come back elsewhere (a CRD recreated with another
+// scope).
+func (e *schemeFactory) forget(gvk schema.GroupVersionKind) {
+	e.mu.Lock()
+	delete(e.mappings, gvk)
+	e.mu.Unlock()
+}
+
+// restClient returns the REST client of gv, made on first use.
+func (e *schemeFactory) restClient(gv schema.GroupVersion) (*rest.RESTClient, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.clients[gv]; ok {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(e.config)
+	cfg.GroupVersion = &gv
+	cfg.APIPath = "/apis"
+	if gv.Group == "" {
+		cfg.APIPath = "/api"
+	}
+	cfg.NegotiatedSerializer = e.serializer
+	c, err := rest.RESTClientForConfigAndClient(cfg, e.http)
+	if err != nil {
+		return nil, fmt.Errorf("REST client of %s: %w", gv, err)
+	}
+	e.clients[gv] = c
+	return c, nil
+}
+
+// restLW lists and watches one kind through its group's REST client, as a
+// generated clientset does.
+type restLW struct {
+	e         *schemeFactory
+	gvk       schema.GroupVersionKind
+	namespace string
+	tweak     func(*metav1.ListOptions)
+}
+
+var _ cache.ListerWatcherWithContext = (*restLW)(nil)
+
+func (l *restLW) request(ctx context.Context, opts *metav1.ListOptions) (*rest.Request, error) {
+	m, err := l.e.mapping(ctx, l.gvk)
+	if err != nil {
+		return nil, err
+	}
+	if l.tweak != nil {
+		l.tweak(opts)
+	}
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	return m.client.Get().
+		UseProtobufAsDefaultIfPreferred(l.e.protobuf).
+		NamespaceIfScoped(l.namespace, m.namespaced && l.namespace != "").
+		Resource(m.resource).
+		VersionedParams(opts, l.e.params).
+		Timeout(timeout), nil
+}
+
+func (l *restLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	req, err := l.request(ctx, &opts)
+	if err != nil {
+		return nil, err
+	}
+	list, err := l.e.scheme.New(l.gvk.GroupVersion().WithKind(l.gvk.Kind + "List"))
+	if err != nil {
+		return nil, fmt.Errorf("list of %s: %w", l.gvk, err)
+	}
+	if err := req.Do(ctx).Into(list); err != nil {
+		if apierrors.IsNotFound(err) {
+			l.e.forget(l.gvk)
+		}
+		return nil, err
+	}
+	return list, nil
+}
+
+func (l *restLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	req, err := l.request(ctx, &opts)
+	if err != nil {
+		return nil, err
+	}
+	w, err := req.Watch(ctx)
+	if apierrors.IsNotFound(err) {
+		l.e.forget(l.gvk)
+	}
+	return w, err
+}
+
+// genericFor returns the informer of gvr's kind in the factory's scheme,
+// found with the API server's discovery, and a lister of it. ctx bounds
+// the discovery, which waits for an unreachable API server.
+func (e *schemeFactory) genericFor(ctx context.Context, gvr schema.GroupVersionResource) (*genericInformer, error) {
+	fail := func(err error) (*genericInformer, error) {
+		return nil, fmt.Errorf("informer: shared informer factory: resource %s: %w", StoreName(gvr), err)
+	}
+	var list *metav1.APIResourceList
+	err := retryUnreachable(ctx, "discovery of "+gvr.GroupVersion().String(), func() (err error) {
+		list, err = e.discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
+		return err
+	})
+	if err != nil {
+		return fail(fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err))
+	}
+	i := slices.IndexFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
+	if i < 0 {
+		return fail(fmt.Errorf("the API server does not serve it"))
+	}
+	r := list.APIResources[i]
+	obj, err := e.scheme.New(gvr.GroupVersion().WithKind(r.Kind))
+	if err != nil {
+		return fail(fmt.Errorf("no informer for kind %s: %w", r.Kind, err))
+	}
+	inf := e.informerFor(obj, func(time.Duration) cache.Indexers {
+		if r.Namespaced {
+			return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		}
+		return nil
+	})
+	return &genericInformer{informer: inf, resource: gvr.GroupResource()}, nil
+}
+
+// genericInformer is client-go's informers.GenericInformer (and a generated
+// package's GenericInformer) of a factory's informer.
+type genericInformer struct {
+	informer cache.SharedIndexInformer
+	resource schema.GroupResource
+}
+
+// Informer returns the informer.
+func (g *genericInformer) Informer() cache.SharedIndexInformer { return g.informer }
+
+// Lister returns a lister of the informer's objects.
+func (g *genericInformer) Lister() cache.GenericLister {
+	return cache.NewGenericLister(g.informer.GetIndexer(), g.resource)
+}
+
+// forResourceTimeout bounds ForResource's discovery: its signature has no
+// context.
+const forResourceTimeout = time.Minute
+
+// forResource is ForResource of the factories: genericFor within
+// forResourceTimeout, or until Shutdown.
+func (e *schemeFactory) forResource(gvr schema.GroupVersionResource) (*genericInformer, error) {
+	ctx, cancel := context.WithTimeout(e.stopped, forResourceTimeout)
+	defer cancel()
+	return e.genericFor(ctx, gvr)
+}
+
+// start runs every informer made so far that is not running yet, until ctx
+// is done or Shutdown.
+func (e *schemeFactory) start(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return
+	}
+	for t, inf := range e.informers {
+		if e.started[t] {
+			continue
+		}
+		e.started[t] = true
+		runCtx, cancel := context.WithCancel(ctx)
+		e.cancels = append(e.cancels, cancel)
+		e.wg.Go(func() { inf.RunWithContext(runCtx) })
+	}
+}
+
+// waitForCacheSync waits until every informer start started has synced or
+// stopped, or ctx is done. Err is not nil if one has not synced: it holds
+// the errors of the informers the factory could not make and, if ctx
+// ended, its cause.
+func (e *schemeFactory) waitForCacheSync(ctx context.Context) cache.SyncResult {
+	e.mu.Lock()
+	started := map[reflect.Type]cache.SharedIndexInformer{}
+	for t, inf := range e.informers {
+		if e.started[t] {
+			started[t] = inf
+		}
+	}
+	failures := make(map[reflect.Type]error, len(e.failures))
+	for t, err := range e.failures {
+		failures[t] = err
+	}
+	e.mu.Unlock()
+	res := cache.SyncResult{Synced: make(map[reflect.Type]bool, len(started))}
+	var errs []error
+	for t, inf := range started {
+		synced := false
+		if made, ok := inf.(*Informer); ok {
+			select {
+			case <-made.HasSyncedChecker().Done():
+				synced = true
+			case <-made.ended:
+				// It will never sync: waiting for it would only wait for ctx.
+				synced = made.HasSynced()
+				if !synced {
+					errs = append(errs, fmt.Errorf("informer %s stopped before it synced", made.Name()))
+				}
+			case <-ctx.Done():
+				synced = made.HasSynced()
+			}
+		} else if err := failures[t]; err != nil {
+			errs = append(errs, err)
+		}
+		res.Synced[t] = synced
+	}
+	all := true
+	for _, synced := range res.Synced {
+		all = all && synced
+	}
+	if !all {
+		if ctx.Err() != nil {
+			errs = append(errs, context.Cause(ctx))
+		}
+		res.Err = errors.Join(errs...)
+		if res.Err == nil {
+			res.Err = errors.New("informer: shared informer factory: not every informer synced")
+		}
+	}
+	return res
+}
+
+// checkCommits is CheckCommits over the persistent informers.
+func (e *schemeFactory) checkCommits(maxFailing time.Duration) error {
+	e.mu.Lock()
+	infs := slices.Clone(e.made)
+	e.mu.Unlock()
+	return checkCommits(infs, maxFailing)
+}
+
+// shutdown stops the informers start started, waits for them to return,
+// and closes the stores of every informer the factory made. Later calls
+// wait for the first to end and do nothing.
+func (e *schemeFactory) shutdown() error {
+	e.mu.Lock()
+	if e.closing {
+		e.mu.Unlock()
+		// Wait for the first call: it holds makeMu until it is over.
+		e.makeMu.Lock()
+		e.makeMu.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+		return nil
+	}
+	e.closing = true
+	e.stop()
+	for _, cancel := range e.cancels {
+		cancel()
+	}
+	e.mu.Unlock()
+	// Informers being made see stopped and give up; none is made after.
+	e.makeMu.Lock()
+	defer e.makeMu.Unlock()
+	e.wg.Wait()
+	e.mu.Lock()
+	made := slices.Clone(e.made)
+	e.mu.Unlock()
+	var errs []error
+	for _, inf := range made {
+		if err := inf.closeStore("shared informer factory: shutdown"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("informer: shared informer factory: shutdown: %w", err)
+	}
+	return nil
+}
+
+// indexersOf returns the indexers of the informer newInformer makes (the
+// generated informers' defaultInformer: a namespace index for namespaced
+// types), which is made for that and dropped: it is client-go's informer,
+// never run. newInformer is called with client, which generated code does
+// not use until the informer runs; if it panics (a hand-written newFunc
+// that uses its client at once), the informer gets a namespace index.
+func indexersOf[C any](newInformer func(C, time.Duration) cache.SharedIndexInformer, client C, resync time.Duration) (idx cache.Indexers) {
+	defer func() {
+		if recover() != nil {
+			idx = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		}
+	}()
+	inf := newInformer(client, resync)
+	if inf == nil || typednil.Is(inf) {
+		return nil
+	}
+	return inf.GetIndexer().GetIndexers()
+}
