@@ -131,6 +131,13 @@
 // (mgr.Add(c)), and client-go's in-memory informer runs instead only with
 // ConstructorOptions.FallBackToMemory.
 //
+// NewSharedInformerFactory returns client-go's informers.SharedInformerFactory
+// over one database, and NewGeneratedFactory the factory that a
+// code-generated package of custom resources expects
+// (internalinterfaces.SharedInformerFactory): controllers written on those
+// factories become persistent by changing their constructor (README, "From
+// client-go").
+//
 // # Metrics
 //
 // NewMetrics registers the informers' Prometheus metrics on a registry the
