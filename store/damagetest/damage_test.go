@@ -147,7 +147,6 @@ var kinds = []kind{
 // the fixes of issue 32 land; every other kind fails the test on any bad
 // outcome.
 var pending = map[string]bool{
-	"bolt": true, "bolt-bounded": true, "bolt-encrypted": true, "bolt-bounded-encrypted": true,
 	"badger-MANIFEST": true, "badger-sst": true, "badger-vlog": true,
 	"badger-bounded-MANIFEST": true, "badger-bounded-sst": true, "badger-bounded-vlog": true,
 	"badger-encrypted-vlog": true,
