@@ -353,6 +353,17 @@ func badgerOptions(dir string, cfg dbConfig, fault *syncFault) badger.Options {
 		// The default 1 GiB value-log file is mmap'd at twice its size and
 		// is what made a fresh directory report 2.3 GiB.
 		WithValueLogFileSize(cfg.valueLogFileSize).
+		// Badger's own checksum of every value-log entry, checked on each
+		// read. Besides finding damage, it is what keeps a damaged entry
+		// from hanging the database: badger v4.9.6's valueLog.Read
+		// returns an entry whose header claims more bytes than were read
+		// ("Invalid read") without the callback that releases the value
+		// log file's read lock, so every later Close (and, with
+		// encryption, Open) waits for ever; with this check a damaged
+		// header fails the checksum first, on a path that releases the
+		// lock. informerdb's own frames (layout.go) then catch what the
+		// value log hands out under the wrong key.
+		WithVerifyValueChecksum(true).
 		// Protobuf does not compress much; save the CPU.
 		WithCompression(options.None).
 		WithNumCompactors(2).

@@ -211,11 +211,14 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	}
 	raw, err := item.ValueCopy(nil)
 	if err != nil {
-		return store.Info{}, metaRecord{}, err
+		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: meta record: %w: %w", name, store.ErrCorrupt, err)
 	}
-	m, err := decodeMeta(raw)
+	m, unsealed, err := decodeMeta(k.meta(), raw)
 	if err != nil {
 		return store.Info{}, m, fmt.Errorf("store %q: %w: %w", name, store.ErrCorrupt, err)
+	}
+	if unsealed && !m.Dropped {
+		return store.Info{}, m, fmt.Errorf("store %q: format version %d, %w: %w", name, m.FormatVersion, errUnsealed, store.ErrIncompatible)
 	}
 	if m.Dropped {
 		// Its Drop did not finish: the store is gone (see Drop), but
@@ -267,7 +270,7 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 	k := newKeys(name, m.Generation)
 	n := len(m.Indexes)
 	err = eachUnder(ctx, txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
-		return item.Value(func(v []byte) error {
+		return value(item, func(v []byte) error {
 			key, data, err := parseObj(suffix, v)
 			if err != nil {
 				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
@@ -278,7 +281,7 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 				if err != nil {
 					return fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
 				}
-				err = vi.Value(func(b []byte) error {
+				err = value(vi, func(b []byte) error {
 					vals, err = decodeValues(b, n)
 					return err
 				})
@@ -520,7 +523,7 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		// damaged record, another format): dropping is also the way
 		// out of a store this build cannot open, and every generation
 		// goes.
-		m, _ = decodeMeta(raw)
+		m, _, _ = decodeMeta(s.k.meta(), raw)
 		return nil
 	})
 	if err != nil {
@@ -607,7 +610,7 @@ func eachStoredEntry(ctx context.Context, txn *badger.Txn, k keys, fn func(index
 		if err != nil {
 			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
 		}
-		v, err := item.ValueCopy(nil)
+		v, err := valueCopy(item)
 		if err != nil {
 			return err
 		}
