@@ -421,7 +421,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		c := indexer.Change{Prepared: indexer.Prepared{Type: store.OpPut, Key: rec.Key, Data: bytes.Clone(rec.Data), Values: vals}}
 		return writeChange(w, nk, names, true, &c)
 	}
-	return s.rebuild(ctx, false, false, nil, func(w writer, nk keys) error {
+	err = s.rebuild(ctx, false, false, nil, func(w writer, nk keys) error {
 		if !haveFirst {
 			return nil
 		}
@@ -450,6 +450,10 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		// they are, a default one drops them when it opens.
 		m.Entries = true
 	})
+	if err != nil {
+		return err
+	}
+	return sh.named(info.Name)
 }
 
 // testHookDrop, when set (by tests), runs after each step of Drop that a
@@ -527,6 +531,11 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	// Before the marker: the stores file never names a store that is
+	// gone (see storesFile).
+	if err := sh.stores.remove(name); err != nil {
 		return err
 	}
 	if !m.Dropped {

@@ -219,7 +219,22 @@ func (s *space) create(want store.Meta, entries bool) error {
 	if err := s.sh.durable(nil); err != nil {
 		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
 	}
+	if err := s.sh.named(s.name); err != nil {
+		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
+	}
 	return nil
+}
+
+// named names the store name, whose meta record was just written, in the
+// stores file (see storesFile), once the record is durable: the file must
+// never name a store a crash can take back.
+func (sh *sharedDB) named(name string) error {
+	if sh.cfg.durability != store.DurabilitySync {
+		if err := sh.db.Sync(); err != nil {
+			return err
+		}
+	}
+	return sh.stores.add(name)
 }
 
 // generations lists the generation numbers that have keys.

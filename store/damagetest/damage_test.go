@@ -144,14 +144,13 @@ var kinds = []kind{
 }
 
 // pending lists the kinds whose bad outcomes the test only reports, until
-// the rest of issue 32 lands: a truncated badger MANIFEST still opens as a
-// new, empty database (no sidecar tells "new" from "lost" yet), and
-// snapshot verify of a badger database still opens it read-write, which
-// truncates a damaged value log. Every other kind fails the test on any
-// bad outcome.
+// the rest of issue 32 lands: snapshot verify of a badger database still
+// opens it read-write, which truncates a damaged value log and lets badger
+// delete the tables a damaged MANIFEST no longer lists. Every other kind
+// fails the test on any bad outcome.
 var pending = map[string]bool{
-	"badger-MANIFEST": true, "badger-sst": true, "badger-vlog": true,
-	"badger-bounded-MANIFEST": true, "badger-bounded-sst": true, "badger-bounded-vlog": true,
+	"badger-MANIFEST": true, "badger-vlog": true,
+	"badger-bounded-MANIFEST": true, "badger-bounded-vlog": true,
 	"badger-encrypted-vlog": true,
 }
 
