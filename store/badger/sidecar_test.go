@@ -2,7 +2,9 @@ package badger
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -192,4 +194,59 @@ func TestStoresFileFormat(t *testing.T) {
 			t.Errorf("decode of the first %d of %d bytes: no error", n, len(data))
 		}
 	}
+}
+
+// FrozenView reads a closed database from a private copy, which reads
+// leave the directory as it is and release deletes; a database open in
+// this process is read through its open database.
+func TestFrozenView(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	fillStore(t, dir, "pods", 20)
+	before := dirSums(t, dir)
+	u := &url.URL{Scheme: Scheme, Path: dir}
+	v, release, err := Raw().(store.RawFrozenViewer).FrozenView(t.Context(), u)
+	mustOK(t, "FrozenView", err)
+	if v.Path == dir || !strings.HasPrefix(v.Path, os.TempDir()) {
+		t.Errorf("view of a closed database at %s; want a copy in %s", v.Path, os.TempDir())
+	}
+	n := 0
+	_, err = Raw().Export(t.Context(), v, "pods", func(store.Record) error { n++; return nil })
+	mustOK(t, "export from the view", err)
+	if n != 20 {
+		t.Errorf("view holds %d records; want 20", n)
+	}
+	mustOK(t, "release", release())
+	if _, err := os.Stat(v.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("view after its release: %v; want it deleted", err)
+	}
+	if diff := cmp.Diff(before, dirSums(t, dir)); diff != "" {
+		t.Errorf("the view changed the database's files (-before +after):\n%s", diff)
+	}
+
+	s, err := store.Open(t.Context(), "badger://"+dir, podOptions(t, "pods", 0))
+	mustOK(t, "open", err)
+	defer s.Close()
+	v, release, err = Raw().(store.RawFrozenViewer).FrozenView(t.Context(), u)
+	mustOK(t, "FrozenView of an open database", err)
+	if v.Path != dir {
+		t.Errorf("view of a database open in this process at %s; want %s", v.Path, dir)
+	}
+	mustOK(t, "release", release())
+}
+
+// dirSums returns the content of every file of dir but LOCK, by name.
+func dirSums(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	mustOK(t, "ReadDir", err)
+	out := map[string]string{}
+	for _, e := range ents {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		mustOK(t, "ReadFile", err)
+		out[e.Name()] = fmt.Sprintf("%x", sha256.Sum256(data))
+	}
+	return out
 }

@@ -214,3 +214,48 @@ func TestBoltImportAfterCrashedImport(t *testing.T) {
 		t.Errorf("after the import: %+v, want hash %s and resume point 9", g, w.ContentHash)
 	}
 }
+
+// An object whose record is whole (its checksum matches) but whose bytes
+// are not an object: Verify finds it by decoding every object with the
+// Decoder it is given.
+func TestVerifyDecodesObjects(t *testing.T) {
+	u := boltURL(t)
+	fill(t, u, 20, 0, "5")
+	db, err := bbolt.Open(strings.TrimPrefix(u, "bolt://"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		objects := tx.Bucket([]byte("stores")).Bucket([]byte(podsName)).Bucket([]byte("objects"))
+		k, _ := objects.Cursor().First()
+		k = bytes.Clone(k)
+		return objects.Put(k, recsum.Seal(k, []byte{0x0a, 0xff, 0xff, 0xff}))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Verify(t.Context(), u, nil); err != nil {
+		t.Fatalf("verify without a decoder: %v; want the records' checksums to pass", err)
+	}
+	c := podOptions(t).Codec
+	decoded := 0
+	_, err = snapshot.Verify(t.Context(), u, &snapshot.VerifyOptions{Decoder: func(info store.Info) (func([]byte) error, error) {
+		if info.Name != podsName {
+			return nil, fmt.Errorf("decoder asked for store %q", info.Name)
+		}
+		return func(data []byte) error {
+			decoded++
+			_, err := c.Decode(data)
+			return err
+		}, nil
+	}})
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "does not decode") {
+		t.Fatalf("verify with a decoder: %v; want store.ErrCorrupt naming an object that does not decode", err)
+	}
+	if decoded != 20 {
+		t.Errorf("verify decoded %d objects; want all 20", decoded)
+	}
+}
