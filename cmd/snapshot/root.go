@@ -53,7 +53,8 @@ memdb:///abs/file.snap. Bolt and badger databases must not be open in another
 process.
 
 Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or incompatible data,
-4 restore target not empty, 5 database locked or in use.`,
+4 restore target not empty, 5 database locked or in use, 130 and 143 stopped by
+SIGINT and SIGTERM (the first one stops the command, removing its temporary files).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -113,7 +114,14 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 				return usageError{fmt.Errorf("save: %q is not a store URL (scheme://...)", a[0])}
 			}
 			p := newProgress(cmd, g, "save")
-			m, err := snapshot.SaveURL(cmd.Context(), a[1], src, &snapshot.SaveOptions{Stores: stores, Progress: p.report})
+			var part string
+			m, err := snapshot.SaveURL(cmd.Context(), a[1], src, &snapshot.SaveOptions{
+				Stores: stores, Progress: p.report,
+				TempFile: func(path string) { part = path; temps.add(path) },
+			})
+			if part != "" {
+				temps.forget(part)
+			}
 			p.done()
 			if err != nil {
 				return err
