@@ -58,6 +58,11 @@ SIGINT and SIGTERM (the first one stops the command, removing its temporary file
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// An unknown command is a usage error (cobra's own check of the root's
+	// arguments returns a plain error, which would exit 1); without
+	// arguments the root prints its help.
+	root.Args = args(cobra.NoArgs)
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(

@@ -145,6 +145,13 @@ func checkSample(sp *space, o store.Options, set *indexer.IndexSet) (keyReset st
 				obj, err = indexer.Decode(o.Codec, data)
 				return err
 			})
+			if errors.Is(err, indexer.ErrUnknownKey) {
+				// Not damage to one object: the key ring lacks the
+				// key (a wrong key, a rotation's old key not
+				// loaded), and the default mode would fail its open
+				// on it too, rather than serve lists that are empty.
+				return fmt.Errorf("object %q: %w", key, err)
+			}
 			if err == nil {
 				keyCheck.Check(key, obj)
 				if len(names) > 0 {
@@ -160,6 +167,7 @@ func checkSample(sp *space, o store.Options, set *indexer.IndexSet) (keyReset st
 		err = nil
 	}
 	if err != nil {
+		// corrupt leaves an unknown key's error as it is.
 		return "", nil, sp.corrupt("check a sample of the objects", err)
 	}
 	return keyCheck.Reset(o.KeyFuncName), check.Stale(), nil

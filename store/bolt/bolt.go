@@ -252,8 +252,34 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 		f.syncFault.CompareAndSwap(nil, &err)
 		return f.syncFailed()
 	}
+	if err != nil && fnErr == nil {
+		err = withErrno(err)
+	}
 	return err
 }
+
+// withErrno returns err, an error of a bbolt commit, wrapping the errno its
+// message names when bbolt formatted it in with %s and lost it (bbolt
+// v1.5.0's "file resize error: file too large", when growing the file meets
+// the file size limit or a full disk), so that callers can tell a full
+// disk apart with errors.Is(err, syscall.ENOSPC) or syscall.EFBIG.
+func withErrno(err error) error {
+	for _, errno := range []syscall.Errno{syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT} {
+		if !errors.Is(err, errno) && strings.HasSuffix(err.Error(), errno.Error()) {
+			return errnoError{err, errno}
+		}
+	}
+	return err
+}
+
+// errnoError is an error that also wraps the errno its message ends with.
+type errnoError struct {
+	err   error
+	errno syscall.Errno
+}
+
+func (e errnoError) Error() string   { return e.err.Error() }
+func (e errnoError) Unwrap() []error { return []error{e.err, e.errno} }
 
 // testHookCommitErr, when set (by tests), replaces the result of every
 // successful commit of update: a failure bbolt reports after the commit's

@@ -146,6 +146,13 @@ func checkSample(f *file, o store.Options, set *indexer.IndexSet) (keyReset stri
 				continue
 			}
 			obj, err := indexer.Decode(o.Codec, data)
+			if errors.Is(err, indexer.ErrUnknownKey) {
+				// Not damage to one object: the key ring lacks the
+				// key (a wrong key, a rotation's old key not
+				// loaded), and the default mode would fail its open
+				// on it too, rather than serve lists that are empty.
+				return fmt.Errorf("object %q: %w", shorten(key), err)
+			}
 			if err != nil {
 				continue
 			}
