@@ -228,7 +228,11 @@
 //     the database holds (written atomically when a store is created or
 //     dropped): a store it names and badger lacks is store.ErrCorrupt, never
 //     a new, empty store. A directory without it (written by an older
-//     build) gets it from what badger holds at its first open.
+//     build) gets it from what badger holds at its first open. Badger
+//     changes a directory it opens even to read it (it truncates a damaged
+//     value-log tail, deletes the tables its MANIFEST does not list), so
+//     snapshot verify reads a closed database from a private copy
+//     (FrozenView, store.RawFrozenViewer).
 //     Damage badger finds later while opening (in the value log's tail)
 //     makes it leak a few goroutines (badger v4.9.6) besides failing with
 //     store.ErrCorrupt.
