@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -16,9 +15,10 @@ func TestWithErrno(t *testing.T) {
 		err  error
 		want error
 	}{
-		{fmt.Errorf("file resize error: %s", syscall.EFBIG), syscall.EFBIG},
-		{fmt.Errorf("file resize error: %s", syscall.ENOSPC), syscall.ENOSPC},
-		{fmt.Errorf("file sync error: %s", syscall.EDQUOT), syscall.EDQUOT},
+		// As bbolt formats them: the errno's text, not the errno.
+		{errors.New("file resize error: " + syscall.EFBIG.Error()), syscall.EFBIG},
+		{errors.New("file resize error: " + syscall.ENOSPC.Error()), syscall.ENOSPC},
+		{errors.New("file sync error: " + syscall.EDQUOT.Error()), syscall.EDQUOT},
 		{&os.PathError{Op: "write", Path: "f", Err: syscall.EFBIG}, syscall.EFBIG},
 	} {
 		got := withErrno(tc.err)
@@ -30,7 +30,7 @@ func TestWithErrno(t *testing.T) {
 		}
 	}
 	other := errors.New("file too large, said nobody")
-	if got := withErrno(other); got != other {
+	if got := withErrno(other); !errors.Is(got, other) || errors.Is(got, syscall.EFBIG) {
 		t.Errorf("withErrno(%q) = %v; want it unchanged", other, got)
 	}
 }
