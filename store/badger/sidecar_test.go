@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -249,4 +250,33 @@ func dirSums(t *testing.T, dir string) map[string]string {
 		out[e.Name()] = fmt.Sprintf("%x", sha256.Sum256(data))
 	}
 	return out
+}
+
+// A store an Import creates (snapshot restore) is named in the stores file
+// like one an Open creates.
+func TestStoresFileNamesImportedStore(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	fillStore(t, src, "pods", 5)
+	var recs []store.Record
+	info, err := Raw().Export(t.Context(), &url.URL{Scheme: Scheme, Path: src}, "pods", func(r store.Record) error {
+		r.Data = append([]byte(nil), r.Data...)
+		recs = append(recs, r)
+		return nil
+	})
+	mustOK(t, "export", err)
+	dst := filepath.Join(t.TempDir(), "dst")
+	info.Name = "restored"
+	mustOK(t, "import", Raw().Import(t.Context(), &url.URL{Scheme: Scheme, Path: dst}, info, func() (store.Record, error) {
+		if len(recs) == 0 {
+			return store.Record{}, io.EOF
+		}
+		r := recs[0]
+		recs = recs[1:]
+		return r, nil
+	}))
+	if diff := cmp.Diff(map[string]bool{"restored": true}, storesOf(t, dst)); diff != "" {
+		t.Fatalf("stores file after the import (-want +got):\n%s", diff)
+	}
+	truncateManifest(t, dst)
+	wantCorruptOpen(t, dst, "restored", `"restored"`)
 }
