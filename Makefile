@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 COUNT     ?= 6
 CYCLES    ?= 100
 
-.PHONY: all build demo test test-short test-race vet lint bench crash fuzz clean k8s-bin generate generate-check
+.PHONY: all build demo test test-short test-race vet lint bench crash damage fuzz clean k8s-bin generate generate-check
 
 all: build
 
@@ -68,6 +68,14 @@ test-short:
 ## server (no race detector, so more cycles fit; the timeout allows 10s per cycle per backend).
 crash: k8s-bin
 	INFORMERDB_CRASH_CYCLES=$(CYCLES) $(GO) test -count=1 -v -timeout $$(( $(CYCLES) * 20 + 600 ))s -run '^TestCrash$$' ./test/crash
+
+## damage: the long damage test (store/damagetest): DAMAGE_TRIALS trials per file kind of every backend, each
+## flipping bytes of or truncating one file of a database of DAMAGE_OBJECTS ConfigMaps, then verifying, opening and
+## reading it in a child process; prints the table of outcomes. `make test` runs a short profile of it.
+DAMAGE_TRIALS  ?= 200
+DAMAGE_OBJECTS ?= 2000
+damage:
+	INFORMERDB_DAMAGE_TRIALS=$(DAMAGE_TRIALS) INFORMERDB_DAMAGE_OBJECTS=$(DAMAGE_OBJECTS) $(GO) test -count=1 -v -timeout 0 -run '^TestDamage$$' ./store/damagetest
 
 ## fuzz: every fuzz target (the decoders of what a damaged database or snapshot file holds), FUZZTIME each, one after
 ## the other. Each new input the fuzzer keeps is minimized for at most FUZZMINTIME: go's default of 60s per input

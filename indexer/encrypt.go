@@ -147,6 +147,23 @@ func NewKeyRing(primary EncryptionKey, others ...EncryptionKey) (*KeyRing, error
 	return r, nil
 }
 
+// nearID reports whether id differs from the id of a key of the ring in
+// at most half its bytes.
+func (r *KeyRing) nearID(id [keyIDSize]byte) bool {
+	for kid := range r.byID {
+		diff := 0
+		for i := range id {
+			if id[i] != kid[i] {
+				diff++
+			}
+		}
+		if diff <= keyIDSize/2 {
+			return true
+		}
+	}
+	return false
+}
+
 // Primary returns the id of the key new records are sealed with.
 func (r *KeyRing) Primary() string { return r.primary.ID() }
 
@@ -231,8 +248,9 @@ func (c *EncryptedCodec) Encode(obj interface{}) ([]byte, error) {
 
 // Decode implements store.Codec. A record sealed under a key the ring does
 // not hold fails with ErrUnknownKey and store.ErrIncompatible; a record that
-// does not authenticate (damaged, or not sealed by this codec) fails with
-// store.ErrCorrupt. Decode never returns an object it could not
+// does not authenticate (damaged, or not sealed by this codec), or whose
+// key id is that of a key of the ring with a few bytes changed (damaged),
+// fails with store.ErrCorrupt. Decode never returns an object it could not
 // authenticate.
 func (c *EncryptedCodec) Decode(data []byte) (interface{}, error) {
 	plain, err := c.open(data)
@@ -284,6 +302,13 @@ func (c *EncryptedCodec) open(data []byte) ([]byte, error) {
 	var id [keyIDSize]byte
 	copy(id[:], data[1:headerSize])
 	k, ok := c.keys.byID[id]
+	if !ok && c.keys.nearID(id) {
+		// Key ids are 8 bytes of SHA-256: another key's id shares at most
+		// a byte or two with those of the ring, by chance. One that
+		// differs from a ring key's id in a few bytes is that id damaged.
+		return nil, fmt.Errorf("indexer: decrypt: record sealed under key %s, a damaged id of a key of the ring (%s): %w",
+			hex.EncodeToString(id[:]), strings.Join(c.keys.IDs(), ", "), store.ErrCorrupt)
+	}
 	if !ok {
 		return nil, fmt.Errorf("indexer: decrypt: record sealed under key %s; the key ring holds %s (load the old key as a secondary key of the ring): %w: %w",
 			hex.EncodeToString(id[:]), strings.Join(c.keys.IDs(), ", "), ErrUnknownKey, store.ErrIncompatible)

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
 
 // Lener is implemented by stores that count their objects without listing
 // them. Informer metrics use it (informerdb_store_objects); without it they
@@ -90,3 +94,48 @@ type unprepared struct {
 }
 
 func (u unprepared) Commit(ctx context.Context) error { return u.s.Commit(ctx, u.b) }
+
+// ReadFailer is implemented by stores whose reads without an error result
+// (List, ListKeys, ListIndexFuncValues of cache.Indexer) read the database
+// and can fail: the bounded modes of bolt and badger. Such a read logs the
+// error and returns nothing; the store also keeps it here, so that its
+// owner can treat the store as an Open that failed with the error would
+// have told it to: an error wrapping ErrCorrupt means a damaged database,
+// which deleting the database and relisting repairs.
+type ReadFailer interface {
+	// ReadErr returns the first error such a read met since the store
+	// was opened, or nil.
+	ReadErr() error
+	// ReadErrors counts the reads that failed so (informerdb's
+	// read-failure metric).
+	ReadErrors() int64
+}
+
+// ReadFailures records the failures of reads that cannot return an error,
+// for stores implementing ReadFailer by embedding it. The zero value is
+// ready; it is safe for concurrent use.
+type ReadFailures struct {
+	mu    sync.Mutex // guards first
+	first error
+	n     atomic.Int64
+}
+
+// Failed records err, a read's failure.
+func (r *ReadFailures) Failed(err error) {
+	r.n.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == nil {
+		r.first = err
+	}
+}
+
+// ReadErr implements ReadFailer.
+func (r *ReadFailures) ReadErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.first
+}
+
+// ReadErrors implements ReadFailer.
+func (r *ReadFailures) ReadErrors() int64 { return r.n.Load() }

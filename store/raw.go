@@ -121,6 +121,20 @@ type RawDropper interface {
 	Drop(ctx context.Context, u *url.URL, name string) error
 }
 
+// RawFrozenViewer is implemented by raw drivers whose reads can change the
+// files of the database they read: badger replays its logs and truncates a
+// damaged value-log tail when it opens a directory, and deletes the tables
+// its MANIFEST does not list. FrozenView returns the URL of a view of the
+// database at u that reads leave the database's files as they are (for
+// badger, a private copy of the directory), and a function that releases
+// the view; the same driver reads it. A check of a database that must not
+// change what it checks (snapshot.Verify) reads through it. It fails like
+// the driver's reads: ErrNotFound for a missing database, ErrLocked when
+// another process holds it past the lock timeout.
+type RawFrozenViewer interface {
+	FrozenView(ctx context.Context, u *url.URL) (view *url.URL, release func() error, err error)
+}
+
 // driverFor parses rawURL and returns the driver registered for its scheme;
 // op names the operation in errors.
 func driverFor(op, rawURL string) (Driver, *url.URL, error) {
@@ -201,6 +215,31 @@ func Export(ctx context.Context, rawURL, name string, fn func(Record) error) (In
 		return Info{}, err
 	}
 	return d.Export(ctx, u, name, fn)
+}
+
+// FrozenView returns the URL of a view of the database at rawURL that
+// reads leave unchanged, and its release (see RawFrozenViewer); for a
+// backend whose reads change nothing, rawURL itself.
+func FrozenView(ctx context.Context, rawURL string) (view string, release func() error, err error) {
+	d, u, err := rawDriver("view", rawURL)
+	if err != nil {
+		return "", nil, err
+	}
+	return FrozenViewOf(ctx, d, u)
+}
+
+// FrozenViewOf is FrozenView through the raw driver d, for callers that
+// have their own registry of drivers (the snapshot package).
+func FrozenViewOf(ctx context.Context, d RawDriver, u *url.URL) (view string, release func() error, err error) {
+	fv, ok := d.(RawFrozenViewer)
+	if !ok {
+		return u.String(), func() error { return nil }, nil
+	}
+	v, release, err := fv.FrozenView(ctx, u)
+	if err != nil {
+		return "", nil, err
+	}
+	return v.String(), release, nil
 }
 
 // Import replaces the store named info.Name in the database at rawURL with

@@ -1,19 +1,31 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // CheckKey returns an error wrapping ErrInvalid when no backend may store an
-// object under key, and nil otherwise. The only such key is the empty one:
-// bbolt cannot store it, so a store or snapshot holding it could not move to
-// a bolt database, and an object without a key is a bug upstream
-// (Kubernetes objects always have a name, and client-go's DeltaFIFO refuses
-// an empty key). Every backend calls CheckKey on each key a write or an
-// Import would store, before changing anything, so that they all refuse the
-// same keys. The error says only what is wrong ("empty key"); callers add
-// the operation and which operation or record of it.
+// object under key, and nil otherwise. Two kinds of key are refused:
+//
+//   - the empty one: bbolt cannot store it, so a store or snapshot holding
+//     it could not move to a bolt database, and an object without a key is
+//     a bug upstream (Kubernetes objects always have a name, and
+//     client-go's DeltaFIFO refuses an empty key);
+//   - one ending in "/": what client-go's key function makes of an object
+//     with a namespace and no name ("ns/"), which is no object the API
+//     server serves, and would be stored beside the namespace's objects.
+//
+// Every backend calls CheckKey on each key a write or an Import would store,
+// before changing anything, so that they all refuse the same keys. The error
+// says only what is wrong; callers add the operation and which operation or
+// record of it.
 func CheckKey(key string) error {
-	if key == "" {
+	switch {
+	case key == "":
 		return fmt.Errorf("empty key: %w", ErrInvalid)
+	case strings.HasSuffix(key, "/"):
+		return fmt.Errorf("key %.64q ends in \"/\" (an object with a namespace and no name): %w", key, ErrInvalid)
 	}
 	return nil
 }

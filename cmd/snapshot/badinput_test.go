@@ -70,3 +70,16 @@ func TestRekeyBadTargets(t *testing.T) {
 		t.Errorf("rekey of a snapshot file: exit %d (%s), want %d saying it is not a store URL", code, stderr, exitUsage)
 	}
 }
+
+// An unknown command is a usage error (exit 2) naming it; the command
+// without arguments prints its help.
+func TestUnknownCommand(t *testing.T) {
+	code, _, stderr := cli(t, "verfy", "x")
+	if code != exitUsage || !strings.Contains(stderr, `unknown command "verfy"`) {
+		t.Errorf("unknown command: exit %d (%s); want %d naming it", code, stderr, exitUsage)
+	}
+	code, out, stderr := cli(t)
+	if code != exitOK || !strings.Contains(out, "Usage:") {
+		t.Errorf("no command: exit %d (%s%s); want %d and the help", code, out, stderr, exitOK)
+	}
+}

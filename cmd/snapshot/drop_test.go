@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,17 +218,34 @@ func TestDropUnreadableStore(t *testing.T) {
 }
 
 // markNewerFormat writes a later build's format version (99) into the
-// metadata record of the store name of the bolt file at path.
+// metadata record of the store name of the bolt file at path. The record is
+// framed as bolt format version 4 frames every record: the value, then the
+// CRC32C (Castagnoli) of the bbolt key and the value, 4 bytes big-endian. The
+// frame is checked and written anew, so the store is refused for its format
+// version, not for a checksum.
 func markNewerFormat(t *testing.T, path, name string) {
 	t.Helper()
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	key := []byte("meta")
+	crc := func(v []byte) uint32 {
+		tab := crc32.MakeTable(crc32.Castagnoli)
+		return crc32.Update(crc32.Checksum(key, tab), tab, v)
+	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket([]byte("stores")).Bucket([]byte(name)).Bucket([]byte("meta"))
+		rec := meta.Get(key)
+		if len(rec) < 4 {
+			return fmt.Errorf("metadata record of %d bytes, not framed", len(rec))
+		}
+		val := rec[:len(rec)-4]
+		if got, want := binary.BigEndian.Uint32(rec[len(val):]), crc(val); got != want {
+			return fmt.Errorf("metadata record's checksum %08x, want %08x", got, want)
+		}
 		var m map[string]interface{}
-		if err := json.Unmarshal(meta.Get([]byte("meta")), &m); err != nil {
+		if err := json.Unmarshal(val, &m); err != nil {
 			return err
 		}
 		m["formatVersion"] = 99
@@ -233,7 +253,7 @@ func markNewerFormat(t *testing.T, path, name string) {
 		if err != nil {
 			return err
 		}
-		return meta.Put([]byte("meta"), data)
+		return meta.Put(key, binary.BigEndian.AppendUint32(data, crc(data)))
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr

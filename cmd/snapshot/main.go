@@ -22,7 +22,10 @@
 //
 // Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or
 // incompatible data (checksum, truncation, failed verification), 4 restore
-// target not empty, 5 database locked or in use.
+// target not empty, 5 database locked or in use, 130 and 143 stopped by
+// SIGINT and SIGTERM. The first such signal stops the command: it winds
+// down (a save removes its temporary file, a restore rolls back its store),
+// and is stopped after a few seconds if it does not.
 package main
 
 import (
@@ -30,9 +33,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/snapshot"
@@ -49,17 +55,106 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal cancels ctx and the command winds down (a restore
-	// rolls back its store); stop then restores the default handling, so
-	// that a second Ctrl-C kills a command that does not end.
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// stopGrace is how long the command has, after the first SIGINT or
+// SIGTERM cancelled its context, to wind down on its own (a restore rolls
+// back its store, a save removes its temporary file) before it is stopped
+// anyway. A command stuck where the context does not reach (a database
+// that does not close) is stopped then, after its temporary files are
+// removed.
+const stopGrace = 3 * time.Second
+
+// runMain runs the command line args as main does, with signal handling:
+// the first SIGINT or SIGTERM cancels the command's context, and the
+// command stops, by itself or after stopGrace, with the signal's exit code
+// (128 + its number, as shells report a process a signal ended) unless it
+// had succeeded; a second signal stops it at once. Either way the
+// temporary files it registered are removed (tempFiles).
+func runMain(args []string, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, stdout, stderr) }()
+	var sig os.Signal
+	select {
+	case code := <-done:
+		return code
+	case sig = <-sigs:
+	}
+	cancel()
+	code := signalExit(sig)
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case c := <-done:
+		if c == exitOK {
+			return exitOK
+		}
+		return code
+	case <-grace.C:
+		fmt.Fprintf(stderr, "Error: %v: the command did not stop within %v; stopping it\n", sig, stopGrace)
+	case sig = <-sigs:
+		fmt.Fprintf(stderr, "Error: %v again: stopping the command\n", sig)
+		code = signalExit(sig)
+	}
+	if err := temps.removeAll(); err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+	}
+	return code
+}
+
+// signalExit is the exit code of a command a signal stopped.
+func signalExit(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitError
+}
+
+// tempFiles are the temporary files the running command writes (a save's
+// <file>.part-*), which runMain removes when it stops the command before
+// the command removed or renamed them itself.
+type tempFiles struct {
+	mu    sync.Mutex // guards paths
+	paths map[string]bool
+}
+
+var temps tempFiles
+
+func (t *tempFiles) add(path string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.paths == nil {
+		t.paths = map[string]bool{}
+	}
+	t.paths[path] = true
+}
+
+// forget drops path, which its command renamed or removed.
+func (t *tempFiles) forget(path string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.paths, path)
+}
+
+// removeAll removes every registered file. It keeps the lock, so that no
+// command registers a file meanwhile.
+func (t *tempFiles) removeAll() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for p := range t.paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove the temporary file: %w", err))
+		}
+		delete(t.paths, p)
+	}
+	return errors.Join(errs...)
 }
 
 // run executes the command line args and returns the exit code. Errors are

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 		holdLock(path)
 		return
 	}
+	if mode := os.Getenv(envStallMain); mode != "" {
+		os.Exit(stallMain(mode))
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/dgraph-io/ristretto/v2/z.(*AllocatorPool).freeupAllocators"),
 		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))

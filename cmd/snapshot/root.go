@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
 	"github.com/informerdb/informerdb/store/memdb"
@@ -52,10 +53,16 @@ memdb:///abs/file.snap. Bolt and badger databases must not be open in another
 process.
 
 Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or incompatible data,
-4 restore target not empty, 5 database locked or in use.`,
+4 restore target not empty, 5 database locked or in use, 130 and 143 stopped by
+SIGINT and SIGTERM (the first one stops the command, removing its temporary files).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// An unknown command is a usage error (cobra's own check of the root's
+	// arguments returns a plain error, which would exit 1); without
+	// arguments the root prints its help.
+	root.Args = args(cobra.NoArgs)
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
@@ -112,7 +119,14 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 				return usageError{fmt.Errorf("save: %q is not a store URL (scheme://...)", a[0])}
 			}
 			p := newProgress(cmd, g, "save")
-			m, err := snapshot.SaveURL(cmd.Context(), a[1], src, &snapshot.SaveOptions{Stores: stores, Progress: p.report})
+			var part string
+			m, err := snapshot.SaveURL(cmd.Context(), a[1], src, &snapshot.SaveOptions{
+				Stores: stores, Progress: p.report,
+				TempFile: func(path string) { part = path; temps.add(path) },
+			})
+			if part != "" {
+				temps.forget(part)
+			}
 			p.done()
 			if err != nil {
 				return err
@@ -209,8 +223,13 @@ func newVerify(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "verify <file|store-url>",
-		Short: "Check a snapshot file's checksum, or a database's indexes against its objects",
-		Args:  args(cobra.ExactArgs(1)),
+		Short: "Check a snapshot file's checksum, or a database's records, objects and indexes",
+		Long: `verify checks a snapshot file (structure, checksum, counts, content hashes), or
+a database: every record's checksum, that every object decodes (for types
+client-go's scheme knows), and that the indexes agree with the objects. It never
+changes what it checks: a badger directory is read from a private copy in the
+temporary directory ($TMPDIR). Any damage is exit code 3.`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -220,7 +239,24 @@ func newVerify(g *globals) *cobra.Command {
 				return err
 			}
 			p := newProgress(cmd, g, "verify")
-			m, err := snapshot.Verify(cmd.Context(), target, &snapshot.VerifyOptions{Entries: indexEntries, Progress: p.report})
+			m, err := snapshot.Verify(cmd.Context(), target, &snapshot.VerifyOptions{
+				Entries: indexEntries, Progress: p.report,
+				Decoder: func(info store.Info) (func([]byte) error, error) {
+					dec, err := decoderFor(info)
+					if err != nil {
+						// A type client-go's scheme does not know, or
+						// an encrypted codec: checksums only.
+						if !g.quiet {
+							fmt.Fprintf(cmd.ErrOrStderr(), "Note: objects not decoded (their checksums are checked): %v\n", err)
+						}
+						return nil, nil
+					}
+					return func(data []byte) error {
+						_, err := dec(data)
+						return err
+					}, nil
+				},
+			})
 			p.done()
 			if err != nil {
 				return err

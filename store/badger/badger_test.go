@@ -392,11 +392,11 @@ func TestGarbageGenerations(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := txn.Set(k.obj("ns-2/pod-000002"), data); err != nil {
+		if err := setSealed(txn, k.obj("ns-2/pod-000002"), data); err != nil {
 			return err
 		}
 		ek, ev := k.entry("app", "garbage", "ns-2/pod-000002")
-		return txn.Set(ek, ev)
+		return setSealed(txn, ek, ev)
 	}))
 	mustOK(t, "Close", s.Close())
 
@@ -849,7 +849,7 @@ func TestFailedLargeWriteLeavesNoTrace(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := w.Set(nk.obj(p.Namespace+"/"+p.Name), data); err != nil {
+			if err := setSealed(w, nk.obj(p.Namespace+"/"+p.Name), data); err != nil {
 				return err
 			}
 		}

@@ -24,6 +24,9 @@ import (
 // concurrent use.
 type bounded struct {
 	indexer.Writes
+	// ReadFailures keeps the failures of the reads that cannot return
+	// them (logReadErr).
+	store.ReadFailures
 
 	info  store.Info // static parts
 	sp    *space
@@ -139,7 +142,7 @@ func checkSample(sp *space, o store.Options, set *indexer.IndexSet) (keyReset st
 			// that fails on it fails its next write instead.
 			var key string
 			var obj interface{}
-			err := item.Value(func(v []byte) error {
+			err := value(item, func(v []byte) error {
 				var data []byte
 				var err error
 				if key, data, err = parseObj(suffix, v); err != nil {
@@ -148,6 +151,13 @@ func checkSample(sp *space, o store.Options, set *indexer.IndexSet) (keyReset st
 				obj, err = indexer.Decode(o.Codec, data)
 				return err
 			})
+			if errors.Is(err, indexer.ErrUnknownKey) {
+				// Not damage to one object: the key ring lacks the
+				// key (a wrong key, a rotation's old key not
+				// loaded), and the default mode would fail its open
+				// on it too, rather than serve lists that are empty.
+				return fmt.Errorf("object %q: %w", key, err)
+			}
 			if err == nil {
 				keyCheck.Check(key, obj)
 				if len(names) > 0 {
@@ -163,6 +173,7 @@ func checkSample(sp *space, o store.Options, set *indexer.IndexSet) (keyReset st
 		err = nil
 	}
 	if err != nil {
+		// corrupt leaves an unknown key's error as it is.
 		return "", nil, sp.corrupt("check a sample of the objects", err)
 	}
 	return keyCheck.Reset(o.KeyFuncName), check.Stale(), nil
@@ -175,7 +186,7 @@ func sampleValues(txn *badger.Txn, valsKey []byte, n int, fn func(stored [][]str
 	if err != nil {
 		return
 	}
-	_ = item.Value(func(v []byte) error {
+	_ = value(item, func(v []byte) error {
 		if stored, err := decodeValues(v, n); err == nil {
 			fn(stored)
 		}
@@ -350,7 +361,7 @@ func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) 
 		return nil, fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
 	}
 	var vals [][]string
-	err = item.Value(func(v []byte) error {
+	err = value(item, func(v []byte) error {
 		vals, err = decodeValues(v, n)
 		return err
 	})
@@ -444,7 +455,7 @@ func (b *bounded) getLocked(txn *badger.Txn, k keys, seq uint64, key string) (in
 // object prefix of its key.
 func (b *bounded) decode(item *badger.Item, prefixLen int) (interface{}, error) {
 	var obj interface{}
-	err := item.Value(func(v []byte) error {
+	err := value(item, func(v []byte) error {
 		key, data, err := parseObj(item.Key()[prefixLen:], v)
 		if err != nil {
 			return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
@@ -494,6 +505,7 @@ func (b *bounded) List() []interface{} {
 func (b *bounded) logReadErr(op string, err error) {
 	if !errors.Is(err, store.ErrClosed) {
 		klog.Background().Error(err, "Reading the badger store failed; returning nothing", "op", op, "store", b.info.Name)
+		b.Failed(err)
 	}
 }
 
@@ -507,7 +519,7 @@ func scanObjKeys(txn *badger.Txn, prefix []byte) ([]string, error) {
 		suffix := it.Item().Key()[len(prefix):]
 		key, hashed, _, err := readComp(suffix)
 		if err == nil && hashed {
-			err = it.Item().Value(func(v []byte) error {
+			err = value(it.Item(), func(v []byte) error {
 				key, _, err = parseObj(suffix, v)
 				return err
 			})
@@ -531,7 +543,7 @@ func scanEntries(txn *badger.Txn, indexPrefix, prefix []byte) ([]string, error) 
 		var val []byte
 		if item.ValueSize() > 0 {
 			var err error
-			if val, err = item.ValueCopy(nil); err != nil {
+			if val, err = valueCopy(item); err != nil {
 				return nil, err
 			}
 		}
@@ -680,7 +692,7 @@ func (b *bounded) ListIndexFuncValues(indexName string) []string {
 			var val []byte
 			if item.ValueSize() > 0 {
 				var err error
-				if val, err = item.ValueCopy(nil); err != nil {
+				if val, err = valueCopy(item); err != nil {
 					return err
 				}
 			}
@@ -763,3 +775,5 @@ func (b *bounded) Close() error {
 }
 
 var _ store.Store = (*bounded)(nil)
+
+var _ store.ReadFailer = (*bounded)(nil)

@@ -156,6 +156,10 @@ type sharedDB struct {
 	// syncFault is set once badger reports a failed fsync of its value log
 	// (see syncFault): from then on no write of the database is durable.
 	syncFault syncFault
+
+	// stores is the stores file, which tells a database that lost its
+	// stores from a new one (see storesFile).
+	stores *storesList
 }
 
 // background runs goroutines that use a database and waits for them. Unlike
@@ -240,7 +244,7 @@ func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout ti
 	registry[dir] = sh
 	registryMu.Unlock()
 
-	db, err := openDB(ctx, dir, cfg, lockTimeout, &sh.syncFault)
+	db, stores, err := openDB(ctx, dir, cfg, lockTimeout, &sh.syncFault)
 
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -250,7 +254,7 @@ func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout ti
 		delete(registry, dir)
 		return nil, err
 	}
-	sh.db = db
+	sh.db, sh.stores = db, stores
 	if cfg.gcInterval > 0 {
 		sh.stopGC, sh.gcDone = make(chan struct{}), make(chan struct{})
 		go sh.gcLoop()
@@ -353,6 +357,17 @@ func badgerOptions(dir string, cfg dbConfig, fault *syncFault) badger.Options {
 		// The default 1 GiB value-log file is mmap'd at twice its size and
 		// is what made a fresh directory report 2.3 GiB.
 		WithValueLogFileSize(cfg.valueLogFileSize).
+		// Badger's own checksum of every value-log entry, checked on each
+		// read. Besides finding damage, it is what keeps a damaged entry
+		// from hanging the database: badger v4.9.6's valueLog.Read
+		// returns an entry whose header claims more bytes than were read
+		// ("Invalid read") without the callback that releases the value
+		// log file's read lock, so every later Close (and, with
+		// encryption, Open) waits for ever; with this check a damaged
+		// header fails the checksum first, on a path that releases the
+		// lock. informerdb's own frames (layout.go) then catch what the
+		// value log hands out under the wrong key.
+		WithVerifyValueChecksum(true).
 		// Protobuf does not compress much; save the CPU.
 		WithCompression(options.None).
 		WithNumCompactors(2).
@@ -364,8 +379,29 @@ func badgerOptions(dir string, cfg dbConfig, fault *syncFault) badger.Options {
 }
 
 // openDB opens badger in dir, retrying while another process holds the
+// directory lock, checks it against its stores file (see storesFile), and
+// maps failures to store errors.
+func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, *storesList, error) {
+	db, err := openBadger(ctx, dir, cfg, lockTimeout, fault)
+	if err != nil {
+		return nil, nil, err
+	}
+	stores, err := openStoresList(dir, db)
+	if err == nil {
+		return db, stores, nil
+	}
+	if cerr := db.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if errors.Is(err, errDamaged) {
+		return nil, nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
+	}
+	return nil, nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+}
+
+// openBadger opens badger in dir, retrying while another process holds the
 // directory lock, and maps failures to store errors.
-func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, error) {
+func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, error) {
 	// Before the chmod below would hide it: a directory that is a link,
 	// or that other users can write, is refused.
 	if err := store.CheckPath(dir, true); err != nil {
@@ -706,10 +742,12 @@ func checkNotForeign(dir string) (hasFiles bool, err error) {
 
 // isBadgerFile reports whether name is one badger (v4) gives the files of
 // a database directory: lock, manifest, key registry and their rewrites,
-// discard stats, tables, value logs and memtable logs.
+// discard stats, tables, value logs and memtable logs; and the stores file
+// this backend keeps beside them (storesFile).
 func isBadgerFile(name string) bool {
 	switch name {
-	case "LOCK", badger.ManifestFilename, "MANIFEST-REWRITE", badger.KeyRegistryFileName, badger.KeyRegistryRewriteFileName, "DISCARD":
+	case "LOCK", badger.ManifestFilename, "MANIFEST-REWRITE", badger.KeyRegistryFileName, badger.KeyRegistryRewriteFileName, "DISCARD",
+		storesFile, storesFileTmp:
 		return true
 	}
 	for _, ext := range []string{".sst", ".vlog", ".mem"} {

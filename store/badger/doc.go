@@ -181,7 +181,8 @@
 // the directory for longer than the lock timeout (badger fails at once on its
 // lock; the open retries until then); store.ErrCorrupt, naming the directory,
 // when badger cannot read the files (a truncated MANIFEST, garbage in a table
-// or value log) or a stored record cannot be decoded: delete the directory
+// or value log), a store the stores file names is lost, or a stored record
+// fails its checksum or cannot be decoded: delete the directory
 // and let the informers relist. Panics badger raises on damaged data while
 // opening and loading are turned into store.ErrCorrupt.
 //
@@ -220,7 +221,18 @@
 //     dropped, log tails are replayed up to the first torn entry, and empty
 //     .mem and .vlog files (killed between creating and sizing them; badger
 //     fails its first open on them) are removed. A MANIFEST cut at a change
-//     boundary looks like a crash before that change and is not detected.
+//     boundary looks like a crash before that change and is not detected by
+//     badger; a cut that loses stores (badger then opens an empty database
+//     and deletes the tables it no longer lists) is caught by the stores
+//     file, INFORMERDB-STORES beside badger's files, which names the stores
+//     the database holds (written atomically when a store is created or
+//     dropped): a store it names and badger lacks is store.ErrCorrupt, never
+//     a new, empty store. A directory without it (written by an older
+//     build) gets it from what badger holds at its first open. Badger
+//     changes a directory it opens even to read it (it truncates a damaged
+//     value-log tail, deletes the tables its MANIFEST does not list), so
+//     snapshot verify reads a closed database from a private copy
+//     (FrozenView, store.RawFrozenViewer).
 //     Damage badger finds later while opening (in the value log's tail)
 //     makes it leak a few goroutines (badger v4.9.6) besides failing with
 //     store.ErrCorrupt.

@@ -31,7 +31,7 @@ func keysUnder(t *testing.T, dir, name string) (int, *metaRecord) {
 		return sh.db.View(func(txn *badger.Txn) error {
 			k := newKeys(name, 0)
 			if raw, err := metaBytes(txn, k); err == nil {
-				rec, err := decodeMeta(raw)
+				rec, _, err := decodeMeta(k.meta(), raw)
 				if err != nil {
 					return err
 				}
@@ -252,7 +252,7 @@ func TestOpenIgnoresOrphanGenerations(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := txn.Set(k.obj(fmt.Sprintf("ns-%d/pod-%06d", gen, gen)), data); err != nil {
+			if err := setSealed(txn, k.obj(fmt.Sprintf("ns-%d/pod-%06d", gen, gen)), data); err != nil {
 				return err
 			}
 		}

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 
+	badger "github.com/dgraph-io/badger/v4"
+
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
 
@@ -48,6 +51,16 @@ import (
 // builds a new generation in several transactions and switches to it (with
 // the resume point) in one final transaction; other generations are garbage,
 // deleted after the switch or on the next open.
+//
+// Every value (format version 3) is framed by recsum: followed by the
+// CRC32C of its badger key and itself, checked whenever it is read (value,
+// valueCopy), so that a damaged value, a value a damaged table or value log
+// shows under another key, or a value badger fails to read and hands out
+// empty, is store.ErrCorrupt naming the key, never another object. Badger
+// checks its tables' blocks only when opening them with checksum
+// verification and the value log only when replaying it; the frames check
+// every value every time. A store of format version 2 or 1 (without
+// frames) is copied into a framed generation when it is opened (openSpace).
 //
 // A store without a meta record, or whose meta record says Dropped, does
 // not exist: whatever generations it has are garbage (an Import of a new
@@ -102,12 +115,74 @@ func readComp(b []byte) (s string, hashed bool, rest []byte, err error) {
 
 // FormatVersion is the version of the key layout and records described
 // above. Version 2 added metaRecord.Entries; a version 1 store always kept
-// its index entries, and opens as version 2 with Entries true (the meta
-// record is rewritten when a store opens it).
-const FormatVersion = 2
+// its index entries, and opens with Entries true. Version 3 frames every
+// value; a version 1 or 2 store is copied into a framed generation when a
+// store opens it.
+const FormatVersion = 3
 
-// formatV1 is the one older format this build reads (and upgrades).
-const formatV1 = 1
+const (
+	// formatV1 is the format without metaRecord.Entries.
+	formatV1 = 1
+	// formatUnsealed is the last format without value frames.
+	formatUnsealed = 2
+)
+
+// errUnsealed is wrapped by the errors of raw reads of a store of format
+// version 2 or 1, whose values are not framed: opening it upgrades it.
+var errUnsealed = errors.New("a store of a format without checksums: open it once with this build to upgrade it")
+
+// seal returns the framed value of v stored under the badger key k.
+func seal(k, v []byte) []byte { return recsum.Seal(k, v) }
+
+// setSealed writes the framed value of v under k.
+func setSealed(w writer, k, v []byte) error { return w.Set(k, seal(k, v)) }
+
+// checkValue returns the value of the framed value raw of item, or an
+// error wrapping store.ErrCorrupt that names the key.
+func checkValue(item *badger.Item, raw []byte) ([]byte, error) {
+	v, ok := recsum.Open(item.Key(), raw)
+	if !ok {
+		return nil, fmt.Errorf("value of key %q: checksum mismatch (%d bytes): %w", shortKey(item.Key()), len(raw), store.ErrCorrupt)
+	}
+	return v, nil
+}
+
+// value calls fn with the value of item, once its frame is checked. A
+// failure of badger to read the value is store.ErrCorrupt too: it read
+// the value log where the key pointed.
+func value(item *badger.Item, fn func(v []byte) error) error {
+	var fnErr error
+	err := item.Value(func(raw []byte) error {
+		v, err := checkValue(item, raw)
+		if err != nil {
+			return err
+		}
+		fnErr = fn(v)
+		return fnErr
+	})
+	if err != nil && fnErr == nil && !errors.Is(err, store.ErrCorrupt) {
+		return fmt.Errorf("value of key %q: %w: %w", shortKey(item.Key()), store.ErrCorrupt, err)
+	}
+	return err
+}
+
+// valueCopy returns a copy of the value of item, once its frame is checked.
+func valueCopy(item *badger.Item) ([]byte, error) {
+	var out []byte
+	err := value(item, func(v []byte) error {
+		out = bytes.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// shortKey quotes at most 96 bytes of a badger key in errors.
+func shortKey(k []byte) []byte {
+	if len(k) > 96 {
+		return k[:96]
+	}
+	return k
+}
 
 // metaRecord is the value of a store's meta key.
 type metaRecord struct {
@@ -231,6 +306,11 @@ func parseObj(suffix, value []byte) (string, []byte, error) {
 		return "", nil, fmt.Errorf("object key %q: %w", suffix, errBadRecord)
 	}
 	if !hashed {
+		if len(value) == 0 {
+			// No codec encodes an object in 0 bytes, and protobuf
+			// decodes them as an empty object.
+			return "", nil, fmt.Errorf("object %q: empty record: %w", key, errBadRecord)
+		}
 		return key, value, nil
 	}
 	key, data, err := readLP(value)
@@ -239,6 +319,9 @@ func parseObj(suffix, value []byte) (string, []byte, error) {
 	}
 	if !namesHashed(suffix, key) {
 		return "", nil, fmt.Errorf("object key %q: the key in the value has another digest: %w", suffix, errBadRecord)
+	}
+	if len(data) == 0 {
+		return "", nil, fmt.Errorf("object %q: empty record: %w", key, errBadRecord)
 	}
 	return key, data, nil
 }
@@ -349,21 +432,30 @@ func decodeValues(b []byte, want int) ([][]string, error) {
 	return out, nil
 }
 
-func encodeMeta(m metaRecord) []byte {
+// encodeMeta returns the framed meta record m, stored under the key k.
+func encodeMeta(k []byte, m metaRecord) []byte {
 	b, err := json.Marshal(m)
 	if err != nil {
 		// A struct of strings and ints always marshals.
 		panic(err)
 	}
-	return b
+	return seal(k, b)
 }
 
-func decodeMeta(b []byte) (metaRecord, error) {
-	var m metaRecord
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("meta record: %w", err)
+// decodeMeta decodes the meta record raw stored under the key k: framed,
+// or, for a store of format version 2 or 1, not (unsealed). Any other
+// record is an error.
+func decodeMeta(k, raw []byte) (m metaRecord, unsealed bool, err error) {
+	if b, ok := recsum.Open(k, raw); ok {
+		if err := json.Unmarshal(b, &m); err != nil {
+			return m, false, fmt.Errorf("meta record: %w", err)
+		}
+		return m, false, nil
 	}
-	return m, nil
+	if err := json.Unmarshal(raw, &m); err != nil || m.FormatVersion > formatUnsealed {
+		return metaRecord{}, false, fmt.Errorf("meta record: checksum mismatch (%d bytes): %w", len(raw), errBadRecord)
+	}
+	return m, true, nil
 }
 
 // prefixEnd returns the smallest key greater than every key starting with p,

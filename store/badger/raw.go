@@ -211,11 +211,14 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	}
 	raw, err := item.ValueCopy(nil)
 	if err != nil {
-		return store.Info{}, metaRecord{}, err
+		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: meta record: %w: %w", name, store.ErrCorrupt, err)
 	}
-	m, err := decodeMeta(raw)
+	m, unsealed, err := decodeMeta(k.meta(), raw)
 	if err != nil {
 		return store.Info{}, m, fmt.Errorf("store %q: %w: %w", name, store.ErrCorrupt, err)
+	}
+	if unsealed && !m.Dropped {
+		return store.Info{}, m, fmt.Errorf("store %q: format version %d, %w: %w", name, m.FormatVersion, errUnsealed, store.ErrIncompatible)
 	}
 	if m.Dropped {
 		// Its Drop did not finish: the store is gone (see Drop), but
@@ -267,7 +270,7 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 	k := newKeys(name, m.Generation)
 	n := len(m.Indexes)
 	err = eachUnder(ctx, txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
-		return item.Value(func(v []byte) error {
+		return value(item, func(v []byte) error {
 			key, data, err := parseObj(suffix, v)
 			if err != nil {
 				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
@@ -278,7 +281,7 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 				if err != nil {
 					return fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
 				}
-				err = vi.Value(func(b []byte) error {
+				err = value(vi, func(b []byte) error {
 					vals, err = decodeValues(b, n)
 					return err
 				})
@@ -418,7 +421,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		c := indexer.Change{Prepared: indexer.Prepared{Type: store.OpPut, Key: rec.Key, Data: bytes.Clone(rec.Data), Values: vals}}
 		return writeChange(w, nk, names, true, &c)
 	}
-	return s.rebuild(ctx, false, false, nil, func(w writer, nk keys) error {
+	err = s.rebuild(ctx, false, false, nil, func(w writer, nk keys) error {
 		if !haveFirst {
 			return nil
 		}
@@ -447,6 +450,10 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		// they are, a default one drops them when it opens.
 		m.Entries = true
 	})
+	if err != nil {
+		return err
+	}
+	return sh.named(info.Name)
 }
 
 // testHookDrop, when set (by tests), runs after each step of Drop that a
@@ -520,10 +527,15 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		// damaged record, another format): dropping is also the way
 		// out of a store this build cannot open, and every generation
 		// goes.
-		m, _ = decodeMeta(raw)
+		m, _, _ = decodeMeta(s.k.meta(), raw)
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	// Before the marker: the stores file never names a store that is
+	// gone (see storesFile).
+	if err := sh.stores.remove(name); err != nil {
 		return err
 	}
 	if !m.Dropped {
@@ -607,7 +619,7 @@ func eachStoredEntry(ctx context.Context, txn *badger.Txn, k keys, fn func(index
 		if err != nil {
 			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
 		}
-		v, err := item.ValueCopy(nil)
+		v, err := valueCopy(item)
 		if err != nil {
 			return err
 		}

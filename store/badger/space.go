@@ -35,6 +35,10 @@ type space struct {
 	rec     metaRecord
 	nextGen uint64 // first generation number not used by any key of the store
 	closed  bool
+	// unsealed says that copyPrefix reads values without frames: set
+	// only while openSpace upgrades a store of format version 2 or 1,
+	// before the space is shared.
+	unsealed bool
 }
 
 // writer is what a badger.Txn and a badger.WriteBatch have in common.
@@ -100,7 +104,7 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 	case err != nil:
 		return nil, reopen, s.corrupt("read meta record", err)
 	}
-	rec, err := decodeMeta(raw)
+	rec, unsealed, err := decodeMeta(k.meta(), raw)
 	if err != nil {
 		return nil, reopen, s.corrupt("read meta record", err)
 	}
@@ -117,7 +121,7 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 		return nil, reopen, err
 	}
 	s.rec, s.k = rec, k.withGen(rec.Generation)
-	if upgraded {
+	if upgraded && !unsealed {
 		// Before anything else is written: the rest of this build
 		// writes format 2 records only.
 		if err := s.writeMeta(rec); err != nil {
@@ -136,6 +140,21 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 			// by one that switched but crashed before deleting the old
 			// generation.
 			s.deleteGen(g)
+		}
+	}
+	if unsealed {
+		// Format 2 or 1: copy every record of the current generation
+		// into a new one, framed, and switch to it with the format
+		// version (and a format 1 store's Entries), in one final
+		// transaction. A crash before the switch leaves the store as
+		// it was, and the next open starts over.
+		s.unsealed = true
+		err := s.rebuild(context.Background(), true, false, nil, func(writer, keys) error { return nil }, func(m *metaRecord) {
+			m.FormatVersion = FormatVersion
+		})
+		s.unsealed = false
+		if err != nil {
+			return nil, reopen, fmt.Errorf("store: open %s in %s: frame the records of format version %d: %w", name, s.where(), rec.FormatVersion, err)
 		}
 	}
 	if reopen.Reset != "" {
@@ -200,7 +219,22 @@ func (s *space) create(want store.Meta, entries bool) error {
 	if err := s.sh.durable(nil); err != nil {
 		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
 	}
+	if err := s.sh.named(s.name); err != nil {
+		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
+	}
 	return nil
+}
+
+// named names the store name, whose meta record was just written, in the
+// stores file (see storesFile), once the record is durable: the file must
+// never name a store a crash can take back.
+func (sh *sharedDB) named(name string) error {
+	if sh.cfg.durability != store.DurabilitySync {
+		if err := sh.db.Sync(); err != nil {
+			return err
+		}
+	}
+	return sh.stores.add(name)
 }
 
 // generations lists the generation numbers that have keys.
@@ -262,7 +296,7 @@ func (s *space) setRecord(m metaRecord) error {
 // current, then checks (sharedDB.durable) before it reports success.
 func (s *space) writeMeta(m metaRecord) error {
 	return s.sh.update(func(txn *badger.Txn) error {
-		return txn.Set(s.k.meta(), encodeMeta(m))
+		return txn.Set(s.k.meta(), encodeMeta(s.k.meta(), m))
 	})
 }
 
@@ -413,7 +447,8 @@ func (s *space) buildEntries(ctx context.Context) error {
 	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
 		return eachImpliedEntry(ctx, txn, k, names, func(index, value, key string) error {
 			n++
-			return w.Set(k.entry(index, value, key))
+			ek, ev := k.entry(index, value, key)
+			return setSealed(w, ek, ev)
 		})
 	})
 	if err == nil {
@@ -474,7 +509,7 @@ func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key
 			if err != nil {
 				return fmt.Errorf("object of value record %q: %w: %w", suffix, store.ErrCorrupt, err)
 			}
-			err = oi.Value(func(v []byte) error {
+			err = value(oi, func(v []byte) error {
 				key, _, err = parseObj(suffix, v)
 				return err
 			})
@@ -483,7 +518,7 @@ func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key
 			}
 		}
 		var vals [][]string
-		err = item.Value(func(b []byte) error {
+		err = value(item, func(b []byte) error {
 			vals, err = decodeValues(b, n)
 			return err
 		})
@@ -522,7 +557,7 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 			m := s.rec
 			s.mu.RUnlock()
 			m.ResourceVersion = rv
-			return txn.Set(k.meta(), encodeMeta(m))
+			return txn.Set(k.meta(), encodeMeta(k.meta(), m))
 		})
 		err = s.sh.durable(err)
 		if err == nil {
@@ -652,11 +687,18 @@ func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen 
 			if skip[string(item.Key())] {
 				return nil
 			}
-			v, err := item.ValueCopy(nil)
+			var v []byte
+			var err error
+			if s.unsealed {
+				// The upgrade of a store without frames (openSpace).
+				v, err = item.ValueCopy(nil)
+			} else {
+				v, err = valueCopy(item)
+			}
 			if err != nil {
 				return err
 			}
-			return w.Set(append(append([]byte(nil), newGen...), item.Key()[oldLen:]...), v)
+			return setSealed(w, append(append([]byte(nil), newGen...), item.Key()[oldLen:]...), v)
 		})
 	})
 }
@@ -699,7 +741,7 @@ func writeChange(w writer, k keys, names []string, entries bool, c *indexer.Chan
 	}
 	switch c.Type {
 	case store.OpPut:
-		if err := w.Set(k.obj(c.Key), objValue(c.Key, c.Data)); err != nil {
+		if err := setSealed(w, k.obj(c.Key), objValue(c.Key, c.Data)); err != nil {
 			return err
 		}
 		return writeIndexes(w, k, names, entries, c.Key, old, c.Values)
@@ -742,7 +784,7 @@ func writeIndexes(w writer, k keys, names []string, entries bool, key string, ol
 		// entry in badger's value log and memtable.
 		return nil
 	}
-	if err := w.Set(k.vals(key), encodeValues(vals)); err != nil {
+	if err := setSealed(w, k.vals(key), encodeValues(vals)); err != nil {
 		return err
 	}
 	if !entries {
@@ -766,7 +808,8 @@ func writeIndexes(w writer, k keys, names []string, entries bool, key string, ol
 		}
 		for _, v := range n {
 			if !slices.Contains(o, v) {
-				if err := w.Set(k.entry(name, v, key)); err != nil {
+				ek, ev := k.entry(name, v, key)
+				if err := setSealed(w, ek, ev); err != nil {
 					return err
 				}
 			}
@@ -784,7 +827,7 @@ func (s *space) loadValues() (map[string][][]string, error) {
 			return nil
 		}
 		return eachUnder(context.Background(), txn, k.valsPrefix(), func(item *badger.Item, suffix []byte) error {
-			err := item.Value(func(b []byte) error {
+			err := value(item, func(b []byte) error {
 				vals, err := decodeValues(b, len(names))
 				out[string(suffix)] = vals
 				return err
@@ -804,7 +847,7 @@ func (s *space) loadValues() (map[string][][]string, error) {
 func (s *space) scanObjects(fn func(key, suffix string, data []byte) error) error {
 	return s.view(func(txn *badger.Txn, k keys, _ []string) error {
 		return eachUnder(context.Background(), txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
-			return item.Value(func(v []byte) error {
+			return value(item, func(v []byte) error {
 				key, data, err := parseObj(suffix, v)
 				if err != nil {
 					return fmt.Errorf("%w: %w", store.ErrCorrupt, err)

@@ -29,14 +29,23 @@ const Scheme = "bolt"
 
 // FormatVersion is the version of the on-disk layout of a store's buckets,
 // recorded in its metadata. Version 1 keyed objects by their key, version 2
-// by a sequence number, and version 3 (layout.go) keeps index entries only
-// for bounded-mode stores. A version 2 store is upgraded when opened (it has
-// every index entry, as a version 3 store that keeps them); a store of
-// another version opens with store.ErrIncompatible, naming both versions.
-const FormatVersion = 3
+// by a sequence number, version 3 keeps index entries only for bounded-mode
+// stores, and version 4 (layout.go) frames every record with a checksum.
+// Version 2 and 3 stores are upgraded when opened (a version 2 store has
+// every index entry, as a later store that keeps them; the records of both
+// are framed), in one transaction; a store of another version opens with
+// store.ErrIncompatible, naming both versions.
+const FormatVersion = 4
 
-// formatSeqEntries is the format version that always kept index entries.
-const formatSeqEntries = 2
+const (
+	// formatSeqEntries is the format version that always kept index
+	// entries.
+	formatSeqEntries = 2
+	// formatUnsealed is the last format version without record frames.
+	formatUnsealed = 3
+	// formatSealed is the first format version with record frames.
+	formatSealed = 4
+)
 
 // pageSize is the page size of new files; existing files keep theirs (the
 // layout of buckets does not depend on it). bbolt rewrites every page a
@@ -243,8 +252,34 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 		f.syncFault.CompareAndSwap(nil, &err)
 		return f.syncFailed()
 	}
+	if err != nil && fnErr == nil {
+		err = withErrno(err)
+	}
 	return err
 }
+
+// withErrno returns err, an error of a bbolt commit, wrapping the errno its
+// message names when bbolt formatted it in with %s and lost it (bbolt
+// v1.5.0's "file resize error: file too large", when growing the file meets
+// the file size limit or a full disk), so that callers can tell a full
+// disk apart with errors.Is(err, syscall.ENOSPC) or syscall.EFBIG.
+func withErrno(err error) error {
+	for _, errno := range []syscall.Errno{syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT} {
+		if !errors.Is(err, errno) && strings.HasSuffix(err.Error(), errno.Error()) {
+			return errnoError{err, errno}
+		}
+	}
+	return err
+}
+
+// errnoError is an error that also wraps the errno its message ends with.
+type errnoError struct {
+	err   error
+	errno syscall.Errno
+}
+
+func (e errnoError) Error() string   { return e.err.Error() }
+func (e errnoError) Unwrap() []error { return []error{e.err, e.errno} }
 
 // testHookCommitErr, when set (by tests), replaces the result of every
 // successful commit of update: a failure bbolt reports after the commit's
@@ -628,8 +663,8 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 	// Only the bounded mode reads index entries (layout.go).
 	wantEntries := o.CacheSize > 0
 	var (
-		exists, upgrade, fromV2 bool
-		reopen                  store.Reopen
+		exists, upgrade, fromV2, unsealed bool
+		reopen                            store.Reopen
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -651,13 +686,19 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if stored.FormatVersion == formatSeqEntries {
 				stored.FormatVersion, upgrade, fromV2 = FormatVersion, true, true
 			}
+			if stored.FormatVersion == formatUnsealed {
+				stored.FormatVersion, upgrade = FormatVersion, true
+			}
+			unsealed = !b.sealed
 			if reopen, err = store.CompareMeta(o.Name, f.path, stored, want); err != nil {
 				return err
 			}
 			if err := b.complete(o.Name); err != nil {
 				return err
 			}
-			rv = getRV(b)
+			if rv, err = getRV(b); err != nil {
+				return err
+			}
 			if b.entries != wantEntries {
 				upgrade = true
 			}
@@ -696,6 +737,14 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			b, err := storeBuckets(tx, o.Name)
 			if err != nil {
 				return err
+			}
+			if unsealed {
+				// Format version 3 or 2: frame every record first,
+				// so that what follows reads and writes the framed
+				// layout.
+				if err := sealAll(b); err != nil {
+					return err
+				}
 			}
 			if fromV2 {
 				// Version 2 kept every entry, without the record.

@@ -27,6 +27,9 @@ import (
 // use.
 type bounded struct {
 	indexer.Writes
+	// ReadFailures keeps the failures of List, ListKeys and
+	// ListIndexFuncValues, which cannot return them.
+	store.ReadFailures
 
 	file  *file
 	info  store.Info // static parts
@@ -130,6 +133,10 @@ func checkSample(f *file, o store.Options, set *indexer.IndexSet) (keyReset stri
 			n++
 			// An object that cannot be read is skipped: as
 			// before the check, reading it fails, not the open.
+			rec, err := b.open("key record", k, rec)
+			if err != nil {
+				continue
+			}
 			seq, long, vals, err := decodeKeyRecord(rec, set.Len())
 			if err != nil {
 				continue
@@ -143,6 +150,13 @@ func checkSample(f *file, o store.Options, set *indexer.IndexSet) (keyReset stri
 				continue
 			}
 			obj, err := indexer.Decode(o.Codec, data)
+			if errors.Is(err, indexer.ErrUnknownKey) {
+				// Not damage to one object: the key ring lacks the
+				// key (a wrong key, a rotation's old key not
+				// loaded), and the default mode would fail its open
+				// on it too, rather than serve lists that are empty.
+				return fmt.Errorf("object %q: %w", shorten(key), err)
+			}
 			if err != nil {
 				continue
 			}
@@ -231,11 +245,16 @@ func (s *bounded) getLocked(b *buckets, seq uint64, key string) (interface{}, bo
 	if obj, ok := s.cached(seq, key); ok {
 		return obj, true, nil
 	}
-	rec := b.keys.Get(boltKey(key))
+	bk := boltKey(key)
+	rec := b.keys.Get(bk)
 	if rec == nil {
 		return nil, false, nil
 	}
-	seq, err := recordSeq(rec)
+	rec, err := b.open("key record", bk, rec)
+	if err != nil {
+		return nil, false, err
+	}
+	seq, err = recordSeq(rec)
 	if err != nil {
 		return nil, false, fmt.Errorf("key %q: %w", shorten(key), err)
 	}
@@ -414,6 +433,10 @@ func (s *bounded) List() []interface{} {
 		list = []interface{}{}
 		c := b.keys.Cursor()
 		for k, rec := c.First(); k != nil; k, rec = c.Next() {
+			rec, err := b.open("key record", k, rec)
+			if err != nil {
+				return err
+			}
 			key, objSeq, err := recordIdentity(k, rec)
 			if err != nil {
 				return err
@@ -428,6 +451,7 @@ func (s *bounded) List() []interface{} {
 	})
 	if err != nil {
 		klog.Background().Error(err, "Listing failed", "store", s.info.Name)
+		s.Failed(err)
 		return nil
 	}
 	return list
@@ -442,6 +466,10 @@ func (s *bounded) ListKeys() []string {
 	err := s.view("list keys", func(b *buckets, _ uint64) error {
 		c := b.keys.Cursor()
 		for k, rec := c.First(); k != nil; k, rec = c.Next() {
+			rec, err := b.open("key record", k, rec)
+			if err != nil {
+				return err
+			}
 			key, err := recordKey(k, rec)
 			if err != nil {
 				return err
@@ -452,6 +480,7 @@ func (s *bounded) ListKeys() []string {
 	})
 	if err != nil {
 		klog.Background().Error(err, "Listing keys failed", "store", s.info.Name)
+		s.Failed(err)
 		return nil
 	}
 	if keys == nil {
@@ -481,12 +510,16 @@ type hit struct {
 // keysWithValue appends the objects having value in index ib, in the order
 // of their sequence numbers (which is also the order of their objects in
 // the file).
-func keysWithValue(ib *bbolt.Bucket, value string, out []hit) ([]hit, error) {
+func keysWithValue(b *buckets, ib *bbolt.Bucket, value string, out []hit) ([]hit, error) {
 	prefix := indexEntryPrefix(value)
 	c := ib.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if len(k) != len(prefix)+seqLen {
 			return nil, fmt.Errorf("malformed index entry %q: %w", k, store.ErrCorrupt)
+		}
+		v, err := b.open("index entry", k, v)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, hit{key: string(v), seq: binary.BigEndian.Uint64(k[len(prefix):])})
 	}
@@ -505,7 +538,7 @@ func (s *bounded) IndexKeys(indexName, indexedValue string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		hits, err := keysWithValue(ib, indexedValue, nil)
+		hits, err := keysWithValue(b, ib, indexedValue, nil)
 		for _, h := range hits {
 			keys = append(keys, h.key)
 		}
@@ -532,7 +565,7 @@ func (s *bounded) ByIndex(indexName, indexedValue string) ([]interface{}, error)
 		if err != nil {
 			return err
 		}
-		hits, err := keysWithValue(ib, indexedValue, nil)
+		hits, err := keysWithValue(b, ib, indexedValue, nil)
 		if err != nil {
 			return err
 		}
@@ -578,7 +611,7 @@ func (s *bounded) Index(indexName string, obj interface{}) ([]interface{}, error
 		}
 		var hits []hit
 		for _, v := range vals {
-			if hits, err = keysWithValue(ib, v, hits); err != nil {
+			if hits, err = keysWithValue(b, ib, v, hits); err != nil {
 				return err
 			}
 		}
@@ -633,6 +666,9 @@ func (s *bounded) ListIndexFuncValues(indexName string) []string {
 			if err != nil {
 				return err
 			}
+			if key, err = b.open("index entry", k, key); err != nil {
+				return err
+			}
 			value := string(v)
 			if isDigest(v) {
 				if value, err = longValue(b, string(key), pos, set.Len(), v); err != nil {
@@ -650,6 +686,7 @@ func (s *bounded) ListIndexFuncValues(indexName string) []string {
 	})
 	if err != nil {
 		klog.Background().Error(err, "Listing index values failed", "store", s.info.Name, "index", indexName)
+		s.Failed(err)
 		return nil
 	}
 	return out
@@ -716,3 +753,4 @@ func (s *bounded) Close() error {
 }
 
 var _ store.Store = (*bounded)(nil)
+var _ store.ReadFailer = (*bounded)(nil)

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/recsum"
 )
 
 // entriesOptions opens the store "pods" with two indexes, bounded when
@@ -201,7 +203,7 @@ func openFivePods(t *testing.T, path string) store.Store {
 
 // setFormat2 turns the store "pods" of the file at path, which keeps its
 // index entries, into what format version 2 wrote: version 2 in the
-// metadata and no "entries" record.
+// metadata, no "entries" record and no record frames.
 func setFormat2(t *testing.T, path string) {
 	t.Helper()
 	editFile(t, path, func(tx *bbolt.Tx) error {
@@ -217,6 +219,9 @@ func setFormat2(t *testing.T, path string) {
 			return err
 		}
 		m.FormatVersion = formatSeqEntries
+		if err := unsealAll(b); err != nil {
+			return err
+		}
 		data, err := json.Marshal(m)
 		if err != nil {
 			return err
@@ -226,6 +231,41 @@ func setFormat2(t *testing.T, path string) {
 		}
 		return b.meta.Delete(keyEntries)
 	})
+}
+
+// unsealAll strips the frame of every record of b, as format version 3 and
+// older stored them (sealAll undone), and drops the "sealed" record.
+func unsealAll(b *buckets) error {
+	strip := func(bk *bbolt.Bucket) error {
+		var ks, vs [][]byte
+		c := bk.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil || bytes.Equal(k, keySealed) && bk == b.meta {
+				continue
+			}
+			val, ok := recsum.Open(k, v)
+			if !ok {
+				return fmt.Errorf("record %q: bad frame", k)
+			}
+			ks, vs = append(ks, bytes.Clone(k)), append(vs, bytes.Clone(val))
+		}
+		for i := range ks {
+			if err := bk.Put(ks[i], vs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, bk := range []*bbolt.Bucket{b.meta, b.keys, b.objects} {
+		if err := strip(bk); err != nil {
+			return err
+		}
+	}
+	if err := b.index.ForEachBucket(func(name []byte) error { return strip(b.index.Bucket(name)) }); err != nil {
+		return err
+	}
+	b.sealed = false
+	return b.meta.Delete(keySealed)
 }
 
 // editFile runs fn in a read-write transaction on the bbolt file at path,

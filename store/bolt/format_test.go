@@ -68,14 +68,14 @@ func TestFormatVersion1Refused(t *testing.T) {
 		if !errors.Is(err, store.ErrIncompatible) {
 			t.Fatalf("%s open: error %v; want ErrIncompatible", mode.name, err)
 		}
-		for _, want := range []string{"format version 1, this build reads 3", "delete", "relist", path} {
+		for _, want := range []string{"format version 1, this build reads 4", "delete", "relist", path} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s open: error %q does not say %q", mode.name, err, want)
 			}
 		}
 	}
 	u := &url.URL{Scheme: Scheme, Path: path}
-	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: stores", path, "format version 1, this build reads 3") {
+	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: stores", path, "format version 1, this build reads 4") {
 		t.Errorf("raw Stores: error %v; want ErrIncompatible naming the operation, the file and both versions", err)
 	}
 	if _, err := Raw().Export(t.Context(), u, "pods", func(store.Record) error { return nil }); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: export pods", path, "format version 1") {

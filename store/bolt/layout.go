@@ -13,16 +13,18 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
 
-// On-disk layout (FormatVersion 3). One file holds any number of stores:
+// On-disk layout (FormatVersion 4). One file holds any number of stores:
 //
 //	stores/                      top-level bucket, created with the first store
 //	  <store name>/              one bucket per store (any string)
 //	    meta/     "meta" -> JSON store.Meta, "rv" -> resume point,
 //	              "seq" -> the next object sequence number (8-byte big-endian),
-//	              "entries" -> present when index/ holds the index entries
+//	              "entries" -> present when index/ holds the index entries,
+//	              "sealed" -> present when every record is framed (below)
 //	    keys/     boltKey(key) -> key record (encodeKeyRecord): the object's
 //	              sequence number, its full key when boltKey is a digest,
 //	              and its index values
@@ -34,6 +36,15 @@ import (
 //
 // Nothing else is at the top level: a file without stores/ but with
 // anything other than snapshot-import/ is damaged (see rootBucket).
+//
+// Every record of a store (objects, key records, index entries, the meta,
+// rv and seq records) is framed by recsum: its value is followed by the
+// CRC32C of its bbolt key and value, checked whenever the record is read
+// (see buckets.open), so that a damaged record, or a record a damaged page
+// shows under another key, is store.ErrCorrupt naming the store and key,
+// never another object. bbolt checksums only its meta pages. Format version
+// 3 was this layout without the frames: it is read as it is (raw exports,
+// snapshots) and framed, in one transaction, when a store of it is opened.
 //
 // Every store persists each object's index values, in its key record, in the
 // transaction that writes the object. The inverted index (index/, value ->
@@ -76,6 +87,7 @@ var (
 	keyRV      = []byte("rv")
 	keySeq     = []byte("seq")
 	keyEntries = []byte("entries")
+	keySealed  = []byte("sealed")
 )
 
 // fillAppend is the FillPercent of objects/, where new objects are
@@ -99,7 +111,30 @@ type buckets struct {
 	// entries says whether index/ holds the index entries (the "entries"
 	// record): writes keep them only then.
 	entries bool
+	// sealed says whether the store's records are framed (the "sealed"
+	// record): false only for a store of format version 3 or older, read
+	// before it is upgraded.
+	sealed bool
+	// name is the store's name, for errors.
+	name string
 }
+
+// open returns the value of the record v stored under the bbolt key k of
+// one of b's buckets, checking its frame; what names the kind of record in
+// the error. A record of an unsealed store is returned as it is.
+func (b *buckets) open(what string, k, v []byte) ([]byte, error) {
+	if !b.sealed {
+		return v, nil
+	}
+	val, ok := recsum.Open(k, v)
+	if !ok {
+		return nil, fmt.Errorf("store %q: %s %q: checksum mismatch (%d bytes): %w", b.name, what, shorten(string(k)), len(v), store.ErrCorrupt)
+	}
+	return val, nil
+}
+
+// seal returns the framed record of the value v stored under k.
+func seal(k, v []byte) []byte { return recsum.Seal(k, v) }
 
 // rootBucket returns the stores bucket of tx, or nil if the file has none
 // yet. Only two kinds of file lack it: a new one, where bbolt wrote its meta
@@ -168,11 +203,13 @@ func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 		keys:    sb.Bucket(bucketKeys),
 		objects: sb.Bucket(bucketObjects),
 		index:   sb.Bucket(bucketIndex),
+		name:    string(name),
 	}
 	if b.meta == nil {
 		return nil, fmt.Errorf("store %q lacks its meta bucket: %w", name, store.ErrCorrupt)
 	}
 	b.entries = b.meta.Get(keyEntries) != nil
+	b.sealed = b.meta.Get(keySealed) != nil
 	return b, nil
 }
 
@@ -206,7 +243,7 @@ func createStoreIn(parent *bbolt.Bucket, name []byte, m store.Meta) (*buckets, e
 	if err != nil {
 		return nil, err
 	}
-	b := &buckets{store: sb}
+	b := &buckets{store: sb, name: string(name), sealed: true}
 	for _, p := range []struct {
 		dst  **bbolt.Bucket
 		name []byte
@@ -219,6 +256,9 @@ func createStoreIn(parent *bbolt.Bucket, name []byte, m store.Meta) (*buckets, e
 		if _, err := b.index.CreateBucket([]byte(idx)); err != nil {
 			return nil, fmt.Errorf("create index %q: %w", idx, err)
 		}
+	}
+	if err := b.meta.Put(keySealed, seal(keySealed, nil)); err != nil {
+		return nil, err
 	}
 	return b, putMeta(b, m)
 }
@@ -253,7 +293,7 @@ func putMeta(b *buckets, m store.Meta) error {
 	if err != nil {
 		return err
 	}
-	return b.meta.Put(keyMeta, data)
+	return b.meta.Put(keyMeta, seal(keyMeta, data))
 }
 
 func getMeta(b *buckets) (store.Meta, error) {
@@ -262,19 +302,80 @@ func getMeta(b *buckets) (store.Meta, error) {
 	if data == nil {
 		return m, fmt.Errorf("metadata record missing: %w", store.ErrCorrupt)
 	}
+	data, err := b.open("metadata record", keyMeta, data)
+	if err != nil {
+		return m, err
+	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("metadata record: %w: %w", store.ErrCorrupt, err)
+	}
+	if !b.sealed && m.FormatVersion >= formatSealed {
+		// Its "sealed" record is lost: the records cannot be trusted.
+		return m, fmt.Errorf("metadata record of format version %d without its frame: %w", m.FormatVersion, store.ErrCorrupt)
 	}
 	return m, nil
 }
 
-func getRV(b *buckets) string { return string(b.meta.Get(keyRV)) }
+// getRV returns the store's resume point.
+func getRV(b *buckets) (string, error) {
+	v := b.meta.Get(keyRV)
+	if v == nil {
+		return "", nil
+	}
+	rv, err := b.open("resume point", keyRV, v)
+	return string(rv), err
+}
 
 func putRV(b *buckets, rv string) error {
 	if rv == "" {
 		return b.meta.Delete(keyRV)
 	}
-	return b.meta.Put(keyRV, []byte(rv))
+	return b.meta.Put(keyRV, seal(keyRV, []byte(rv)))
+}
+
+// sealAll frames every record of b, a store of format version 3 or older
+// (see layout), and records that it did, in the caller's transaction. The
+// records are read before any is rewritten: bbolt cursors do not survive
+// writes to their bucket.
+func sealAll(b *buckets) error {
+	if b.sealed {
+		return nil
+	}
+	reseal := func(bk *bbolt.Bucket) error {
+		var ks, vs [][]byte
+		c := bk.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				continue // a nested bucket
+			}
+			ks, vs = append(ks, bytes.Clone(k)), append(vs, seal(k, v))
+		}
+		for i := range ks {
+			if err := bk.Put(ks[i], vs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, bk := range []*bbolt.Bucket{b.meta, b.keys, b.objects} {
+		if err := reseal(bk); err != nil {
+			return err
+		}
+	}
+	c := b.index.Cursor()
+	for name, v := c.First(); name != nil; name, v = c.Next() {
+		if v != nil {
+			return fmt.Errorf("index/ holds the record %q, not an index bucket: %w", shorten(string(name)), store.ErrCorrupt)
+		}
+		if err := reseal(b.index.Bucket(name)); err != nil {
+			return err
+		}
+	}
+	if err := b.meta.Put(keySealed, seal(keySealed, nil)); err != nil {
+		return err
+	}
+	b.sealed = true
+	return nil
 }
 
 // setEntries makes b keep its index entries in index/, or not. Turning
@@ -311,6 +412,10 @@ func setEntries(b *buckets, names []string, on bool) error {
 func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, vals [][]string) error) error {
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		rec, err := b.open("key record", k, rec)
+		if err != nil {
+			return err
+		}
 		seq, long, vals, err := decodeKeyRecord(rec, nindexes)
 		if err != nil {
 			return fmt.Errorf("object %q: %w", shorten(string(k)), err)
@@ -333,7 +438,7 @@ func markEntries(b *buckets, on bool) error {
 	if !on {
 		return b.meta.Delete(keyEntries)
 	}
-	return b.meta.Put(keyEntries, []byte{1})
+	return b.meta.Put(keyEntries, seal(keyEntries, []byte{1}))
 }
 
 // resetIndexBuckets replaces index/ with empty buckets for names.
@@ -366,6 +471,10 @@ func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte,
 func nextSeq(b *buckets) (uint64, error) {
 	var n uint64
 	if v := b.meta.Get(keySeq); v != nil {
+		v, err := b.open("sequence number record", keySeq, v)
+		if err != nil {
+			return 0, err
+		}
 		if len(v) != seqLen {
 			return 0, fmt.Errorf("malformed sequence number record %q: %w", v, store.ErrCorrupt)
 		}
@@ -382,7 +491,7 @@ func nextSeq(b *buckets) (uint64, error) {
 	return n, nil
 }
 
-func putSeq(b *buckets, n uint64) error { return b.meta.Put(keySeq, seqKey(n)) }
+func putSeq(b *buckets, n uint64) error { return b.meta.Put(keySeq, seal(keySeq, seqKey(n))) }
 
 // maxInline is the length above which keys and index values are stored
 // under a digest: bbolt keys are limited to 32 KiB, object keys and index
@@ -658,9 +767,28 @@ func decodeRecordKey(rec []byte) (string, int, error) {
 
 // objectOf returns the encoded object numbered seq, whose key is key.
 func objectOf(b *buckets, key string, seq uint64) ([]byte, error) {
-	data := b.objects.Get(seqKey(seq))
+	sk := seqKey(seq)
+	data := b.objects.Get(sk)
 	if data == nil {
 		return nil, fmt.Errorf("object %d of key %q is missing: %w", seq, shorten(key), store.ErrCorrupt)
+	}
+	return b.openObject(key, sk, data)
+}
+
+// openObject returns the encoded object of the objects/ record data stored
+// under sk, the object of key (see buckets.open). An empty object is
+// ErrCorrupt: no codec encodes an object in 0 bytes, and some (protobuf)
+// decode 0 bytes as an empty object.
+func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
+	if b.sealed {
+		v, ok := recsum.Open(sk, data)
+		if !ok {
+			return nil, fmt.Errorf("store %q: object %q (number %d): checksum mismatch (%d bytes): %w", b.name, shorten(key), binary.BigEndian.Uint64(sk), len(data), store.ErrCorrupt)
+		}
+		data = v
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("store %q: object %q: empty record: %w", b.name, shorten(key), store.ErrCorrupt)
 	}
 	return data, nil
 }
@@ -668,9 +796,14 @@ func objectOf(b *buckets, key string, seq uint64) ([]byte, error) {
 // longValue returns the index value whose digest form is v, from the key
 // record of the object key that has it in index pos.
 func longValue(b *buckets, key string, pos, nindexes int, v []byte) (string, error) {
-	rec := b.keys.Get(boltKey(key))
+	bk := boltKey(key)
+	rec := b.keys.Get(bk)
 	if rec == nil || pos < 0 {
 		return "", fmt.Errorf("index entry of a long value for %q without a key record: %w", shorten(key), store.ErrCorrupt)
+	}
+	rec, err := b.open("key record", bk, rec)
+	if err != nil {
+		return "", err
 	}
 	_, _, vals, err := decodeKeyRecord(rec, nindexes)
 	if err != nil {
@@ -795,10 +928,14 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 			seq uint64
 			old [][]string
 		)
-		oldRec := b.keys.Get(k)
-		if oldRec != nil {
+		oldFramed := b.keys.Get(k)
+		var oldRec []byte
+		if oldFramed != nil {
 			// Old index values are needed only to diff entries.
 			var err error
+			if oldRec, err = b.open("key record", k, oldFramed); err != nil {
+				return err
+			}
 			if b.entries {
 				seq, _, old, err = decodeKeyRecord(oldRec, len(names))
 			} else {
@@ -810,7 +947,7 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 		}
 		switch p.Type {
 		case store.OpPut:
-			if oldRec == nil {
+			if oldFramed == nil {
 				seq = next
 				next++
 			}
@@ -828,13 +965,13 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 			// The record is encoded into scratch to compare; what is
 			// put must stay valid until the transaction ends.
 			scratch = appendKeyRecord(scratch[:0], seq, p.Key, p.Values)
-			if !bytes.Equal(scratch, oldRec) {
-				if err := b.keys.Put(k, bytes.Clone(scratch)); err != nil {
+			if oldFramed == nil || !bytes.Equal(scratch, oldRec) {
+				if err := b.keys.Put(k, seal(k, scratch)); err != nil {
 					return fmt.Errorf("put %s: %w", p.Key, err)
 				}
 			}
 		case store.OpDelete:
-			if oldRec == nil {
+			if oldFramed == nil {
 				continue
 			}
 			if b.entries {
@@ -855,7 +992,8 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 			}
 			continue
 		}
-		if err := b.objects.Put(seqKey(o.seq), o.p.Data); err != nil {
+		sk := seqKey(o.seq)
+		if err := b.objects.Put(sk, seal(sk, o.p.Data)); err != nil {
 			return fmt.Errorf("put %s: %w", o.p.Key, err)
 		}
 	}
@@ -875,7 +1013,7 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 		}
 		slices.SortFunc(puts[i], compareEntries)
 		for _, e := range puts[i] {
-			if err := ib.Put(e.k, []byte(e.key)); err != nil {
+			if err := ib.Put(e.k, seal(e.k, []byte(e.key))); err != nil {
 				return fmt.Errorf("index %q: %w", name, err)
 			}
 		}
@@ -930,10 +1068,11 @@ func replaceAll(b *buckets, names []string, ops []keyOp) error {
 	entries := make([][]entry, len(names))
 	for n, o := range keep {
 		p, seq := o.p, uint64(n)
-		if err := b.objects.Put(seqKey(seq), p.Data); err != nil {
+		sk := seqKey(seq)
+		if err := b.objects.Put(sk, seal(sk, p.Data)); err != nil {
 			return fmt.Errorf("put %s: %w", p.Key, err)
 		}
-		if err := b.keys.Put(o.k, encodeKeyRecord(seq, p.Key, p.Values)); err != nil {
+		if err := b.keys.Put(o.k, seal(o.k, encodeKeyRecord(seq, p.Key, p.Values))); err != nil {
 			return fmt.Errorf("put %s: %w", p.Key, err)
 		}
 		if b.entries {
@@ -957,7 +1096,7 @@ func putSortedEntries(b *buckets, names []string, entries [][]entry) error {
 		ib.FillPercent = 1.0
 		slices.SortFunc(es, compareEntries)
 		for _, e := range es {
-			if err := ib.Put(e.k, []byte(e.key)); err != nil {
+			if err := ib.Put(e.k, seal(e.k, []byte(e.key))); err != nil {
 				return fmt.Errorf("index %q: %w", names[j], err)
 			}
 		}
@@ -1000,6 +1139,10 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 	var keys, recs [][]byte
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		rec, err := b.open("key record", k, rec)
+		if err != nil {
+			return err
+		}
 		key, seq, err := recordIdentity(k, rec)
 		if err != nil {
 			return err
@@ -1009,7 +1152,7 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 			return err
 		}
 		keys = append(keys, bytes.Clone(k))
-		recs = append(recs, encodeKeyRecord(seq, key, v))
+		recs = append(recs, seal(k, encodeKeyRecord(seq, key, v)))
 		if b.entries {
 			addEntries(entries, key, seq, v)
 		}

@@ -172,6 +172,10 @@ func joinRecords(b *buckets) ([]loaded, error) {
 	var items []loaded
 	kc := b.keys.Cursor()
 	for k, rec := kc.First(); k != nil; k, rec = kc.Next() {
+		rec, err := b.open("key record", k, rec)
+		if err != nil {
+			return nil, err
+		}
 		seq, err := recordSeq(rec)
 		if err != nil {
 			return nil, fmt.Errorf("object %q: %w", shorten(string(k)), err)
@@ -205,7 +209,11 @@ func joinRecords(b *buckets) ([]loaded, error) {
 			}
 			continue
 		}
-		items[i].data = data
+		it := &items[i]
+		var err error
+		if it.data, err = b.openObject(string(it.key), sk, data); err != nil {
+			return nil, err
+		}
 		i++
 	}
 	if missing < 0 && i < len(items) {

@@ -211,13 +211,21 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 	if err != nil {
 		return store.Info{}, nil, fmt.Errorf("store %q: %w", name, err)
 	}
-	if m.FormatVersion == formatSeqEntries {
-		// The same buckets, with every index entry.
+	switch m.FormatVersion {
+	case formatSeqEntries:
+		// The same buckets, with every index entry, unframed.
 		b.entries = true
-	} else if m.FormatVersion != FormatVersion {
+	case formatUnsealed, FormatVersion:
+		// Read as they are: getMeta checked that a store of a version
+		// with frames has them.
+	default:
 		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d %s: %w", name, m.FormatVersion, FormatVersion, corruptHint, store.ErrIncompatible)
 	}
 	if err := b.complete(name); err != nil {
+		return store.Info{}, nil, err
+	}
+	rv, err := getRV(b)
+	if err != nil {
 		return store.Info{}, nil, err
 	}
 	return store.Info{
@@ -229,7 +237,7 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 		KeyFunc:         m.KeyFunc,
 		Scope:           m.Scope,
 		Indexes:         slices.Clone(m.Indexes),
-		ResourceVersion: getRV(b),
+		ResourceVersion: rv,
 	}, b, nil
 }
 
@@ -263,6 +271,10 @@ func exportDB(ctx context.Context, db *bbolt.DB, name string, fn func(store.Reco
 			c := b.keys.Cursor()
 			for k, rec := c.First(); k != nil; k, rec = c.Next() {
 				if err := ctx.Err(); err != nil {
+					return err
+				}
+				rec, err := b.open("key record", k, rec)
+				if err != nil {
 					return err
 				}
 				seq, key, vals, err := decodeKeyRecord(rec, n)
@@ -613,10 +625,15 @@ func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 	if b.keys.Get(k) != nil {
 		return fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid)
 	}
-	if err := b.objects.Put(seqKey(seq), rec.Data); err != nil {
+	if len(rec.Data) == 0 {
+		// No codec encodes an object in 0 bytes (see openObject).
+		return fmt.Errorf("record %q has no data: %w", rec.Key, store.ErrInvalid)
+	}
+	sk := seqKey(seq)
+	if err := b.objects.Put(sk, seal(sk, rec.Data)); err != nil {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
 	}
-	if err := b.keys.Put(k, encodeKeyRecord(seq, rec.Key, vals)); err != nil {
+	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, rec.Key, vals))); err != nil {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
 	}
 	for i, vs := range vals {
@@ -628,7 +645,8 @@ func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 			return err
 		}
 		for _, v := range vs {
-			if err := ib.Put(indexEntryKey(v, seq), []byte(rec.Key)); err != nil {
+			ek := indexEntryKey(v, seq)
+			if err := ib.Put(ek, seal(ek, []byte(rec.Key))); err != nil {
 				return fmt.Errorf("index %q value %q: %w", names[i], v, err)
 			}
 		}
@@ -673,6 +691,9 @@ func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, v
 						}
 						vf, _, err := splitIndexEntry(k)
 						if err != nil {
+							return err
+						}
+						if kv, err = b.open("index entry", k, kv); err != nil {
 							return err
 						}
 						key := string(kv)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/storetest"
 )
 
@@ -345,7 +347,11 @@ func TestListStoresNamesUnreadable(t *testing.T) {
 		root := tx.Bucket(bucketStores)
 		meta := root.Bucket([]byte("b-newer")).Bucket(bucketMeta)
 		var m map[string]interface{}
-		if err := json.Unmarshal(meta.Get(keyMeta), &m); err != nil {
+		rec, ok := recsum.Open(keyMeta, meta.Get(keyMeta))
+		if !ok {
+			return fmt.Errorf("metadata record of b-newer: bad frame")
+		}
+		if err := json.Unmarshal(rec, &m); err != nil {
 			return err
 		}
 		m["formatVersion"] = 99
@@ -353,7 +359,7 @@ func TestListStoresNamesUnreadable(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := meta.Put(keyMeta, data); err != nil {
+		if err := meta.Put(keyMeta, seal(keyMeta, data)); err != nil {
 			return err
 		}
 		return root.Bucket([]byte("c-damaged")).Bucket(bucketMeta).Put(keyMeta, []byte("{not json"))

@@ -42,6 +42,10 @@ func readFileState(t *testing.T, f *file, name string, names []string) fileState
 		st.KeepEntries = b.entries
 		objects := map[uint64]string{}
 		if err := b.keys.ForEach(func(k, rec []byte) error {
+			rec, err := b.open("key record", k, rec)
+			if err != nil {
+				return err
+			}
 			seq, full, vals, err := decodeKeyRecord(rec, len(names))
 			if err != nil {
 				return err
@@ -86,6 +90,9 @@ func readFileState(t *testing.T, f *file, name string, names []string) fileState
 			if err := ib.ForEach(func(k, key []byte) error {
 				v, seq, err := splitIndexEntry(k)
 				if err != nil {
+					return err
+				}
+				if key, err = b.open("index entry", k, key); err != nil {
 					return err
 				}
 				if objects[seq] != string(key) {

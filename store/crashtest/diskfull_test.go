@@ -3,6 +3,7 @@ package crashtest
 import (
 	"bufio"
 	gocontext "context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,7 +60,7 @@ func TestDiskFull(t *testing.T) {
 				exited = true
 			}
 			var full, last uint64
-			var failure string
+			var failure, efbig string
 			sc := bufio.NewScanner(strings.NewReader(string(out)))
 			for sc.Scan() {
 				line := sc.Text()
@@ -68,7 +69,8 @@ func TestDiskFull(t *testing.T) {
 					if _, err := fmt.Sscanf(line, "full %d", &full); err != nil {
 						t.Fatalf("child line %q: %v", line, err)
 					}
-					_, failure, _ = strings.Cut(strings.TrimPrefix(line, "full "), " ")
+					_, rest, _ := strings.Cut(strings.TrimPrefix(line, "full "), " ")
+					efbig, failure, _ = strings.Cut(rest, " ")
 				case strings.HasPrefix(line, "commit "):
 					if _, err := fmt.Sscanf(line, "commit %d", &last); err != nil {
 						t.Fatalf("child line %q: %v", line, err)
@@ -108,6 +110,9 @@ func TestDiskFull(t *testing.T) {
 			if !strings.Contains(failure, "file too large") {
 				t.Errorf("the failed commit's error %q does not name the cause (EFBIG, file too large)", failure)
 			}
+			if efbig != "efbig=true" {
+				t.Errorf("the failed commit's error %q does not wrap syscall.EFBIG (%s)", failure, efbig)
+			}
 			if last < full+1 {
 				t.Errorf("last batch committed %d: want the failed batch %d and one more committed once there was room", last, full)
 			}
@@ -120,8 +125,9 @@ func TestDiskFull(t *testing.T) {
 }
 
 // diskFullChild runs the child of TestDiskFull on url and returns its exit
-// code. It prints "full n error" for the first batch n whose commit failed
-// under the limit and "commit n" for every batch committed.
+// code. It prints "full n efbig=B error" for the first batch n whose commit
+// failed under the limit (B: whether its error wraps syscall.EFBIG) and
+// "commit n" for every batch committed.
 func diskFullChild(url string) int {
 	fail := func(format string, args ...interface{}) int {
 		fmt.Fprintf(os.Stderr, "diskfull child: "+format+"\n", args...)
@@ -171,7 +177,7 @@ func diskFullChild(url string) int {
 		before := s.ResourceVersion()
 		if err := commitBatch(ctx, s, m, n); err != nil {
 			full = n
-			fmt.Fprintf(out, "full %d %v\n", n, err)
+			fmt.Fprintf(out, "full %d efbig=%t %v\n", n, errors.Is(err, syscall.EFBIG), err)
 			if rv := s.ResourceVersion(); rv != before {
 				return fail("the failed batch %d moved the resume point from %q to %q", n, before, rv)
 			}

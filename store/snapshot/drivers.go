@@ -42,6 +42,13 @@ func storesOf(ctx context.Context, rawURL string) ([]store.Info, error) {
 	return store.Stores(ctx, rawURL)
 }
 
+func frozenViewOf(ctx context.Context, rawURL string) (string, func() error, error) {
+	if d, u := lookup(rawURL); d != nil {
+		return store.FrozenViewOf(ctx, d, u)
+	}
+	return store.FrozenView(ctx, rawURL)
+}
+
 func listStoresOf(ctx context.Context, rawURL string) ([]store.StoreEntry, error) {
 	if d, u := lookup(rawURL); d != nil {
 		return store.ListStoresOf(ctx, d, u)

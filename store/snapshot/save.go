@@ -50,6 +50,11 @@ type SaveOptions struct {
 	Now func() time.Time
 	// Stores, when not empty, selects the stores to save by name (SaveURL).
 	Stores []string
+	// TempFile, when set, is called with the path of the temporary file
+	// Save writes, once it exists. Save removes it on any error, or
+	// renames it; a program that must end before Save returns (a command
+	// stopped by a signal) removes it.
+	TempFile func(path string)
 }
 
 // Save writes a snapshot of sources to path, each store in its own
@@ -75,6 +80,9 @@ func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m
 		return nil, fmt.Errorf("snapshot: save %s: create temporary file: %w", path, err)
 	}
 	part := f.Name()
+	if o.TempFile != nil {
+		o.TempFile(part)
+	}
 	defer func() {
 		if err != nil {
 			f.Close()

@@ -135,17 +135,28 @@ type VerifyOptions struct {
 	Entries map[string]IndexEntries
 	// Progress, when set, is called every few thousand records.
 	Progress func(Progress)
+	// Decoder, when set, returns the function that decodes the objects of
+	// a store (a record's Data), given the store's Info: Verify decodes
+	// every object of the store with it, and an object that does not
+	// decode is a problem Verify reports (store.ErrCorrupt). It may
+	// return nil for a store whose objects it cannot decode (an unknown
+	// type, an encrypted codec without its key): only their checksums are
+	// checked then.
+	Decoder func(store.Info) (func(data []byte) error, error)
 }
 
 // maxProblems bounds the problems Verify lists in its error.
 const maxProblems = 10
 
-// Verify checks target, a snapshot file or a database URL. For a file: its
+// Verify checks target, a snapshot file or a database URL, and never
+// changes it. For a file: its
 // structure, checksum, record counts and content hashes, and that every
 // record's index values are aligned with its store's indexes, and that
 // every key is one a restore takes (store.CheckKey; otherwise the error
-// wraps store.ErrIncompatible). For a database: that keys are unique and
-// index values aligned, and, when
+// wraps store.ErrIncompatible). For a database: every record's checksum
+// (the backends check them as they read), that keys are unique and
+// index values aligned, that every object decodes when o.Decoder is set,
+// and, when
 // o.Entries has a reader for its scheme, that every index agrees with the
 // objects: for every index name and value, the keys of its entries are
 // exactly the keys of the records having that value. A failed check is an
@@ -153,8 +164,11 @@ const maxProblems = 10
 // a database that this build cannot read does not keep the others from
 // being verified: as with Status, the error (returned with the manifest of
 // the others) names it and wraps its store.ErrIncompatible or
-// store.ErrCorrupt. o may be nil.
-func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, error) {
+// store.ErrCorrupt. A database whose reads would change its files (badger
+// replays its logs and truncates a damaged value log when it opens) is
+// read through a view that leaves them as they are (store.FrozenView: for
+// badger, a private copy in the temporary directory). o may be nil.
+func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, err error) {
 	if o == nil {
 		o = &VerifyOptions{}
 	}
@@ -176,6 +190,19 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 	}
 	entries := o.Entries[u.Scheme]
 	m := &Manifest{Source: redact(target)}
+	view, release, err := frozenViewOf(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
+	}
+	defer func() {
+		if rerr := release(); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("snapshot: verify %s: release the view: %w", redact(target), rerr))
+		}
+	}()
+	viewURL, err := url.Parse(view)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
+	}
 	var problems []string
 	// want holds, per store, every (index, value, key) triple the records
 	// say should be indexed.
@@ -183,7 +210,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 	var idxNames []string
 	// A store this build cannot read does not keep the others from being
 	// verified; it is named in the error, as by Status.
-	listed, err := listStoresOf(ctx, target)
+	listed, err := listStoresOf(ctx, view)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
@@ -193,8 +220,22 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 	for _, si := range infos {
 		var h hasher
 		want = map[string]struct{}{}
-		info, err := exportOf(ctx, target, si.Name, func(rec store.Record) error {
+		var decode func([]byte) error
+		if o.Decoder != nil {
+			if decode, err = o.Decoder(si); err != nil {
+				return nil, fmt.Errorf("snapshot: verify %s: store %s: %w", redact(target), si.Name, err)
+			}
+		}
+		undecodable := 0
+		info, err := exportOf(ctx, view, si.Name, func(rec store.Record) error {
 			h.add(rec)
+			if decode != nil {
+				if err := decode(rec.Data); err != nil {
+					if undecodable++; undecodable <= maxProblems {
+						problems = append(problems, fmt.Sprintf("store %s: object %q does not decode: %v", si.Name, rec.Key, err))
+					}
+				}
+			}
 			for i, vs := range rec.Values {
 				for _, v := range vs {
 					want[triple(i, v, rec.Key)] = struct{}{}
@@ -208,6 +249,9 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 		})
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
+		}
+		if undecodable > maxProblems {
+			problems = append(problems, fmt.Sprintf("store %s: %d more objects do not decode", si.Name, undecodable-maxProblems))
 		}
 		sh := h.header(info)
 		m.Stores = append(m.Stores, sh)
@@ -226,7 +270,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (*Manifest, er
 		for i, name := range idxNames {
 			pos[name] = i
 		}
-		err = entries(ctx, u, info.Name, func(index, value, key string) error {
+		err = entries(ctx, viewURL, info.Name, func(index, value, key string) error {
 			i, ok := pos[index]
 			if !ok {
 				problems = append(problems, fmt.Sprintf("store %s: entry of unknown index %q (value %q, key %q)", info.Name, index, value, key))

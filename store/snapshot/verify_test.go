@@ -12,6 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/snapshot"
 )
 
@@ -33,11 +34,12 @@ func editBolt(t *testing.T, rawURL string, fn func(index *bbolt.Bucket) error) {
 }
 
 // entryOf returns the key of the entry of key under prefix in an index
-// bucket of a bolt store.
+// bucket of a bolt store. Entries are framed by recsum (bolt format
+// version 4).
 func entryOf(ib *bbolt.Bucket, prefix, key string) ([]byte, error) {
 	c := ib.Cursor()
 	for k, v := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, v = c.Next() {
-		if string(v) == key {
+		if v, ok := recsum.Open(k, v); ok && string(v) == key {
 			return bytes.Clone(k), nil
 		}
 	}
@@ -52,7 +54,8 @@ func TestVerifyFindsIndexDamage(t *testing.T) {
 	}{
 		{"missing entry", func(index *bbolt.Bucket) error {
 			// Entry keys are uvarint(len(value)) value seq (8 bytes),
-			// their values the object key (bolt format version 3).
+			// their values the object key, framed by recsum (bolt
+			// format version 4).
 			k, err := entryOf(index.Bucket([]byte("namespace")), "\x04ns-3", "ns-3/pod-00003")
 			if err != nil {
 				return err
@@ -64,7 +67,10 @@ func TestVerifyFindsIndexDamage(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return index.Bucket([]byte("node")).Put(append([]byte("\x06node-9"), k[len(k)-8:]...), []byte("ns-3/pod-00003"))
+			// A well-framed entry: verify must find it by the index,
+			// not by its checksum.
+			ek := append([]byte("\x06node-9"), k[len(k)-8:]...)
+			return index.Bucket([]byte("node")).Put(ek, recsum.Seal(ek, []byte("ns-3/pod-00003")))
 		}, `index "node" value "node-9" lists "ns-3/pod-00003"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,5 +212,50 @@ func TestBoltImportAfterCrashedImport(t *testing.T) {
 	}
 	if g, w := after.Store(podsName), saved.Store(podsName); g.ContentHash != w.ContentHash || g.Info.ResourceVersion != "9" {
 		t.Errorf("after the import: %+v, want hash %s and resume point 9", g, w.ContentHash)
+	}
+}
+
+// An object whose record is whole (its checksum matches) but whose bytes
+// are not an object: Verify finds it by decoding every object with the
+// Decoder it is given.
+func TestVerifyDecodesObjects(t *testing.T) {
+	u := boltURL(t)
+	fill(t, u, 20, 0, "5")
+	db, err := bbolt.Open(strings.TrimPrefix(u, "bolt://"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		objects := tx.Bucket([]byte("stores")).Bucket([]byte(podsName)).Bucket([]byte("objects"))
+		k, _ := objects.Cursor().First()
+		k = bytes.Clone(k)
+		return objects.Put(k, recsum.Seal(k, []byte{0x0a, 0xff, 0xff, 0xff}))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Verify(t.Context(), u, nil); err != nil {
+		t.Fatalf("verify without a decoder: %v; want the records' checksums to pass", err)
+	}
+	c := podOptions(t).Codec
+	decoded := 0
+	_, err = snapshot.Verify(t.Context(), u, &snapshot.VerifyOptions{Decoder: func(info store.Info) (func([]byte) error, error) {
+		if info.Name != podsName {
+			return nil, fmt.Errorf("decoder asked for store %q", info.Name)
+		}
+		return func(data []byte) error {
+			decoded++
+			_, err := c.Decode(data)
+			return err
+		}, nil
+	}})
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "does not decode") {
+		t.Fatalf("verify with a decoder: %v; want store.ErrCorrupt naming an object that does not decode", err)
+	}
+	if decoded != 20 {
+		t.Errorf("verify decoded %d objects; want all 20", decoded)
 	}
 }

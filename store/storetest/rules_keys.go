@@ -14,6 +14,7 @@ import (
 
 var _ = addRules(
 	rule{name: "Keys/EmptyRefused", contract: "Store: a write or Commit op whose key is \"\" fails with ErrInvalid saying \"empty key\" (a batch's error names the op by position and type), deletes included, and leaves the store unchanged; Get and GetByKey of \"\" find nothing without error, as in client-go", fn: testEmptyKey},
+	rule{name: "Keys/NamespaceWithoutNameRefused", contract: "Store: a write or Commit op of an object with a namespace and no name (key \"ns/\", no object the API server serves) fails with ErrInvalid naming the key, and leaves the store unchanged", fn: testNoNameKey},
 	rule{name: "Keys/EmptyRefusedByImport", persistent: true, contract: "store.Import: a record with an empty key fails the import with ErrInvalid saying \"empty key\" and naming the record, and the store keeps its previous contents", fn: testEmptyKeyImport},
 )
 
@@ -127,4 +128,34 @@ func testEmptyKeyImport(t *testing.T, h *harness) {
 	checkContents(t, s, want(t, objs...))
 	checkRV(t, s, "5")
 	CheckIndexes(t, s)
+}
+
+func testNoNameKey(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	objs := seed(t, s)
+	before := contents(t, s)
+	noName := newPod("ns", "", "1", "app=web")
+	good := store.Op{Type: store.OpPut, Object: newPod("ns", "new", "9", "app=web")}
+	for _, tc := range []struct {
+		name  string
+		write func() error
+	}{
+		{"Add", func() error { return s.Add(noName) }},
+		{"Update", func() error { return s.Update(noName) }},
+		{"Commit put", func() error {
+			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpPut, Object: noName}}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.write()
+			if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `"ns/"`) {
+				t.Errorf("%s of an object with a namespace and no name: %v; want ErrInvalid naming the key \"ns/\"", tc.name, err)
+			}
+			if diff := cmp.Diff(before, contents(t, s), cmpShortKeys); diff != "" {
+				t.Errorf("a refused write changed the store (-before +after):\n%s", diff)
+			}
+			checkRV(t, s, "5")
+		})
+	}
+	checkContents(t, s, want(t, objs...))
 }

@@ -14,8 +14,12 @@ import (
 // must not end in a slash: such a path names a directory, where these
 // backends want a file, and cleaning it silently would make
 // memory:///var/cache/ and memory:///var/cache name one file, created where
-// the user may have meant a directory. The error wraps store.ErrInvalid and
-// says only what is wrong; callers name the operation and the URL.
+// the user may have meant a directory. The path must also pass
+// store.CheckPath, as bolt and badger paths do: the file holds cluster
+// objects, and a symbolic link, a directory others may write, or a file of
+// another user could hand it to someone else. The error wraps
+// store.ErrInvalid (or store.ErrUnsafe) and says only what is wrong; callers
+// name the operation and the URL.
 func FilePath(scheme, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("the snapshot file path must be absolute (%s:///abs/path/file.snap, three slashes): %w", scheme, store.ErrInvalid)
@@ -23,5 +27,9 @@ func FilePath(scheme, path string) (string, error) {
 	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(os.PathSeparator)) {
 		return "", fmt.Errorf("the path ends in a slash, which names a directory; want a file (%s:///abs/path/file.snap): %w", scheme, store.ErrInvalid)
 	}
-	return filepath.Clean(path), nil
+	clean := filepath.Clean(path)
+	if err := store.CheckPath(clean, false); err != nil {
+		return "", err
+	}
+	return clean, nil
 }

@@ -1,0 +1,140 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// FrozenView implements store.RawFrozenViewer. Badger changes the files of
+// a directory it opens, even to read them: it truncates a value log at the
+// first entry whose checksum fails, replays and truncates its memtable
+// logs, and deletes the tables its MANIFEST does not list (which a damaged
+// MANIFEST makes of every table). Its ReadOnly option does not help: it
+// still deletes unlisted tables, and refuses the memtable log a kill -9
+// leaves. So the view is a private copy of the directory, in the temporary
+// directory (os.TempDir: $TMPDIR), taken under badger's directory lock, so
+// that no other process writes while it is copied; release deletes it. A
+// database this process has open is read through that open database, whose
+// reads change nothing more, and the view is u itself.
+func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, release func() error, err error) {
+	dir, o, _, err := rawDir("view", u)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("store: view badger://%s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
+	}
+	if err != nil {
+		return nil, nil, fail(err)
+	}
+	if fi.IsDir() && !dirHasFiles(dir) {
+		return nil, nil, fail(fmt.Errorf("no database in the directory (it is empty): %w", store.ErrNotFound))
+	}
+	if err := store.CheckPath(dir, true); err != nil {
+		return nil, nil, fail(err)
+	}
+	if _, err := checkNotForeign(dir); err != nil {
+		return nil, nil, fail(err)
+	}
+	registryMu.Lock()
+	_, open := registry[dir]
+	registryMu.Unlock()
+	if open {
+		return u, func() error { return nil }, nil
+	}
+	unlock, err := lockDirWait(ctx, dir, o.LockTimeout)
+	if err != nil {
+		return nil, nil, fail(err)
+	}
+	defer unlock()
+	tmp, err := os.MkdirTemp("", "informerdb-view-*")
+	if err != nil {
+		return nil, nil, fail(err)
+	}
+	release = func() error { return os.RemoveAll(tmp) }
+	copyDir := filepath.Join(tmp, "db")
+	if err := copyDatabase(ctx, dir, copyDir); err != nil {
+		return nil, nil, fail(errors.Join(fmt.Errorf("copy to %s: %w", copyDir, err), release()))
+	}
+	v := *u
+	v.Path = copyDir
+	return &v, release, nil
+}
+
+// lockDirWait takes badger's directory lock (lockDir), retrying while
+// another process holds it, until timeout or ctx ends.
+func lockDirWait(ctx context.Context, dir string, timeout time.Duration) (unlock func(), err error) {
+	deadline := time.Now().Add(timeout)
+	delay := 10 * time.Millisecond
+	for {
+		unlock, err := lockDir(dir)
+		if err == nil || !isLockError(err) {
+			return unlock, err
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return nil, fmt.Errorf("directory held by another process for %v (stop it, or open another directory): %w", timeout, store.ErrLocked)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the directory lock: %w", ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// copyDatabase copies the files of the database in dir (badger's and the
+// stores file; not its LOCK) into dst, a new directory of mode 0700.
+func copyDatabase(ctx context.Context, dir, dst string) error {
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !e.Type().IsRegular() || e.Name() == "LOCK" || !isBadgerFile(e.Name()) {
+			continue
+		}
+		if err := copyFile(filepath.Join(dir, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+var _ store.RawFrozenViewer = rawDriver{}
