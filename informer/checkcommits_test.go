@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -374,4 +375,41 @@ func receive[T any](t *testing.T, what string, ch <-chan T) T {
 		t.Fatalf("waited %v for %s", waitLimit, what)
 		panic("unreachable")
 	}
+}
+
+// readFailingStore is a store whose reads without an error result can fail,
+// as a bounded-mode bolt or badger store's do on a damaged record.
+type readFailingStore struct {
+	store.Store
+	store.ReadFailures
+}
+
+// TestCheckCommitsFailsAfterAFailedRead: a read the store could not return
+// an error from (listers then miss objects) fails the liveness check for
+// good, with the store's error, and is counted in Stats and the metrics.
+func TestCheckCommitsFailsAfterAFailedRead(t *testing.T) {
+	lw := newFakeLW()
+	s := &readFailingStore{Store: openStore(t, "memory://")}
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := newInformer(t, lw, s, metricOptions(m, testingclock.NewFakeClock(time.Now())))
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	if err := inf.CheckCommits(time.Minute); err != nil {
+		t.Fatalf("CheckCommits before any failed read: %v", err)
+	}
+	damage := fmt.Errorf("bolt: store v1/configmaps: record ns/a: checksum mismatch: %w", store.ErrCorrupt)
+	s.Failed(damage)
+	s.Failed(damage)
+	err = inf.CheckCommits(time.Minute)
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "ns/a") {
+		t.Errorf("CheckCommits after a failed read = %v, want the store's error (ErrCorrupt, naming the record)", err)
+	}
+	if st := inf.Stats(); st.ReadErrors != 2 || !errors.Is(st.ReadError, store.ErrCorrupt) {
+		t.Errorf("Stats: ReadErrors %d, ReadError %v; want 2 and the store's error", st.ReadErrors, st.ReadError)
+	}
+	checkMetrics(t, reg, "cms", map[string]float64{MetricStoreReadErrors: 2})
 }

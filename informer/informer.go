@@ -764,6 +764,13 @@ type Stats struct {
 	// relist brings one it accepts. Changes of one key in one commit count
 	// once.
 	Rejected int64
+	// ReadErrors counts the reads of the store that failed where
+	// cache.Indexer cannot return an error (store.ReadFailer: List,
+	// ListKeys, ListIndexFuncValues of a bounded-mode store meeting a
+	// damaged record), and ReadError is the first of them; CheckCommits
+	// fails from then on. Zero and nil for stores whose reads cannot fail.
+	ReadErrors int64
+	ReadError  error
 	// Reflector holds the reflector's counters (lists, watches, resumes,
 	// relists by reason); zero before Run.
 	Reflector reflector.Stats
@@ -785,6 +792,9 @@ func (inf *Informer) Stats() Stats {
 	if src := inf.srcPub.Load(); src != nil {
 		st.Reflector = src.Stats()
 	}
+	if rf, ok := inf.store.(store.ReadFailer); ok {
+		st.ReadErrors, st.ReadError = rf.ReadErrors(), rf.ReadErr()
+	}
 	return st
 }
 
@@ -802,7 +812,26 @@ func (inf *Informer) Stats() Stats {
 // wait for that before restarting. maxFailing <= 0 fails while any commit
 // is being retried. Whether the informer has synced is a readiness
 // matter, not checked here (HasSynced).
+//
+// It also fails, for good, once a read of the store failed that
+// cache.Indexer gives no way to return (store.ReadFailer: a bounded-mode
+// store meeting a damaged record in List, ListKeys or
+// ListIndexFuncValues, which it logs and leaves out; Stats.ReadErrors and
+// the metric informerdb_store_read_errors_total count them): listers would
+// go on missing objects. The error wraps the store's (store.ErrCorrupt,
+// naming the store and the record); a restart whose open meets the record
+// fails with it, and a damaged store is repaired by dropping it
+// (store.Drop, `snapshot drop`), which relists it.
 func (inf *Informer) CheckCommits(maxFailing time.Duration) error {
+	if rf, ok := inf.store.(store.ReadFailer); ok {
+		if err := rf.ReadErr(); err != nil {
+			// A read that cannot return its error returned nothing:
+			// listers see objects missing. The store is damaged (an
+			// error wrapping store.ErrCorrupt), as an Open that met the
+			// record would have said.
+			return fmt.Errorf("informer %s: a read of the store failed (%d so far): %w", inf.name, rf.ReadErrors(), err)
+		}
+	}
 	f := inf.stats.failing.Load()
 	if f == nil {
 		return nil

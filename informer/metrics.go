@@ -36,6 +36,7 @@ const (
 	MetricHandlerLag       = "informerdb_handler_lag_seconds"
 	MetricResumePointAge   = "informerdb_resume_point_age_seconds"
 	MetricSynced           = "informerdb_synced"
+	MetricStoreReadErrors  = "informerdb_store_read_errors_total"
 	labelInformer          = "informer"
 	labelReason            = "reason"
 	commitDurationHelpText = "Time a store commit of the informer took (objects, index entries and resume point in one transaction)."
@@ -80,6 +81,8 @@ var (
 	descResumePointAge = prometheus.NewDesc(MetricResumePointAge,
 		"Seconds since the committed resume point (resourceVersion) last advanced, or since the informer started if it has not; servers send a bookmark about every minute, so a value well above that means the informer is stuck.",
 		[]string{labelInformer}, nil)
+	descStoreReadErrors = prometheus.NewDesc(MetricStoreReadErrors,
+		"Reads of the informer's store that failed where cache.Indexer cannot return an error (List, ListKeys, ListIndexFuncValues of a bounded-mode store: a damaged record); each returned nothing and was logged, and Informer.CheckCommits fails from the first.", []string{labelInformer}, nil)
 	descSynced = prometheus.NewDesc(MetricSynced,
 		"1 once the informer has synced (HasSynced), else 0.", []string{labelInformer}, nil)
 )
@@ -183,7 +186,7 @@ type collector struct{ m *Metrics }
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descResumes, descRelists, descListRequests, descWatchRequests, descWatchEvents,
 		descBookmarks, descDroppedEvents, descRejectedChanges, descDeltasApplied, descDeltasPending, descQueueLength, descCommitFailures, descCommitFailing, descStoreObjects, descStoreBytes, descHandlerQueue, descHandlerLag,
-		descResumePointAge, descSynced} {
+		descResumePointAge, descSynced, descStoreReadErrors} {
 		ch <- d
 	}
 }
@@ -221,6 +224,7 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descBookmarks, r.Bookmarks)
 	counter(descDroppedEvents, r.Dropped)
 	counter(descRejectedChanges, st.Rejected)
+	counter(descStoreReadErrors, st.ReadErrors)
 	counter(descDeltasApplied, st.Deltas)
 	counter(descCommitFailures, st.CommitFailures)
 	failing := 0.0

@@ -234,6 +234,7 @@ func checkFamilies(t *testing.T, reg prometheus.Gatherer) {
 		MetricCommitObjects:  dto.MetricType_HISTOGRAM, MetricStoreObjects: dto.MetricType_GAUGE,
 		MetricHandlerQueue: dto.MetricType_GAUGE, MetricHandlerLag: dto.MetricType_GAUGE,
 		MetricResumePointAge: dto.MetricType_GAUGE, MetricSynced: dto.MetricType_GAUGE,
+		MetricStoreReadErrors: dto.MetricType_COUNTER,
 	}
 	got := map[string]dto.MetricType{}
 	for _, mf := range mfs {
