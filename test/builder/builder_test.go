@@ -6,19 +6,13 @@
 package builder_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/informerdb/informerdb/test/apiserver"
+	"github.com/informerdb/informerdb/test/internal/childtest"
 )
 
 func TestMain(m *testing.M) {
@@ -107,8 +102,8 @@ func TestBuilderControllersSeeChangesMadeWhileDown(t *testing.T) {
 
 	// Cold start: every object is reconciled.
 	p := h.start("run")
-	p.waitRequests(w.everything(), "cold start")
-	p.kill()
+	waitRequests(t, p, w.everything(), "cold start")
+	p.Kill()
 
 	// Round 1: changes while down, then a restart a few seconds after the
 	// last one, as a real cluster's controller restarts.
@@ -116,22 +111,22 @@ func TestBuilderControllersSeeChangesMadeWhileDown(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	before := srv.Metrics(t)
 	p = h.start("run")
-	p.waitRequests(want, "round 1")
+	waitRequests(t, p, want, "round 1")
 	h.checkResumed(p, before, "round 1")
-	p.kill()
+	p.Kill()
 
 	// Round 2: the process syncs (commits the deletes) and dies before any
 	// reconciler's handler is registered.
 	want = w.changeWhileDown(2)
 	time.Sleep(3 * time.Second)
 	p = h.start("cache-only")
-	p.waitRecord(func(r record) bool { return r.Kind == "synced" }, "the cache-only run's sync")
-	p.kill()
+	p.WaitRecord("the cache-only run's sync", func(r childtest.Record) bool { return r.Kind == "synced" })
+	p.Kill()
 	before = srv.Metrics(t)
 	p = h.start("run")
-	p.waitRequests(want, "round 2, after a crash between the commit of the deletes and the handlers")
+	waitRequests(t, p, want, "round 2, after a crash between the commit of the deletes and the handlers")
 	h.checkResumed(p, before, "round 2")
-	p.kill()
+	p.Kill()
 }
 
 // world is the objects on the API server, and what a change of them must
@@ -326,143 +321,21 @@ type harness struct {
 	runs int
 }
 
-// child is a running child process and its journal.
-type childProc struct {
-	t       *testing.T
-	name    string
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	journal string
-	stderr  *strings.Builder
-	exited  chan struct{}
-}
-
-func (h *harness) start(mode string) *childProc {
+func (h *harness) start(mode string) *childtest.Proc {
 	h.t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		h.t.Fatalf("test executable: %v", err)
-	}
 	h.runs++
-	name := fmt.Sprintf("run %d (%s)", h.runs, mode)
 	cfg := h.srv.Config()
-	p := &childProc{t: h.t, name: name, journal: filepath.Join(h.dir, fmt.Sprintf("journal-%d", h.runs)), stderr: &strings.Builder{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(exe, "-test.run=^$")
-	p.cmd.Env = append(os.Environ(),
+	journal := filepath.Join(h.dir, fmt.Sprintf("journal-%d", h.runs))
+	return childtest.Start(h.t, fmt.Sprintf("run %d (%s)", h.runs, mode), journal,
 		envMode+"="+mode, envStoreURL+"="+h.url, envServer+"="+cfg.Host, envToken+"="+cfg.BearerToken,
-		envNamespaces+"="+strings.Join(namespaces, ","), envJournal+"="+p.journal)
-	p.cmd.Stderr = &lockedWriter{w: p.stderr}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		h.t.Fatalf("%s: stdin: %v", name, err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		h.t.Fatalf("%s: start: %v", name, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	h.t.Cleanup(p.kill)
-	return p
-}
-
-// lockedWriter lets the test read a child's stderr while it writes.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
-}
-
-// kill sends SIGKILL and waits for the process to end.
-func (p *childProc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-	_ = p.stdin.Close()
-}
-
-func (p *childProc) stderrTail() string {
-	s := p.cmd.Stderr.(*lockedWriter).String()
-	if len(s) > 4000 {
-		s = s[len(s)-4000:]
-	}
-	return s
-}
-
-// records reads the journal as written so far.
-func (p *childProc) records() []record {
-	p.t.Helper()
-	f, err := os.Open(p.journal)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		p.t.Fatalf("%s: journal: %v", p.name, err)
-	}
-	defer f.Close()
-	var out []record
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			break // a line being written
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// waitLimit bounds each wait for a child: a restart of a few informers
-// takes seconds; hitting it means a lost request or a stuck child.
-const waitLimit = 90 * time.Second
-
-// waitFor polls the journal until done is true, failing with what is
-// missing after waitLimit or when the child dies.
-func (p *childProc) waitFor(what string, done func([]record) string) []record {
-	p.t.Helper()
-	var missing string
-	var recs []record
-	err := wait.PollUntilContextTimeout(p.t.Context(), 100*time.Millisecond, waitLimit, true, func(context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, errors.New("child exited")
-		default:
-		}
-		recs = p.records()
-		missing = done(recs)
-		return missing == "", nil
-	})
-	if err != nil {
-		p.t.Fatalf("%s: %s: %v; missing: %s\nchild's stderr (tail):\n%s", p.name, what, err, missing, p.stderrTail())
-	}
-	return recs
-}
-
-func (p *childProc) waitRecord(match func(record) bool, what string) {
-	p.t.Helper()
-	p.waitFor(what, func(recs []record) string {
-		if slices.ContainsFunc(recs, match) {
-			return ""
-		}
-		return "no such record yet"
-	})
+		envNamespaces+"="+strings.Join(namespaces, ","), envJournal+"="+journal)
 }
 
 // waitRequests waits until the child's reconcilers got every request in
 // want.
-func (p *childProc) waitRequests(want map[request]bool, what string) {
-	p.t.Helper()
-	recs := p.waitFor(what, func(recs []record) string {
+func waitRequests(t *testing.T, p *childtest.Proc, want map[request]bool, what string) {
+	t.Helper()
+	recs := p.WaitFor(what, func(recs []childtest.Record) string {
 		got := map[request]bool{}
 		for _, r := range recs {
 			if r.Kind == "request" {
@@ -484,55 +357,15 @@ func (p *childProc) waitRequests(want map[request]bool, what string) {
 			n++
 		}
 	}
-	p.t.Logf("%s: %s: all %d expected requests among %d received", p.name, what, len(want), n)
-}
-
-// stats asks the child for its informers' reflector counters.
-func (p *childProc) stats() []record {
-	p.t.Helper()
-	have := 0
-	for _, r := range p.records() {
-		if r.Kind == "stats-end" {
-			have++
-		}
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		p.t.Fatalf("%s: SIGUSR1: %v", p.name, err)
-	}
-	recs := p.waitFor("informer stats", func(recs []record) string {
-		n := 0
-		for _, r := range recs {
-			if r.Kind == "stats-end" {
-				n++
-			}
-		}
-		if n > have {
-			return ""
-		}
-		return "no stats yet"
-	})
-	// The newest batch, whose stats-end came last.
-	batch := 0
-	for _, r := range recs {
-		if r.Kind == "stats-end" {
-			batch = r.Batch
-		}
-	}
-	var out []record
-	for _, r := range recs {
-		if r.Kind == "stats" && r.Batch == batch {
-			out = append(out, r)
-		}
-	}
-	return out
+	t.Logf("%s: %s: all %d expected requests among %d received", p.Name(), what, len(want), n)
 }
 
 // checkResumed checks that every informer of a restarted child resumed
 // without relisting, and that the API server served no LIST but the
 // informers' own limit=1 probes.
-func (h *harness) checkResumed(p *childProc, before apiserver.Metrics, what string) {
+func (h *harness) checkResumed(p *childtest.Proc, before apiserver.Metrics, what string) {
 	h.t.Helper()
-	stats := p.stats()
+	stats := p.Stats()
 	cost := h.srv.Metrics(h.t).Sub(before)
 	// Two namespaces of ConfigMaps, Secrets and widgets.
 	if got, want := len(stats), 3*len(namespaces); got != want {
@@ -575,7 +408,7 @@ func createWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 	if _, err := dyn.Resource(crdGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitLimit, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, childtest.WaitLimit, true, func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -2,15 +2,11 @@ package builder_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +27,7 @@ import (
 
 	"github.com/informerdb/informerdb/informer"
 	_ "github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/test/internal/childtest"
 )
 
 // Environment of the child process: a controller-runtime manager whose
@@ -55,56 +52,14 @@ const (
 // ownedLabel selects the Secrets the child's cache holds (ByObject).
 var ownedLabel = map[string]string{"informerdb-e2e": "owned"}
 
-// record is one line of a child's journal: a reconcile request, the mark
-// that the cache synced (cache-only mode), or an informer's reflector
-// counters (on SIGUSR1, then "stats-end").
-type record struct {
-	Kind       string `json:"kind"` // request, synced, stats, stats-end
-	Controller string `json:"controller,omitempty"`
-	Key        string `json:"key,omitempty"` // namespace/name
-	Informer   string `json:"informer,omitempty"`
-	Lists      int64  `json:"lists,omitempty"`
-	Resumes    int64  `json:"resumes,omitempty"`
-	Relists    int64  `json:"relists,omitempty"`
-	// Batch numbers the answers to SIGUSR1: a batch's stats lines and its
-	// stats-end carry the same one (reconcilers write meanwhile).
-	Batch int `json:"batch,omitempty"`
-}
-
-// journal appends records to a file, one write and one fdatasync each, so
-// that what a reconciler received before a SIGKILL is on disk.
-type journal struct {
-	mu sync.Mutex // guards f
-	f  *os.File
-}
-
-func (j *journal) write(r record) {
-	line, err := json.Marshal(r)
-	if err != nil {
-		panic(err) // strings and integers only
-	}
-	// On a failure the child exits holding the lock, so that no record
-	// follows one that may be missing; hence no deferred Unlock.
-	j.mu.Lock()
-	_, err = j.f.Write(append(line, '\n'))
-	if err == nil {
-		err = j.f.Sync()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "builder child: journal:", err)
-		os.Exit(3)
-	}
-	j.mu.Unlock()
-}
-
 // journalReconciler records every request it gets.
 type journalReconciler struct {
-	j    *journal
+	j    *childtest.Journal
 	name string
 }
 
 func (r journalReconciler) Reconcile(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.j.write(record{Kind: "request", Controller: r.name, Key: req.String()})
+	r.j.Write(childtest.Record{Kind: "request", Controller: r.name, Key: req.String()})
 	return reconcile.Result{}, nil
 }
 
@@ -122,18 +77,12 @@ func widget() *unstructured.Unstructured {
 // to no reconciler.
 func child(mode string) int {
 	ctx := context.Background()
-	go func() {
-		// The parent holds our stdin open; EOF means it died.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		fmt.Fprintln(os.Stderr, "builder child: parent gone (stdin closed)")
-		os.Exit(3)
-	}()
-	f, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	childtest.ExitWithParent()
+	j, err := childtest.OpenJournal(os.Getenv(envJournal))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "builder child: journal:", err)
+		fmt.Fprintln(os.Stderr, "builder child:", err)
 		return 3
 	}
-	j := &journal{f: f}
 	ctrl.SetLogger(klog.Background())
 
 	cfg := &rest.Config{
@@ -200,24 +149,11 @@ func child(mode string) int {
 		}
 	}
 
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	go func() {
-		batch := 0
-		for range usr1 {
-			batch++
-			mu.Lock()
-			infs := slices.Clone(made)
-			mu.Unlock()
-			for _, inf := range infs {
-				st := inf.Stats().Reflector
-				rl := st.Relists
-				j.write(record{Kind: "stats", Batch: batch, Informer: inf.Name(), Lists: st.Lists, Resumes: st.Resumes,
-					Relists: rl.Cold + rl.Expired + rl.TooLarge + rl.TimeTravel + rl.CatchUp + rl.ScopeChange + rl.Corrupt + rl.Gone})
-			}
-			j.write(record{Kind: "stats-end", Batch: batch})
-		}
-	}()
+	childtest.ServeStats(j, func() []*informer.Informer {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(made)
+	})
 
 	errc := make(chan error, 1)
 	go func() { errc <- mgr.Start(ctx) }()
@@ -234,7 +170,7 @@ func child(mode string) int {
 			fmt.Fprintln(os.Stderr, "builder child: cache did not sync")
 			return 3
 		}
-		j.write(record{Kind: "synced"})
+		j.Write(childtest.Record{Kind: "synced"})
 	}
 	err = <-errc
 	fmt.Fprintln(os.Stderr, "builder child: manager stopped:", err)
