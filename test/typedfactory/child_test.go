@@ -2,13 +2,10 @@ package typedfactory_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"os"
-	"os/signal"
-	"sync"
-	"syscall"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +18,7 @@ import (
 	"github.com/informerdb/informerdb/informer"
 	"github.com/informerdb/informerdb/reflector"
 	_ "github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/test/internal/childtest"
 	samplev1alpha1 "github.com/informerdb/informerdb/test/sample/apis/sample/v1alpha1"
 	"github.com/informerdb/informerdb/test/sample/controller"
 	"github.com/informerdb/informerdb/test/sample/generated/clientset/versioned"
@@ -40,60 +38,24 @@ const (
 	envJournal  = "INFORMERDB_TYPEDFACTORY_JOURNAL"
 )
 
-// record is one line of a child's journal: a delete a handler received
-// (handler "early": the controller's, added before the factories started;
-// "late": added after they synced), a Site the controller synced, the mark
-// that the factories synced, or an informer's reflector counters (on
-// SIGUSR1, then "stats-end").
-type record struct {
-	Kind     string `json:"kind"` // delete, sync, synced, stats, stats-end
-	Handler  string `json:"handler,omitempty"`
-	Informer string `json:"informer,omitempty"` // sites, deployments, configmaps; the store's name in stats
-	Key      string `json:"key,omitempty"`      // namespace/name
-	Exists   bool   `json:"exists,omitempty"`
-	Lists    int64  `json:"lists,omitempty"`
-	Resumes  int64  `json:"resumes,omitempty"`
-	Relists  int64  `json:"relists,omitempty"`
-	Batch    int    `json:"batch,omitempty"`
-}
-
-// journal appends records to a file, one write and one fdatasync each, so
-// that what a handler received before a SIGKILL is on disk.
-type journal struct {
-	mu sync.Mutex // guards f
-	f  *os.File
-}
-
-func (j *journal) write(r record) {
-	line, err := json.Marshal(r)
-	if err != nil {
-		panic(err) // strings, booleans and integers only
-	}
-	// On a failure the child exits holding the lock, so that no record
-	// follows one that may be missing; hence no deferred Unlock.
-	j.mu.Lock()
-	_, err = j.f.Write(append(line, '\n'))
-	if err == nil {
-		err = j.f.Sync()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "typedfactory child: journal:", err)
-		os.Exit(3)
-	}
-	j.mu.Unlock()
-}
+// The child's journal holds: "delete" records of the deletes a handler
+// received (Handler "early": the controller's, added before the factories
+// started; "late": added after they synced; Informer sites, deployments or
+// configmaps), "sync" records of the Sites the controller synced (Exists
+// false when it found one gone), "synced" once the factories synced, and
+// the informers' stats (childtest.ServeStats).
 
 // observer journals the controller's deletes and syncs.
-type observer struct{ j *journal }
+type observer struct{ j *childtest.Journal }
 
 func (o observer) Event(informer, op, key string) {
 	if op == "delete" {
-		o.j.write(record{Kind: "delete", Handler: "early", Informer: informer, Key: key})
+		o.j.Write(childtest.Record{Kind: "delete", Handler: "early", Informer: informer, Key: key})
 	}
 }
 
 func (o observer) Synced(key string, exists bool) {
-	o.j.write(record{Kind: "sync", Key: key, Exists: exists})
+	o.j.Write(childtest.Record{Kind: "sync", Key: key, Exists: exists})
 }
 
 // child runs the Site controller on informerdb's factories until it is
@@ -104,21 +66,15 @@ func (o observer) Synced(key string, exists bool) {
 // what changed while it was down and handed it to no handler.
 func child(mode string) int {
 	ctx := context.Background()
-	go func() {
-		// The parent holds our stdin open; EOF means it died.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		fmt.Fprintln(os.Stderr, "typedfactory child: parent gone (stdin closed)")
-		os.Exit(3)
-	}()
+	childtest.ExitWithParent()
 	fail := func(what string, err error) int {
 		fmt.Fprintf(os.Stderr, "typedfactory child: %s: %v\n", what, err)
 		return 3
 	}
-	f, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	j, err := childtest.OpenJournal(os.Getenv(envJournal))
 	if err != nil {
 		return fail("journal", err)
 	}
-	j := &journal{f: f}
 	ctx = klog.NewContext(ctx, klog.Background())
 
 	cfg := &rest.Config{
@@ -180,21 +136,7 @@ func child(mode string) int {
 		infs[name] = i
 	}
 
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	go func() {
-		batch := 0
-		for range usr1 {
-			batch++
-			for _, inf := range infs {
-				st := inf.Stats().Reflector
-				rl := st.Relists
-				j.write(record{Kind: "stats", Batch: batch, Informer: inf.Name(), Lists: st.Lists, Resumes: st.Resumes,
-					Relists: rl.Cold + rl.Expired + rl.TooLarge + rl.TimeTravel + rl.CatchUp + rl.ScopeChange + rl.Corrupt + rl.Gone})
-			}
-			j.write(record{Kind: "stats-end", Batch: batch})
-		}
-	}()
+	childtest.ServeStats(j, func() []*informer.Informer { return slices.Collect(maps.Values(infs)) })
 
 	kubeFactory.Start(ctx.Done())
 	siteFactory.Start(ctx.Done())
@@ -214,7 +156,7 @@ func child(mode string) int {
 					fmt.Fprintln(os.Stderr, "typedfactory child: key:", err)
 					os.Exit(3)
 				}
-				j.write(record{Kind: "delete", Handler: "late", Informer: name, Key: key})
+				j.Write(childtest.Record{Kind: "delete", Handler: "late", Informer: name, Key: key})
 			}
 			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: late}); err != nil {
 				return fail("late handler of "+name, err)
@@ -227,7 +169,7 @@ func child(mode string) int {
 			}
 		}()
 	}
-	j.write(record{Kind: "synced"})
+	j.Write(childtest.Record{Kind: "synced"})
 	<-ctx.Done()
 	return 3
 }

@@ -8,20 +8,15 @@
 package typedfactory_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/informerdb/informerdb/test/apiserver"
+	"github.com/informerdb/informerdb/test/internal/childtest"
 	samplev1alpha1 "github.com/informerdb/informerdb/test/sample/apis/sample/v1alpha1"
 	"github.com/informerdb/informerdb/test/sample/generated/clientset/versioned"
 )
@@ -97,7 +93,7 @@ func TestSiteControllerRestarts(t *testing.T) {
 	// Cold start: the controller makes every Site's Deployment and ConfigMap.
 	p := h.start("run")
 	w.waitConverged(p, "cold start")
-	p.kill()
+	p.Kill()
 
 	// Round 1: changes while down, then a restart a few seconds after the
 	// last one, as a real cluster's controller restarts.
@@ -105,24 +101,24 @@ func TestSiteControllerRestarts(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	before := srv.Metrics(t)
 	p = h.start("run")
-	p.waitDeletes(deletes, "round 1")
+	waitDeletes(t, p, deletes, "round 1")
 	w.waitConverged(p, "round 1")
 	h.checkResumed(p, before, "round 1")
-	p.kill()
+	p.Kill()
 
 	// Round 2: the process syncs (commits the deletes) and dies before any
 	// handler is added.
 	deletes = w.changeWhileDown(2)
 	time.Sleep(3 * time.Second)
 	p = h.start("cache-only")
-	p.waitRecord(func(r record) bool { return r.Kind == "synced" }, "the cache-only run's sync")
-	p.kill()
+	p.WaitRecord("the cache-only run's sync", func(r childtest.Record) bool { return r.Kind == "synced" })
+	p.Kill()
 	before = srv.Metrics(t)
 	p = h.start("run")
-	p.waitDeletes(deletes, "round 2, after a crash between the commit of the deletes and the handlers")
+	waitDeletes(t, p, deletes, "round 2, after a crash between the commit of the deletes and the handlers")
 	w.waitConverged(p, "round 2")
 	h.checkResumed(p, before, "round 2")
-	p.kill()
+	p.Kill()
 }
 
 // world is the Sites on the API server, and their replicas.
@@ -196,12 +192,12 @@ func (w *world) changeWhileDown(round int) []string {
 
 // waitConverged waits until every Site has its Deployment and ConfigMap,
 // controlled by it, with its replicas, and its status says so.
-func (w *world) waitConverged(p *childProc, what string) {
+func (w *world) waitConverged(p *childtest.Proc, what string) {
 	w.t.Helper()
 	var missing string
-	err := wait.PollUntilContextTimeout(w.t.Context(), 200*time.Millisecond, waitLimit, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(w.t.Context(), 200*time.Millisecond, childtest.WaitLimit, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 			return false, errors.New("child exited")
 		default:
 		}
@@ -209,7 +205,7 @@ func (w *world) waitConverged(p *childProc, what string) {
 		return missing == "", nil
 	})
 	if err != nil {
-		w.t.Fatalf("%s: the controller did not converge: %v; %s\nchild's stderr (tail):\n%s", what, err, missing, p.stderrTail())
+		w.t.Fatalf("%s: the controller did not converge: %v; %s\nchild's stderr (tail):\n%s", what, err, missing, p.StderrTail())
 	}
 }
 
@@ -293,143 +289,21 @@ type harness struct {
 	runs int
 }
 
-// childProc is a running child process and its journal.
-type childProc struct {
-	t       *testing.T
-	name    string
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	journal string
-	stderr  *lockedWriter
-	exited  chan struct{}
-}
-
-func (h *harness) start(mode string) *childProc {
+func (h *harness) start(mode string) *childtest.Proc {
 	h.t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		h.t.Fatalf("test executable: %v", err)
-	}
 	h.runs++
-	name := fmt.Sprintf("run %d (%s)", h.runs, mode)
 	cfg := h.srv.Config()
-	p := &childProc{t: h.t, name: name, journal: filepath.Join(h.dir, fmt.Sprintf("journal-%d", h.runs)), stderr: &lockedWriter{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(exe, "-test.run=^$")
-	p.cmd.Env = append(os.Environ(),
-		envMode+"="+mode, envStoreURL+"="+h.url, envServer+"="+cfg.Host, envToken+"="+cfg.BearerToken, envJournal+"="+p.journal)
-	p.cmd.Stderr = p.stderr
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		h.t.Fatalf("%s: stdin: %v", name, err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		h.t.Fatalf("%s: start: %v", name, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	h.t.Cleanup(p.kill)
-	return p
-}
-
-// lockedWriter lets the test read a child's stderr while it writes.
-type lockedWriter struct {
-	mu sync.Mutex // guards w
-	w  strings.Builder
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
-}
-
-// kill sends SIGKILL and waits for the process to end.
-func (p *childProc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-	_ = p.stdin.Close()
-}
-
-func (p *childProc) stderrTail() string {
-	s := p.stderr.String()
-	if len(s) > 4000 {
-		s = s[len(s)-4000:]
-	}
-	return s
-}
-
-// records reads the journal as written so far.
-func (p *childProc) records() []record {
-	p.t.Helper()
-	f, err := os.Open(p.journal)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		p.t.Fatalf("%s: journal: %v", p.name, err)
-	}
-	defer f.Close()
-	var out []record
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			break // a line being written
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// waitLimit bounds each wait for a child: a restart of three informers
-// takes seconds; hitting it means a lost notification or a stuck child.
-const waitLimit = 90 * time.Second
-
-// waitFor polls the journal until done returns "", failing with what it
-// returned last after waitLimit or when the child dies.
-func (p *childProc) waitFor(what string, done func([]record) string) []record {
-	p.t.Helper()
-	var missing string
-	var recs []record
-	err := wait.PollUntilContextTimeout(p.t.Context(), 100*time.Millisecond, waitLimit, true, func(context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, errors.New("child exited")
-		default:
-		}
-		recs = p.records()
-		missing = done(recs)
-		return missing == "", nil
-	})
-	if err != nil {
-		p.t.Fatalf("%s: %s: %v; missing: %s\nchild's stderr (tail):\n%s", p.name, what, err, missing, p.stderrTail())
-	}
-	return recs
-}
-
-func (p *childProc) waitRecord(match func(record) bool, what string) {
-	p.t.Helper()
-	p.waitFor(what, func(recs []record) string {
-		if slices.ContainsFunc(recs, match) {
-			return ""
-		}
-		return "no such record yet"
-	})
+	journal := filepath.Join(h.dir, fmt.Sprintf("journal-%d", h.runs))
+	return childtest.Start(h.t, fmt.Sprintf("run %d (%s)", h.runs, mode), journal,
+		envMode+"="+mode, envStoreURL+"="+h.url, envServer+"="+cfg.Host, envToken+"="+cfg.BearerToken, envJournal+"="+journal)
 }
 
 // waitDeletes waits until both the early and the late handler received
 // every delete in want ("informer namespace/name"), and the controller
 // synced each deleted Site (finding it gone).
-func (p *childProc) waitDeletes(want []string, what string) {
-	p.t.Helper()
-	p.waitFor(what, func(recs []record) string {
+func waitDeletes(t *testing.T, p *childtest.Proc, want []string, what string) {
+	t.Helper()
+	p.WaitFor(what, func(recs []childtest.Record) string {
 		got := map[string]bool{}
 		for _, r := range recs {
 			switch r.Kind {
@@ -455,54 +329,15 @@ func (p *childProc) waitDeletes(want []string, what string) {
 		slices.Sort(missing)
 		return strings.Join(missing, ", ")
 	})
-	p.t.Logf("%s: %s: the handlers added before and after sync received all %d deletes", p.name, what, len(want))
-}
-
-// stats asks the child for its informers' reflector counters.
-func (p *childProc) stats() []record {
-	p.t.Helper()
-	have := 0
-	for _, r := range p.records() {
-		if r.Kind == "stats-end" {
-			have++
-		}
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		p.t.Fatalf("%s: SIGUSR1: %v", p.name, err)
-	}
-	recs := p.waitFor("informer stats", func(recs []record) string {
-		n := 0
-		for _, r := range recs {
-			if r.Kind == "stats-end" {
-				n++
-			}
-		}
-		if n > have {
-			return ""
-		}
-		return "no stats yet"
-	})
-	batch := 0
-	for _, r := range recs {
-		if r.Kind == "stats-end" {
-			batch = r.Batch
-		}
-	}
-	var out []record
-	for _, r := range recs {
-		if r.Kind == "stats" && r.Batch == batch {
-			out = append(out, r)
-		}
-	}
-	return out
+	t.Logf("%s: %s: the handlers added before and after sync received all %d deletes", p.Name(), what, len(want))
 }
 
 // checkResumed checks that every informer of a restarted child resumed
 // without relisting, with one limit=1 LIST (its consistency probe), and
 // that the API server served no other LIST of the watched resources.
-func (h *harness) checkResumed(p *childProc, before apiserver.Metrics, what string) {
+func (h *harness) checkResumed(p *childtest.Proc, before apiserver.Metrics, what string) {
 	h.t.Helper()
-	stats := p.stats()
+	stats := p.Stats()
 	cost := h.srv.Metrics(h.t).Sub(before)
 	if len(stats) != 3 {
 		h.t.Errorf("%s: %d informerdb informers, want 3: %+v", what, len(stats), stats)
@@ -544,7 +379,7 @@ func createSiteCRD(t *testing.T, dyn dynamic.Interface) {
 		t.Fatalf("create CRD: %v", err)
 	}
 	siteGVR := gv.WithResource("sites")
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitLimit, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, childtest.WaitLimit, true, func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(siteGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
 		if apierrors.IsNotFound(err) {
 			return false, nil

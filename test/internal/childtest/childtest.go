@@ -185,7 +185,11 @@ func (l *lockedWriter) String() string {
 	return l.w.String()
 }
 
-func (p *Proc) stderrTail() string {
+// Exited is closed once the process has ended.
+func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// StderrTail returns the last 4,000 bytes the process wrote to stderr.
+func (p *Proc) StderrTail() string {
 	s := p.stderr.String()
 	if len(s) > 4000 {
 		s = s[len(s)-4000:]
@@ -233,7 +237,7 @@ func (p *Proc) WaitFor(what string, done func([]Record) string) []Record {
 		return missing == "", nil
 	})
 	if err != nil {
-		p.t.Fatalf("%s: %s: %v; missing: %s\nchild's stderr (tail):\n%s", p.name, what, err, missing, p.stderrTail())
+		p.t.Fatalf("%s: %s: %v; missing: %s\nchild's stderr (tail):\n%s", p.name, what, err, missing, p.StderrTail())
 	}
 	return recs
 }
