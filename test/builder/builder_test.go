@@ -95,8 +95,7 @@ func TestBuilderControllersSeeChangesMadeWhileDown(t *testing.T) {
 			w.createWidget(ns, fmt.Sprintf("w-%d", i))
 		}
 	}
-	stopWriter := startLeaseWriter(t, c)
-	defer stopWriter()
+	srv.RenewLease(t, outside) // until the test ends
 
 	h := &harness{t: t, srv: srv, url: "bolt://" + filepath.Join(t.TempDir(), "cache.db"), dir: t.TempDir()}
 
@@ -275,41 +274,6 @@ func (w *world) changeWhileDown(round int) map[request]bool {
 		want[request{ctrlWidgets, ns + "/" + created}] = true
 	}
 	return want
-}
-
-// startLeaseWriter updates a ConfigMap outside the controllers'
-// namespaces every second until the returned function is called.
-func startLeaseWriter(t *testing.T, c kubernetes.Interface) func() {
-	t.Helper()
-	cm, err := c.CoreV1().ConfigMaps(outside).Create(t.Context(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: outside, Name: "lease"}, Data: map[string]string{"renew": "0"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create the lease ConfigMap: %v", err)
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for n := 1; ; n++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			cm.Data["renew"] = fmt.Sprint(n)
-			updated, err := c.CoreV1().ConfigMaps(outside).Update(t.Context(), cm, metav1.UpdateOptions{})
-			if err != nil {
-				t.Errorf("renewing the lease: %v", err)
-				return
-			}
-			cm = updated
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(stop); <-done }) }
 }
 
 // harness starts child processes on one database.
