@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -24,19 +23,7 @@ func setFormat3(t *testing.T, path string) {
 		if err != nil {
 			return err
 		}
-		m, err := getMeta(b)
-		if err != nil {
-			return err
-		}
-		m.FormatVersion = formatUnsealed
-		if err := unsealAll(b); err != nil {
-			return err
-		}
-		data, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		return b.meta.Put(keyMeta, data)
+		return writeOldFormat(b, formatUnsealed)
 	})
 }
 

@@ -214,23 +214,29 @@ func setFormat2(t *testing.T, path string) {
 		if !b.entries {
 			return fmt.Errorf("the store keeps no index entries")
 		}
-		m, err := getMeta(b)
-		if err != nil {
-			return err
-		}
-		m.FormatVersion = formatSeqEntries
-		if err := unsealAll(b); err != nil {
-			return err
-		}
-		data, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		if err := b.meta.Put(keyMeta, data); err != nil {
+		if err := writeOldFormat(b, formatSeqEntries); err != nil {
 			return err
 		}
 		return b.meta.Delete(keyEntries)
 	})
+}
+
+// writeOldFormat makes b a store of an older format version: its records
+// without frames, and version in its metadata.
+func writeOldFormat(b *buckets, version int) error {
+	m, err := getMeta(b)
+	if err != nil {
+		return err
+	}
+	m.FormatVersion = version
+	if err := unsealAll(b); err != nil {
+		return err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return b.meta.Put(keyMeta, data)
 }
 
 // unsealAll strips the frame of every record of b, as format version 3 and
