@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -18,11 +19,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/informerdb/informerdb/informer"
 	"github.com/informerdb/informerdb/reflector"
@@ -68,7 +72,7 @@ func TestControllerRuntimeManagerRestart(t *testing.T) {
 	// Cold start.
 	persisted := serverStates(t, c, crNamespaces)
 	before := srv.Metrics(t)
-	r := startCRManager(t, srv, url, crOptions{namespaces: crNamespaces, wrap: true})
+	r := startCRManager(t, srv, url, crOptions{namespaces: crNamespaces})
 	r.checkInformers(t, "cold start")
 	r.waitSynced(t)
 	for _, ns := range crNamespaces {
@@ -100,7 +104,7 @@ func TestControllerRuntimeManagerRestart(t *testing.T) {
 		server := serverStates(t, c, crNamespaces) // nothing changes from here on
 
 		before := srv.Metrics(t)
-		r := startCRManager(t, srv, url, crOptions{namespaces: crNamespaces, wrap: true})
+		r := startCRManager(t, srv, url, crOptions{namespaces: crNamespaces})
 		r.checkInformers(t, fmt.Sprintf("round %d", round))
 		started := time.Now()
 		r.waitSynced(t)
@@ -168,9 +172,12 @@ type crManager struct {
 	// other records notifications for objects of no namespace in recs.
 	other *recorder
 
-	mu        sync.Mutex                    // guards made and informers
+	mu        sync.Mutex                    // guards made, informers and reconciled
 	made      []string                      // per NewInformer call, in order: the store's name, or <client-go informer>
 	informers map[string]*informer.Informer // the informerdb informers made, by store name
+	// reconciled holds the names the ConfigMap controller reconciled
+	// (crOptions.reconcile).
+	reconciled map[string]bool
 
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when mgr.Start returned
@@ -180,12 +187,16 @@ type crManager struct {
 
 // crOptions configures startCRManager.
 type crOptions struct {
-	// namespaces get a recording handler each; unless allNamespaces, they
-	// are the cache's DefaultNamespaces.
-	namespaces    []string
-	allNamespaces bool // the cache watches every namespace
-	// wrap builds the manager from InformerConstructor.Config.
-	wrap bool
+	// namespaces are the cache's DefaultNamespaces; each gets a recording
+	// handler.
+	namespaces []string
+	// readCluster leaves ConstructorOptions.Cluster unset: the
+	// constructor reads the cluster's identity (the kube-system
+	// namespace's UID), as users' constructors do.
+	readCluster bool
+	// reconcile adds a controller of ConfigMaps built with the builder,
+	// as users build theirs, recording the names it reconciles.
+	reconcile bool
 }
 
 // startCRManager starts a manager whose cache makes its informers with an
@@ -198,7 +209,7 @@ func startCRManager(t *testing.T, srv *apiserver.Server, url string, o crOptions
 	// global logger, which discards everything until SetLogger is called.
 	crSetLoggerOnce.Do(func() { ctrl.SetLogger(klog.Background()) })
 	logger := testr.New(t)
-	c, err := informer.NewInformerConstructor(t.Context(), url, srv.Config(), &informer.ConstructorOptions{
+	copts := &informer.ConstructorOptions{
 		Cluster: "e2e",
 		Informer: informer.Options{
 			// Used where the context carries no logger: controller-runtime
@@ -211,15 +222,15 @@ func startCRManager(t *testing.T, srv *apiserver.Server, url string, o crOptions
 				Backoff:             reflector.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
 			},
 		},
-	})
+	}
+	if o.readCluster {
+		copts.Cluster = ""
+	}
+	c, err := informer.NewInformerConstructor(t.Context(), url, srv.Config(), copts)
 	if err != nil {
 		t.Fatalf("NewInformerConstructor: %v", err)
 	}
-	cfg := srv.Config()
-	if o.wrap {
-		cfg = c.Config()
-	}
-	r := &crManager{c: c, recs: map[string]*recorder{}, other: newRecorder(), informers: map[string]*informer.Informer{}, done: make(chan struct{})}
+	r := &crManager{c: c, recs: map[string]*recorder{}, other: newRecorder(), informers: map[string]*informer.Informer{}, reconciled: map[string]bool{}, done: make(chan struct{})}
 	cacheOpts := crcache.Options{NewInformer: func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 		inf := c.NewInformer(lw, obj, resync, indexers)
 		name := "<client-go informer>"
@@ -235,16 +246,12 @@ func startCRManager(t *testing.T, srv *apiserver.Server, url string, o crOptions
 		r.mu.Unlock()
 		return inf
 	}}
-	if !o.allNamespaces {
-		cacheOpts.DefaultNamespaces = map[string]crcache.Config{}
-		for _, ns := range o.namespaces {
-			cacheOpts.DefaultNamespaces[ns] = crcache.Config{}
-		}
-	}
+	cacheOpts.DefaultNamespaces = map[string]crcache.Config{}
 	for _, ns := range o.namespaces {
+		cacheOpts.DefaultNamespaces[ns] = crcache.Config{}
 		r.recs[ns] = newRecorder()
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(c.Config(), ctrl.Options{
 		Scheme: clientgoscheme.Scheme,
 		Logger: logger,
 		// Nothing listens: no metrics, health probes or pprof; no leader
@@ -252,11 +259,30 @@ func startCRManager(t *testing.T, srv *apiserver.Server, url string, o crOptions
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		PprofBindAddress:       "0",
-		Cache:                  cacheOpts,
+		// Each test's manager has its own controller of ConfigMaps.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cacheOpts,
 	})
 	if err != nil {
 		_ = c.Close()
 		t.Fatalf("ctrl.NewManager: %v", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		_ = c.Close()
+		t.Fatalf("mgr.Add(constructor): %v", err)
+	}
+	if o.reconcile {
+		err = ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(
+			reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+				r.mu.Lock()
+				r.reconciled[req.Name] = true
+				r.mu.Unlock()
+				return reconcile.Result{}, nil
+			}))
+		if err != nil {
+			_ = c.Close()
+			t.Fatalf("NewControllerManagedBy: %v", err)
+		}
 	}
 	inf, err := mgr.GetCache().GetInformer(t.Context(), &corev1.ConfigMap{})
 	if err != nil {
@@ -308,6 +334,57 @@ func (r *crManager) waitSynced(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("handler (%s) did not sync within %v", r.reg.HasSyncedChecker().Name(), waitLimit)
 	}
+}
+
+// stopped returns the manager's Start error if it returned, else "no".
+func (r *crManager) stopped() string {
+	select {
+	case <-r.done:
+		return fmt.Sprintf("yes, with %v", r.err)
+	default:
+		return "no"
+	}
+}
+
+// waitReconciled waits until the ConfigMap controller reconciled every
+// name (crOptions.reconcile).
+func (r *crManager) waitReconciled(t *testing.T, names []string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		r.mu.Lock()
+		missing := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return r.reconciled[n] })
+		r.mu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not reconciled within %v: %v (manager stopped: %v)", waitLimit, missing, r.stopped())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// reconciledNames returns the names reconciled so far, sorted.
+func (r *crManager) reconciledNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Collect(maps.Keys(r.reconciled))
+	slices.Sort(out)
+	return out
+}
+
+// stats returns the reflector counters of the informerdb informer on the
+// store named name.
+func (r *crManager) stats(t *testing.T, name string) reflector.Stats {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inf := r.informers[name]
+	if inf == nil {
+		t.Fatalf("the constructor made no persistent informer on %s", name)
+	}
+	return inf.Stats().Reflector
 }
 
 // stop stops the manager, waits until its Start returned (its informers

@@ -13,10 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/informerdb/informerdb/informer"
-	"github.com/informerdb/informerdb/reflector"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/test/apiserver"
 )
@@ -53,10 +50,10 @@ func TestCRConstructorRecreatedCluster(t *testing.T) {
 	oldUID := kubeSystemUID(t, c)
 
 	old := serverState(t, c, selection{namespace: ns})
-	first := startConstructorManager(t, srv, url, ns)
+	first := startCRManager(t, srv, url, crOptions{namespaces: []string{ns}, readCluster: true, reconcile: true})
 	first.waitSynced(t)
 	first.waitReconciled(t, namesOf(old))
-	st := first.stats(t)
+	st := first.stats(t, crStoreName(ns))
 	if st.Relists.Cold != 1 {
 		t.Errorf("first start: relists %+v, want one cold list", st.Relists)
 	}
@@ -86,9 +83,9 @@ func TestCRConstructorRecreatedCluster(t *testing.T) {
 	cur := serverState(t, c, selection{namespace: ns})
 
 	before := srv.Metrics(t)
-	second := startConstructorManager(t, srv, url, ns)
+	second := startCRManager(t, srv, url, crOptions{namespaces: []string{ns}, readCluster: true, reconcile: true})
 	second.waitSynced(t)
-	st = second.stats(t)
+	st = second.stats(t, crStoreName(ns))
 	t.Logf("after the cluster was recreated: old resume point %s, revision %d; reflector %+v; API server lists %d",
 		resumeRV, srv.EtcdRevision(t), st, srv.Metrics(t).Sub(before).Lists["configmaps"])
 	if st.Relists.ScopeChange != 1 || st.Resumes != 0 {
@@ -116,7 +113,7 @@ func TestCRConstructorRecreatedCluster(t *testing.T) {
 		oldUIDs[v.UID] = true
 	}
 	var got []ev
-	for _, e := range second.rec.events() {
+	for _, e := range second.recs[ns].events() {
 		if oldUIDs[e.UID] {
 			t.Errorf("notification of an object of the old cluster: %+v", e)
 		}
@@ -132,197 +129,6 @@ func TestCRConstructorRecreatedCluster(t *testing.T) {
 		t.Errorf("reconcile requests after the cluster was recreated (-want +got):\n%s", diff)
 	}
 	second.stop(t)
-}
-
-// constructorManager is a controller-runtime manager whose cache makes its
-// informers with an InformerConstructor made without
-// ConstructorOptions.Cluster, with a controller of ConfigMaps built as
-// users build theirs, and a recording handler.
-type constructorManager struct {
-	c    *informer.InformerConstructor
-	mgr  ctrl.Manager
-	rec  *recorder
-	reg  cache.ResourceEventHandlerRegistration
-	name string // the store of the ConfigMap informer
-
-	mu         sync.Mutex // guards inf and reconciled
-	inf        *informer.Informer
-	reconciled map[string]bool
-
-	cancel   context.CancelFunc
-	done     chan struct{}
-	err      error
-	stopOnce sync.Once
-}
-
-func startConstructorManager(t *testing.T, srv *apiserver.Server, url, ns string) *constructorManager {
-	t.Helper()
-	crSetLoggerOnce.Do(func() { ctrl.SetLogger(klog.Background()) })
-	logger := testr.New(t)
-	c, err := informer.NewInformerConstructor(t.Context(), url, srv.Config(), &informer.ConstructorOptions{
-		Informer: informer.Options{
-			Logger: &logger,
-			Reflector: reflector.Options{
-				CatchUpWatchTimeout: 3 * time.Second,
-				Backoff:             reflector.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
-			},
-		},
-	})
-	if err != nil {
-		t.Fatalf("NewInformerConstructor: %v", err)
-	}
-	m := &constructorManager{c: c, rec: newRecorder(), name: crStoreName(ns), reconciled: map[string]bool{}, done: make(chan struct{})}
-	mgr, err := ctrl.NewManager(c.Config(), ctrl.Options{
-		Scheme:                 clientgoscheme.Scheme,
-		Logger:                 logger,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		PprofBindAddress:       "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: crcache.Options{
-			DefaultNamespaces: map[string]crcache.Config{ns: {}},
-			NewInformer: func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-				inf := c.NewInformer(lw, obj, resync, indexers)
-				if i, ok := inf.(*informer.Informer); ok && i.Store().Info().Name == m.name {
-					m.mu.Lock()
-					m.inf = i
-					m.mu.Unlock()
-				}
-				return inf
-			},
-		},
-	})
-	if err != nil {
-		_ = c.Close()
-		t.Fatalf("ctrl.NewManager: %v", err)
-	}
-	m.mgr = mgr
-	if err := mgr.Add(c); err != nil {
-		_ = c.Close()
-		t.Fatalf("mgr.Add(constructor): %v", err)
-	}
-	err = ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(
-		reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
-			m.mu.Lock()
-			m.reconciled[req.Name] = true
-			m.mu.Unlock()
-			return reconcile.Result{}, nil
-		}))
-	if err != nil {
-		_ = c.Close()
-		t.Fatalf("NewControllerManagedBy: %v", err)
-	}
-	// A handler registered before Start sees every notification.
-	inf, err := mgr.GetCache().GetInformer(t.Context(), &corev1.ConfigMap{})
-	if err != nil {
-		_ = c.Close()
-		t.Fatalf("GetInformer(ConfigMap): %v", err)
-	}
-	if m.reg, err = inf.AddEventHandler(m.rec); err != nil {
-		_ = c.Close()
-		t.Fatalf("AddEventHandler: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	m.cancel = cancel
-	go func() {
-		defer close(m.done)
-		m.err = mgr.Start(ctx)
-	}()
-	t.Cleanup(func() { m.stop(t) })
-	return m
-}
-
-// waitSynced waits until the cache and the recording handler synced.
-func (m *constructorManager) waitSynced(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
-	defer cancel()
-	go func() {
-		select {
-		case <-m.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if !m.mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatalf("manager's cache did not sync (manager stopped: %v)", m.stopped())
-	}
-	select {
-	case <-m.reg.HasSyncedChecker().Done():
-	case <-ctx.Done():
-		t.Fatalf("handler did not sync (manager stopped: %v)", m.stopped())
-	}
-}
-
-// stopped returns the manager's Start error if it returned, else "no".
-func (m *constructorManager) stopped() string {
-	select {
-	case <-m.done:
-		return fmt.Sprintf("yes, with %v", m.err)
-	default:
-		return "no"
-	}
-}
-
-// waitReconciled waits until every name was reconciled.
-func (m *constructorManager) waitReconciled(t *testing.T, names []string) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		m.mu.Lock()
-		missing := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return m.reconciled[n] })
-		m.mu.Unlock()
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not reconciled within %v: %v (manager stopped: %v)", waitLimit, missing, m.stopped())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// reconciledNames returns the names reconciled so far, sorted.
-func (m *constructorManager) reconciledNames() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for name := range m.reconciled {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// stats returns the reflector counters of the ConfigMap informer.
-func (m *constructorManager) stats(t *testing.T) reflector.Stats {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.inf == nil {
-		t.Fatalf("the constructor made no persistent informer on %s", m.name)
-	}
-	return m.inf.Stats().Reflector
-}
-
-// stop stops the manager, checks that its Start returned nil, and closes
-// the constructor. It is idempotent.
-func (m *constructorManager) stop(t *testing.T) {
-	t.Helper()
-	m.stopOnce.Do(func() {
-		m.cancel()
-		select {
-		case <-m.done:
-		case <-time.After(waitLimit):
-			t.Fatalf("manager did not stop within %v", waitLimit)
-		}
-		if m.err != nil {
-			t.Errorf("manager Start: %v", m.err)
-		}
-		if err := m.c.Close(); err != nil {
-			t.Errorf("InformerConstructor.Close: %v", err)
-		}
-	})
 }
 
 // kubeSystemUID returns the UID of the cluster's kube-system namespace.
