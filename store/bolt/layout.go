@@ -97,7 +97,7 @@ var (
 // the middle of the bucket, and a page split in halves takes the next
 // Commits' entries without splitting again; measured with BenchmarkCommit,
 // full index pages wrote 8% more bytes per object and were slower. See
-// doc.go, Performance.
+// BENCHMARKS.md, section 6.
 const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
