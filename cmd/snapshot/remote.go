@@ -1,0 +1,121 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/informerdb/informerdb/store/snapshot"
+)
+
+// Sources at http:// and https:// addresses are the snapshot handlers of
+// running processes (snapshot.NewHandler): save, status, ls and get read
+// them, which is how an operator looks at a controller's cache while the
+// controller holds its database (kubectl port-forward, then
+// snapshot save http://localhost:PORT/debug/informerdb/ cache.idb).
+
+const insecureFlag = "insecure-skip-tls-verify"
+
+// addRemoteFlags adds the flags of http(s) sources to root, for every
+// command.
+func addRemoteFlags(root *cobra.Command) {
+	root.PersistentFlags().Bool(insecureFlag, false, "do not verify the certificate of an https:// source (for a self-signed one)")
+}
+
+// fetchOptions returns the options of requests to a handler, per the
+// command's flags.
+func fetchOptions(cmd *cobra.Command, stores []string) (*snapshot.FetchOptions, error) {
+	insecure, err := cmd.Flags().GetBool(insecureFlag)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if insecure {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by the flag
+	}
+	return &snapshot.FetchOptions{Client: &http.Client{Transport: tr}, Stores: stores}, nil
+}
+
+// saveRemote is save from a handler: the stream is verified in full before
+// it replaces file.
+func saveRemote(cmd *cobra.Command, src, file string, stores []string) error {
+	o, err := fetchOptions(cmd, stores)
+	if err != nil {
+		return err
+	}
+	var part string
+	o.TempFile = func(path string) { part = path; temps.add(path) }
+	m, err := snapshot.Fetch(cmd.Context(), file, src, o)
+	if part != "" {
+		temps.forget(part)
+	}
+	if err != nil {
+		return err
+	}
+	var n int64
+	for _, s := range m.Stores {
+		n += s.Objects
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Saved %d stores, %d objects, from %s to %s (%d bytes).\n", len(m.Stores), n, src, file, m.Size)
+	return nil
+}
+
+// remoteStatus is status of a handler: its manifest, computed by the
+// serving process from one view of its database.
+func remoteStatus(cmd *cobra.Command, src string) (*snapshot.Manifest, error) {
+	o, err := fetchOptions(cmd, nil)
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.FetchStatus(cmd.Context(), src, o)
+}
+
+// localCopy returns target, or, for a handler's address, a temporary
+// snapshot file fetched from it (only store, when not empty), which done
+// removes. Commands that read objects (ls, get, by-index) read that file
+// as any other.
+func localCopy(cmd *cobra.Command, target, store string) (path string, done func(), err error) {
+	if !snapshot.IsHTTP(target) {
+		return target, func() {}, nil
+	}
+	var stores []string
+	if store != "" {
+		stores = []string{store}
+	}
+	o, err := fetchOptions(cmd, stores)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp("", "snapshot-remote-*.idb")
+	if err != nil {
+		return "", nil, fmt.Errorf("fetch %s: %w", target, err)
+	}
+	path = f.Name()
+	temps.add(path)
+	done = func() {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Note: %v\n", err)
+		}
+		temps.forget(path)
+	}
+	if err := f.Close(); err != nil {
+		done()
+		return "", nil, fmt.Errorf("fetch %s: %w", target, err)
+	}
+	var part string
+	o.TempFile = func(p string) { part = p; temps.add(p) }
+	_, err = snapshot.Fetch(cmd.Context(), path, target, o)
+	if part != "" {
+		temps.forget(part)
+	}
+	if err != nil {
+		done()
+		return "", nil, err
+	}
+	return path, done, nil
+}
