@@ -13,6 +13,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // FetchOptions tune Fetch and FetchStatus. The zero value is fine. They
@@ -38,7 +40,7 @@ func IsHTTP(target string) bool {
 func endpoint(rawURL, name string, stores []string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("snapshot: %s: want http://host:port/prefix or https://... (the prefix the handler is mounted under)", rawURL)
+		return "", fmt.Errorf("snapshot: %s: want http://host:port/prefix or https://... (the prefix the handler is mounted under): %w", rawURL, store.ErrInvalid)
 	}
 	p := strings.TrimSuffix(u.Path, "/")
 	if b := path.Base(p); b == "snapshot" || b == "status" {

@@ -41,9 +41,6 @@ type HandlerOptions struct {
 	// documentation). 0 means DefaultHandlerTimeout. A server's own
 	// WriteTimeout, if shorter, ends large snapshots first.
 	Timeout time.Duration
-	// Now returns the creation time written in the header of the
-	// snapshots served. Default time.Now.
-	Now func() time.Time
 }
 
 // NewHandler returns an http.Handler that serves, read-only, the database
@@ -88,16 +85,13 @@ type HandlerOptions struct {
 // refused with store.ErrInvalid. The handler is safe for concurrent use;
 // each request reads its own view. o may be nil.
 func NewHandler(rawURL string, o *HandlerOptions) (http.Handler, error) {
-	h := &handler{rawURL: rawURL, source: redact(rawURL), timeout: DefaultHandlerTimeout, now: time.Now}
+	h := &handler{rawURL: rawURL, source: redact(rawURL), timeout: DefaultHandlerTimeout}
 	if o != nil {
 		if o.Timeout < 0 {
 			return nil, fmt.Errorf("snapshot: new handler for %s: negative timeout %v: %w", h.source, o.Timeout, store.ErrInvalid)
 		}
 		if o.Timeout > 0 {
 			h.timeout = o.Timeout
-		}
-		if o.Now != nil {
-			h.now = o.Now
 		}
 	}
 	// A view that finds no store open is what a handler mounted before
@@ -122,7 +116,6 @@ type handler struct {
 	rawURL  string
 	source  string // rawURL, redacted
 	timeout time.Duration
-	now     func() time.Time
 }
 
 // httpError is the JSON body of a failure, and an unreadable store of a
@@ -273,7 +266,7 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 				return v.Export(ctx, name, fn)
 			}})
 		}
-		_, _, err = write(ctx, out, h.source, h.now().UTC(), sources, nil)
+		_, _, err = write(ctx, out, h.source, time.Now().UTC(), sources, nil)
 		return err
 	})
 	if err == nil {

@@ -532,3 +532,16 @@ func TestHandlerFailsMidStream(t *testing.T) {
 		t.Errorf("Fetch: %v, want the server's error", err)
 	}
 }
+
+// TestFetchRefusesAddresses checks the addresses Fetch and FetchStatus
+// refuse before sending anything.
+func TestFetchRefusesAddresses(t *testing.T) {
+	for _, addr := range []string{"ftp://host/x", "http://", "https:///debug", "bolt:///x.db", "%zz"} {
+		if _, err := snapshot.Fetch(t.Context(), snapPath(t), addr, nil); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Fetch(%q): %v, want store.ErrInvalid", addr, err)
+		}
+		if _, err := snapshot.FetchStatus(t.Context(), addr, nil); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("FetchStatus(%q): %v, want store.ErrInvalid", addr, err)
+		}
+	}
+}

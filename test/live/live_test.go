@@ -300,16 +300,18 @@ func waitStatus(t *testing.T, p *childtest.Proc, bin, addr string, done func(*sn
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, childtest.WaitLimit, true, func(context.Context) (bool, error) {
-		out, err := exec.Command(bin, "status", "-w", "json", addr).CombinedOutput()
+		out, runErr := exec.Command(bin, "status", "-w", "json", addr).CombinedOutput()
 		last = string(out)
-		if err != nil {
-			return false, nil
+		if runErr == nil {
+			var m snapshot.Manifest
+			if err := json.Unmarshal(out, &m); err != nil {
+				return false, err
+			}
+			return done(&m), nil
 		}
-		var m snapshot.Manifest
-		if err := json.Unmarshal(out, &m); err != nil {
-			return false, err
-		}
-		return done(&m), nil
+		// Not serving yet (503 before the informers open their
+		// stores): ask again.
+		return false, nil
 	})
 	if err != nil {
 		t.Fatalf("status %s: %v; last answer:\n%s\nchild's stderr (tail):\n%s", addr, err, last, p.StderrTail())
