@@ -27,7 +27,10 @@
 // "snapshot save http://localhost:8081/debug/informerdb/ cache.idb". The
 // snapshot is verified in full before it is written; ls and get read a
 // temporary copy. https:// addresses are verified against the system's
-// roots; --insecure-skip-tls-verify accepts any certificate.
+// roots; --insecure-skip-tls-verify accepts any certificate. --token-file
+// sends a bearer token, for a metrics server that authenticates its
+// requests (controller-runtime's, with its authentication filter, serves
+// its ExtraHandlers behind it).
 //
 // Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or
 // incompatible data (checksum, truncation, failed verification), 4 restore

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,12 +20,28 @@ import (
 // controller holds its database (kubectl port-forward, then
 // snapshot save http://localhost:PORT/debug/informerdb/ cache.idb).
 
-const insecureFlag = "insecure-skip-tls-verify"
+const (
+	insecureFlag  = "insecure-skip-tls-verify"
+	tokenFileFlag = "token-file"
+)
 
 // addRemoteFlags adds the flags of http(s) sources to root, for every
 // command.
 func addRemoteFlags(root *cobra.Command) {
 	root.PersistentFlags().Bool(insecureFlag, false, "do not verify the certificate of an https:// source (for a self-signed one)")
+	root.PersistentFlags().String(tokenFileFlag, "", "send the bearer token in this file to an http(s):// source (a metrics server that authenticates, as controller-runtime's can)")
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // fetchOptions returns the options of requests to a handler, per the
@@ -34,11 +51,27 @@ func fetchOptions(cmd *cobra.Command, stores []string) (*snapshot.FetchOptions, 
 	if err != nil {
 		return nil, err
 	}
+	tokenFile, err := cmd.Flags().GetString(tokenFileFlag)
+	if err != nil {
+		return nil, err
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if insecure {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by the flag
 	}
-	return &snapshot.FetchOptions{Client: &http.Client{Transport: tr}, Stores: stores}, nil
+	var rt http.RoundTripper = tr
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--%s: %w", tokenFileFlag, err)}
+		}
+		token := strings.TrimSpace(string(b))
+		if token == "" || strings.ContainsAny(token, "\r\n") {
+			return nil, usageError{fmt.Errorf("--%s %s: want one token on one line", tokenFileFlag, tokenFile)}
+		}
+		rt = bearer{token: token, next: tr}
+	}
+	return &snapshot.FetchOptions{Client: &http.Client{Transport: rt}, Stores: stores}, nil
 }
 
 // saveRemote is save from a handler: the stream is verified in full before

@@ -149,3 +149,35 @@ func TestRemoteNotAHandler(t *testing.T) {
 		t.Errorf("%s was written", file)
 	}
 }
+
+// TestRemoteToken checks --token-file: the token goes to the source as a
+// bearer token, as an authenticating metrics server (controller-runtime's
+// filters) wants it.
+func TestRemoteToken(t *testing.T) {
+	_, _, h := servedDatabase(t, 2)
+	const token = "s3cret"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mount(h).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	addr := srv.URL + "/debug/informerdb/"
+	code, _, stderr := cli(t, "status", addr)
+	if code != exitError || !strings.Contains(stderr, "401") {
+		t.Errorf("status without a token: exit %d: %s; want the 401", code, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := cli(t, "status", "--token-file", file, addr)
+	if code != 0 || !strings.Contains(out, "2 objects") {
+		t.Errorf("status --token-file: exit %d: %s%s", code, out, stderr)
+	}
+	if code, _, stderr := cli(t, "status", "--token-file", filepath.Join(t.TempDir(), "none"), addr); code != exitUsage {
+		t.Errorf("status --token-file of a missing file: exit %d: %s; want %d", code, stderr, exitUsage)
+	}
+}
