@@ -181,6 +181,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, "Error:", err)
+	if hint := liveHint(args, err); hint != "" {
+		fmt.Fprintln(stderr, hint)
+	}
 	return exitCode(err)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/snapshot"
 )
 
@@ -72,6 +73,26 @@ func fetchOptions(cmd *cobra.Command, stores []string) (*snapshot.FetchOptions, 
 		rt = bearer{token: token, next: tr}
 	}
 	return &snapshot.FetchOptions{Client: &http.Client{Transport: rt}, Stores: stores}, nil
+}
+
+// liveHint returns advice for a command of args that failed with err, or
+// "": a command that reads a database another process holds can read it
+// through that process's handler instead.
+func liveHint(args []string, err error) string {
+	if !errors.Is(err, store.ErrLocked) {
+		return ""
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		switch a {
+		case "save", "status", "ls", "get", "by-index":
+			return fmt.Sprintf("Hint: a running process holds the database. If it serves it (snapshot.NewHandler), %s reads it from the handler's address: snapshot %s http://HOST:PORT/PREFIX/ ... (through kubectl port-forward for a pod).", a, a)
+		}
+		return ""
+	}
+	return ""
 }
 
 // saveRemote is save from a handler: the stream is verified in full before

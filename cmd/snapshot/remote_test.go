@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,5 +181,53 @@ func TestRemoteToken(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "status", "--token-file", filepath.Join(t.TempDir(), "none"), addr); code != exitUsage {
 		t.Errorf("status --token-file of a missing file: exit %d: %s; want %d", code, stderr, exitUsage)
+	}
+}
+
+// TestLockedHintsAtHandler checks that a read of a database another
+// process holds, which fails with exit 5, points at the process's handler;
+// a command that writes gets no such hint.
+func TestLockedHintsAtHandler(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held.db")
+	fill(t, "bolt://"+path, 2, "3")
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "SNAPSHOT_TEST_HOLD="+path)
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = stdin.Close()
+		if err := child.Wait(); err != nil {
+			t.Errorf("child holding the lock: %v", err)
+		}
+	}()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	db := "bolt://" + path + "?lock_timeout=100ms"
+	for _, tc := range []struct {
+		args []string
+		hint bool
+	}{
+		{[]string{"status", db}, true},
+		{[]string{"-q", "save", db, filepath.Join(t.TempDir(), "s.idb")}, true},
+		{[]string{"ls", db}, true},
+		{[]string{"drop", db, "--store", podsName}, false},
+	} {
+		code, _, stderr := cli(t, tc.args...)
+		if code != exitLocked {
+			t.Errorf("%v: exit %d (%s), want %d", tc.args, code, stderr, exitLocked)
+		}
+		if got := strings.Contains(stderr, "http://HOST:PORT/PREFIX/"); got != tc.hint {
+			t.Errorf("%v: hint at the handler %v, want %v: %s", tc.args, got, tc.hint, stderr)
+		}
 	}
 }
