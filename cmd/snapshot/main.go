@@ -20,6 +20,18 @@
 // command reads and writes offline databases (a running process snapshots
 // itself with snapshot.SaveURL or snapshot.SaveStores).
 //
+// save, status, ls, get and by-index also read a running process's
+// database through the handler it mounts (snapshot.NewHandler), given its
+// http:// or https:// address (the prefix it is mounted under): for
+// example, with kubectl port-forward deploy/my-controller 8081,
+// "snapshot save http://localhost:8081/debug/informerdb/ cache.idb". The
+// snapshot is verified in full before it is written; ls and get read a
+// temporary copy. https:// addresses are verified against the system's
+// roots; --insecure-skip-tls-verify accepts any certificate. --token-file
+// sends a bearer token, for a metrics server that authenticates its
+// requests (controller-runtime's, with its authentication filter, serves
+// its ExtraHandlers behind it).
+//
 // Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or
 // incompatible data (checksum, truncation, failed verification), 4 restore
 // target not empty, 5 database locked or in use, 130 and 143 stopped by
@@ -169,6 +181,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, "Error:", err)
+	if hint := liveHint(args, err); hint != "" {
+		fmt.Fprintln(stderr, hint)
+	}
 	return exitCode(err)
 }
 

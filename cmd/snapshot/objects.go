@@ -138,6 +138,11 @@ func readObjects(cmd *cobra.Command, f *objectFlags, target string, all bool, ke
 	if err != nil {
 		return err
 	}
+	target, done, err := localCopy(cmd, target, f.store)
+	if err != nil {
+		return err
+	}
+	defer done()
 	infos, err := f.pick(cmd, target, all)
 	if err != nil {
 		return err

@@ -50,7 +50,10 @@ identity and resume point) to a portable, checksummed file, and restores such a
 file into a database of any backend. Store URLs are those of store.Open:
 bolt:///abs/file.db, badger:///abs/dir, memory:///abs/file.snap,
 memdb:///abs/file.snap. Bolt and badger databases must not be open in another
-process.
+process; a running process's database is read through the handler it mounts
+(snapshot.NewHandler): give save, status, ls and get its http:// or https://
+address, e.g. http://localhost:8081/debug/informerdb/ through kubectl
+port-forward.
 
 Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or incompatible data,
 4 restore target not empty, 5 database locked or in use, 130 and 143 stopped by
@@ -65,6 +68,7 @@ SIGINT and SIGTERM (the first one stops the command, removing its temporary file
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	addRemoteFlags(root)
 	root.AddCommand(
 		newSave(g), newRestore(g), newStatus(g), newVerify(g),
 		newLs(), newGet(), newByIndex(), newCompact(), newRekey(), newDrop(),
@@ -111,6 +115,9 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 0600).`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if snapshot.IsHTTP(a[0]) {
+				return saveRemote(cmd, a[0], a[1], stores)
+			}
 			src, err := absURL(a[0])
 			if err != nil {
 				return err
@@ -202,7 +209,12 @@ the error, and the others are still described (exit 3).`,
 				return err
 			}
 			p := newProgress(cmd, g, "status")
-			m, err := snapshot.Status(cmd.Context(), target, p.report)
+			var m *snapshot.Manifest
+			if snapshot.IsHTTP(target) {
+				m, err = remoteStatus(cmd, target)
+			} else {
+				m, err = snapshot.Status(cmd.Context(), target, p.report)
+			}
 			p.done()
 			if m == nil {
 				return err

@@ -142,51 +142,58 @@ func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry
 func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry, error) {
 	var entries []store.StoreEntry
 	err := withDB(ctx, op, u, "", false, func(sh *sharedDB) error {
-		return sh.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
-			defer it.Close()
-			for it.Seek([]byte{tagStore}); it.Valid(); {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				name, _, err := readLP(it.Item().Key()[1:])
-				if err != nil {
-					return fmt.Errorf("key %q: %w: %w", it.Item().Key(), store.ErrCorrupt, err)
-				}
-				info, _, err := rawInfo(txn, name)
-				switch {
-				case errors.Is(err, errDropped):
-					// Listed as gone (see store.StoreEntry), so that a
-					// tool that checks names against the list (snapshot
-					// drop) lets the Drop that finishes it run.
-					entries = append(entries, store.StoreEntry{
-						Info: store.Info{Backend: Scheme, Name: name},
-						Err:  fmt.Errorf("store: %s %s: %w (drop it again to delete the rest)", op, u.Redacted(), err),
-					})
-				case errors.Is(err, store.ErrNotFound):
-					// Generations without a meta record: garbage of a
-					// store whose creation did not finish.
-				case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
-					entries = append(entries, store.StoreEntry{
-						Info: store.Info{Backend: Scheme, Name: name},
-						Err:  fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err),
-					})
-				case err != nil:
-					return err
-				default:
-					entries = append(entries, store.StoreEntry{Info: info})
-				}
-				end := prefixEnd(storePrefix(name))
-				if end == nil {
-					break
-				}
-				it.Seek(end)
-			}
-			return nil
+		return sh.db.View(func(txn *badger.Txn) (err error) {
+			entries, err = listStoresTxn(ctx, op, u, txn)
+			return err
 		})
 	})
 	if err != nil {
 		return nil, err
+	}
+	return entries, nil
+}
+
+// listStoresTxn is listStores in txn.
+func listStoresTxn(ctx context.Context, op string, u *url.URL, txn *badger.Txn) ([]store.StoreEntry, error) {
+	var entries []store.StoreEntry
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
+	defer it.Close()
+	for it.Seek([]byte{tagStore}); it.Valid(); {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name, _, err := readLP(it.Item().Key()[1:])
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w: %w", it.Item().Key(), store.ErrCorrupt, err)
+		}
+		info, _, err := rawInfo(txn, name)
+		switch {
+		case errors.Is(err, errDropped):
+			// Listed as gone (see store.StoreEntry), so that a
+			// tool that checks names against the list (snapshot
+			// drop) lets the Drop that finishes it run.
+			entries = append(entries, store.StoreEntry{
+				Info: store.Info{Backend: Scheme, Name: name},
+				Err:  fmt.Errorf("store: %s %s: %w (drop it again to delete the rest)", op, u.Redacted(), err),
+			})
+		case errors.Is(err, store.ErrNotFound):
+			// Generations without a meta record: garbage of a
+			// store whose creation did not finish.
+		case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
+			entries = append(entries, store.StoreEntry{
+				Info: store.Info{Backend: Scheme, Name: name},
+				Err:  fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err),
+			})
+		case err != nil:
+			return nil, err
+		default:
+			entries = append(entries, store.StoreEntry{Info: info})
+		}
+		end := prefixEnd(storePrefix(name))
+		if end == nil {
+			break
+		}
+		it.Seek(end)
 	}
 	slices.SortFunc(entries, func(a, b store.StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
 	return entries, nil

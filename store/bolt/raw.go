@@ -128,31 +128,9 @@ func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry,
 	var entries []store.StoreEntry
 	err := withFile(ctx, op, u, false, func(f *file) error {
 		return rawError(op, u, guard(func() error {
-			return f.db.View(func(tx *bbolt.Tx) error {
-				root, err := rootBucket(tx)
-				if err != nil || root == nil {
-					return err
-				}
-				return root.ForEachBucket(func(k []byte) error {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
-					name := string(k)
-					var info store.Info
-					err := guard(func() (err error) {
-						info, _, err = rawInfo(tx, name)
-						return err
-					})
-					switch {
-					case err == nil:
-						entries = append(entries, store.StoreEntry{Info: info})
-					case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
-						entries = append(entries, store.StoreEntry{Info: store.Info{Backend: Scheme, Name: name}, Err: rawError(op, u, err)})
-					default:
-						return err
-					}
-					return nil
-				})
+			return f.db.View(func(tx *bbolt.Tx) (err error) {
+				entries, err = listStoresTx(ctx, op, u, tx)
+				return err
 			})
 		}))
 	})
@@ -160,6 +138,36 @@ func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry,
 		return nil, err
 	}
 	return entries, nil
+}
+
+// listStoresTx is listStores in tx. The caller guards it.
+func listStoresTx(ctx context.Context, op string, u *url.URL, tx *bbolt.Tx) ([]store.StoreEntry, error) {
+	var entries []store.StoreEntry
+	root, err := rootBucket(tx)
+	if err != nil || root == nil {
+		return nil, err
+	}
+	err = root.ForEachBucket(func(k []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := string(k)
+		var info store.Info
+		err := guard(func() (err error) {
+			info, _, err = rawInfo(tx, name)
+			return err
+		})
+		switch {
+		case err == nil:
+			entries = append(entries, store.StoreEntry{Info: info})
+		case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
+			entries = append(entries, store.StoreEntry{Info: store.Info{Backend: Scheme, Name: name}, Err: rawError(op, u, err)})
+		default:
+			return err
+		}
+		return nil
+	})
+	return entries, err
 }
 
 var _ store.RawStoreLister = rawDriver{}
@@ -261,39 +269,9 @@ func exportDB(ctx context.Context, db *bbolt.DB, name string, fn func(store.Reco
 	var info store.Info
 	var fnErr error
 	err := guard(func() error {
-		return db.View(func(tx *bbolt.Tx) error {
-			var b *buckets
-			var err error
-			if info, b, err = rawInfo(tx, name); err != nil {
-				return err
-			}
-			n := len(info.Indexes)
-			c := b.keys.Cursor()
-			for k, rec := c.First(); k != nil; k, rec = c.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				rec, err := b.open("key record", k, rec)
-				if err != nil {
-					return err
-				}
-				seq, key, vals, err := decodeKeyRecord(rec, n)
-				if err != nil {
-					return fmt.Errorf("object %q: %w", shorten(string(k)), err)
-				}
-				if key == "" {
-					key = string(k)
-				}
-				data, err := objectOf(b, key, seq)
-				if err != nil {
-					return err
-				}
-				if err := fn(store.Record{Key: key, Data: data, Values: vals}); err != nil {
-					fnErr = err
-					return err
-				}
-			}
-			return nil
+		return db.View(func(tx *bbolt.Tx) (err error) {
+			info, err = exportTx(ctx, tx, name, fn, &fnErr)
+			return err
 		})
 	})
 	if err != nil {
@@ -301,6 +279,42 @@ func exportDB(ctx context.Context, db *bbolt.DB, name string, fn func(store.Reco
 			return store.Info{}, fnErr
 		}
 		return store.Info{}, err
+	}
+	return info, nil
+}
+
+// exportTx is exportDB in tx; an error of fn is also stored in *fnErr. The
+// caller guards it.
+func exportTx(ctx context.Context, tx *bbolt.Tx, name string, fn func(store.Record) error, fnErr *error) (store.Info, error) {
+	info, b, err := rawInfo(tx, name)
+	if err != nil {
+		return store.Info{}, err
+	}
+	n := len(info.Indexes)
+	c := b.keys.Cursor()
+	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return store.Info{}, err
+		}
+		rec, err := b.open("key record", k, rec)
+		if err != nil {
+			return store.Info{}, err
+		}
+		seq, key, vals, err := decodeKeyRecord(rec, n)
+		if err != nil {
+			return store.Info{}, fmt.Errorf("object %q: %w", shorten(string(k)), err)
+		}
+		if key == "" {
+			key = string(k)
+		}
+		data, err := objectOf(b, key, seq)
+		if err != nil {
+			return store.Info{}, err
+		}
+		if err := fn(store.Record{Key: key, Data: data, Values: vals}); err != nil {
+			*fnErr = err
+			return store.Info{}, err
+		}
 	}
 	return info, nil
 }

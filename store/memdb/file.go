@@ -313,6 +313,12 @@ func (f *fileHandle) snapshotEvery(d time.Duration) {
 func (db *fileDB) snapshot() error {
 	db.writeMu.Lock()
 	defer db.writeMu.Unlock()
+	return snapfile.Write(db.path, db.committed())
+}
+
+// committed returns the committed state of every store of the file, as
+// snapshot writes it (see there), sorted by name.
+func (db *fileDB) committed() []snapfile.Section {
 	db.mu.Lock()
 	secs := make([]snapfile.Section, 0, len(db.sections))
 	for _, name := range slices.Sorted(maps.Keys(db.sections)) {
@@ -334,7 +340,7 @@ func (db *fileDB) snapshot() error {
 		secs = append(secs, snapfile.Section{Header: h, Len: m.count, Records: txnRecords(txn)})
 	}
 	db.mu.Unlock()
-	return snapfile.Write(db.path, secs)
+	return secs
 }
 
 // DiskSize implements store.DiskSizer: the size of the store's snapshot

@@ -303,6 +303,12 @@ func (f *fileStore) snapshotEvery(d time.Duration) {
 func (db *fileDB) snapshot() error {
 	db.writeMu.Lock()
 	defer db.writeMu.Unlock()
+	return snapfile.Write(db.path, db.committed())
+}
+
+// committed returns the committed state of every store of the file, as
+// snapshot writes it (see there), sorted by name.
+func (db *fileDB) committed() []snapfile.Section {
 	db.mu.Lock()
 	secs := make([]snapfile.Section, 0, len(db.sections))
 	for _, name := range slices.Sorted(maps.Keys(db.sections)) {
@@ -315,5 +321,5 @@ func (db *fileDB) snapshot() error {
 		})
 	}
 	db.mu.Unlock()
-	return snapfile.Write(db.path, secs)
+	return secs
 }

@@ -20,4 +20,17 @@ var rawDriver = &snapfile.RawDriver{
 		defer filesMu.Unlock()
 		return f(files[path] != nil || opening.Busy(path))
 	},
+	Live: live,
+}
+
+// live returns the committed state of the file at path (see
+// snapfile.RawDriver.Live).
+func live(path string) ([]snapfile.Section, bool) {
+	filesMu.Lock()
+	db := files[path]
+	filesMu.Unlock()
+	if db == nil {
+		return nil, false
+	}
+	return db.committed(), true
 }

@@ -64,6 +64,15 @@
 // and each store is read in one read transaction while the informer keeps
 // writing) or with SaveStores for stores that implement store.Exporter.
 //
+// # Serving a running process
+//
+// NewHandler serves a running process's database over HTTP, read-only: a
+// snapshot of every store from one view of the database (store.LiveView),
+// streamed in the format above, and its status as JSON. Fetch and
+// FetchStatus read them from another process (the command does, given an
+// http:// or https:// address). The handler hands out every object of the
+// cache, Secrets included: mount it behind authentication, as pprof.
+//
 // # Concurrency
 //
 // Functions are safe for concurrent use on different files and databases.
@@ -101,6 +110,14 @@
 // backend's Raw() here with RegisterDriver. Once a backend registers a
 // driver that is also a RawDriver, the registration here becomes
 // unnecessary.
+//
+// A Handler's view of a bolt database is a read transaction, held while
+// the snapshot streams: bbolt does not reuse the pages that commits free
+// meanwhile (the file grows instead), and a commit that makes the file
+// outgrow its memory map (1 GiB, then doubling) waits for the view to end.
+// HandlerOptions.Timeout bounds how long a request holds its view. A memdb
+// file's stores are each viewed at a point of their own (memdb commits
+// each store on its own), taken together under the file's lock.
 //
 // Memory and memdb snapshot files keep no index values: their records are
 // exported without Values, and a store restored from them records no index

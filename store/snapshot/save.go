@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -94,54 +95,9 @@ func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m
 	if err := f.Chmod(0o600); err != nil {
 		return nil, fmt.Errorf("snapshot: save %s: chmod: %w", path, err)
 	}
-	created := now().UTC()
-	w := newWriter(f)
-	w.start(fileHeader{Created: created})
-	m = &Manifest{Source: path, FormatVersion: FormatVersion, Created: created}
-	var done int64
-	seen := map[string]bool{}
-	for _, src := range sources {
-		var h hasher
-		w.begin(src.Name)
-		info, err := src.Export(ctx, func(rec store.Record) error {
-			if w.err != nil {
-				return w.err
-			}
-			w.record(rec)
-			h.add(rec)
-			done++
-			if o.Progress != nil && done%progressEvery == 0 {
-				o.Progress(Progress{Op: "save", Store: src.Name, Done: done})
-			}
-			return w.err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("snapshot: save %s: store %s: %w", path, src.Name, err)
-		}
-		if info.Name != src.Name {
-			if src.Name != "" {
-				return nil, fmt.Errorf("snapshot: save %s: store %s exported as %q: %w", path, src.Name, info.Name, store.ErrInvalid)
-			}
-			// An Exporter's name is known only now; the begin block
-			// already went out, so the file would disagree with itself.
-			return nil, fmt.Errorf("snapshot: save %s: a source needs its Name: %w", path, store.ErrInvalid)
-		}
-		if seen[info.Name] {
-			return nil, fmt.Errorf("snapshot: save %s: store %s given twice: %w", path, info.Name, store.ErrInvalid)
-		}
-		seen[info.Name] = true
-		sh := h.header(info)
-		if sh.ContentHash == "" {
-			return nil, fmt.Errorf("snapshot: save %s: store %s exported one key twice: %w", path, info.Name, store.ErrCorrupt)
-		}
-		if k := h.misaligned(len(info.Indexes)); k != "" {
-			return nil, fmt.Errorf("snapshot: save %s: store %s: record %q has index values not aligned with the indexes %q: %w", path, info.Name, k, info.Indexes, store.ErrCorrupt)
-		}
-		w.end(sh)
-		m.Stores = append(m.Stores, sh)
-	}
-	if err := w.finish(); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: write: %w", path, err)
+	m, done, err := write(ctx, f, path, now().UTC(), sources, o.Progress)
+	if err != nil {
+		return nil, err
 	}
 	if o.Progress != nil {
 		o.Progress(Progress{Op: "save", Done: done, Total: done})
@@ -164,6 +120,62 @@ func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m
 		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
 	}
 	return m, nil
+}
+
+// write writes a snapshot of sources to dst, each store in its own
+// consistent view, and returns its manifest (without Size) and the number
+// of records written. name (the file, or the stream's origin) goes into
+// errors and the manifest's Source.
+func write(ctx context.Context, dst io.Writer, name string, created time.Time, sources []Source, progress func(Progress)) (*Manifest, int64, error) {
+	w := newWriter(dst)
+	w.start(fileHeader{Created: created})
+	m := &Manifest{Source: name, FormatVersion: FormatVersion, Created: created}
+	var done int64
+	seen := map[string]bool{}
+	for _, src := range sources {
+		var h hasher
+		w.begin(src.Name)
+		info, err := src.Export(ctx, func(rec store.Record) error {
+			if w.err != nil {
+				return w.err
+			}
+			w.record(rec)
+			h.add(rec)
+			done++
+			if progress != nil && done%progressEvery == 0 {
+				progress(Progress{Op: "save", Store: src.Name, Done: done})
+			}
+			return w.err
+		})
+		if err != nil {
+			return nil, done, fmt.Errorf("snapshot: save %s: store %s: %w", name, src.Name, err)
+		}
+		if info.Name != src.Name {
+			if src.Name != "" {
+				return nil, done, fmt.Errorf("snapshot: save %s: store %s exported as %q: %w", name, src.Name, info.Name, store.ErrInvalid)
+			}
+			// An Exporter's name is known only now; the begin block
+			// already went out, so the file would disagree with itself.
+			return nil, done, fmt.Errorf("snapshot: save %s: a source needs its Name: %w", name, store.ErrInvalid)
+		}
+		if seen[info.Name] {
+			return nil, done, fmt.Errorf("snapshot: save %s: store %s given twice: %w", name, info.Name, store.ErrInvalid)
+		}
+		seen[info.Name] = true
+		sh := h.header(info)
+		if sh.ContentHash == "" {
+			return nil, done, fmt.Errorf("snapshot: save %s: store %s exported one key twice: %w", name, info.Name, store.ErrCorrupt)
+		}
+		if k := h.misaligned(len(info.Indexes)); k != "" {
+			return nil, done, fmt.Errorf("snapshot: save %s: store %s: record %q has index values not aligned with the indexes %q: %w", name, info.Name, k, info.Indexes, store.ErrCorrupt)
+		}
+		w.end(sh)
+		m.Stores = append(m.Stores, sh)
+	}
+	if err := w.finish(); err != nil {
+		return nil, done, fmt.Errorf("snapshot: save %s: write: %w", name, err)
+	}
+	return m, done, nil
 }
 
 // SaveStores writes a snapshot of open stores to path: the online mode, for

@@ -39,6 +39,10 @@ type RawDriver struct {
 	// LockTimeout bounds Import's wait for a file another process holds
 	// (see Lock); 0 means store.DefaultLockTimeout.
 	LockTimeout time.Duration
+	// Live, when set, returns the committed state of every store of the
+	// file at path as the file's next snapshot would write it, or false
+	// when no store of this process has the file open (see LiveView).
+	Live func(path string) ([]Section, bool)
 }
 
 var (

@@ -1,0 +1,77 @@
+package snapfile
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+var _ store.RawLiveViewer = (*RawDriver)(nil)
+
+// LiveView implements store.RawLiveViewer: the committed state of every
+// store of the file, as the backend's Live copies it for the file's next
+// snapshot (the backend documents its unit of consistency), which the view
+// reads without holding any lock. It blocks no commit beyond that copy.
+func (d *RawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) error {
+	if u.Host != "" || u.Opaque != "" {
+		return fmt.Errorf("store: view %s: want %s:///absolute/path/file.snap (three slashes): %w", u.Redacted(), d.Scheme, store.ErrInvalid)
+	}
+	if u.Path == "" || u.Path == "/" {
+		return fmt.Errorf("store: view %s: a store without a file keeps no encoded objects to read; give its stores a file (%s:///absolute/path/file.snap): %w", u.Redacted(), d.Scheme, store.ErrInvalid)
+	}
+	path, err := FilePath(d.Scheme, u.Path)
+	if err != nil {
+		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
+	}
+	if d.Live == nil {
+		return fmt.Errorf("store: view %s: the %s backend has no live view: %w", u.Redacted(), d.Scheme, store.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
+	}
+	secs, ok := d.Live(path)
+	if !ok {
+		return fmt.Errorf("store: view %s: no store of this process has the file open: %w", u.Redacted(), store.ErrClosed)
+	}
+	slices.SortFunc(secs, func(a, b Section) int { return strings.Compare(a.Name, b.Name) })
+	return fn(&liveView{d: d, where: d.Scheme + "://" + path, secs: secs})
+}
+
+// liveView is a store.RawView on copied sections.
+type liveView struct {
+	d     *RawDriver
+	where string
+	secs  []Section // by name
+}
+
+func (v *liveView) ListStores(ctx context.Context) ([]store.StoreEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: view %s: %w", v.where, err)
+	}
+	entries := make([]store.StoreEntry, 0, len(v.secs))
+	for _, s := range v.secs {
+		entries = append(entries, store.StoreEntry{Info: v.d.infoOf(s.Header)})
+	}
+	return entries, nil
+}
+
+func (v *liveView) Export(ctx context.Context, name string, fn func(store.Record) error) (store.Info, error) {
+	i := slices.IndexFunc(v.secs, func(s Section) bool { return s.Name == name })
+	if i < 0 {
+		return store.Info{}, fmt.Errorf("store: export %s from %s: %w", name, v.where, store.ErrNotFound)
+	}
+	s := v.secs[i]
+	for key, data := range s.Records {
+		if err := ctx.Err(); err != nil {
+			return store.Info{}, fmt.Errorf("store: export %s from %s: %w", name, v.where, err)
+		}
+		if err := fn(store.Record{Key: key, Data: data}); err != nil {
+			return store.Info{}, err
+		}
+	}
+	return v.d.infoOf(s.Header), nil
+}
