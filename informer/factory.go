@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -103,6 +101,8 @@ type FactoryOptions struct {
 // A Factory is safe for concurrent use.
 type Factory struct {
 	client  kubernetes.Interface
+	rest    rest.Interface // the typed informers' REST client, nil for a fake clientset
+	fake    fakeClient     // a fake clientset, which has no REST client
 	url     string
 	opts    FactoryOptions
 	cluster string
@@ -171,7 +171,8 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if err := checkURL(rawURL); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	f := &Factory{client: client, url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
+	f := &Factory{client: client, rest: clientsetREST(client), url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
+	f.fake, _ = client.(fakeClient)
 	if opts != nil {
 		f.opts = *opts
 	}
@@ -332,8 +333,15 @@ func NewFactoryForConfig(ctx context.Context, rawURL string, cfg *rest.Config, o
 
 // InformerFor returns the informer of gvr's objects as the clientset's Go
 // type (*corev1.ConfigMap for configmaps), creating it (and opening its
-// store, named StoreName(gvr)) on first use. ctx bounds opening the store.
-// The informer starts with the next Start.
+// store, named StoreName(gvr)) on first use. gvr must be a resource of
+// client-go's clientset (DynamicInformerFor serves the others): its kind
+// comes from client-go's scheme, and its objects are listed and watched
+// through the clientset's REST client, as its typed client would, or
+// through the reactors of one of client-go's fake clientsets. With
+// FactoryOptions.Namespace set, the clientset's discovery tells whether gvr
+// is namespaced, as for DynamicInformerFor (a fake clientset's Resources
+// must list it). ctx bounds that and opening the store. The informer
+// starts with the next Start.
 func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, typedObjects})
 }
@@ -493,7 +501,7 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 		return nil, nil, false, fmt.Errorf("informer: factory: resource %s: "+format, append([]interface{}{key.kind.storeName(gvr)}, args...)...)
 	}
 	if key.kind == typedObjects {
-		return typedListerWatcher(f.client, gvr, f.opts.Namespace, f.tweak)
+		return f.typedListerWatcher(ctx, gvr)
 	}
 	if gvr.Version == "" || gvr.Resource == "" {
 		return fail("version and resource are required")
@@ -739,121 +747,4 @@ func (f *Factory) Shutdown() error {
 	}
 	close(f.shutDown)
 	return f.shutdownErr
-}
-
-// typedLW lists and watches one resource through the List and Watch methods
-// of a typed clientset's resource client, found by reflection.
-type typedLW struct {
-	list, watch reflect.Value
-	tweak       func(*metav1.ListOptions)
-}
-
-var _ cache.ListerWatcherWithContext = (*typedLW)(nil)
-
-func (l *typedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	l.tweak(&opts)
-	out := l.list.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	obj, _ := out[0].Interface().(runtime.Object)
-	return obj, nil
-}
-
-func (l *typedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	l.tweak(&opts)
-	out := l.watch.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	w, _ := out[0].Interface().(watch.Interface)
-	return w, nil
-}
-
-// typedListerWatcher finds gvr's client in a typed clientset: the group
-// client is the method named after the group's first label and the version
-// (CoreV1, AppsV1, RbacV1), the resource client the method whose lower-case
-// name is the resource (ConfigMaps, Deployments). It returns a lister-watcher,
-// an example object (the type Get returns) and whether the resource is
-// namespaced.
-func typedListerWatcher(client kubernetes.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) (*typedLW, runtime.Object, bool, error) {
-	fail := func(format string, args ...interface{}) (*typedLW, runtime.Object, bool, error) {
-		return nil, nil, false, fmt.Errorf("informer: factory: resource %s: "+format, append([]interface{}{StoreName(gvr)}, args...)...)
-	}
-	if gvr.Version == "" || gvr.Resource == "" {
-		return fail("version and resource are required")
-	}
-	group := gvr.Group
-	if group == "" {
-		group = "core"
-	}
-	group, _, _ = strings.Cut(group, ".")
-	gc, ok := callByLowerName(reflect.ValueOf(client), group+gvr.Version)
-	if !ok {
-		return fail("the clientset has no %s%s client (only built-in resources are supported)", group, gvr.Version)
-	}
-	m, ok := methodByLowerName(gc, gvr.Resource)
-	if !ok {
-		return fail("the %s/%s client has no resource %q", group, gvr.Version, gvr.Resource)
-	}
-	var rc reflect.Value
-	namespaced := false
-	switch t := m.Type(); {
-	case t.NumIn() == 0 && t.NumOut() == 1:
-		rc = m.Call(nil)[0]
-	case t.NumIn() == 1 && t.In(0).Kind() == reflect.String && t.NumOut() == 1:
-		namespaced = true
-		rc = m.Call([]reflect.Value{reflect.ValueOf(namespace)})[0]
-	default:
-		return fail("unexpected client method signature %v", t)
-	}
-	list, watchM, get := rc.MethodByName("List"), rc.MethodByName("Watch"), rc.MethodByName("Get")
-	if !list.IsValid() || !watchM.IsValid() || !get.IsValid() {
-		return fail("the resource client lacks List, Watch or Get")
-	}
-	if t := list.Type(); t.NumIn() != 2 || t.NumOut() != 2 {
-		return fail("unexpected List signature %v", t)
-	}
-	if t := watchM.Type(); t.NumIn() != 2 || t.NumOut() != 2 || t.Out(0) != reflect.TypeFor[watch.Interface]() {
-		return fail("unexpected Watch signature %v", t)
-	}
-	gt := get.Type()
-	if gt.NumOut() != 2 || gt.Out(0).Kind() != reflect.Pointer {
-		return fail("unexpected Get signature %v", gt)
-	}
-	example, ok := reflect.New(gt.Out(0).Elem()).Interface().(runtime.Object)
-	if !ok {
-		return fail("%v is not a runtime.Object", gt.Out(0))
-	}
-	// The client was found by the group's first label: "apps.example.com"
-	// must not get the apps client's objects.
-	gvks, _, err := scheme.Scheme.ObjectKinds(example)
-	if err != nil {
-		return fail("the type %T of the %s%s client: %w", example, group, gvr.Version, err)
-	}
-	if !slices.ContainsFunc(gvks, func(gvk schema.GroupVersionKind) bool { return gvk.GroupVersion() == gvr.GroupVersion() }) {
-		return fail("the clientset has no client for group %q version %q (its %s%s client serves %v; only built-in resources are supported)", gvr.Group, gvr.Version, group, gvr.Version, gvks[0].GroupVersion())
-	}
-	return &typedLW{list: list, watch: watchM, tweak: tweak}, example, namespaced, nil
-}
-
-// callByLowerName calls the method of v without arguments whose lower-case
-// name is name.
-func callByLowerName(v reflect.Value, name string) (reflect.Value, bool) {
-	m, ok := methodByLowerName(v, name)
-	if !ok || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
-		return reflect.Value{}, false
-	}
-	return m.Call(nil)[0], true
-}
-
-func methodByLowerName(v reflect.Value, name string) (reflect.Value, bool) {
-	name = strings.ToLower(name)
-	t := v.Type()
-	for i := 0; i < t.NumMethod(); i++ {
-		if strings.ToLower(t.Method(i).Name) == name {
-			return v.Method(i), true
-		}
-	}
-	return reflect.Value{}, false
 }

@@ -1,18 +1,20 @@
 package informer
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/informerdb/informerdb/indexer"
@@ -28,7 +32,8 @@ import (
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// fakeClientset holds ConfigMaps a/x and b/y and the kube-system namespace.
+// fakeClientset holds ConfigMaps a/x and b/y and the kube-system namespace,
+// and the discovery of core/v1's configmaps, secrets and namespaces.
 // The fake tracker gives lists no resourceVersion, which the reflector
 // needs: a reactor sets one. The fake's watches do not replay what happened
 // before they started: watching is closed by the first watch of configmaps,
@@ -39,6 +44,13 @@ func fakeClientset() (client *fake.Clientset, watching <-chan struct{}) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", ResourceVersion: "5", UID: "uid-x"}, Data: map[string]string{"v": "x1"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "y", ResourceVersion: "6", UID: "uid-y"}, Data: map[string]string{"v": "y1"}},
 	)
+	// Discovery, which a namespaced factory asks whether a resource is
+	// namespaced.
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Namespaced: true, Kind: "ConfigMap"},
+		{Name: "secrets", Namespaced: true, Kind: "Secret"},
+		{Name: "namespaces", Namespaced: false, Kind: "Namespace"},
+	}}}
 	client.PrependReactor("list", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj, err := client.Tracker().List(configMapsGVR, corev1.SchemeGroupVersion.WithKind("ConfigMap"), a.GetNamespace())
 		if err != nil {
@@ -142,34 +154,137 @@ func TestFactory(t *testing.T) {
 	}
 }
 
-func TestTypedListerWatcher(t *testing.T) {
+// TestBuiltinKind checks the Factory's map from a resource to its Go type
+// against every resource client of client-go's clientset: the resource
+// each typed client's List asks for (read from the fake clientset's
+// actions) must map to the kind of the type its Get returns. The test finds
+// the clients by reflection, as the Factory must not (see
+// typedListerWatcher).
+func TestBuiltinKind(t *testing.T) {
 	client := fake.NewClientset()
-	for _, tc := range []struct {
-		gvr        schema.GroupVersionResource
-		example    runtime.Object
-		namespaced bool
-	}{
-		{configMapsGVR, &corev1.ConfigMap{}, true},
-		{schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, &corev1.Node{}, false},
-		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, &appsv1.Deployment{}, true},
-		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, &rbacv1.ClusterRole{}, false},
+	ctx := reflect.ValueOf(t.Context())
+	opts := reflect.ValueOf(metav1.ListOptions{})
+	resources := 0
+	for i := range reflect.TypeFor[kubernetes.Interface]().NumMethod() {
+		name := reflect.TypeFor[kubernetes.Interface]().Method(i).Name
+		group := reflect.ValueOf(client).MethodByName(name)
+		if name == "Discovery" || group.Type().NumIn() != 0 || group.Type().NumOut() != 1 || group.Type().Out(0).Kind() != reflect.Interface {
+			continue
+		}
+		gc := group.Call(nil)[0]
+		for j := range gc.NumMethod() {
+			m := gc.Method(j)
+			var rc reflect.Value
+			switch t := m.Type(); {
+			case t.NumIn() == 0 && t.NumOut() == 1:
+				rc = m.Call(nil)[0]
+			case t.NumIn() == 1 && t.In(0).Kind() == reflect.String && t.NumOut() == 1:
+				rc = m.Call([]reflect.Value{reflect.ValueOf("ns")})[0]
+			default:
+				continue
+			}
+			list, get := rc.MethodByName("List"), rc.MethodByName("Get")
+			if !list.IsValid() || !get.IsValid() {
+				continue // RESTClient, or a client without List (TokenReviews)
+			}
+			client.ClearActions()
+			list.Call([]reflect.Value{ctx, opts})
+			actions := client.Actions()
+			if len(actions) != 1 {
+				t.Fatalf("%s: %d actions, want 1", gc.Type().Method(j).Name, len(actions))
+			}
+			gvr := actions[0].GetResource()
+			resources++
+			gvk, err := builtinKind(gvr)
+			if err != nil {
+				t.Errorf("builtinKind(%v): %v", gvr, err)
+				continue
+			}
+			obj, err := scheme.Scheme.New(gvk)
+			if err != nil {
+				t.Errorf("builtinKind(%v) = %v: %v", gvr, gvk, err)
+				continue
+			}
+			if got, want := reflect.TypeOf(obj), get.Type().Out(0); got != want {
+				t.Errorf("builtinKind(%v) = %v, of type %v; the clientset's client returns %v", gvr, gvk, got, want)
+			}
+		}
+	}
+	if resources < 100 {
+		t.Errorf("%d resources checked; want every resource of the clientset (more than 100)", resources)
+	}
+	for _, gvr := range []schema.GroupVersionResource{
+		{Version: "v1", Resource: "nosuchthings"},
+		{Group: "apps.example.com", Version: "v1", Resource: "deployments"},
+		{Group: "policy", Version: "v1", Resource: "evictions"}, // a subresource's kind
+		{Version: "v1", Resource: "listoptions"},
+		{Version: "v1"},
 	} {
-		t.Run(StoreName(tc.gvr), func(t *testing.T) {
-			lw, example, namespaced, err := typedListerWatcher(client, tc.gvr, "ns", func(*metav1.ListOptions) {})
+		if gvk, err := builtinKind(gvr); err == nil {
+			t.Errorf("builtinKind(%v) = %v, want an error", gvr, gvk)
+		}
+	}
+}
+
+// wrappedClientset is a clientset wrapper passed by value, as
+// instrumentation wrappers often are.
+type wrappedClientset struct{ kubernetes.Interface }
+
+// TestFactoryREST runs a Factory on a clientset of a (fake) API server: its
+// typed informers list and watch through the clientset's REST client, in
+// the format the clientset would use, under the path of the API server's
+// URL (a proxy's), in the factory's namespace, and sync the server's
+// objects.
+func TestFactoryREST(t *testing.T) {
+	for _, tc := range []struct {
+		name, prefix, namespace string
+		want                    []string
+	}{
+		{"all namespaces", "", "", []string{"a/x", "b/y"}},
+		{"namespace behind a proxy", "/proxy/c1", "a", []string{"a/x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newFakeAPIServer(t, "uid-1")
+			api.setCluster("uid-1", fakeConfigMap("a", "x", "5"), fakeConfigMap("b", "y", "6"))
+			srv := httptest.NewServer(http.StripPrefix(tc.prefix, http.HandlerFunc(api.serve)))
+			t.Cleanup(srv.Close)
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL + tc.prefix})
 			if err != nil {
-				t.Fatalf("typedListerWatcher: %v", err)
+				t.Fatal(err)
 			}
-			if reflect.TypeOf(example) != reflect.TypeOf(tc.example) || namespaced != tc.namespaced {
-				t.Errorf("got %T namespaced=%v, want %T namespaced=%v", example, namespaced, tc.example, tc.namespaced)
-			}
-			if _, err := lw.ListWithContext(t.Context(), metav1.ListOptions{}); err != nil {
-				t.Errorf("List: %v", err)
-			}
-			w, err := lw.WatchWithContext(t.Context(), metav1.ListOptions{})
+			// By value, as instrumentation wrappers often are.
+			f, err := NewFactory(t.Context(), "memory://", wrappedClientset{client}, &FactoryOptions{Namespace: tc.namespace, Informer: testOptions()})
 			if err != nil {
-				t.Fatalf("Watch: %v", err)
+				t.Fatalf("NewFactory: %v", err)
 			}
-			w.Stop()
+			defer func() {
+				if err := f.Shutdown(); err != nil {
+					t.Errorf("Shutdown: %v", err)
+				}
+			}()
+			if f.cluster != "kube-system/uid-1" {
+				t.Errorf("cluster = %q, want kube-system/uid-1", f.cluster)
+			}
+			inf, err := f.InformerFor(t.Context(), configMapsGVR)
+			if err != nil {
+				t.Fatalf("InformerFor: %v", err)
+			}
+			f.Start(t.Context())
+			ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+			defer cancel()
+			if got := f.WaitForCacheSync(ctx); !got[configMapsGVR] {
+				t.Fatalf("WaitForCacheSync = %v", got)
+			}
+			if diff := cmp.Diff(tc.want, slices.Sorted(slices.Values(inf.GetStore().ListKeys()))); diff != "" {
+				t.Errorf("stored keys (-want +got):\n%s", diff)
+			}
+			obj, ok, err := inf.GetStore().GetByKey("a/x")
+			if cm, isCM := obj.(*corev1.ConfigMap); !ok || err != nil || !isCM || cm.Data["v"] != "5" {
+				t.Errorf("a/x = %#v, %v, %v; want the server's *v1.ConfigMap", obj, ok, err)
+			}
+			if n := api.listCount(); n == 0 {
+				t.Errorf("the API server answered no LIST of ConfigMaps")
+			}
 		})
 	}
 }
