@@ -107,6 +107,10 @@ type Factory struct {
 	opts    FactoryOptions
 	cluster string
 
+	// held is the store of FactoryStoreName, open from NewFactory to
+	// Shutdown; nil if another factory of this process has it open.
+	held store.Store
+
 	mu      sync.Mutex // guards entries, making, cancels and closed
 	entries map[factoryKey]*factoryEntry
 	// making holds, per key, the informer being made (discovery, opening
@@ -159,17 +163,30 @@ type factoryEntry struct {
 	started bool
 }
 
+// FactoryStoreName is the name of the store a Factory keeps open in its
+// database from NewFactory to Shutdown: NewFactory opens the database
+// through it, so that a database it cannot use fails NewFactory rather
+// than the first InformerFor, and the database stays open (its lock held)
+// while the factory's informers come and go. It holds no objects.
+const FactoryStoreName = "informerdb/factory"
+
 // NewFactory returns a factory of informers that list and watch through
 // client and keep their objects in the database at rawURL (see store.Open;
-// the backend must be imported). ctx bounds the lookup of the cluster
-// identity (see FactoryOptions.Cluster), which waits for an unreachable API
-// server. opts may be nil.
+// the backend must be imported). opts may be nil.
+//
+// It opens the database first, and fails with the store's error if it
+// cannot be used: a URL no registered backend serves or with an unknown
+// parameter (store.ErrInvalid), a relative path (store.ErrInvalid), an
+// unsafe path (store.ErrUnsafe, see store.CheckPath), a database another
+// process holds beyond store.Options.LockTimeout (store.ErrLocked), a
+// damaged or incompatible one. It keeps the database open until Shutdown
+// (see FactoryStoreName). Then it identifies the cluster (see
+// FactoryOptions.Cluster), which waits for an unreachable API server
+// within ctx; ctx bounds the wait for the database's lock too. On error,
+// nothing stays open.
 func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface, opts *FactoryOptions) (*Factory, error) {
 	if client == nil || typednil.Is(client) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
-	}
-	if err := checkURL(rawURL); err != nil {
-		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
 	f := &Factory{client: client, rest: clientsetREST(client), url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
 	f.fake, _ = client.(fakeClient)
@@ -179,17 +196,50 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if _, err := f.opts.Informer.withDefaults(); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	f.stopped, f.stop = context.WithCancel(context.Background())
+	// The database first: a misconfigured one fails at once, not after a
+	// wait for the API server.
+	held, err := openFactoryStore(ctx, rawURL, f.opts.Store)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new factory: %w", err)
+	}
+	f.held = held
 	f.cluster = f.opts.Cluster
 	if f.cluster == "" {
 		cluster, err := clusterIdentity(ctx, client)
 		if err != nil {
-			f.stop()
-			return nil, fmt.Errorf("informer: new factory: %w", err)
+			err = fmt.Errorf("informer: new factory: %w", err)
+			if held != nil {
+				if cerr := held.Close(); cerr != nil {
+					err = errors.Join(err, fmt.Errorf("informer: new factory: close store %s: %w", FactoryStoreName, cerr))
+				}
+			}
+			return nil, err
 		}
 		f.cluster = cluster
 	}
+	f.stopped, f.stop = context.WithCancel(context.Background())
 	return f, nil
+}
+
+// openFactoryStore opens the store of FactoryStoreName at rawURL, with the
+// durability and lock timeout of sopts, the template of the factory's
+// stores. It returns nil and no error if the store is open already in this
+// process (store.ErrInUse): another factory of the same database holds it,
+// so the database is usable, and this factory's informers share it.
+func openFactoryStore(ctx context.Context, rawURL string, sopts store.Options) (store.Store, error) {
+	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})
+	if err != nil {
+		return nil, err
+	}
+	sopts.Name = FactoryStoreName
+	sopts.Codec = codec
+	sopts.Indexers = nil
+	sopts.Scope = "factory"
+	s, err := store.Open(ctx, rawURL, &sopts)
+	if errors.Is(err, store.ErrInUse) {
+		return nil, nil
+	}
+	return s, err
 }
 
 // clusterIdentity returns the default FactoryOptions.Cluster:
@@ -710,7 +760,7 @@ func checkCommits(infs []*Informer, maxFailing time.Duration) error {
 
 // Shutdown stops the informers Start started, waits for them to return and
 // closes the stores of every informer the factory made, which then cannot
-// run any more. Calls of InformerFor (and its kinds) still making an
+// run any more, and then the database (see FactoryStoreName). Calls of InformerFor (and its kinds) still making an
 // informer, waiting for the API server or for another process's lock on
 // the database, end with ErrStopped, and Shutdown waits for them. The
 // factory cannot be used afterwards. Shutdown may be called again, and
@@ -740,6 +790,12 @@ func (f *Factory) Shutdown() error {
 		// An informer the caller runs has its store closed when it ends.
 		if err := e.inf.closeStore("factory: shutdown"); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	// Last: the database stays open while the informers' stores close.
+	if f.held != nil {
+		if err := f.held.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store %s: %w", FactoryStoreName, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

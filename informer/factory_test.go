@@ -5,12 +5,15 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -451,4 +454,127 @@ func TestFactoryCallerScope(t *testing.T) {
 			t.Errorf("reopened with caller scope %q: reset %q; want a reset %v", tc.scope, info.Reset, tc.wantReset)
 		}
 	}
+}
+
+// lockedByOther tells whether the file at path is locked (flock), as
+// another process would find it: flock locks of two open file descriptions
+// conflict, even within one process.
+func lockedByOther(t *testing.T, path string) bool {
+	t.Helper()
+	fd, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if err := syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(fd.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// TestNewFactoryChecksDatabase: NewFactory opens the database before it
+// asks the API server anything, and fails with the store's error when it
+// cannot be used, holding nothing open; a factory it returns holds the
+// database until Shutdown.
+func TestNewFactoryChecksDatabase(t *testing.T) {
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil { // writable by all, no sticky bit
+		t.Fatal(err)
+	}
+	locked := filepath.Join(dir, "locked.db")
+	lockFile, err := os.OpenFile(locked, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockFile.Close()
+	if err := syscall.Flock(int(lockFile.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock: %v", err)
+	}
+	for _, tc := range []struct {
+		name, url string
+		want      error
+		wantIn    string
+	}{
+		{"unknown scheme", "nosuch:///var/lib/cache.db", store.ErrInvalid, "forgotten import"},
+		{"empty URL", "", store.ErrInvalid, "scheme"},
+		{"relative path", "bolt://cache.db", store.ErrInvalid, "cache.db"},
+		{"unknown parameter", "bolt://" + filepath.Join(dir, "cache.db") + "?nosuch=1", store.ErrInvalid, "nosuch"},
+		{"parent writable by others", "bolt://" + filepath.Join(shared, "cache.db"), store.ErrUnsafe, shared},
+		{"locked by another process", "bolt://" + locked + "?lock_timeout=100ms", store.ErrLocked, locked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, _ := fakeClientset()
+			react, calls := failFirst()
+			client.PrependReactor("get", "namespaces", react)
+			f, err := NewFactory(t.Context(), tc.url, client, nil)
+			if err == nil {
+				_ = f.Shutdown()
+				t.Fatalf("NewFactory(%q) succeeded", tc.url)
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.wantIn) || !strings.HasPrefix(err.Error(), "informer: new factory: ") {
+				t.Errorf("NewFactory(%q) = %v; want an error of the new factory wrapping %v that names %q", tc.url, err, tc.want, tc.wantIn)
+			}
+			if n := calls.Load(); n != 0 {
+				t.Errorf("NewFactory asked the API server %d times before failing on the database", n)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(shared, "cache.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("database created in a directory others can write: %v", err)
+	}
+
+	t.Run("held until Shutdown", func(t *testing.T) {
+		path := filepath.Join(dir, "held.db")
+		client, _ := fakeClientset()
+		f, err := NewFactory(t.Context(), "bolt://"+path, client, nil)
+		if err != nil {
+			t.Fatalf("NewFactory: %v", err)
+		}
+		if !lockedByOther(t, path) {
+			t.Errorf("the database is not held after NewFactory")
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		if lockedByOther(t, path) {
+			t.Errorf("the database is still held after Shutdown")
+		}
+	})
+
+	t.Run("released when the cluster identity fails", func(t *testing.T) {
+		path := filepath.Join(dir, "identity.db")
+		client, _ := fakeClientset()
+		client.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errRefused
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		if f, err := NewFactory(ctx, "bolt://"+path, client, nil); !errors.Is(err, errRefused) {
+			if err == nil {
+				_ = f.Shutdown()
+			}
+			t.Fatalf("NewFactory without the API server = %v, want its last error", err)
+		}
+		if lockedByOther(t, path) {
+			t.Errorf("the database is still held after NewFactory failed")
+		}
+		// Nor is the factory's store open in this process.
+		f, err := NewFactory(t.Context(), "bolt://"+path, client, &FactoryOptions{Cluster: "test"})
+		if err != nil {
+			t.Fatalf("NewFactory: %v", err)
+		}
+		defer func() {
+			if err := f.Shutdown(); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+		}()
+		if f.held == nil {
+			t.Errorf("store %s still open from the failed NewFactory", FactoryStoreName)
+		}
+	})
 }
