@@ -770,6 +770,20 @@ func checkCommits(infs []*Informer, maxFailing time.Duration) error {
 // itself (its Run, not Start) is neither stopped nor waited for: the caller
 // stops it. Its store is not closed under it but when its Run returns, after
 // Shutdown has returned (an error closing it is logged, not returned).
+//
+// Reads after Shutdown: a lister (or GetStore, GetIndexer) of a closed
+// store finds no objects (List, ListKeys) and its Get and index reads fail
+// with store.ErrClosed; the first such read of each informer is logged at
+// error level, once. client-go's informers keep answering with their last
+// state after Shutdown; these do not, because Shutdown releases the
+// database for the next process (the new pod of a rolling update waits for
+// its lock) and keeping the last state answering would mean holding the
+// database, or a decoded copy of every object (which the bounded mode,
+// store.Options.CacheSize, exists to avoid), for as long as something may
+// read it. A read after Shutdown comes from a worker that outlives the
+// informers: an empty List it took for "no objects" could make it delete
+// what it owns, hence the log line. Stop the workers (cancel their context
+// and wait for them) before calling Shutdown.
 func (f *Factory) Shutdown() error {
 	f.mu.Lock()
 	if f.closed {

@@ -20,12 +20,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -577,4 +579,80 @@ func TestNewFactoryChecksDatabase(t *testing.T) {
 			t.Errorf("store %s still open from the failed NewFactory", FactoryStoreName)
 		}
 	})
+}
+
+// TestFactoryReadsAfterShutdown pins what a lister reads once the factory
+// shut down: its store is closed, so List finds nothing and Get fails with
+// store.ErrClosed, and the first such read of each informer is logged, once.
+func TestFactoryReadsAfterShutdown(t *testing.T) {
+	client, _ := fakeClientset()
+	var logs logLines
+	iopts := testOptions()
+	logger := logs.logger()
+	iopts.Logger = &logger
+	f, err := NewFactory(t.Context(), "memory://", client, &FactoryOptions{Cluster: "test", Informer: iopts})
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	configMaps, err := f.InformerFor(t.Context(), configMapsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := f.InformerFor(t.Context(), schema.GroupVersionResource{Version: "v1", Resource: "secrets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	if got := f.WaitForCacheSync(ctx); !got[configMapsGVR] {
+		t.Fatalf("WaitForCacheSync = %v", got)
+	}
+	lister := corelisters.NewConfigMapLister(configMaps.GetIndexer())
+	secretLister := corelisters.NewSecretLister(secrets.GetIndexer())
+	afterShutdown := func() []string {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		var out []string
+		for _, l := range logs.lines {
+			if strings.Contains(l, "after its factory shut down") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if cms, err := lister.List(labels.Everything()); err != nil || len(cms) != 2 {
+		t.Fatalf("List before Shutdown = %d ConfigMaps, %v; want 2", len(cms), err)
+	}
+	if secrets, err := secretLister.List(labels.Everything()); err != nil || len(secrets) != 0 {
+		t.Fatalf("List of Secrets = %d, %v; want none", len(secrets), err)
+	}
+	if got := afterShutdown(); len(got) != 0 {
+		t.Errorf("reads before Shutdown logged %q", got)
+	}
+
+	if err := f.Shutdown(); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for range 3 {
+		if cms, err := lister.List(labels.Everything()); err != nil || len(cms) != 0 {
+			t.Errorf("List after Shutdown = %d ConfigMaps, %v; want none: the store is closed", len(cms), err)
+		}
+		if cms, err := lister.ConfigMaps("a").List(labels.Everything()); err != nil || len(cms) != 0 {
+			t.Errorf("namespace List after Shutdown = %d ConfigMaps, %v; want none", len(cms), err)
+		}
+		if cm, err := lister.ConfigMaps("a").Get("x"); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("Get after Shutdown = %v, %v; want store.ErrClosed", cm, err)
+		}
+	}
+	got := afterShutdown()
+	if len(got) != 1 || !strings.Contains(got[0], `"informer"="core/v1/configmaps"`) {
+		t.Errorf("log lines of reads after Shutdown: %q; want one, of core/v1/configmaps", got)
+	}
+	if _, err := secretLister.List(labels.Everything()); err != nil {
+		t.Errorf("List of Secrets after Shutdown: %v", err)
+	}
+	if got := afterShutdown(); len(got) != 2 || !strings.Contains(got[1], `"informer"="core/v1/secrets"`) {
+		t.Errorf("log lines of reads after Shutdown: %q; want a second one, of core/v1/secrets", got)
+	}
 }
