@@ -526,6 +526,12 @@ func TestNewFactoryChecksDatabase(t *testing.T) {
 			}
 		})
 	}
+	if f, err := NewFactoryForConfig(t.Context(), "bolt://cache.db", &rest.Config{Host: "http://127.0.0.1:1"}, nil); !errors.Is(err, store.ErrInvalid) {
+		if err == nil {
+			_ = f.Shutdown()
+		}
+		t.Errorf("NewFactoryForConfig with a relative path = %v, want store.ErrInvalid", err)
+	}
 	if _, err := os.Stat(filepath.Join(shared, "cache.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("database created in a directory others can write: %v", err)
 	}
@@ -654,5 +660,37 @@ func TestFactoryReadsAfterShutdown(t *testing.T) {
 	}
 	if got := afterShutdown(); len(got) != 2 || !strings.Contains(got[1], `"informer"="core/v1/secrets"`) {
 		t.Errorf("log lines of reads after Shutdown: %q; want a second one, of core/v1/secrets", got)
+	}
+}
+
+// TestFactoryFakeClientsetSelector: on a fake clientset, which lists
+// through its tracker, the factory's label selector is applied as the
+// fake's typed clients apply it (the tracker ignores it).
+func TestFactoryFakeClientsetSelector(t *testing.T) {
+	client := fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "ks-uid"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", Labels: map[string]string{"app": "x"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y", Labels: map[string]string{"app": "y"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "z"}},
+	)
+	f := &Factory{client: client, fake: client, opts: FactoryOptions{LabelSelector: "app=x"}}
+	lw, _, _, err := f.typedListerWatcher(t.Context(), configMapsGVR)
+	if err != nil {
+		t.Fatalf("typedListerWatcher: %v", err)
+	}
+	list, err := lw.ListWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	cms, ok := list.(*corev1.ConfigMapList)
+	if !ok {
+		t.Fatalf("List returned %T, want *v1.ConfigMapList", list)
+	}
+	var names []string
+	for _, cm := range cms.Items {
+		names = append(names, cm.Namespace+"/"+cm.Name)
+	}
+	if diff := cmp.Diff([]string{"a/x"}, names); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
 	}
 }
