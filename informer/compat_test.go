@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -112,38 +111,6 @@ func TestWatchErrorHandlerCanChainToDefault(t *testing.T) {
 		}
 	case <-time.After(waitLimit):
 		t.Fatalf("watch error handler not called")
-	}
-}
-
-// wrappedClientset is a clientset wrapper passed by value, as
-// instrumentation wrappers often are.
-type wrappedClientset struct{ kubernetes.Interface }
-
-// TestFactoryClientsetByValue checks that NewFactory accepts a clientset
-// that is not a pointer instead of panicking (DESIGN invariant 8).
-func TestFactoryClientsetByValue(t *testing.T) {
-	client, _ := fakeClientset()
-	f, err := NewFactory(t.Context(), "memory://", wrappedClientset{client}, &FactoryOptions{Cluster: "test", Informer: testOptions()})
-	if err != nil {
-		t.Fatalf("NewFactory(clientset by value): %v", err)
-	}
-	defer func() {
-		if err := f.Shutdown(); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	}()
-	inf, err := f.InformerFor(t.Context(), configMapsGVR)
-	if err != nil {
-		t.Fatalf("InformerFor: %v", err)
-	}
-	f.Start(t.Context())
-	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
-	defer cancel()
-	if got := f.WaitForCacheSync(ctx); !got[configMapsGVR] {
-		t.Fatalf("WaitForCacheSync = %v", got)
-	}
-	if got := len(inf.GetStore().ListKeys()); got != 2 {
-		t.Errorf("store holds %d objects, want 2", got)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -103,9 +101,15 @@ type FactoryOptions struct {
 // A Factory is safe for concurrent use.
 type Factory struct {
 	client  kubernetes.Interface
+	rest    rest.Interface // the typed informers' REST client, nil for a fake clientset
+	fake    fakeClient     // a fake clientset, which has no REST client
 	url     string
 	opts    FactoryOptions
 	cluster string
+
+	// held is the store of FactoryStoreName, open from NewFactory to
+	// Shutdown; nil if another factory of this process has it open.
+	held store.Store
 
 	mu      sync.Mutex // guards entries, making, cancels and closed
 	entries map[factoryKey]*factoryEntry
@@ -159,36 +163,83 @@ type factoryEntry struct {
 	started bool
 }
 
+// FactoryStoreName is the name of the store a Factory keeps open in its
+// database from NewFactory to Shutdown: NewFactory opens the database
+// through it, so that a database it cannot use fails NewFactory rather
+// than the first InformerFor, and the database stays open (its lock held)
+// while the factory's informers come and go. It holds no objects.
+const FactoryStoreName = "informerdb/factory"
+
 // NewFactory returns a factory of informers that list and watch through
 // client and keep their objects in the database at rawURL (see store.Open;
-// the backend must be imported). ctx bounds the lookup of the cluster
-// identity (see FactoryOptions.Cluster), which waits for an unreachable API
-// server. opts may be nil.
+// the backend must be imported). opts may be nil.
+//
+// It opens the database first, and fails with the store's error if it
+// cannot be used: a URL no registered backend serves or with an unknown
+// parameter (store.ErrInvalid), a relative path (store.ErrInvalid), an
+// unsafe path (store.ErrUnsafe, see store.CheckPath), a database another
+// process holds beyond store.Options.LockTimeout (store.ErrLocked), a
+// damaged or incompatible one. It keeps the database open until Shutdown
+// (see FactoryStoreName). Then it identifies the cluster (see
+// FactoryOptions.Cluster), which waits for an unreachable API server
+// within ctx; ctx bounds the wait for the database's lock too. On error,
+// nothing stays open.
 func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface, opts *FactoryOptions) (*Factory, error) {
 	if client == nil || typednil.Is(client) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
 	}
-	if err := checkURL(rawURL); err != nil {
-		return nil, fmt.Errorf("informer: new factory: %w", err)
-	}
-	f := &Factory{client: client, url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
+	f := &Factory{client: client, rest: clientsetREST(client), url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
+	f.fake, _ = client.(fakeClient)
 	if opts != nil {
 		f.opts = *opts
 	}
 	if _, err := f.opts.Informer.withDefaults(); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	f.stopped, f.stop = context.WithCancel(context.Background())
+	// The database first: a misconfigured one fails at once, not after a
+	// wait for the API server.
+	held, err := openFactoryStore(ctx, rawURL, f.opts.Store)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new factory: %w", err)
+	}
+	f.held = held
 	f.cluster = f.opts.Cluster
 	if f.cluster == "" {
 		cluster, err := clusterIdentity(ctx, client)
 		if err != nil {
-			f.stop()
-			return nil, fmt.Errorf("informer: new factory: %w", err)
+			err = fmt.Errorf("informer: new factory: %w", err)
+			if held != nil {
+				if cerr := held.Close(); cerr != nil {
+					err = errors.Join(err, fmt.Errorf("informer: new factory: close store %s: %w", FactoryStoreName, cerr))
+				}
+			}
+			return nil, err
 		}
 		f.cluster = cluster
 	}
+	f.stopped, f.stop = context.WithCancel(context.Background())
 	return f, nil
+}
+
+// openFactoryStore opens the store of FactoryStoreName at rawURL, with the
+// durability and lock timeout of sopts, the template of the factory's
+// stores. It returns nil and no error if the store is open already in this
+// process (store.ErrInUse): another factory of the same database holds it,
+// so the database is usable, and this factory's informers share it.
+func openFactoryStore(ctx context.Context, rawURL string, sopts store.Options) (store.Store, error) {
+	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})
+	if err != nil {
+		return nil, err
+	}
+	sopts.Name = FactoryStoreName
+	sopts.Codec = codec
+	sopts.Indexers = nil
+	sopts.Scope = "factory"
+	s, err := store.Open(ctx, rawURL, &sopts)
+	if errors.Is(err, store.ErrInUse) {
+		return nil, nil
+	}
+	return s, err
 }
 
 // clusterIdentity returns the default FactoryOptions.Cluster:
@@ -332,8 +383,15 @@ func NewFactoryForConfig(ctx context.Context, rawURL string, cfg *rest.Config, o
 
 // InformerFor returns the informer of gvr's objects as the clientset's Go
 // type (*corev1.ConfigMap for configmaps), creating it (and opening its
-// store, named StoreName(gvr)) on first use. ctx bounds opening the store.
-// The informer starts with the next Start.
+// store, named StoreName(gvr)) on first use. gvr must be a resource of
+// client-go's clientset (DynamicInformerFor serves the others): its kind
+// comes from client-go's scheme, and its objects are listed and watched
+// through the clientset's REST client, as its typed client would, or
+// through the reactors of one of client-go's fake clientsets. With
+// FactoryOptions.Namespace set, the clientset's discovery tells whether gvr
+// is namespaced, as for DynamicInformerFor (a fake clientset's Resources
+// must list it). ctx bounds that and opening the store. The informer
+// starts with the next Start.
 func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, typedObjects})
 }
@@ -493,7 +551,7 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 		return nil, nil, false, fmt.Errorf("informer: factory: resource %s: "+format, append([]interface{}{key.kind.storeName(gvr)}, args...)...)
 	}
 	if key.kind == typedObjects {
-		return typedListerWatcher(f.client, gvr, f.opts.Namespace, f.tweak)
+		return f.typedListerWatcher(ctx, gvr)
 	}
 	if gvr.Version == "" || gvr.Resource == "" {
 		return fail("version and resource are required")
@@ -702,7 +760,7 @@ func checkCommits(infs []*Informer, maxFailing time.Duration) error {
 
 // Shutdown stops the informers Start started, waits for them to return and
 // closes the stores of every informer the factory made, which then cannot
-// run any more. Calls of InformerFor (and its kinds) still making an
+// run any more, and then the database (see FactoryStoreName). Calls of InformerFor (and its kinds) still making an
 // informer, waiting for the API server or for another process's lock on
 // the database, end with ErrStopped, and Shutdown waits for them. The
 // factory cannot be used afterwards. Shutdown may be called again, and
@@ -712,6 +770,20 @@ func checkCommits(infs []*Informer, maxFailing time.Duration) error {
 // itself (its Run, not Start) is neither stopped nor waited for: the caller
 // stops it. Its store is not closed under it but when its Run returns, after
 // Shutdown has returned (an error closing it is logged, not returned).
+//
+// Reads after Shutdown: a lister (or GetStore, GetIndexer) of a closed
+// store finds no objects (List, ListKeys) and its Get and index reads fail
+// with store.ErrClosed; the first such read of each informer is logged at
+// error level, once. client-go's informers keep answering with their last
+// state after Shutdown; these do not, because Shutdown releases the
+// database for the next process (the new pod of a rolling update waits for
+// its lock) and keeping the last state answering would mean holding the
+// database, or a decoded copy of every object (which the bounded mode,
+// store.Options.CacheSize, exists to avoid), for as long as something may
+// read it. A read after Shutdown comes from a worker that outlives the
+// informers: an empty List it took for "no objects" could make it delete
+// what it owns, hence the log line. Stop the workers (cancel their context
+// and wait for them) before calling Shutdown.
 func (f *Factory) Shutdown() error {
 	f.mu.Lock()
 	if f.closed {
@@ -734,126 +806,15 @@ func (f *Factory) Shutdown() error {
 			errs = append(errs, err)
 		}
 	}
+	// Last: the database stays open while the informers' stores close.
+	if f.held != nil {
+		if err := f.held.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store %s: %w", FactoryStoreName, err))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		f.shutdownErr = fmt.Errorf("informer: factory: shutdown: %w", err)
 	}
 	close(f.shutDown)
 	return f.shutdownErr
-}
-
-// typedLW lists and watches one resource through the List and Watch methods
-// of a typed clientset's resource client, found by reflection.
-type typedLW struct {
-	list, watch reflect.Value
-	tweak       func(*metav1.ListOptions)
-}
-
-var _ cache.ListerWatcherWithContext = (*typedLW)(nil)
-
-func (l *typedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	l.tweak(&opts)
-	out := l.list.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	obj, _ := out[0].Interface().(runtime.Object)
-	return obj, nil
-}
-
-func (l *typedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	l.tweak(&opts)
-	out := l.watch.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	w, _ := out[0].Interface().(watch.Interface)
-	return w, nil
-}
-
-// typedListerWatcher finds gvr's client in a typed clientset: the group
-// client is the method named after the group's first label and the version
-// (CoreV1, AppsV1, RbacV1), the resource client the method whose lower-case
-// name is the resource (ConfigMaps, Deployments). It returns a lister-watcher,
-// an example object (the type Get returns) and whether the resource is
-// namespaced.
-func typedListerWatcher(client kubernetes.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) (*typedLW, runtime.Object, bool, error) {
-	fail := func(format string, args ...interface{}) (*typedLW, runtime.Object, bool, error) {
-		return nil, nil, false, fmt.Errorf("informer: factory: resource %s: "+format, append([]interface{}{StoreName(gvr)}, args...)...)
-	}
-	if gvr.Version == "" || gvr.Resource == "" {
-		return fail("version and resource are required")
-	}
-	group := gvr.Group
-	if group == "" {
-		group = "core"
-	}
-	group, _, _ = strings.Cut(group, ".")
-	gc, ok := callByLowerName(reflect.ValueOf(client), group+gvr.Version)
-	if !ok {
-		return fail("the clientset has no %s%s client (only built-in resources are supported)", group, gvr.Version)
-	}
-	m, ok := methodByLowerName(gc, gvr.Resource)
-	if !ok {
-		return fail("the %s/%s client has no resource %q", group, gvr.Version, gvr.Resource)
-	}
-	var rc reflect.Value
-	namespaced := false
-	switch t := m.Type(); {
-	case t.NumIn() == 0 && t.NumOut() == 1:
-		rc = m.Call(nil)[0]
-	case t.NumIn() == 1 && t.In(0).Kind() == reflect.String && t.NumOut() == 1:
-		namespaced = true
-		rc = m.Call([]reflect.Value{reflect.ValueOf(namespace)})[0]
-	default:
-		return fail("unexpected client method signature %v", t)
-	}
-	list, watchM, get := rc.MethodByName("List"), rc.MethodByName("Watch"), rc.MethodByName("Get")
-	if !list.IsValid() || !watchM.IsValid() || !get.IsValid() {
-		return fail("the resource client lacks List, Watch or Get")
-	}
-	if t := list.Type(); t.NumIn() != 2 || t.NumOut() != 2 {
-		return fail("unexpected List signature %v", t)
-	}
-	if t := watchM.Type(); t.NumIn() != 2 || t.NumOut() != 2 || t.Out(0) != reflect.TypeFor[watch.Interface]() {
-		return fail("unexpected Watch signature %v", t)
-	}
-	gt := get.Type()
-	if gt.NumOut() != 2 || gt.Out(0).Kind() != reflect.Pointer {
-		return fail("unexpected Get signature %v", gt)
-	}
-	example, ok := reflect.New(gt.Out(0).Elem()).Interface().(runtime.Object)
-	if !ok {
-		return fail("%v is not a runtime.Object", gt.Out(0))
-	}
-	// The client was found by the group's first label: "apps.example.com"
-	// must not get the apps client's objects.
-	gvks, _, err := scheme.Scheme.ObjectKinds(example)
-	if err != nil {
-		return fail("the type %T of the %s%s client: %w", example, group, gvr.Version, err)
-	}
-	if !slices.ContainsFunc(gvks, func(gvk schema.GroupVersionKind) bool { return gvk.GroupVersion() == gvr.GroupVersion() }) {
-		return fail("the clientset has no client for group %q version %q (its %s%s client serves %v; only built-in resources are supported)", gvr.Group, gvr.Version, group, gvr.Version, gvks[0].GroupVersion())
-	}
-	return &typedLW{list: list, watch: watchM, tweak: tweak}, example, namespaced, nil
-}
-
-// callByLowerName calls the method of v without arguments whose lower-case
-// name is name.
-func callByLowerName(v reflect.Value, name string) (reflect.Value, bool) {
-	m, ok := methodByLowerName(v, name)
-	if !ok || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
-		return reflect.Value{}, false
-	}
-	return m.Call(nil)[0], true
-}
-
-func methodByLowerName(v reflect.Value, name string) (reflect.Value, bool) {
-	name = strings.ToLower(name)
-	t := v.Type()
-	for i := 0; i < t.NumMethod(); i++ {
-		if strings.ToLower(t.Method(i).Name) == name {
-			return v.Method(i), true
-		}
-	}
-	return reflect.Value{}, false
 }

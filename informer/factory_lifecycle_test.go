@@ -26,12 +26,35 @@ import (
 
 // TestFactoryShutdownWhileStoreOpenWaits: bolt's open waits up to
 // lock_timeout for a database another process holds (the old pod of a
-// rolling update). The factory opens stores outside its lock, so Shutdown
-// (and Start, WaitForCacheSync, other InformerFor calls) does not wait
-// behind it, and ends the wait.
+// rolling update). NewFactory waits for it and keeps the database open, so
+// InformerFor waits only where the factory does not hold it: a second
+// factory of the database in one process, whose first closed it. The
+// factory opens stores outside its lock, so Shutdown (and Start,
+// WaitForCacheSync, other InformerFor calls) does not wait behind it, and
+// ends the wait.
 func TestFactoryShutdownWhileStoreOpenWaits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	// Another "process" holds the database: flock locks of two open file
+	client, _ := fakeClientset()
+	newFactory := func() *Factory {
+		t.Helper()
+		f, err := NewFactory(t.Context(), "bolt://"+path+"?lock_timeout=20s", client, &FactoryOptions{
+			Cluster: "test", Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync},
+		})
+		if err != nil {
+			t.Fatalf("NewFactory: %v", err)
+		}
+		return f
+	}
+	first := newFactory()
+	f := newFactory() // the database is open: it holds none of its own
+	if f.held != nil {
+		t.Errorf("second factory of the database holds store %s too", FactoryStoreName)
+	}
+	if err := first.Shutdown(); err != nil {
+		t.Fatalf("Shutdown of the first factory: %v", err)
+	}
+
+	// Another "process" takes the database: flock locks of two open file
 	// descriptions conflict, even within one process.
 	lockFile, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -50,13 +73,6 @@ func TestFactoryShutdownWhileStoreOpenWaits(t *testing.T) {
 	}
 	defer unlock()
 
-	client, _ := fakeClientset()
-	f, err := NewFactory(t.Context(), "bolt://"+path+"?lock_timeout=20s", client, &FactoryOptions{
-		Cluster: "test", Informer: testOptions(), Store: store.Options{Durability: store.DurabilityNoSync},
-	})
-	if err != nil {
-		t.Fatalf("NewFactory: %v", err)
-	}
 	informerFor := make(chan error, 1)
 	go func() {
 		_, err := f.InformerFor(t.Context(), configMapsGVR)

@@ -1,25 +1,34 @@
 package informer
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/informerdb/informerdb/indexer"
@@ -28,7 +37,8 @@ import (
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// fakeClientset holds ConfigMaps a/x and b/y and the kube-system namespace.
+// fakeClientset holds ConfigMaps a/x and b/y and the kube-system namespace,
+// and the discovery of core/v1's configmaps, secrets and namespaces.
 // The fake tracker gives lists no resourceVersion, which the reflector
 // needs: a reactor sets one. The fake's watches do not replay what happened
 // before they started: watching is closed by the first watch of configmaps,
@@ -39,6 +49,13 @@ func fakeClientset() (client *fake.Clientset, watching <-chan struct{}) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", ResourceVersion: "5", UID: "uid-x"}, Data: map[string]string{"v": "x1"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "y", ResourceVersion: "6", UID: "uid-y"}, Data: map[string]string{"v": "y1"}},
 	)
+	// Discovery, which a namespaced factory asks whether a resource is
+	// namespaced.
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Namespaced: true, Kind: "ConfigMap"},
+		{Name: "secrets", Namespaced: true, Kind: "Secret"},
+		{Name: "namespaces", Namespaced: false, Kind: "Namespace"},
+	}}}
 	client.PrependReactor("list", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj, err := client.Tracker().List(configMapsGVR, corev1.SchemeGroupVersion.WithKind("ConfigMap"), a.GetNamespace())
 		if err != nil {
@@ -142,34 +159,137 @@ func TestFactory(t *testing.T) {
 	}
 }
 
-func TestTypedListerWatcher(t *testing.T) {
+// TestBuiltinKind checks the Factory's map from a resource to its Go type
+// against every resource client of client-go's clientset: the resource
+// each typed client's List asks for (read from the fake clientset's
+// actions) must map to the kind of the type its Get returns. The test finds
+// the clients by reflection, as the Factory must not (see
+// typedListerWatcher).
+func TestBuiltinKind(t *testing.T) {
 	client := fake.NewClientset()
-	for _, tc := range []struct {
-		gvr        schema.GroupVersionResource
-		example    runtime.Object
-		namespaced bool
-	}{
-		{configMapsGVR, &corev1.ConfigMap{}, true},
-		{schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, &corev1.Node{}, false},
-		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, &appsv1.Deployment{}, true},
-		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, &rbacv1.ClusterRole{}, false},
+	ctx := reflect.ValueOf(t.Context())
+	opts := reflect.ValueOf(metav1.ListOptions{})
+	resources := 0
+	for i := range reflect.TypeFor[kubernetes.Interface]().NumMethod() {
+		name := reflect.TypeFor[kubernetes.Interface]().Method(i).Name
+		group := reflect.ValueOf(client).MethodByName(name)
+		if name == "Discovery" || group.Type().NumIn() != 0 || group.Type().NumOut() != 1 || group.Type().Out(0).Kind() != reflect.Interface {
+			continue
+		}
+		gc := group.Call(nil)[0]
+		for j := range gc.NumMethod() {
+			m := gc.Method(j)
+			var rc reflect.Value
+			switch t := m.Type(); {
+			case t.NumIn() == 0 && t.NumOut() == 1:
+				rc = m.Call(nil)[0]
+			case t.NumIn() == 1 && t.In(0).Kind() == reflect.String && t.NumOut() == 1:
+				rc = m.Call([]reflect.Value{reflect.ValueOf("ns")})[0]
+			default:
+				continue
+			}
+			list, get := rc.MethodByName("List"), rc.MethodByName("Get")
+			if !list.IsValid() || !get.IsValid() {
+				continue // RESTClient, or a client without List (TokenReviews)
+			}
+			client.ClearActions()
+			list.Call([]reflect.Value{ctx, opts})
+			actions := client.Actions()
+			if len(actions) != 1 {
+				t.Fatalf("%s: %d actions, want 1", gc.Type().Method(j).Name, len(actions))
+			}
+			gvr := actions[0].GetResource()
+			resources++
+			gvk, err := builtinKind(gvr)
+			if err != nil {
+				t.Errorf("builtinKind(%v): %v", gvr, err)
+				continue
+			}
+			obj, err := scheme.Scheme.New(gvk)
+			if err != nil {
+				t.Errorf("builtinKind(%v) = %v: %v", gvr, gvk, err)
+				continue
+			}
+			if got, want := reflect.TypeOf(obj), get.Type().Out(0); got != want {
+				t.Errorf("builtinKind(%v) = %v, of type %v; the clientset's client returns %v", gvr, gvk, got, want)
+			}
+		}
+	}
+	if resources < 100 {
+		t.Errorf("%d resources checked; want every resource of the clientset (more than 100)", resources)
+	}
+	for _, gvr := range []schema.GroupVersionResource{
+		{Version: "v1", Resource: "nosuchthings"},
+		{Group: "apps.example.com", Version: "v1", Resource: "deployments"},
+		{Group: "policy", Version: "v1", Resource: "evictions"}, // a subresource's kind
+		{Version: "v1", Resource: "listoptions"},
+		{Version: "v1"},
 	} {
-		t.Run(StoreName(tc.gvr), func(t *testing.T) {
-			lw, example, namespaced, err := typedListerWatcher(client, tc.gvr, "ns", func(*metav1.ListOptions) {})
+		if gvk, err := builtinKind(gvr); err == nil {
+			t.Errorf("builtinKind(%v) = %v, want an error", gvr, gvk)
+		}
+	}
+}
+
+// wrappedClientset is a clientset wrapper passed by value, as
+// instrumentation wrappers often are.
+type wrappedClientset struct{ kubernetes.Interface }
+
+// TestFactoryREST runs a Factory on a clientset of a (fake) API server: its
+// typed informers list and watch through the clientset's REST client, in
+// the format the clientset would use, under the path of the API server's
+// URL (a proxy's), in the factory's namespace, and sync the server's
+// objects.
+func TestFactoryREST(t *testing.T) {
+	for _, tc := range []struct {
+		name, prefix, namespace string
+		want                    []string
+	}{
+		{"all namespaces", "", "", []string{"a/x", "b/y"}},
+		{"namespace behind a proxy", "/proxy/c1", "a", []string{"a/x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newFakeAPIServer(t, "uid-1")
+			api.setCluster("uid-1", fakeConfigMap("a", "x", "5"), fakeConfigMap("b", "y", "6"))
+			srv := httptest.NewServer(http.StripPrefix(tc.prefix, http.HandlerFunc(api.serve)))
+			t.Cleanup(srv.Close)
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL + tc.prefix})
 			if err != nil {
-				t.Fatalf("typedListerWatcher: %v", err)
+				t.Fatal(err)
 			}
-			if reflect.TypeOf(example) != reflect.TypeOf(tc.example) || namespaced != tc.namespaced {
-				t.Errorf("got %T namespaced=%v, want %T namespaced=%v", example, namespaced, tc.example, tc.namespaced)
-			}
-			if _, err := lw.ListWithContext(t.Context(), metav1.ListOptions{}); err != nil {
-				t.Errorf("List: %v", err)
-			}
-			w, err := lw.WatchWithContext(t.Context(), metav1.ListOptions{})
+			// By value, as instrumentation wrappers often are.
+			f, err := NewFactory(t.Context(), "memory://", wrappedClientset{client}, &FactoryOptions{Namespace: tc.namespace, Informer: testOptions()})
 			if err != nil {
-				t.Fatalf("Watch: %v", err)
+				t.Fatalf("NewFactory: %v", err)
 			}
-			w.Stop()
+			defer func() {
+				if err := f.Shutdown(); err != nil {
+					t.Errorf("Shutdown: %v", err)
+				}
+			}()
+			if f.cluster != "kube-system/uid-1" {
+				t.Errorf("cluster = %q, want kube-system/uid-1", f.cluster)
+			}
+			inf, err := f.InformerFor(t.Context(), configMapsGVR)
+			if err != nil {
+				t.Fatalf("InformerFor: %v", err)
+			}
+			f.Start(t.Context())
+			ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+			defer cancel()
+			if got := f.WaitForCacheSync(ctx); !got[configMapsGVR] {
+				t.Fatalf("WaitForCacheSync = %v", got)
+			}
+			if diff := cmp.Diff(tc.want, slices.Sorted(slices.Values(inf.GetStore().ListKeys()))); diff != "" {
+				t.Errorf("stored keys (-want +got):\n%s", diff)
+			}
+			obj, ok, err := inf.GetStore().GetByKey("a/x")
+			if cm, isCM := obj.(*corev1.ConfigMap); !ok || err != nil || !isCM || cm.Data["v"] != "5" {
+				t.Errorf("a/x = %#v, %v, %v; want the server's *v1.ConfigMap", obj, ok, err)
+			}
+			if n := api.listCount(); n == 0 {
+				t.Errorf("the API server answered no LIST of ConfigMaps")
+			}
 		})
 	}
 }
@@ -335,5 +455,242 @@ func TestFactoryCallerScope(t *testing.T) {
 		if got := info.Reset != ""; got != tc.wantReset {
 			t.Errorf("reopened with caller scope %q: reset %q; want a reset %v", tc.scope, info.Reset, tc.wantReset)
 		}
+	}
+}
+
+// lockedByOther tells whether the file at path is locked (flock), as
+// another process would find it: flock locks of two open file descriptions
+// conflict, even within one process.
+func lockedByOther(t *testing.T, path string) bool {
+	t.Helper()
+	fd, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if err := syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(fd.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// TestNewFactoryChecksDatabase: NewFactory opens the database before it
+// asks the API server anything, and fails with the store's error when it
+// cannot be used, holding nothing open; a factory it returns holds the
+// database until Shutdown.
+func TestNewFactoryChecksDatabase(t *testing.T) {
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil { // writable by all, no sticky bit
+		t.Fatal(err)
+	}
+	locked := filepath.Join(dir, "locked.db")
+	lockFile, err := os.OpenFile(locked, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockFile.Close()
+	if err := syscall.Flock(int(lockFile.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock: %v", err)
+	}
+	for _, tc := range []struct {
+		name, url string
+		want      error
+		wantIn    string
+	}{
+		{"unknown scheme", "nosuch:///var/lib/cache.db", store.ErrInvalid, "forgotten import"},
+		{"empty URL", "", store.ErrInvalid, "scheme"},
+		{"relative path", "bolt://cache.db", store.ErrInvalid, "cache.db"},
+		{"unknown parameter", "bolt://" + filepath.Join(dir, "cache.db") + "?nosuch=1", store.ErrInvalid, "nosuch"},
+		{"parent writable by others", "bolt://" + filepath.Join(shared, "cache.db"), store.ErrUnsafe, shared},
+		{"locked by another process", "bolt://" + locked + "?lock_timeout=100ms", store.ErrLocked, locked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, _ := fakeClientset()
+			react, calls := failFirst()
+			client.PrependReactor("get", "namespaces", react)
+			f, err := NewFactory(t.Context(), tc.url, client, nil)
+			if err == nil {
+				_ = f.Shutdown()
+				t.Fatalf("NewFactory(%q) succeeded", tc.url)
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.wantIn) || !strings.HasPrefix(err.Error(), "informer: new factory: ") {
+				t.Errorf("NewFactory(%q) = %v; want an error of the new factory wrapping %v that names %q", tc.url, err, tc.want, tc.wantIn)
+			}
+			if n := calls.Load(); n != 0 {
+				t.Errorf("NewFactory asked the API server %d times before failing on the database", n)
+			}
+		})
+	}
+	if f, err := NewFactoryForConfig(t.Context(), "bolt://cache.db", &rest.Config{Host: "http://127.0.0.1:1"}, nil); !errors.Is(err, store.ErrInvalid) {
+		if err == nil {
+			_ = f.Shutdown()
+		}
+		t.Errorf("NewFactoryForConfig with a relative path = %v, want store.ErrInvalid", err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "cache.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("database created in a directory others can write: %v", err)
+	}
+
+	t.Run("held until Shutdown", func(t *testing.T) {
+		path := filepath.Join(dir, "held.db")
+		client, _ := fakeClientset()
+		f, err := NewFactory(t.Context(), "bolt://"+path, client, nil)
+		if err != nil {
+			t.Fatalf("NewFactory: %v", err)
+		}
+		if !lockedByOther(t, path) {
+			t.Errorf("the database is not held after NewFactory")
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		if lockedByOther(t, path) {
+			t.Errorf("the database is still held after Shutdown")
+		}
+	})
+
+	t.Run("released when the cluster identity fails", func(t *testing.T) {
+		path := filepath.Join(dir, "identity.db")
+		client, _ := fakeClientset()
+		client.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errRefused
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		if f, err := NewFactory(ctx, "bolt://"+path, client, nil); !errors.Is(err, errRefused) {
+			if err == nil {
+				_ = f.Shutdown()
+			}
+			t.Fatalf("NewFactory without the API server = %v, want its last error", err)
+		}
+		if lockedByOther(t, path) {
+			t.Errorf("the database is still held after NewFactory failed")
+		}
+		// Nor is the factory's store open in this process.
+		f, err := NewFactory(t.Context(), "bolt://"+path, client, &FactoryOptions{Cluster: "test"})
+		if err != nil {
+			t.Fatalf("NewFactory: %v", err)
+		}
+		defer func() {
+			if err := f.Shutdown(); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+		}()
+		if f.held == nil {
+			t.Errorf("store %s still open from the failed NewFactory", FactoryStoreName)
+		}
+	})
+}
+
+// TestFactoryReadsAfterShutdown pins what a lister reads once the factory
+// shut down: its store is closed, so List finds nothing and Get fails with
+// store.ErrClosed, and the first such read of each informer is logged, once.
+func TestFactoryReadsAfterShutdown(t *testing.T) {
+	client, _ := fakeClientset()
+	var logs logLines
+	iopts := testOptions()
+	logger := logs.logger()
+	iopts.Logger = &logger
+	f, err := NewFactory(t.Context(), "memory://", client, &FactoryOptions{Cluster: "test", Informer: iopts})
+	if err != nil {
+		t.Fatalf("NewFactory: %v", err)
+	}
+	configMaps, err := f.InformerFor(t.Context(), configMapsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := f.InformerFor(t.Context(), schema.GroupVersionResource{Version: "v1", Resource: "secrets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	if got := f.WaitForCacheSync(ctx); !got[configMapsGVR] {
+		t.Fatalf("WaitForCacheSync = %v", got)
+	}
+	lister := corelisters.NewConfigMapLister(configMaps.GetIndexer())
+	secretLister := corelisters.NewSecretLister(secrets.GetIndexer())
+	afterShutdown := func() []string {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		var out []string
+		for _, l := range logs.lines {
+			if strings.Contains(l, "after its factory shut down") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if cms, err := lister.List(labels.Everything()); err != nil || len(cms) != 2 {
+		t.Fatalf("List before Shutdown = %d ConfigMaps, %v; want 2", len(cms), err)
+	}
+	if secrets, err := secretLister.List(labels.Everything()); err != nil || len(secrets) != 0 {
+		t.Fatalf("List of Secrets = %d, %v; want none", len(secrets), err)
+	}
+	if got := afterShutdown(); len(got) != 0 {
+		t.Errorf("reads before Shutdown logged %q", got)
+	}
+
+	if err := f.Shutdown(); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for range 3 {
+		if cms, err := lister.List(labels.Everything()); err != nil || len(cms) != 0 {
+			t.Errorf("List after Shutdown = %d ConfigMaps, %v; want none: the store is closed", len(cms), err)
+		}
+		if cms, err := lister.ConfigMaps("a").List(labels.Everything()); err != nil || len(cms) != 0 {
+			t.Errorf("namespace List after Shutdown = %d ConfigMaps, %v; want none", len(cms), err)
+		}
+		if cm, err := lister.ConfigMaps("a").Get("x"); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("Get after Shutdown = %v, %v; want store.ErrClosed", cm, err)
+		}
+	}
+	got := afterShutdown()
+	if len(got) != 1 || !strings.Contains(got[0], `"informer"="core/v1/configmaps"`) {
+		t.Errorf("log lines of reads after Shutdown: %q; want one, of core/v1/configmaps", got)
+	}
+	if _, err := secretLister.List(labels.Everything()); err != nil {
+		t.Errorf("List of Secrets after Shutdown: %v", err)
+	}
+	if got := afterShutdown(); len(got) != 2 || !strings.Contains(got[1], `"informer"="core/v1/secrets"`) {
+		t.Errorf("log lines of reads after Shutdown: %q; want a second one, of core/v1/secrets", got)
+	}
+}
+
+// TestFactoryFakeClientsetSelector: on a fake clientset, which lists
+// through its tracker, the factory's label selector is applied as the
+// fake's typed clients apply it (the tracker ignores it).
+func TestFactoryFakeClientsetSelector(t *testing.T) {
+	client := fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "ks-uid"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", Labels: map[string]string{"app": "x"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "y", Labels: map[string]string{"app": "y"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "z"}},
+	)
+	f := &Factory{client: client, fake: client, opts: FactoryOptions{LabelSelector: "app=x"}}
+	lw, _, _, err := f.typedListerWatcher(t.Context(), configMapsGVR)
+	if err != nil {
+		t.Fatalf("typedListerWatcher: %v", err)
+	}
+	list, err := lw.ListWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	cms, ok := list.(*corev1.ConfigMapList)
+	if !ok {
+		t.Fatalf("List returned %T, want *v1.ConfigMapList", list)
+	}
+	var names []string
+	for _, cm := range cms.Items {
+		names = append(names, cm.Namespace+"/"+cm.Name)
+	}
+	if diff := cmp.Diff([]string{"a/x"}, names); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
 	}
 }

@@ -54,6 +54,7 @@ type Informer struct {
 	lw      cache.ListerWatcherWithContext
 	example runtime.Object
 	store   store.Store
+	reads   *closedReads // the store, as GetStore and GetIndexer give it
 	opts    Options
 	view    *view
 	proc    *processor
@@ -185,6 +186,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 	if inf.name == "" {
 		inf.name = s.Info().Name
 	}
+	inf.reads = newClosedReads(s, inf.logger, inf.name)
 	if o.Metrics != nil {
 		if inf.metrics, err = o.Metrics.add(inf.name, inf); err != nil {
 			return nil, err
@@ -413,6 +415,7 @@ func (inf *Informer) closeStore(op string) error {
 
 // closeStores closes the informer's store and its tombstone store.
 func (inf *Informer) closeStores() error {
+	inf.reads.closed.Store(true)
 	err := inf.store.Close()
 	if inf.opts.Tombstones != nil {
 		err = errors.Join(err, inf.opts.Tombstones.Close())
@@ -614,10 +617,12 @@ func (inf *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistr
 }
 
 // GetStore returns the store.
-func (inf *Informer) GetStore() cache.Store { return inf.store }
+func (inf *Informer) GetStore() cache.Store { return inf.reads }
 
-// GetIndexer returns the store, a cache.Indexer; generated listers work on it.
-func (inf *Informer) GetIndexer() cache.Indexer { return inf.store }
+// GetIndexer returns the store, a cache.Indexer; generated listers work on
+// it. After the factory that made the informer closed the store (see
+// Factory.Shutdown), its first read is logged.
+func (inf *Informer) GetIndexer() cache.Indexer { return inf.reads }
 
 // Store returns the store with its informerdb methods.
 func (inf *Informer) Store() store.Store { return inf.store }

@@ -164,12 +164,35 @@ type schemeCodecs struct {
 	protobuf   bool
 }
 
-// restMapping is where a kind is served.
+// restMapping is where a kind is served: its resource, whether it is
+// namespaced, and the REST client of its group version, or (absPath set)
+// another of the same API server and codecs, whose requests are sent to
+// absPath ("/apis/apps/v1") instead of the client's own group version.
 type restMapping struct {
 	resource   string
 	namespaced bool
-	client     *rest.RESTClient
+	client     rest.Interface
+	absPath    string
 }
+
+// restMapper tells a restLW where its kind is served.
+type restMapper interface {
+	// mapping returns where gvk is served.
+	mapping(ctx context.Context, gvk schema.GroupVersionKind) (restMapping, error)
+	// forget drops what mapping remembers of gvk, after the API server
+	// answered that it does not serve it there.
+	forget(gvk schema.GroupVersionKind)
+}
+
+// fixedMapping is a restMapper of a mapping known when the informer is
+// made (a Factory's, given the resource).
+type fixedMapping restMapping
+
+func (m fixedMapping) mapping(context.Context, schema.GroupVersionKind) (restMapping, error) {
+	return restMapping(m), nil
+}
+
+func (fixedMapping) forget(schema.GroupVersionKind) {}
 
 func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, codecs schemeCodecs, defaultResync time.Duration, options []SharedInformerOption) (*schemeFactory, error) {
 	fail := func(err error) (*schemeFactory, error) { return nil, fmt.Errorf("informer: %s: %w", op, err) }
@@ -364,7 +387,7 @@ func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, i
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	lw := &restLW{e: e, gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
+	lw := &restLW{mapper: e, codecs: e.codecs(), gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
 	inf, err := New(lw, obj, s, iopts)
 	if err != nil {
 		closeAll(s, iopts.Tombstones)
@@ -454,10 +477,18 @@ func (e *schemeFactory) restClient(gv schema.GroupVersion) (*rest.RESTClient, er
 	return c, nil
 }
 
-// restLW lists and watches one kind through its group's REST client, as a
-// generated clientset does.
+// codecs returns how the factory encodes requests and decodes answers.
+func (e *schemeFactory) codecs() schemeCodecs {
+	return schemeCodecs{scheme: e.scheme, serializer: e.serializer, params: e.params, protobuf: e.protobuf}
+}
+
+// restLW lists and watches one kind through a REST client, as a generated
+// clientset does: the clientset's methods are not needed, so a program
+// links only the REST client, not every typed client method (which finding
+// them by reflection would keep).
 type restLW struct {
-	e         *schemeFactory
+	mapper    restMapper
+	codecs    schemeCodecs // the scheme of the kind, the parameter codec, protobuf
 	gvk       schema.GroupVersionKind
 	namespace string
 	tweak     func(*metav1.ListOptions)
@@ -466,7 +497,7 @@ type restLW struct {
 var _ cache.ListerWatcherWithContext = (*restLW)(nil)
 
 func (l *restLW) request(ctx context.Context, opts *metav1.ListOptions) (*rest.Request, error) {
-	m, err := l.e.mapping(ctx, l.gvk)
+	m, err := l.mapper.mapping(ctx, l.gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -477,11 +508,15 @@ func (l *restLW) request(ctx context.Context, opts *metav1.ListOptions) (*rest.R
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
-	return m.client.Get().
-		UseProtobufAsDefaultIfPreferred(l.e.protobuf).
+	req := m.client.Get()
+	if m.absPath != "" {
+		req = req.AbsPath(m.absPath)
+	}
+	return req.
+		UseProtobufAsDefaultIfPreferred(l.codecs.protobuf).
 		NamespaceIfScoped(l.namespace, m.namespaced && l.namespace != "").
 		Resource(m.resource).
-		VersionedParams(opts, l.e.params).
+		VersionedParams(opts, l.codecs.params).
 		Timeout(timeout), nil
 }
 
@@ -490,13 +525,13 @@ func (l *restLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, err
 	}
-	list, err := l.e.scheme.New(l.gvk.GroupVersion().WithKind(l.gvk.Kind + "List"))
+	list, err := l.codecs.scheme.New(l.gvk.GroupVersion().WithKind(l.gvk.Kind + "List"))
 	if err != nil {
 		return nil, fmt.Errorf("list of %s: %w", l.gvk, err)
 	}
 	if err := req.Do(ctx).Into(list); err != nil {
 		if apierrors.IsNotFound(err) {
-			l.e.forget(l.gvk)
+			l.mapper.forget(l.gvk)
 		}
 		return nil, err
 	}
@@ -511,7 +546,7 @@ func (l *restLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 	}
 	w, err := req.Watch(ctx)
 	if apierrors.IsNotFound(err) {
-		l.e.forget(l.gvk)
+		l.mapper.forget(l.gvk)
 	}
 	return w, err
 }

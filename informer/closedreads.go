@@ -1,0 +1,108 @@
+package informer
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/informerdb/informerdb/store"
+)
+
+// closedReads is an informer's store as GetStore and GetIndexer hand it to
+// listers: the store itself, which logs the first read that finds it
+// closed by the factory that made the informer (Factory.Shutdown, and the
+// typed factories' and the InformerConstructor's). A closed store answers
+// List, ListKeys and ListIndexFuncValues with nothing and the other reads
+// with store.ErrClosed (see Factory.Shutdown for why it is not kept
+// answering). The check costs a length or error test per read until then.
+//
+// closedReads is safe for concurrent use.
+type closedReads struct {
+	cache.Indexer // the informer's store
+
+	closed atomic.Bool // set before the factory closes the store
+	once   sync.Once   // the log line
+	logger klog.Logger
+	name   string // the informer's
+}
+
+func newClosedReads(s store.Store, logger klog.Logger, name string) *closedReads {
+	return &closedReads{Indexer: s, logger: logger, name: name}
+}
+
+// read logs, once, that op read the store after the factory closed it.
+func (r *closedReads) read(op string) {
+	if !r.closed.Load() {
+		return
+	}
+	r.once.Do(func() {
+		r.logger.Error(store.ErrClosed, "Informer's store read after its factory shut down: reads find no objects (List) or fail; stop the informer's readers (workers, listers) before the factory's Shutdown",
+			"informer", r.name, "read", op)
+	})
+}
+
+func (r *closedReads) List() []interface{} {
+	objs := r.Indexer.List()
+	if len(objs) == 0 {
+		r.read("List")
+	}
+	return objs
+}
+
+func (r *closedReads) ListKeys() []string {
+	keys := r.Indexer.ListKeys()
+	if len(keys) == 0 {
+		r.read("ListKeys")
+	}
+	return keys
+}
+
+func (r *closedReads) ListIndexFuncValues(name string) []string {
+	values := r.Indexer.ListIndexFuncValues(name)
+	if len(values) == 0 {
+		r.read("ListIndexFuncValues")
+	}
+	return values
+}
+
+func (r *closedReads) Get(obj interface{}) (interface{}, bool, error) {
+	item, exists, err := r.Indexer.Get(obj)
+	if err != nil {
+		r.read("Get")
+	}
+	return item, exists, err
+}
+
+func (r *closedReads) GetByKey(key string) (interface{}, bool, error) {
+	item, exists, err := r.Indexer.GetByKey(key)
+	if err != nil {
+		r.read("GetByKey")
+	}
+	return item, exists, err
+}
+
+func (r *closedReads) Index(name string, obj interface{}) ([]interface{}, error) {
+	objs, err := r.Indexer.Index(name, obj)
+	if err != nil {
+		r.read("Index")
+	}
+	return objs, err
+}
+
+func (r *closedReads) IndexKeys(name, value string) ([]string, error) {
+	keys, err := r.Indexer.IndexKeys(name, value)
+	if err != nil {
+		r.read("IndexKeys")
+	}
+	return keys, err
+}
+
+func (r *closedReads) ByIndex(name, value string) ([]interface{}, error) {
+	objs, err := r.Indexer.ByIndex(name, value)
+	if err != nil {
+		r.read("ByIndex")
+	}
+	return objs, err
+}
