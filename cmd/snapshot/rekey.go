@@ -47,12 +47,9 @@ database instead.`,
 			if primary == "" {
 				return usageError{fmt.Errorf("rekey: --key is required")}
 			}
-			target, err := absURL(a[0])
+			target, err := databaseURL("rekey", a[0])
 			if err != nil {
 				return err
-			}
-			if !snapshot.IsURL(target) {
-				return usageError{fmt.Errorf("rekey: %q is not a store URL (scheme://...)", a[0])}
 			}
 			key, err := indexer.LoadKey(primary)
 			if err != nil {

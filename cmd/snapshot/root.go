@@ -59,10 +59,14 @@ SIGINT and SIGTERM (the first one stops the command, removing its temporary file
 		SilenceErrors: true,
 	}
 	// An unknown command is a usage error (cobra's own check of the root's
-	// arguments returns a plain error, which would exit 1); without
-	// arguments the root prints its help.
+	// arguments returns a plain error, which would exit 1). So is no
+	// command: the usage goes to stderr, and the exit code says nothing
+	// ran; the help asked for (--help, help) goes to stdout and exits 0.
 	root.Args = args(cobra.NoArgs)
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
+		return usageError{errors.New("no command given; see the commands above, or snapshot help <command>")}
+	}
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
@@ -111,16 +115,17 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 0600).`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			src, err := absURL(a[0])
+			src, err := openSource(cmd, "save", a[0])
 			if err != nil {
 				return err
 			}
-			if !snapshot.IsURL(src) {
-				return usageError{fmt.Errorf("save: %q is not a store URL (scheme://...)", a[0])}
+			defer src.Close()
+			if src.file {
+				return usageError{fmt.Errorf("save: %s is a snapshot file already; save reads a database (a bolt file, a badger directory or a store URL)", a[0])}
 			}
 			p := newProgress(cmd, g, "save")
 			var part string
-			m, err := snapshot.SaveURL(cmd.Context(), a[1], src, &snapshot.SaveOptions{
+			m, err := snapshot.SaveURL(cmd.Context(), a[1], src.target, &snapshot.SaveOptions{
 				Stores: stores, Progress: p.report,
 				TempFile: func(path string) { part = path; temps.add(path) },
 			})
@@ -154,16 +159,21 @@ writes anything, refuses stores that hold objects or a resume point unless
 informer relist on its next start.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			dst, err := absURL(a[1])
+			src, err := openSource(cmd, "restore", a[0])
 			if err != nil {
 				return err
 			}
-			if !snapshot.IsURL(dst) {
-				return usageError{fmt.Errorf("restore: %q is not a store URL (scheme://...)", a[1])}
+			defer src.Close()
+			if !src.file {
+				return usageError{fmt.Errorf("restore: %s is a database, not a snapshot file; save it to a file first (snapshot save %s FILE)", a[0], a[0])}
+			}
+			dst, err := databaseURL("restore", a[1])
+			if err != nil {
+				return err
 			}
 			p := newProgress(cmd, g, "restore")
 			o.Progress = p.report
-			m, err := snapshot.Restore(cmd.Context(), a[0], dst, &o)
+			m, err := snapshot.Restore(cmd.Context(), src.target, dst, &o)
 			p.done()
 			if err != nil {
 				return err
@@ -197,12 +207,13 @@ the error, and the others are still described (exit 3).`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			target, err := absURL(a[0])
+			src, err := openSource(cmd, "status", a[0])
 			if err != nil {
 				return err
 			}
+			defer src.Close()
 			p := newProgress(cmd, g, "status")
-			m, err := snapshot.Status(cmd.Context(), target, p.report)
+			m, err := snapshot.Status(cmd.Context(), src.target, p.report)
 			p.done()
 			if m == nil {
 				return err
@@ -234,12 +245,13 @@ temporary directory ($TMPDIR). Any damage is exit code 3.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			target, err := absURL(a[0])
+			src, err := openSource(cmd, "verify", a[0])
 			if err != nil {
 				return err
 			}
+			defer src.Close()
 			p := newProgress(cmd, g, "verify")
-			m, err := snapshot.Verify(cmd.Context(), target, &snapshot.VerifyOptions{
+			m, err := snapshot.Verify(cmd.Context(), src.target, &snapshot.VerifyOptions{
 				Entries: indexEntries, Progress: p.report,
 				Decoder: func(info store.Info) (func([]byte) error, error) {
 					dec, err := decoderFor(info)
