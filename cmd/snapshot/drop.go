@@ -13,7 +13,7 @@ import (
 func newDrop() *cobra.Command {
 	var stores []string
 	cmd := &cobra.Command{
-		Use:   "drop <store-url> --store NAME [--store NAME]...",
+		Use:   "drop <database> --store NAME [--store NAME]...",
 		Short: "Delete stores no informer uses any more from a database",
 		Long: `drop deletes each --store from the database: its objects, index data,
 metadata and resume point, atomically (after a crash a store is whole or gone);

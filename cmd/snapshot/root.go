@@ -47,10 +47,12 @@ func newRoot() *cobra.Command {
 		Short: "Save, restore, inspect and verify informerdb databases",
 		Long: `snapshot copies the stores of an informerdb database (objects, index values,
 identity and resume point) to a portable, checksummed file, and restores such a
-file into a database of any backend. Store URLs are those of store.Open:
-bolt:///abs/file.db, badger:///abs/dir, memory:///abs/file.snap,
-memdb:///abs/file.snap. Bolt and badger databases must not be open in another
-process.
+file into a database of any backend. A database is a store URL, as store.Open
+takes (bolt:///abs/file.db, badger:///abs/dir, memory:///abs/file.snap,
+memdb:///abs/file.snap, with parameters such as ?lock_timeout=30s), or the path
+of an existing one, recognised by its content (a bolt file, a badger directory,
+a memory or memdb snapshot file). A file is a snapshot file save wrote. Bolt
+and badger databases must not be open in another process.
 
 Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or incompatible data,
 4 restore target not empty, 5 database locked or in use, 130 and 143 stopped by
@@ -108,7 +110,7 @@ func absURL(target string) (string, error) {
 func newSave(g *globals) *cobra.Command {
 	var stores []string
 	cmd := &cobra.Command{
-		Use:   "save <store-url> <file>",
+		Use:   "save <database> <file>",
 		Short: "Write a snapshot of a database's stores to a file",
 		Long: `save reads each store of the database in one consistent view and writes them
 to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
@@ -151,12 +153,13 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 func newRestore(g *globals) *cobra.Command {
 	var o snapshot.RestoreOptions
 	cmd := &cobra.Command{
-		Use:   "restore <file> <store-url>",
+		Use:   "restore <file> <database>",
 		Short: "Restore a snapshot file into a database of any backend",
 		Long: `restore verifies the whole file (checksum, counts, content hashes) before it
 writes anything, refuses stores that hold objects or a resume point unless
 --force, and replaces each store atomically. --drop-resume-point makes the
-informer relist on its next start.`,
+informer relist on its next start. A new database is named by its store URL
+(bolt:///abs/file.db), which says its backend.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			src, err := openSource(cmd, "restore", a[0])
@@ -195,7 +198,7 @@ informer relist on its next start.`,
 func newStatus(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "status <file|store-url>",
+		Use:   "status <file|database>",
 		Short: "Describe the stores of a snapshot file or a database",
 		Long: `status prints per store the object count, resume point, index names, type,
 codec, scope, bytes and a content hash that is the same for the same objects in
@@ -233,7 +236,7 @@ the error, and the others are still described (exit 3).`,
 func newVerify(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "verify <file|store-url>",
+		Use:   "verify <file|database>",
 		Short: "Check a snapshot file's checksum, or a database's records, objects and indexes",
 		Long: `verify checks a snapshot file (structure, checksum, counts, content hashes), or
 a database: every record's checksum, that every object decodes (for types
