@@ -157,6 +157,7 @@ func testPathsRefused(t *testing.T, bin string) {
 		{[]string{"status", ""}, exitUsage, []string{"status: an empty argument", schemes}},
 		{[]string{"status", "file://" + file}, exitUsage, []string{`unknown scheme "file"`, schemes}},
 		{[]string{"get", "file://" + file, "ns-0/pod-000"}, exitUsage, []string{`unknown scheme "file"`, schemes}},
+		{[]string{"status", "bolt://" + dir + "/%zz.db"}, exitUsage, []string{"status: parse", "invalid URL escape", schemes}},
 		{[]string{"status", missing}, exitError, []string{missing, "no such file"}},
 		{[]string{"restore", file, missing}, exitUsage, []string{"does not exist", "bolt://" + missing, "badger://" + missing}},
 		{[]string{"restore", file, file}, exitUsage, []string{"is a snapshot file, not a database"}},

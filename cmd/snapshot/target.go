@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -105,16 +106,19 @@ func resolve(op, arg string) (target, error) {
 		return target{}, usageError{fmt.Errorf("%s: an empty argument; %s", op, urlHelp)}
 	}
 	if snapshot.IsURL(arg) {
-		u, err := absURL(arg)
+		ref, err := absURL(arg)
 		if err != nil {
 			return target{}, err
 		}
-		if err := store.CheckURL(u); err != nil {
-			// file:// and other schemes no backend serves.
-			scheme, _, _ := strings.Cut(arg, "://")
-			return target{}, usageError{fmt.Errorf("%s: %s: unknown scheme %q; %s", op, arg, scheme, urlHelp)}
+		u, err := url.Parse(ref)
+		if err != nil {
+			return target{}, usageError{fmt.Errorf("%s: %w; %s", op, err, urlHelp)}
 		}
-		return target{ref: u}, nil
+		if !slices.Contains(store.Schemes(), u.Scheme) {
+			// file:// and other schemes no backend serves.
+			return target{}, usageError{fmt.Errorf("%s: %s: unknown scheme %q; %s", op, arg, u.Scheme, urlHelp)}
+		}
+		return target{ref: ref}, nil
 	}
 	kind, err := recognise(arg)
 	if err != nil {
