@@ -18,8 +18,10 @@
 // The scheme names the backend: memory://, memdb://, bolt:// and badger://.
 // The path, when present, names the file or directory. Query parameters tune
 // the backend; every backend rejects parameters it does not know, with an
-// error that lists the ones it accepts. An unknown scheme is an error that
-// lists the registered schemes and reminds of the blank import.
+// error that lists the ones it accepts. A URL without a registered scheme (a
+// plain path, "", file://) is an error that lists the registered schemes;
+// for a backend of this module that is not registered, it reminds of the
+// blank import. [CheckURL] makes that check without opening anything.
 //
 // # Resume point
 //

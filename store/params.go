@@ -136,6 +136,10 @@ func (p *Params) Bytes(name string, def int64) int64 {
 	return n
 }
 
+// LockTimeoutHint ends the errors of a backend's Open that gave up waiting
+// for a database another process holds (ErrLocked): how to wait longer.
+const LockTimeoutHint = "to wait longer, add lock_timeout=<duration> to the URL (e.g. ?lock_timeout=30s) or set Options.LockTimeout"
+
 // Common reads the parameters every persistent backend shares into o:
 // durability, lock_timeout (positive) and cache. A backend that supports only some of
 // them reads those itself instead.

@@ -135,22 +135,6 @@ type RawFrozenViewer interface {
 	FrozenView(ctx context.Context, u *url.URL) (view *url.URL, release func() error, err error)
 }
 
-// driverFor parses rawURL and returns the driver registered for its scheme;
-// op names the operation in errors.
-func driverFor(op, rawURL string) (Driver, *url.URL, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: %s %q: %w: %w", op, rawURL, ErrInvalid, err)
-	}
-	driversMu.RLock()
-	d := drivers[u.Scheme]
-	driversMu.RUnlock()
-	if d == nil {
-		return nil, nil, fmt.Errorf("store: %s %q: unknown scheme %q; registered: %s: %w", op, rawURL, u.Scheme, schemeList(), ErrInvalid)
-	}
-	return d, u, nil
-}
-
 func rawDriver(op, rawURL string) (RawDriver, *url.URL, error) {
 	d, u, err := driverFor(op, rawURL)
 	if err != nil {

@@ -55,7 +55,7 @@ func TestDropDispatch(t *testing.T) {
 		{"empty name", schemeDropper + ":///db", "", []string{"drop", "empty store name"}},
 		{"malformed URL", "bolt://%zz/db", "pods", []string{"drop pods", "%zz"}},
 		{"unknown scheme", "nosuchscheme:///db", "pods", []string{"drop pods", `unknown scheme "nosuchscheme"`, schemeDropper}},
-		{"no scheme", "/db", "pods", []string{"drop pods", `unknown scheme ""`}},
+		{"no scheme", "/db", "pods", []string{"drop pods", "not a database URL (no scheme)", schemeDropper}},
 		{"backend without Drop", schemeNoDropper + ":///db", "pods", []string{"drop pods", "cannot drop a store"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

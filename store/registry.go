@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -59,27 +60,60 @@ func Schemes() []string {
 
 // Open opens the store named by opts.Name in the database at rawURL, e.g.
 // "memory://", "bolt:///var/lib/app/cache.db?durability=nosync".
-// opts may be nil.
+// opts may be nil. A URL without a registered scheme (a plain path, "",
+// file://) fails with ErrInvalid and an error that lists the registered
+// schemes.
 func Open(ctx context.Context, rawURL string, opts *Options) (Store, error) {
-	u, err := url.Parse(rawURL)
+	d, u, err := driverFor("open", rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %q: %w: %w", rawURL, ErrInvalid, err)
-	}
-	if u.Scheme == "" {
-		return nil, fmt.Errorf("store: open %q: no scheme; want one of %s: %w", rawURL, schemeList(), ErrInvalid)
-	}
-	driversMu.RLock()
-	d := drivers[u.Scheme]
-	driversMu.RUnlock()
-	if d == nil {
-		return nil, fmt.Errorf("store: open %q: unknown scheme %q (forgotten import of github.com/informerdb/informerdb/store/%s?); registered: %s: %w",
-			rawURL, u.Scheme, u.Scheme, schemeList(), ErrInvalid)
+		return nil, err
 	}
 	o, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
 	return d.Open(ctx, u, o)
+}
+
+// CheckURL returns the error Open would return for rawURL before it reaches
+// a backend: a malformed URL, or a scheme no registered backend serves. It
+// does not look at the path: the backend does, when it opens it.
+func CheckURL(rawURL string) error {
+	_, _, err := driverFor("open", rawURL)
+	return err
+}
+
+// moduleBackends are the schemes of this module's backends: a URL naming
+// one that is not registered lacks the blank import of its package.
+var moduleBackends = []string{"badger", "bolt", "memdb", "memory"}
+
+// driverFor parses rawURL and returns the driver registered for its scheme;
+// op names the operation in errors.
+func driverFor(op, rawURL string) (Driver, *url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: %s %q: %w: %w", op, rawURL, ErrInvalid, err)
+	}
+	driversMu.RLock()
+	d := drivers[u.Scheme]
+	driversMu.RUnlock()
+	if d != nil {
+		return d, u, nil
+	}
+	if slices.Contains(moduleBackends, u.Scheme) {
+		return nil, nil, fmt.Errorf("store: %s %q: the %s backend is not registered (forgotten import of github.com/informerdb/informerdb/store/%s?); registered: %s: %w",
+			op, rawURL, u.Scheme, u.Scheme, schemeList(), ErrInvalid)
+	}
+	// A plain path, an empty URL and file:// get one answer: what a
+	// database URL is. A path is not guessed at: the backend is the
+	// scheme, and a new file or directory has no content to tell.
+	what := fmt.Sprintf("unknown scheme %q", u.Scheme)
+	if u.Scheme == "" {
+		what = "no scheme"
+	}
+	return nil, nil, fmt.Errorf("store: %s %q: not a database URL (%s): want <scheme>://<path>, the scheme one of %s "+
+		"(e.g. bolt:///var/lib/app/cache.db, badger:///var/lib/app/cache, memory://): %w",
+		op, rawURL, what, schemeList(), ErrInvalid)
 }
 
 func schemeList() string {

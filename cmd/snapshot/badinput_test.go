@@ -66,20 +66,25 @@ func TestRekeyBadTargets(t *testing.T) {
 	}
 
 	code, _, stderr = cli(t, "rekey", file, "--key", keyFile)
-	if code != exitUsage || !strings.Contains(stderr, "not a store URL") {
-		t.Errorf("rekey of a snapshot file: exit %d (%s), want %d saying it is not a store URL", code, stderr, exitUsage)
+	if code != exitUsage || !strings.Contains(stderr, "is a snapshot file, not a database") {
+		t.Errorf("rekey of a snapshot file: exit %d (%s), want %d saying it is not a database", code, stderr, exitUsage)
 	}
 }
 
-// An unknown command is a usage error (exit 2) naming it; the command
-// without arguments prints its help.
+// An unknown command is a usage error (exit 2) naming it; so is no
+// command, which prints the usage on stderr (it exited 0, so a script that
+// lost its arguments went on as if the command had run).
 func TestUnknownCommand(t *testing.T) {
 	code, _, stderr := cli(t, "verfy", "x")
 	if code != exitUsage || !strings.Contains(stderr, `unknown command "verfy"`) {
 		t.Errorf("unknown command: exit %d (%s); want %d naming it", code, stderr, exitUsage)
 	}
 	code, out, stderr := cli(t)
-	if code != exitOK || !strings.Contains(out, "Usage:") {
-		t.Errorf("no command: exit %d (%s%s); want %d and the help", code, out, stderr, exitOK)
+	if code != exitUsage || !strings.Contains(stderr, "Usage:") || !strings.Contains(stderr, "no command") || out != "" {
+		t.Errorf("no command: exit %d, stdout %q, stderr %q; want %d and the usage on stderr", code, out, stderr, exitUsage)
+	}
+	// The help asked for is no error.
+	if code, out, _ := cli(t, "--help"); code != exitOK || !strings.Contains(out, "Usage:") {
+		t.Errorf("--help: exit %d (%s); want %d and the help on stdout", code, out, exitOK)
 	}
 }

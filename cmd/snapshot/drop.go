@@ -13,7 +13,7 @@ import (
 func newDrop() *cobra.Command {
 	var stores []string
 	cmd := &cobra.Command{
-		Use:   "drop <store-url> --store NAME [--store NAME]...",
+		Use:   "drop <database> --store NAME [--store NAME]...",
 		Short: "Delete stores no informer uses any more from a database",
 		Long: `drop deletes each --store from the database: its objects, index data,
 metadata and resume point, atomically (after a crash a store is whole or gone);
@@ -31,12 +31,9 @@ open in another process.`,
 				// database, which wants no tool.
 				return usageError{fmt.Errorf("drop: name the stores to drop with --store (status lists them)")}
 			}
-			target, err := absURL(a[0])
+			target, err := databaseURL("drop", a[0])
 			if err != nil {
 				return err
-			}
-			if !snapshot.IsURL(target) {
-				return usageError{fmt.Errorf("drop: %q is not a store URL (scheme://...)", a[0])}
 			}
 			names := slices.Compact(slices.Sorted(slices.Values(stores)))
 			if slices.Contains(names, "") {

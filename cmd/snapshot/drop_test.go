@@ -136,8 +136,9 @@ func TestDropRefusals(t *testing.T) {
 		{"empty --store", []string{"drop", url, "--store", ""}, exitUsage, "empty"},
 		{"no URL", []string{"drop", "--store", oldName}, exitUsage, "arg"},
 		{"two URLs", []string{"drop", url, url, "--store", oldName}, exitUsage, "arg"},
-		{"snapshot file", []string{"drop", file, "--store", podsName}, exitUsage, "not a store URL"},
-		{"unknown scheme", []string{"drop", "nosuch:///x", "--store", podsName}, exitError, "nosuch"},
+		{"snapshot file", []string{"drop", file, "--store", podsName}, exitUsage, "is a snapshot file, not a database"},
+		{"unknown scheme", []string{"drop", "nosuch:///x", "--store", podsName}, exitUsage, `unknown scheme "nosuch"`},
+		{"file URL", []string{"drop", "file://" + path, "--store", podsName}, exitUsage, `unknown scheme "file"`},
 		{"missing database", []string{"drop", "bolt://" + filepath.Join(dir, "none.db"), "--store", podsName}, exitError, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

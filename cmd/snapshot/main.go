@@ -3,22 +3,30 @@
 // databases. The work is done by package store/snapshot; this is the thin
 // command layer.
 //
-//	snapshot save <store-url> <file> [--store name]...
-//	snapshot restore <file> <store-url> [--force] [--drop-resume-point] [--store name]...
-//	snapshot status <file|store-url> [-w simple|json|table]
-//	snapshot verify <file|store-url> [-w simple|json|table]
-//	snapshot ls <file|store-url> [--store name] [-o yaml|json]
-//	snapshot get <file|store-url> <key> [--store name] [-o yaml|json]
-//	snapshot by-index <file|store-url> <index> <value> [--store name] [-o yaml|json]
+//	snapshot save <database> <file> [--store name]...
+//	snapshot restore <file> <database> [--force] [--drop-resume-point] [--store name]...
+//	snapshot status <file|database> [-w simple|json|table]
+//	snapshot verify <file|database> [-w simple|json|table]
+//	snapshot ls <file|database> [--store name] [-o name|wide|yaml|json] [-l selector] [-n namespace]
+//	snapshot get <file|database> <key> [--store name] [-o yaml|json|name|wide]
+//	snapshot by-index <file|database> <index> <value> [--store name] [-o name|wide|yaml|json]
 //	snapshot compact <bolt-file>
-//	snapshot rekey <store-url> --key FILE [--old-key FILE]... [--store name]...
-//	snapshot drop <store-url> --store name [--store name]...
+//	snapshot rekey <database> --key FILE [--old-key FILE]... [--store name]...
+//	snapshot drop <database> --store name [--store name]...
 //
-// Store URLs are those of store.Open: bolt:///abs/file.db,
-// badger:///abs/dir, memory:///abs/file.snap, memdb:///abs/file.snap. Bolt
-// and badger databases are locked by the process that has them open: the
+// A database is a store URL, as store.Open takes (bolt:///abs/file.db,
+// badger:///abs/dir, memory:///abs/file.snap, memdb:///abs/file.snap;
+// parameters such as ?lock_timeout=30s included), or the path of an
+// existing one, recognised by its content: a bolt file, a badger
+// directory, or a memory or memdb snapshot file (read as memory://, the two
+// share the format). A file is a portable snapshot file, which save writes.
+// Anything else (an unknown file, a directory without a badger database,
+// file://, an empty argument) is refused as usage, naming the store URLs; a
+// new database, which has no content yet, is named by its URL. Bolt and
+// badger databases are locked by the process that has them open: the
 // command reads and writes offline databases (a running process snapshots
-// itself with snapshot.SaveURL or snapshot.SaveStores).
+// itself with snapshot.SaveURL or snapshot.SaveStores, or serves itself;
+// see below).
 //
 // save, status, ls, get and by-index also read a running process's
 // database through the handler it mounts (snapshot.NewHandler), given its
@@ -32,7 +40,18 @@
 // requests (controller-runtime's, with its authentication filter, serves
 // its ExtraHandlers behind it).
 //
-// Exit codes: 0 success, 1 other errors, 2 usage, 3 corrupt or
+// ls prints one name per line by default, as kubectl's -o name, with the
+// object's key in its store (what get takes) after the kind:
+// kind[.group]/namespace/name, or kind[.group]/name for a cluster-scoped
+// object (configmap/kube-system/coredns, deployment.apps/default/web,
+// node/worker-1), so that names stay unique across namespaces. -o wide is
+// a table (NAMESPACE, NAME as kind/name, RESOURCE VERSION, AGE, STORE);
+// -o yaml and -o json print whole objects, YAML documents separated by
+// "---" or JSON values one after another. -l takes kubectl's label
+// selectors, -n a namespace. get prints YAML by default.
+//
+// Exit codes: 0 success, 1 other errors, 2 usage (no command, a bad flag
+// value, an argument that is not a file or a database), 3 corrupt or
 // incompatible data (checksum, truncation, failed verification), 4 restore
 // target not empty, 5 database locked or in use, 130 and 143 stopped by
 // SIGINT and SIGTERM. The first such signal stops the command: it winds

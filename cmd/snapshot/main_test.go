@@ -236,7 +236,7 @@ func TestObjects(t *testing.T) {
 				t.Errorf("by-index namespace ns-2 (-want +got):\n%s", diff)
 			}
 
-			code, out, stderr = cli(t, "ls", target)
+			code, out, stderr = cli(t, "ls", target, "-o", "yaml")
 			if code != 0 {
 				t.Fatalf("ls: exit %d: %s", code, stderr)
 			}
@@ -261,7 +261,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{},
 		{"save", "only-one-arg"},
-		{"save", file, filepath.Join(t.TempDir(), "x")}, // not a URL
+		{"save", file, filepath.Join(t.TempDir(), "x")}, // a snapshot file, not a database
 		{"restore", file},
 		{"status", "-w", "xml", file},
 		{"status", "--no-such-flag", file},
@@ -269,13 +269,8 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, _, stderr := cli(t, args...)
-			want := exitUsage
-			if len(args) == 0 {
-				// cobra prints the help of a root without RunE.
-				want = exitOK
-			}
-			if code != want {
-				t.Errorf("exit %d (%s), want %d", code, stderr, want)
+			if code != exitUsage {
+				t.Errorf("exit %d (%s), want %d", code, stderr, exitUsage)
 			}
 		})
 	}
@@ -338,15 +333,22 @@ func TestBadFileExitCodes(t *testing.T) {
 			if err := os.WriteFile(bad, tc.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
+			// A damaged snapshot is corrupt data (exit 3); a file that
+			// is no snapshot at all, nor a database, is not what the
+			// commands take (exit 2, saying what they take).
+			want, says := exitCorrupt, bad
+			if tc.name == "not a snapshot" {
+				want, says = exitUsage, "bolt:///"
+			}
 			for _, args := range [][]string{{"status", bad}, {"verify", bad}, {"ls", bad}} {
-				if code, _, stderr := cli(t, args...); code != exitCorrupt {
-					t.Errorf("%v: exit %d (%s), want %d", args, code, stderr, exitCorrupt)
+				if code, _, stderr := cli(t, args...); code != want || !strings.Contains(stderr, says) {
+					t.Errorf("%v: exit %d (%s), want %d saying %q", args, code, stderr, want, says)
 				}
 			}
 			dst := filepath.Join(t.TempDir(), "dst.db")
 			code, _, stderr := cli(t, "restore", bad, "bolt://"+dst)
-			if code != exitCorrupt {
-				t.Errorf("restore: exit %d (%s), want %d", code, stderr, exitCorrupt)
+			if code != want || !strings.Contains(stderr, says) {
+				t.Errorf("restore: exit %d (%s), want %d saying %q", code, stderr, want, says)
 			}
 			if !strings.Contains(stderr, bad) {
 				t.Errorf("restore error %q does not name the file", stderr)

@@ -1,19 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/yaml"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -24,18 +26,58 @@ import (
 type objectFlags struct {
 	store  string
 	output string
+	// selector and namespace filter ls: labels.Parse's syntax, and a
+	// namespace ("" for all).
+	selector  string
+	namespace string
+	// sel is selector parsed by check; nil without one.
+	sel labels.Selector
 }
 
-func (f *objectFlags) add(cmd *cobra.Command) {
+// outputs are the formats of -o, as kubectl's: names, a table, or whole
+// objects.
+var outputs = []string{"name", "wide", "yaml", "json"}
+
+// add adds --store and -o, with def as the output format.
+func (f *objectFlags) add(cmd *cobra.Command, def string) {
 	cmd.Flags().StringVar(&f.store, "store", "", "the store to read (needed when there are several)")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().StringVarP(&f.output, "output", "o", def, "output format: "+strings.Join(outputs, ", "))
+}
+
+// addFilters adds -l and -n.
+func (f *objectFlags) addFilters(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "label selector, as kubectl's (-l app=web,tier!=cache)")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "only objects of this namespace")
 }
 
 func (f *objectFlags) check() error {
-	if f.output != "yaml" && f.output != "json" {
-		return usageError{fmt.Errorf("-o %q: want yaml or json", f.output)}
+	if !slices.Contains(outputs, f.output) {
+		return usageError{fmt.Errorf("-o %q: want one of %s", f.output, strings.Join(outputs, ", "))}
+	}
+	if f.selector != "" {
+		sel, err := labels.Parse(f.selector)
+		if err != nil {
+			return usageError{fmt.Errorf("-l %q: %w", f.selector, err)}
+		}
+		f.sel = sel
+	}
+	if f.namespace != "" {
+		if errs := validation.IsDNS1123Label(f.namespace); len(errs) > 0 {
+			return usageError{fmt.Errorf("-n %q: not a namespace name: %s", f.namespace, strings.Join(errs, "; "))}
+		}
 	}
 	return nil
+}
+
+// filters tells whether objects are filtered by their metadata.
+func (f *objectFlags) filters() bool { return f.sel != nil || f.namespace != "" }
+
+// matches tells whether an object passes -l and -n.
+func (f *objectFlags) matches(m *metav1.PartialObjectMetadata) bool {
+	if f.namespace != "" && m.Namespace != f.namespace {
+		return false
+	}
+	return f.sel == nil || f.sel.Matches(labels.Set(m.Labels))
 }
 
 // pick returns the stores to read: --store, or every store when all,
@@ -69,26 +111,38 @@ func storeNames(infos []store.Info) []string {
 func newLs() *cobra.Command {
 	var f objectFlags
 	cmd := &cobra.Command{
-		Use:   "ls <file|store-url>",
-		Short: "Print the objects of a store (all stores without --store)",
-		Args:  args(cobra.ExactArgs(1)),
+		Use:   "ls <file|database>",
+		Short: "List the objects of a store (all stores without --store), by name",
+		Long: `ls lists the objects of the stores, one name per line by default, as kubectl's
+-o name: kind[.group]/KEY, where KEY is the object's key in its store (what get
+takes: namespace/name, or name for a cluster-scoped object), so that the names
+stay unique across namespaces; for example configmap/kube-system/coredns,
+deployment.apps/default/web, node/worker-1. -o wide is a table (NAMESPACE, NAME
+as kind/name, RESOURCE VERSION, AGE, STORE); -o yaml and -o json print whole
+objects (YAML documents separated by ---, or JSON values one after another).
+-l selects by labels as kubectl does, -n by namespace.`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return readObjects(cmd, &f, a[0], true, func(store.Info, store.Record) bool { return true })
+			return readObjects(cmd, &f, "ls", a[0], true, func(store.Info, store.Record) bool { return true })
 		},
 	}
-	f.add(cmd)
+	f.add(cmd, "name")
+	f.addFilters(cmd)
 	return cmd
 }
 
 func newGet() *cobra.Command {
 	var f objectFlags
 	cmd := &cobra.Command{
-		Use:   "get <file|store-url> <key>",
+		Use:   "get <file|database> <key>",
 		Short: "Print the object stored under a key",
-		Args:  args(cobra.ExactArgs(2)),
+		Long: `get prints the object stored under <key> (namespace/name, or name for a
+cluster-scoped object), as YAML by default; -o json, -o name (kind[.group]/KEY,
+as ls prints it) and -o wide (one row of ls's table) as for ls.`,
+		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			found := false
-			err := readObjects(cmd, &f, a[0], false, func(_ store.Info, rec store.Record) bool {
+			err := readObjects(cmd, &f, "get", a[0], false, func(_ store.Info, rec store.Record) bool {
 				if rec.Key == a[1] {
 					found = true
 					return true
@@ -101,19 +155,21 @@ func newGet() *cobra.Command {
 			return err
 		},
 	}
-	f.add(cmd)
+	f.add(cmd, "yaml")
 	return cmd
 }
 
 func newByIndex() *cobra.Command {
 	var f objectFlags
 	cmd := &cobra.Command{
-		Use:   "by-index <file|store-url> <index> <value>",
-		Short: "Print the objects whose index values include a value",
-		Args:  args(cobra.ExactArgs(3)),
+		Use:   "by-index <file|database> <index> <value>",
+		Short: "List the objects whose index values include a value",
+		Long: `by-index lists the objects of a store whose values of <index> include <value>,
+with ls's output formats (-o name by default).`,
+		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			index, value := a[1], a[2]
-			return readObjects(cmd, &f, a[0], false, func(info store.Info, rec store.Record) bool {
+			return readObjects(cmd, &f, "by-index", a[0], false, func(info store.Info, rec store.Record) bool {
 				i := slices.Index(info.Indexes, index)
 				return i >= 0 && i < len(rec.Values) && slices.Contains(rec.Values[i], value)
 			}, func(info store.Info) error {
@@ -124,21 +180,22 @@ func newByIndex() *cobra.Command {
 			})
 		},
 	}
-	f.add(cmd)
+	f.add(cmd, "name")
 	return cmd
 }
 
-// readObjects prints the records of the chosen stores that match keep,
-// decoded. check, when given, vets each store's Info first.
-func readObjects(cmd *cobra.Command, f *objectFlags, target string, all bool, keep func(store.Info, store.Record) bool, check ...func(store.Info) error) error {
+// readObjects prints the records of the chosen stores that match keep and
+// the filters, decoded. check, when given, vets each store's Info first.
+func readObjects(cmd *cobra.Command, f *objectFlags, op, arg string, all bool, keep func(store.Info, store.Record) bool, check ...func(store.Info) error) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	target, err := absURL(target)
+	src, err := openSource(cmd, op, arg)
 	if err != nil {
 		return err
 	}
-	target, done, err := localCopy(cmd, target, f.store)
+	defer src.Close()
+	target, done, err := localCopy(cmd, src.target, f.store)
 	if err != nil {
 		return err
 	}
@@ -147,8 +204,7 @@ func readObjects(cmd *cobra.Command, f *objectFlags, target string, all bool, ke
 	if err != nil {
 		return err
 	}
-	w := cmd.OutOrStdout()
-	first := true
+	p := newObjectPrinter(cmd.OutOrStdout(), f.output, time.Now())
 	for _, info := range infos {
 		for _, c := range check {
 			if err := c(info); err != nil {
@@ -159,7 +215,7 @@ func readObjects(cmd *cobra.Command, f *objectFlags, target string, all bool, ke
 		if err != nil {
 			return err
 		}
-		_, err = snapshot.Records(cmd.Context(), target, info.Name, func(rec store.Record) error {
+		_, err = snapshot.Records(cmd.Context(), src.target, info.Name, func(rec store.Record) error {
 			if !keep(info, rec) {
 				return nil
 			}
@@ -167,43 +223,29 @@ func readObjects(cmd *cobra.Command, f *objectFlags, target string, all bool, ke
 			if err != nil {
 				return fmt.Errorf("store %s: object %q: %w", info.Name, rec.Key, err)
 			}
-			return printObject(w, f.output, out, &first)
+			var meta *metav1.PartialObjectMetadata
+			if f.filters() || p.needsMeta() {
+				meta = &metav1.PartialObjectMetadata{}
+				if err := json.Unmarshal(out, meta); err != nil {
+					return fmt.Errorf("store %s: object %q: its metadata: %w: %w", info.Name, rec.Key, store.ErrCorrupt, err)
+				}
+				if !f.matches(meta) {
+					return nil
+				}
+			}
+			return p.print(info, rec.Key, out, meta)
 		})
 		if err != nil {
 			return err
 		}
 	}
-	if f.output == "json" && !first {
-		fmt.Fprintln(w)
+	if err := p.flush(); err != nil {
+		return err
+	}
+	if op == "ls" && p.count == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "No objects found.")
 	}
 	return nil
-}
-
-// printObject writes one object's JSON as YAML documents separated by
-// "---", or as JSON values, one per line.
-func printObject(w io.Writer, format string, js []byte, first *bool) error {
-	if format == "json" {
-		if !*first {
-			fmt.Fprintln(w)
-		}
-		*first = false
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, js, "", "  "); err != nil {
-			return err
-		}
-		_, err := w.Write(buf.Bytes())
-		return err
-	}
-	y, err := yaml.JSONToYAML(js)
-	if err != nil {
-		return err
-	}
-	if !*first {
-		fmt.Fprintln(w, "---")
-	}
-	*first = false
-	_, err = w.Write(y)
-	return err
 }
 
 // decoder turns a record's data into the object's JSON.

@@ -34,7 +34,7 @@ func newRekey() *cobra.Command {
 	var primary string
 	var old, stores []string
 	cmd := &cobra.Command{
-		Use:   "rekey <store-url> --key FILE [--old-key FILE]...",
+		Use:   "rekey <database> --key FILE [--old-key FILE]...",
 		Short: "Re-encrypt every object of a database's stores under a new key",
 		Long: `rekey rewrites every record of the selected stores (all by default) sealed
 under the primary key (--key), reading records sealed under any --old-key. A
@@ -47,12 +47,9 @@ database instead.`,
 			if primary == "" {
 				return usageError{fmt.Errorf("rekey: --key is required")}
 			}
-			target, err := absURL(a[0])
+			target, err := databaseURL("rekey", a[0])
 			if err != nil {
 				return err
-			}
-			if !snapshot.IsURL(target) {
-				return usageError{fmt.Errorf("rekey: %q is not a store URL (scheme://...)", a[0])}
 			}
 			key, err := indexer.LoadKey(primary)
 			if err != nil {

@@ -47,10 +47,13 @@ func newRoot() *cobra.Command {
 		Short: "Save, restore, inspect and verify informerdb databases",
 		Long: `snapshot copies the stores of an informerdb database (objects, index values,
 identity and resume point) to a portable, checksummed file, and restores such a
-file into a database of any backend. Store URLs are those of store.Open:
-bolt:///abs/file.db, badger:///abs/dir, memory:///abs/file.snap,
-memdb:///abs/file.snap. Bolt and badger databases must not be open in another
-process; a running process's database is read through the handler it mounts
+file into a database of any backend. A database is a store URL, as store.Open
+takes (bolt:///abs/file.db, badger:///abs/dir, memory:///abs/file.snap,
+memdb:///abs/file.snap, with parameters such as ?lock_timeout=30s), or the path
+of an existing one, recognised by its content (a bolt file, a badger directory,
+a memory or memdb snapshot file). A file is a snapshot file save wrote. Bolt
+and badger databases must not be open in another process.
+A running process's database is read through the handler it mounts
 (snapshot.NewHandler): give save, status, ls and get its http:// or https://
 address, e.g. http://localhost:8081/debug/informerdb/ through kubectl
 port-forward.
@@ -62,10 +65,14 @@ SIGINT and SIGTERM (the first one stops the command, removing its temporary file
 		SilenceErrors: true,
 	}
 	// An unknown command is a usage error (cobra's own check of the root's
-	// arguments returns a plain error, which would exit 1); without
-	// arguments the root prints its help.
+	// arguments returns a plain error, which would exit 1). So is no
+	// command: the usage goes to stderr, and the exit code says nothing
+	// ran; the help asked for (--help, help) goes to stdout and exits 0.
 	root.Args = args(cobra.NoArgs)
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
+		return usageError{errors.New("no command given; see the commands above, or snapshot help <command>")}
+	}
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	addRemoteFlags(root)
@@ -108,26 +115,27 @@ func absURL(target string) (string, error) {
 func newSave(g *globals) *cobra.Command {
 	var stores []string
 	cmd := &cobra.Command{
-		Use:   "save <store-url> <file>",
+		Use:   "save <database> <file>",
 		Short: "Write a snapshot of a database's stores to a file",
 		Long: `save reads each store of the database in one consistent view and writes them
 to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 0600).`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if snapshot.IsHTTP(a[0]) {
-				return saveRemote(cmd, a[0], a[1], stores)
-			}
-			src, err := absURL(a[0])
+			src, err := openSource(cmd, "save", a[0])
 			if err != nil {
 				return err
 			}
-			if !snapshot.IsURL(src) {
-				return usageError{fmt.Errorf("save: %q is not a store URL (scheme://...)", a[0])}
+			defer src.Close()
+			if snapshot.IsHTTP(src.target) {
+				return saveRemote(cmd, src.target, a[1], stores)
+			}
+			if src.file {
+				return usageError{fmt.Errorf("save: %s is a snapshot file already; save reads a database (a bolt file, a badger directory or a store URL)", a[0])}
 			}
 			p := newProgress(cmd, g, "save")
 			var part string
-			m, err := snapshot.SaveURL(cmd.Context(), a[1], src, &snapshot.SaveOptions{
+			m, err := snapshot.SaveURL(cmd.Context(), a[1], src.target, &snapshot.SaveOptions{
 				Stores: stores, Progress: p.report,
 				TempFile: func(path string) { part = path; temps.add(path) },
 			})
@@ -153,24 +161,30 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 func newRestore(g *globals) *cobra.Command {
 	var o snapshot.RestoreOptions
 	cmd := &cobra.Command{
-		Use:   "restore <file> <store-url>",
+		Use:   "restore <file> <database>",
 		Short: "Restore a snapshot file into a database of any backend",
 		Long: `restore verifies the whole file (checksum, counts, content hashes) before it
 writes anything, refuses stores that hold objects or a resume point unless
 --force, and replaces each store atomically. --drop-resume-point makes the
-informer relist on its next start.`,
+informer relist on its next start. A new database is named by its store URL
+(bolt:///abs/file.db), which says its backend.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			dst, err := absURL(a[1])
+			src, err := openSource(cmd, "restore", a[0])
 			if err != nil {
 				return err
 			}
-			if !snapshot.IsURL(dst) {
-				return usageError{fmt.Errorf("restore: %q is not a store URL (scheme://...)", a[1])}
+			defer src.Close()
+			if !src.file {
+				return usageError{fmt.Errorf("restore: %s is a database, not a snapshot file; save it to a file first (snapshot save %s FILE)", a[0], a[0])}
+			}
+			dst, err := databaseURL("restore", a[1])
+			if err != nil {
+				return err
 			}
 			p := newProgress(cmd, g, "restore")
 			o.Progress = p.report
-			m, err := snapshot.Restore(cmd.Context(), a[0], dst, &o)
+			m, err := snapshot.Restore(cmd.Context(), src.target, dst, &o)
 			p.done()
 			if err != nil {
 				return err
@@ -192,7 +206,7 @@ informer relist on its next start.`,
 func newStatus(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "status <file|store-url>",
+		Use:   "status <file|database>",
 		Short: "Describe the stores of a snapshot file or a database",
 		Long: `status prints per store the object count, resume point, index names, type,
 codec, scope, bytes and a content hash that is the same for the same objects in
@@ -204,16 +218,17 @@ the error, and the others are still described (exit 3).`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			target, err := absURL(a[0])
+			src, err := openSource(cmd, "status", a[0])
 			if err != nil {
 				return err
 			}
+			defer src.Close()
 			p := newProgress(cmd, g, "status")
 			var m *snapshot.Manifest
-			if snapshot.IsHTTP(target) {
-				m, err = remoteStatus(cmd, target)
+			if snapshot.IsHTTP(src.target) {
+				m, err = remoteStatus(cmd, src.target)
 			} else {
-				m, err = snapshot.Status(cmd.Context(), target, p.report)
+				m, err = snapshot.Status(cmd.Context(), src.target, p.report)
 			}
 			p.done()
 			if m == nil {
@@ -234,7 +249,7 @@ the error, and the others are still described (exit 3).`,
 func newVerify(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "verify <file|store-url>",
+		Use:   "verify <file|database>",
 		Short: "Check a snapshot file's checksum, or a database's records, objects and indexes",
 		Long: `verify checks a snapshot file (structure, checksum, counts, content hashes), or
 a database: every record's checksum, that every object decodes (for types
@@ -246,12 +261,13 @@ temporary directory ($TMPDIR). Any damage is exit code 3.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			target, err := absURL(a[0])
+			src, err := openSource(cmd, "verify", a[0])
 			if err != nil {
 				return err
 			}
+			defer src.Close()
 			p := newProgress(cmd, g, "verify")
-			m, err := snapshot.Verify(cmd.Context(), target, &snapshot.VerifyOptions{
+			m, err := snapshot.Verify(cmd.Context(), src.target, &snapshot.VerifyOptions{
 				Entries: indexEntries, Progress: p.report,
 				Decoder: func(info store.Info) (func([]byte) error, error) {
 					dec, err := decoderFor(info)

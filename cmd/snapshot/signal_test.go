@@ -25,7 +25,10 @@ import (
 const envStallMain = "SNAPSHOT_TEST_STALL_MAIN"
 
 func stallMain(mode string) int {
-	snapshot.RegisterDriver("stall", stallDriver{stuck: mode == "stuck"})
+	d := stallDriver{stuck: mode == "stuck"}
+	snapshot.RegisterDriver("stall", d)
+	// The command takes the URLs of schemes registered with store.
+	store.Register("stall", d)
 	return runMain(os.Args[1:], os.Stdout, os.Stderr)
 }
 

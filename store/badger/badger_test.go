@@ -503,6 +503,12 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("Open = %v, want ErrLocked naming %s", err, dir)
 	}
+	// How long it waited, and how to wait longer.
+	for _, want := range []string{"database is locked by another process (waited 300ms; ", "lock_timeout=<duration>", "lock_timeout=30s"} {
+		if err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("Open = %q, want it to say %q", err, want)
+		}
+	}
 
 	// Once the child lets go, a waiting Open succeeds.
 	o.LockTimeout = 30 * time.Second

@@ -448,7 +448,7 @@ func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.
 			return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 		}
 		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("store: open badger://%s: directory held by another process for %v (stop it, or open another directory): %w", dir, lockTimeout, store.ErrLocked)
+			return nil, fmt.Errorf("store: open badger://%s: %w (waited %v; %s)", dir, store.ErrLocked, lockTimeout, store.LockTimeoutHint)
 		}
 		select {
 		case <-ctx.Done():

@@ -85,7 +85,7 @@ func lockDirWait(ctx context.Context, dir string, timeout time.Duration) (unlock
 			return unlock, err
 		}
 		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("directory held by another process for %v (stop it, or open another directory): %w", timeout, store.ErrLocked)
+			return nil, fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, store.LockTimeoutHint)
 		}
 		select {
 		case <-ctx.Done():

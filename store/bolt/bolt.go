@@ -402,8 +402,8 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 		if !isClosed(f.opened) {
 			// Another goroutine's open; it may fail, so look again.
 			if err := wait(f.opened, "another open of the file in this process", fmt.Errorf(
-				"store: open %s: another open of the file in this process waited for its lock for %v (see Options.LockTimeout, lock_timeout=): %w",
-				path, o.LockTimeout, store.ErrLocked)); err != nil {
+				"store: open %s: another open of the file in this process waited for its lock for %v: %w (%s)",
+				path, o.LockTimeout, store.ErrLocked, store.LockTimeoutHint)); err != nil {
 				return nil, err
 			}
 			continue
@@ -415,8 +415,8 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 			testHookWaitReadOnly(path)
 		}
 		if err := wait(f.closed, "reads of this process to close the file", fmt.Errorf(
-			"store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v (see Options.LockTimeout, lock_timeout=): %w",
-			path, o.LockTimeout, store.ErrInUse)); err != nil {
+			"store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v: %w (%s)",
+			path, o.LockTimeout, store.ErrInUse, store.LockTimeoutHint)); err != nil {
 			return nil, err
 		}
 	}
@@ -622,7 +622,7 @@ type lockedError struct {
 }
 
 func (e *lockedError) Error() string {
-	return fmt.Sprintf("store: open %s: another process holds the file (waited %v; see Options.LockTimeout, lock_timeout=): %v", e.path, e.waited, store.ErrLocked)
+	return fmt.Sprintf("store: open %s: %v (waited %v; %s)", e.path, store.ErrLocked, e.waited, store.LockTimeoutHint)
 }
 
 func (e *lockedError) Unwrap() error { return store.ErrLocked }

@@ -19,7 +19,7 @@ const lockPoll = 20 * time.Millisecond
 
 // OpenLockHint is what a backend's Open adds to a Lock error: how to wait
 // longer for the file.
-const OpenLockHint = "to wait longer, raise Options.LockTimeout or the URL's lock_timeout="
+const OpenLockHint = store.LockTimeoutHint
 
 // Lock takes the lock of the snapshot file at path for this process, so
 // that two processes never write snapshots of one file over each other's
