@@ -215,7 +215,7 @@ func readObjects(cmd *cobra.Command, f *objectFlags, op, arg string, all bool, k
 		if err != nil {
 			return err
 		}
-		_, err = snapshot.Records(cmd.Context(), src.target, info.Name, func(rec store.Record) error {
+		_, err = snapshot.Records(cmd.Context(), target, info.Name, func(rec store.Record) error {
 			if !keep(info, rec) {
 				return nil
 			}
