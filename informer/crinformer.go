@@ -187,7 +187,7 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 // openDatabase checks the URL and opens the constructor's own store,
 // which opens the database, checks its path and waits for its lock.
 func (c *InformerConstructor) openDatabase(ctx context.Context) error {
-	if err := checkURL(c.url); err != nil {
+	if err := store.CheckURL(c.url); err != nil {
 		return err
 	}
 	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -324,19 +323,6 @@ func isAnswer(err error) bool {
 	}
 	code := status.Status().Code
 	return code >= 400 && code < 500 && code != http.StatusUnauthorized && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
-}
-
-// checkURL fails early on a database URL no registered backend serves.
-func checkURL(rawURL string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return fmt.Errorf("database URL %q: %w", rawURL, err)
-	}
-	if !slices.Contains(store.Schemes(), u.Scheme) {
-		return fmt.Errorf("database URL %q: no backend registered for scheme %q (forgotten import of github.com/informerdb/informerdb/store/%s?); registered: %v",
-			rawURL, u.Scheme, u.Scheme, store.Schemes())
-	}
-	return nil
 }
 
 // StoreName returns the name of the store that holds gvr in the factory's

@@ -303,7 +303,7 @@ func TestFactoryBadInput(t *testing.T) {
 		client kubernetes.Interface
 		want   string
 	}{
-		"unknown scheme":   {"nosuch://x", client, "forgotten import"},
+		"unknown scheme":   {"nosuch://x", client, `unknown scheme "nosuch"`},
 		"nil client":       {"memory://", nil, "nil clientset"},
 		"typed nil client": {"memory://", typedNil, "nil clientset"},
 	} {
@@ -502,7 +502,7 @@ func TestNewFactoryChecksDatabase(t *testing.T) {
 		want      error
 		wantIn    string
 	}{
-		{"unknown scheme", "nosuch:///var/lib/cache.db", store.ErrInvalid, "forgotten import"},
+		{"unknown scheme", "nosuch:///var/lib/cache.db", store.ErrInvalid, `unknown scheme "nosuch"`},
 		{"empty URL", "", store.ErrInvalid, "scheme"},
 		{"relative path", "bolt://cache.db", store.ErrInvalid, "cache.db"},
 		{"unknown parameter", "bolt://" + filepath.Join(dir, "cache.db") + "?nosuch=1", store.ErrInvalid, "nosuch"},

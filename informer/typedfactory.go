@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/internal/typednil"
+	"github.com/informerdb/informerdb/store"
 )
 
 // SharedInformerOption configures a SharedInformerFactory or a
@@ -202,7 +203,7 @@ func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, 
 	if defaultResync < 0 {
 		return fail(fmt.Errorf("default resync period %v is negative", defaultResync))
 	}
-	if err := checkURL(rawURL); err != nil {
+	if err := store.CheckURL(rawURL); err != nil {
 		return fail(err)
 	}
 	e := &schemeFactory{
