@@ -247,7 +247,7 @@ func TestSharedInformerFactoryBadInput(t *testing.T) {
 		want   string
 	}{
 		{"nil config", good, nil, 0, nil, "nil REST config"},
-		{"unknown backend", "nosuch://x", api.config(), 0, nil, `no backend registered for scheme "nosuch"`},
+		{"unknown backend", "nosuch://x", api.config(), 0, nil, `unknown scheme "nosuch"`},
 		{"negative resync", good, api.config(), -time.Second, nil, "negative"},
 		{"negative custom resync", good, api.config(), 0,
 			[]SharedInformerOption{WithCustomResyncConfig(map[metav1.Object]time.Duration{&corev1.Pod{}: -1})}, "negative"},
