@@ -48,12 +48,12 @@ func LiveView(ctx context.Context, rawURL string, fn func(RawView) error) error 
 	if err != nil {
 		return err
 	}
-	return LiveViewOf(ctx, d, u, fn)
+	return liveViewOf(ctx, d, u, fn)
 }
 
-// LiveViewOf is LiveView through the driver d, for callers that have their
+// liveViewOf is LiveView through the driver d, for callers that have their
 // own registry of drivers (the snapshot package).
-func LiveViewOf(ctx context.Context, d Driver, u *url.URL, fn func(RawView) error) error {
+func liveViewOf(ctx context.Context, d Driver, u *url.URL, fn func(RawView) error) error {
 	lv, ok := d.(RawLiveViewer)
 	if !ok {
 		return fmt.Errorf("store: view %s: the %s backend cannot serve a live view of its databases: %w", u.Redacted(), u.Scheme, ErrInvalid)

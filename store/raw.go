@@ -165,12 +165,12 @@ func ListStores(ctx context.Context, rawURL string) ([]StoreEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ListStoresOf(ctx, d, u)
+	return listStoresOf(ctx, d, u)
 }
 
-// ListStoresOf is ListStores through the raw driver d, for callers that
+// listStoresOf is ListStores through the raw driver d, for callers that
 // have their own registry of drivers (the snapshot package).
-func ListStoresOf(ctx context.Context, d RawDriver, u *url.URL) ([]StoreEntry, error) {
+func listStoresOf(ctx context.Context, d RawDriver, u *url.URL) ([]StoreEntry, error) {
 	if l, ok := d.(RawStoreLister); ok {
 		return l.ListStores(ctx, u)
 	}
@@ -209,12 +209,12 @@ func FrozenView(ctx context.Context, rawURL string) (view string, release func()
 	if err != nil {
 		return "", nil, err
 	}
-	return FrozenViewOf(ctx, d, u)
+	return frozenViewOf(ctx, d, u)
 }
 
-// FrozenViewOf is FrozenView through the raw driver d, for callers that
+// frozenViewOf is FrozenView through the raw driver d, for callers that
 // have their own registry of drivers (the snapshot package).
-func FrozenViewOf(ctx context.Context, d RawDriver, u *url.URL) (view string, release func() error, err error) {
+func frozenViewOf(ctx context.Context, d RawDriver, u *url.URL) (view string, release func() error, err error) {
 	fv, ok := d.(RawFrozenViewer)
 	if !ok {
 		return u.String(), func() error { return nil }, nil

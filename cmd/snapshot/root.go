@@ -13,21 +13,11 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
-	"github.com/informerdb/informerdb/store/memdb"
-	"github.com/informerdb/informerdb/store/memory"
+	// The command reads and writes every backend's databases.
+	_ "github.com/informerdb/informerdb/store/memdb"
+	_ "github.com/informerdb/informerdb/store/memory"
 	"github.com/informerdb/informerdb/store/snapshot"
 )
-
-func init() {
-	// The backends register their raw drivers with store.Register too
-	// (drop goes through store.Drop); registering them here as well makes
-	// package snapshot use them whatever else a program registers, from
-	// the one place that imports every backend.
-	snapshot.RegisterDriver(bolt.Scheme, bolt.Raw())
-	snapshot.RegisterDriver(badger.Scheme, badger.Raw())
-	snapshot.RegisterDriver(memory.Scheme, memory.Raw())
-	snapshot.RegisterDriver(memdb.Scheme, memdb.Raw())
-}
 
 // indexEntries are the readers of persisted index entries, for verify.
 var indexEntries = map[string]snapshot.IndexEntries{

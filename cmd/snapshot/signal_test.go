@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/snapshot"
 )
 
 // envStallMain makes the test binary run the command (runMain, with its
@@ -26,8 +25,6 @@ const envStallMain = "SNAPSHOT_TEST_STALL_MAIN"
 
 func stallMain(mode string) int {
 	d := stallDriver{stuck: mode == "stuck"}
-	snapshot.RegisterDriver("stall", d)
-	// The command takes the URLs of schemes registered with store.
 	store.Register("stall", d)
 	return runMain(os.Args[1:], os.Stdout, os.Stderr)
 }

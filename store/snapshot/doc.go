@@ -42,8 +42,8 @@
 //
 // Databases are named by the URLs store.Open takes ("bolt:///abs/file.db",
 // "badger:///abs/dir", "memory:///abs/file.snap", "memdb:///abs/file.snap").
-// A backend's record-level driver is found through RegisterDriver, or, when
-// the backend registers a store.RawDriver with the store package, there.
+// A backend's record-level driver is the store.RawDriver it registers with
+// package store.
 //
 // # Durability
 //
@@ -103,13 +103,6 @@
 // second has already replaced the first. Every store is still whole (the
 // old contents or the new), and rerunning the restore with --force
 // finishes it.
-//
-// The backends register store.Driver values that do not implement
-// store.RawDriver, so store.Stores, store.Export and store.Import cannot
-// reach their raw drivers; programs (cmd/snapshot, tests) register each
-// backend's Raw() here with RegisterDriver. Once a backend registers a
-// driver that is also a RawDriver, the registration here becomes
-// unnecessary.
 //
 // A Handler's view of a bolt database is a read transaction, held while
 // the snapshot streams: bbolt does not reuse the pages that commits free

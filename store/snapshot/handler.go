@@ -96,19 +96,11 @@ func NewHandler(rawURL string, o *HandlerOptions) (http.Handler, error) {
 	}
 	// A view that finds no store open is what a handler mounted before
 	// the informers start sees; any other failure is the URL's.
-	err := liveViewOf(context.Background(), rawURL, func(store.RawView) error { return nil })
+	err := store.LiveView(context.Background(), rawURL, func(store.RawView) error { return nil })
 	if err != nil && !errors.Is(err, store.ErrClosed) {
 		return nil, fmt.Errorf("snapshot: new handler for %s: %w", h.source, err)
 	}
 	return h, nil
-}
-
-// liveViewOf is store.LiveView through this package's drivers.
-func liveViewOf(ctx context.Context, rawURL string, fn func(store.RawView) error) error {
-	if d, u := lookup(rawURL); d != nil {
-		return store.LiveViewOf(ctx, d, u, fn)
-	}
-	return store.LiveView(ctx, rawURL, fn)
 }
 
 // handler is NewHandler's. Its fields are set once.
@@ -241,7 +233,7 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.deadline(w, r)
 	defer cancel()
 	out := &sentWriter{w: w}
-	err = liveViewOf(ctx, h.rawURL, func(v store.RawView) error {
+	err = store.LiveView(ctx, h.rawURL, func(v store.RawView) error {
 		entries, err := v.ListStores(ctx)
 		if err != nil {
 			return err
@@ -317,7 +309,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.deadline(w, r)
 	defer cancel()
 	resp := statusResponse{Manifest: &Manifest{Source: h.source}}
-	err := liveViewOf(ctx, h.rawURL, func(v store.RawView) error {
+	err := store.LiveView(ctx, h.rawURL, func(v store.RawView) error {
 		if r.Method == http.MethodHead {
 			return nil
 		}

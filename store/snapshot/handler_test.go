@@ -508,7 +508,6 @@ func (failingView) Export(_ context.Context, name string, fn func(store.Record) 
 // stream started ends without the format's checksum and with the cause in
 // the error trailer, which Fetch reports.
 func TestHandlerFailsMidStream(t *testing.T) {
-	snapshot.RegisterDriver("failing", failingDriver{})
 	addr := serve(t, "failing:///db", nil)
 	resp, err := http.Get(addr + "snapshot")
 	if err != nil {

@@ -17,16 +17,12 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
-	"github.com/informerdb/informerdb/store/memdb"
-	"github.com/informerdb/informerdb/store/memory"
 	"github.com/informerdb/informerdb/store/snapshot"
 )
 
 func TestMain(m *testing.M) {
-	snapshot.RegisterDriver(bolt.Scheme, bolt.Raw())
-	snapshot.RegisterDriver(badger.Scheme, badger.Raw())
-	snapshot.RegisterDriver(memory.Scheme, memory.Raw())
-	snapshot.RegisterDriver(memdb.Scheme, memdb.Raw())
+	// A test double the handler tests serve (see failingDriver).
+	store.Register("failing", failingDriver{})
 	if arg := os.Getenv("SNAPSHOT_TEST_CRASH"); arg != "" {
 		crashChild(arg)
 	}

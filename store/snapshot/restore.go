@@ -146,7 +146,7 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 			n        int64
 			verified bool
 		)
-		err = importInto(ctx, rawURL, info, func() (store.Record, error) {
+		err = store.Import(ctx, rawURL, info, func() (store.Record, error) {
 			rec, err := fr.nextRecord()
 			if errors.Is(err, io.EOF) {
 				got := h.header(sh.Info)
@@ -192,7 +192,7 @@ var errStop = errors.New("stop")
 // checkEmpty returns ErrNotEmpty if a store of m that would be restored
 // exists in the database at rawURL with objects or a resume point.
 func checkEmpty(ctx context.Context, rawURL string, m *Manifest, selected func(string) bool) error {
-	entries, err := listStoresOf(ctx, rawURL)
+	entries, err := store.ListStores(ctx, rawURL)
 	if errors.Is(err, store.ErrNotFound) {
 		// No database yet: Import creates it.
 		return nil
@@ -219,7 +219,7 @@ func checkEmpty(ctx context.Context, rawURL string, m *Manifest, selected func(s
 			full = append(full, info.Name)
 			continue
 		}
-		_, err := exportOf(ctx, rawURL, info.Name, func(store.Record) error { return errStop })
+		_, err := store.Export(ctx, rawURL, info.Name, func(store.Record) error { return errStop })
 		if errors.Is(err, errStop) {
 			full = append(full, info.Name)
 		} else if err != nil {

@@ -206,7 +206,7 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	// A store this build cannot read (another format version, damaged
 	// metadata) fails the save only if it is one to save: after a
 	// downgrade, the stores this build reads can still be backed up.
-	entries, err := listStoresOf(ctx, rawURL)
+	entries, err := store.ListStores(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
 	}
@@ -234,7 +234,7 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	sources := make([]Source, 0, len(names))
 	for _, name := range names {
 		sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-			return exportOf(ctx, rawURL, name, fn)
+			return store.Export(ctx, rawURL, name, fn)
 		}})
 	}
 	return Save(ctx, path, sources, o)

@@ -76,7 +76,7 @@ func eachStore(ctx context.Context, rawURL string, infos []store.Info, op string
 	var n int64
 	for _, si := range infos {
 		var h hasher
-		info, err := exportOf(ctx, rawURL, si.Name, func(rec store.Record) error {
+		info, err := store.Export(ctx, rawURL, si.Name, func(rec store.Record) error {
 			h.add(rec)
 			n++
 			if progress != nil && n%progressEvery == 0 {
@@ -190,7 +190,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 	}
 	entries := o.Entries[u.Scheme]
 	m := &Manifest{Source: redact(target)}
-	view, release, err := frozenViewOf(ctx, target)
+	view, release, err := store.FrozenView(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
@@ -210,7 +210,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 	var idxNames []string
 	// A store this build cannot read does not keep the others from being
 	// verified; it is named in the error, as by Status.
-	listed, err := listStoresOf(ctx, view)
+	listed, err := store.ListStores(ctx, view)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
@@ -227,7 +227,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 			}
 		}
 		undecodable := 0
-		info, err := exportOf(ctx, view, si.Name, func(rec store.Record) error {
+		info, err := store.Export(ctx, view, si.Name, func(rec store.Record) error {
 			h.add(rec)
 			if decode != nil {
 				if err := decode(rec.Data); err != nil {
@@ -343,7 +343,7 @@ func Stores(ctx context.Context, target string) ([]store.Info, error) {
 		}
 		return infos, nil
 	}
-	infos, err := storesOf(ctx, target)
+	infos, err := store.Stores(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: stores of %s: %w", redact(target), err)
 	}
@@ -364,7 +364,7 @@ func ListStores(ctx context.Context, target string) ([]store.StoreEntry, error) 
 		}
 		return store.EntriesOf(infos), nil
 	}
-	entries, err := listStoresOf(ctx, target)
+	entries, err := store.ListStores(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: stores of %s: %w", redact(target), err)
 	}
@@ -376,7 +376,7 @@ func ListStores(ctx context.Context, target string) ([]store.StoreEntry, error) 
 // verified in full before fn sees a record. fn must not retain rec.Data.
 func Records(ctx context.Context, target, name string, fn func(rec store.Record) error) (store.Info, error) {
 	if IsURL(target) {
-		info, err := exportOf(ctx, target, name, fn)
+		info, err := store.Export(ctx, target, name, fn)
 		if err != nil {
 			return store.Info{}, fmt.Errorf("snapshot: read %s from %s: %w", name, redact(target), err)
 		}
