@@ -1,0 +1,219 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/informerdb/informerdb/reflector"
+)
+
+// otherWrite moves the fake server's resourceVersion without an event its
+// watches see: another resource's write (a lease renewal), after which a
+// resumed informer reaches its sync target only with a bookmark.
+func (f *fakeLW) otherWrite() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rv++
+}
+
+// setBookmarks turns on or off the bookmark a watch gets when it starts.
+func (f *fakeLW) setBookmarks(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noBookmarks = !on
+}
+
+// bookmarkWatches sends every open watch a bookmark at the current
+// resourceVersion.
+func (f *fakeLW) bookmarkWatches() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for w := range f.watchers {
+		w.send(watch.Event{Type: watch.Bookmark, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: f.fmtRV(f.rv)}}})
+	}
+}
+
+// fakeState is a StateLister of a fakeLW: the metadata of its objects at
+// its current resourceVersion. With stale, the resourceVersion it reports
+// is one below the current one; with err, it fails.
+type fakeState struct {
+	lw    *fakeLW
+	stale bool
+	err   error
+
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *fakeState) ListState(context.Context) ([]metav1.Object, string, error) {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	if s.err != nil {
+		return nil, "", s.err
+	}
+	s.lw.mu.Lock()
+	defer s.lw.mu.Unlock()
+	var items []metav1.Object
+	for _, cm := range s.lw.objs {
+		items = append(items, &metav1.PartialObjectMetadata{ObjectMeta: *cm.ObjectMeta.DeepCopy()})
+	}
+	rv := s.lw.rv
+	if s.stale {
+		rv--
+	}
+	return items, s.lw.fmtRV(rv), nil
+}
+
+// stateWaiting reports whether inf waits for the keys that differ from a
+// listed state (its outstanding keys, sorted), and whether it does.
+func stateWaiting(inf *Informer) ([]string, bool) {
+	inf.applyMu.Lock()
+	defer inf.applyMu.Unlock()
+	if inf.state == nil {
+		return nil, false
+	}
+	var keys []string
+	for k := range inf.state.outstanding {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys, true
+}
+
+// TestStateCatchUp: a resumed informer with Options.StateCatchUp, on a
+// server whose newest revision is not one of its objects and which sends
+// no bookmark, syncs once its store holds the server's listed state: not
+// before the watch's events of the keys that differ are applied (held
+// back here until the test has seen it wait for exactly those keys),
+// with every change while down delivered to the handler, deletes
+// included, and no relist.
+func TestStateCatchUp(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		lw, s := firstRun(t, b)
+		lists := lw.fullLists()
+		changeWhileDown(lw)
+		lw.otherWrite()
+		lw.setBookmarks(false)
+		gate := make(chan struct{})
+		lw.setGate(gate)
+
+		opts := testOptions()
+		state := &fakeState{lw: lw}
+		opts.StateCatchUp = state
+		inf := newInformer(t, lw, s, opts)
+		h := newRecorder()
+		reg := addHandler(t, inf, h)
+		start(t, inf)
+
+		var waiting []string
+		pollUntil(t, "the informer waits for the listed state", func() string {
+			keys, ok := stateWaiting(inf)
+			if !ok {
+				return "no state listed yet"
+			}
+			waiting = keys
+			return ""
+		})
+		// e created, a updated, b deleted, c deleted and created again.
+		if diff := cmp.Diff([]string{"ns/a", "ns/b", "ns/c", "ns/e"}, waiting); diff != "" {
+			t.Errorf("keys waited for (-want +got):\n%s", diff)
+		}
+		if inf.HasSynced() {
+			t.Fatalf("synced before the watch's events of the keys that differ were applied")
+		}
+		close(gate)
+		waitDone(t, "informer sync", inf.HasSyncedChecker())
+		waitDone(t, "handler sync", reg.HasSyncedChecker())
+		if diff := cmp.Diff(lw.values(), storeValues(inf.GetStore())); diff != "" {
+			t.Errorf("store at sync (-server +store):\n%s", diff)
+		}
+		st := inf.Stats()
+		if !st.SyncedByState || st.StateLists != 1 {
+			t.Errorf("Stats: SyncedByState %v, StateLists %d; want true, 1", st.SyncedByState, st.StateLists)
+		}
+		if !st.Reflector.CaughtUpAt.IsZero() {
+			t.Errorf("the reflector caught up at %v, on a server that sends no bookmark", st.Reflector.CaughtUpAt)
+		}
+		if n := lw.fullLists() - lists; n != 0 {
+			t.Errorf("%d full lists on the restart, want none", n)
+		}
+		evs := h.wait(t, len(replayed)+5)
+		sortReplay(evs, len(replayed))
+		want := append(append([]ev{}, replayed...),
+			ev{Op: "add", Key: "ns/e", Value: "e1", UID: "uid-5"},
+			ev{Op: "update", Key: "ns/a", Value: "a2", OldVal: "a1", UID: "uid-1", OldUID: "uid-1"},
+			ev{Op: "delete", Key: "ns/b", Value: "b1", UID: "uid-2"},
+			ev{Op: "delete", Key: "ns/c", Value: "c1", UID: "uid-3"},
+			ev{Op: "add", Key: "ns/c", Value: "c2", UID: "uid-6"},
+		)
+		if diff := cmp.Diff(want, evs); diff != "" {
+			t.Errorf("handler events (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestStateCatchUpNothingChanged: with no change of the informer's objects
+// while it was down, the listed state is the store's, and the informer
+// syncs on it at once, without any watch event or bookmark.
+func TestStateCatchUpNothingChanged(t *testing.T) {
+	lw, s := firstRun(t, backends(t)[0])
+	lw.otherWrite()
+	lw.setBookmarks(false)
+	opts := testOptions()
+	opts.StateCatchUp = &fakeState{lw: lw}
+	inf := newInformer(t, lw, s, opts)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	if st := inf.Stats(); !st.SyncedByState || st.Deltas != 0 {
+		t.Errorf("Stats: SyncedByState %v, Deltas %d; want true, 0", st.SyncedByState, st.Deltas)
+	}
+}
+
+// TestStateCatchUpFallsBack: a state the informer cannot use (the list
+// fails, or its resourceVersion is before the sync target) leaves the
+// catch-up to the reflector's bookmark: the informer syncs when one comes,
+// not by the state.
+func TestStateCatchUpFallsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state func(*fakeLW) *fakeState
+	}{
+		{"list fails", func(lw *fakeLW) *fakeState { return &fakeState{lw: lw, err: errors.New("injected")} }},
+		{"older than the target", func(lw *fakeLW) *fakeState { return &fakeState{lw: lw, stale: true} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw, s := firstRun(t, backends(t)[0])
+			lw.otherWrite()
+			lw.setBookmarks(false)
+			opts := testOptions()
+			state := tc.state(lw)
+			opts.StateCatchUp = state
+			inf := newInformer(t, lw, s, opts)
+			start(t, inf)
+			pollUntil(t, "the state listed", func() string {
+				if inf.Stats().StateLists == 0 {
+					return "not yet"
+				}
+				return ""
+			})
+			lw.bookmarkWatches()
+			waitDone(t, "informer sync", inf.HasSyncedChecker())
+			st := inf.Stats()
+			if st.SyncedByState {
+				t.Errorf("synced by a state it could not use")
+			}
+			if st.Reflector.CaughtUpAt.IsZero() || st.Reflector.Relists != (reflector.RelistStats{}) {
+				t.Errorf("reflector caught up at %v with relists %+v; want a catch-up by the bookmark, no relist", st.Reflector.CaughtUpAt, st.Reflector.Relists)
+			}
+		})
+	}
+}
