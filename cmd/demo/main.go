@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	kubeconfig := fs.String("kubeconfig", "", "run read-only against this cluster instead of a loopback API server")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	shape := fs.String("shape", "", fmt.Sprintf("several informers starting together, -n objects each, instead of one: one of %v", bench.Shapes))
+	state := fs.Bool("state", false, "the restart lists every object's metadata (informer.Options.StateCatchUp) rather than wait for a bookmark")
 	quiet := fs.Bool("quiet", false, "no lease renewed every second and no pause before the restart: the fast path of a restart right after its own writes, which a live cluster rarely gives")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -98,9 +99,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cl.Close()
 
 	if *shape != "" {
-		return runMany(ctx, cl, bench.ManyConfig{Shape: *shape, N: *n, Backend: *backend, Quiet: *quiet, Log: stdout}, stdout)
+		return runMany(ctx, cl, bench.ManyConfig{Shape: *shape, N: *n, Backend: *backend, Quiet: *quiet, StateCatchUp: *state, Log: stdout}, stdout)
 	}
-	res, err := bench.Run(ctx, cl, bench.Config{N: *n, Backend: *backend, Quiet: *quiet, Log: stdout})
+	res, err := bench.Run(ctx, cl, bench.Config{N: *n, Backend: *backend, Quiet: *quiet, StateCatchUp: *state, Log: stdout})
 	if err != nil {
 		return err
 	}
