@@ -78,8 +78,8 @@ type ConstructorOptions struct {
 	// namespace and selectors of its request, see InformerConstructor),
 	// through Config. It syncs as soon as its store holds the server's
 	// state, instead of waiting for a bookmark, for one streaming list of
-	// every object's metadata (about a fifth of a full LIST's bytes for
-	// objects of 1 KiB). controller-runtime's multi-namespace cache asks
+	// every object's metadata (about 320 bytes per ConfigMap: 22% of a
+	// cold start's bytes for ConfigMaps of 1 KiB). controller-runtime's multi-namespace cache asks
 	// for each namespace's informer once the previous one synced, so
 	// without it each namespace waits for its own bookmark, one after
 	// another. Informer.StateCatchUp must be nil: a lister is per informer.

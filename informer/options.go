@@ -130,13 +130,21 @@ type Options struct {
 	// (DESIGN invariant 3); nothing is relisted. If the list fails, or is
 	// older than the target, the catch-up is the bookmark's, as without
 	// it. Its cost: one streaming list of metadata, which the API server
-	// serves from its watch cache, of about a fifth of a full LIST's bytes
-	// for objects of 1 KiB (the names, labels, annotations and managed
-	// fields of every object), and comparing every stored key once. Worth
+	// serves from its watch cache: the names, labels, annotations, owners
+	// and managed fields of every object, about 320 bytes per ConfigMap
+	// (22% of a cold start's bytes for ConfigMaps of 1 KiB, measured in
+	// BENCHMARKS.md); and reading every stored object once, under the
+	// lock commits take (a bounded store decodes each). A lister that
+	// lists another scope than the informer's never matches its store: it
+	// costs its bytes and saves nothing, it does not sync the informer
+	// early. Worth
 	// it where a controller's informers start one after another
 	// (controller-runtime's multi-namespace cache waits for each
 	// namespace's informer in turn) or where the restart's seconds matter
-	// more than those bytes. Default nil: the bookmark.
+	// more than those bytes. A lister lists one informer's objects: a
+	// template of several informers' options (FactoryOptions.Informer,
+	// ConstructorOptions.Informer) must leave it nil. Default nil: the
+	// bookmark.
 	StateCatchUp StateLister
 
 	// TombstoneRetention is how long after the informer synced a handler

@@ -7,6 +7,11 @@
 // start as the reference.
 //
 //	go run ./cmd/demo [-n 20000] [-backend bolt|badger|memdb-file|memory-file] [-kubeconfig path] [-cpuprofile file]
+//	                  [-quiet] [-state] [-shape factory|crcache]
+//
+// -shape runs several informers that start together, -n objects each: five
+// of one informer.Factory, or a controller-runtime cache of two namespaces;
+// -state restarts with informer.Options.StateCatchUp.
 //
 // With -kubeconfig it runs against that cluster instead, read-only: it only
 // lists and watches ConfigMaps in all namespaces.
@@ -21,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 
@@ -64,6 +70,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if _, err := bench.StoreURL(*backend, "/"); err != nil {
 		return err
+	}
+	switch {
+	case *shape != "" && !slices.Contains(bench.Shapes, *shape):
+		return fmt.Errorf("-shape %q: unknown (want one of %v)", *shape, bench.Shapes)
+	case *shape != "" && *kubeconfig != "":
+		return fmt.Errorf("-shape %q creates objects: not with -kubeconfig, which is read-only", *shape)
+	case *state && *shape == bench.ShapeFactory:
+		return fmt.Errorf("-state is measured with -shape %s or one informer, not with -shape %s", bench.ShapeCRCache, bench.ShapeFactory)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
