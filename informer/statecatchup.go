@@ -35,7 +35,11 @@ type StateLister interface {
 // annotations, owners, managed fields...), protobuf-encoded: about 320
 // bytes per ConfigMap, 22% of a cold start's bytes for ConfigMaps of 1 KiB
 // (see BENCHMARKS.md). tweak may be nil; it must
-// set the same selectors as the informer's ListerWatcher.
+// set the same selectors as the informer's ListerWatcher. A server that
+// does not serve streaming lists (the WatchList feature off) fails it, or
+// sends no initial-events-end bookmark, and the list then ends in an error
+// with its timeout (60 seconds); the informer catches up by the bookmark
+// meanwhile, as without it.
 func MetadataStateLister(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) StateLister {
 	return &metadataState{client: client, gvr: gvr, namespace: namespace, tweak: tweak}
 }

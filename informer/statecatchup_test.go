@@ -217,3 +217,65 @@ func TestStateCatchUpFallsBack(t *testing.T) {
 		})
 	}
 }
+
+// TestStateCatchUpOtherScope: a lister of another scope than the
+// informer's (here one object more) never matches the store, so it never
+// syncs the informer; the bookmark does.
+func TestStateCatchUpOtherScope(t *testing.T) {
+	lw, s := firstRun(t, backends(t)[0])
+	lw.otherWrite()
+	lw.setBookmarks(false)
+	other := newFakeLW()
+	other.create("elsewhere", "x", "x1")
+	opts := testOptions()
+	opts.StateCatchUp = &mergedState{a: &fakeState{lw: lw}, b: &fakeState{lw: other}}
+	inf := newInformer(t, lw, s, opts)
+	start(t, inf)
+	var waiting []string
+	pollUntil(t, "the informer waits for the listed state", func() string {
+		keys, ok := stateWaiting(inf)
+		if !ok {
+			return "no state listed yet"
+		}
+		waiting = keys
+		return ""
+	})
+	if diff := cmp.Diff([]string{"elsewhere/x"}, waiting); diff != "" {
+		t.Errorf("keys waited for (-want +got):\n%s", diff)
+	}
+	if inf.HasSynced() {
+		t.Fatalf("synced by a state that lists an object the informer does not watch")
+	}
+	lw.bookmarkWatches()
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	if inf.Stats().SyncedByState {
+		t.Errorf("synced by a state of another scope")
+	}
+}
+
+// mergedState lists a's objects and b's, at a's resourceVersion.
+type mergedState struct{ a, b StateLister }
+
+func (m *mergedState) ListState(ctx context.Context) ([]metav1.Object, string, error) {
+	items, rv, err := m.a.ListState(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	more, _, err := m.b.ListState(ctx)
+	return append(items, more...), rv, err
+}
+
+// TestStateCatchUpColdStart: a cold start lists everything anyway; it
+// makes no state list.
+func TestStateCatchUpColdStart(t *testing.T) {
+	lw := newFakeLW()
+	lw.create("ns", "a", "a1")
+	opts := testOptions()
+	opts.StateCatchUp = &fakeState{lw: lw}
+	inf := newInformer(t, lw, backends(t)[0].open(t), opts)
+	start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	if st := inf.Stats(); st.StateLists != 0 || st.SyncedByState || st.Reflector.Relists.Cold != 1 {
+		t.Errorf("cold start: StateLists %d, SyncedByState %v, cold relists %d; want 0, false, 1", st.StateLists, st.SyncedByState, st.Reflector.Relists.Cold)
+	}
+}
