@@ -149,6 +149,12 @@ func (inf *Informer) catchUpByState(ctx context.Context, logger klog.Logger) {
 	}
 	target, _ := src.SyncTarget()
 	if src.CaughtUpByRelist() {
+		// The reflector relisted instead of resuming (the server
+		// travelled back in time, or stopped serving the resource); it
+		// sets such a target and catches up by it at once. The stored
+		// objects may come from another history, whose resourceVersions
+		// would compare as newer than the server's state: the relist
+		// syncs the informer.
 		return
 	}
 	inf.stats.stateLists.Add(1)

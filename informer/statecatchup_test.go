@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -277,5 +278,48 @@ func TestStateCatchUpColdStart(t *testing.T) {
 	waitDone(t, "informer sync", inf.HasSyncedChecker())
 	if st := inf.Stats(); st.StateLists != 0 || st.SyncedByState || st.Reflector.Relists.Cold != 1 {
 		t.Errorf("cold start: StateLists %d, SyncedByState %v, cold relists %d; want 0, false, 1", st.StateLists, st.SyncedByState, st.Reflector.Relists.Cold)
+	}
+}
+
+// TestStateCatchUpTimeTravel: after time travel (a server restored from a
+// backup older than the resume point) the reflector relists, and the
+// stored objects, from another history, must not be compared with the
+// server's state: an object the server no longer has, whose
+// resourceVersion compares as newer than that state's, would count as
+// fresh. No state is listed; the relist syncs the informer.
+func TestStateCatchUpTimeTravel(t *testing.T) {
+	lw := newFakeLW()
+	for _, n := range []string{"a", "b", "c"} {
+		lw.create("ns", n, n+"1")
+	}
+	s := openStore(t, "memory://")
+	inf := newInformer(t, lw, s, testOptions())
+	r := start(t, inf)
+	waitDone(t, "first run sync", inf.HasSyncedChecker())
+	r.stop()
+
+	// The restored server holds a and b at the resourceVersions the store
+	// has for them, and is at resourceVersion 2, before the resume point 3.
+	older := newFakeLW()
+	older.create("ns", "a", "a1")
+	older.create("ns", "b", "b1")
+	gs := &gatedStore{Store: s, entered: make(chan int, 10), release: make(chan struct{})}
+	gs.closed.Store(true)
+	opts := testOptions()
+	opts.StateCatchUp = &fakeState{lw: older}
+	inf = newInformer(t, older, gs, opts)
+	start(t, inf)
+	select {
+	case <-gs.entered: // the relist is being committed, and held
+	case <-time.After(waitLimit):
+		t.Fatal("no commit")
+	}
+	close(gs.release)
+	waitDone(t, "sync after the relist", inf.HasSyncedChecker())
+	if keys := inf.GetStore().ListKeys(); len(keys) != 2 {
+		t.Errorf("store keys once synced = %v, want ns/a and ns/b", keys)
+	}
+	if st := inf.Stats(); st.StateLists != 0 || st.SyncedByState || st.Reflector.Relists.TimeTravel != 1 {
+		t.Errorf("StateLists %d, SyncedByState %v, time-travel relists %d; want 0, false, 1", st.StateLists, st.SyncedByState, st.Reflector.Relists.TimeTravel)
 	}
 }
