@@ -823,6 +823,13 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 		inf.appliedRV = pc.rv
 	}
 	inf.handedOut = max(inf.handedOut, pc.handedOut)
+	if inf.state != nil {
+		keys := make([]string, len(pc.ops))
+		for i, op := range pc.ops {
+			keys[i] = op.Key
+		}
+		inf.checkStateLocked(logger, keys)
+	}
 	inf.checkSyncedLocked(logger, pc.replace)
 }
 

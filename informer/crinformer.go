@@ -16,10 +16,12 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -70,6 +72,19 @@ type ConstructorOptions struct {
 	// deletes made while it was down are never delivered. Default false:
 	// such failures are errors (see InformerConstructor).
 	FallBackToMemory bool
+
+	// StateCatchUp gives every resumed informer Options.StateCatchUp: a
+	// MetadataStateLister of what its ListerWatcher lists (the resource,
+	// namespace and selectors of its request, see InformerConstructor),
+	// through Config. It syncs as soon as its store holds the server's
+	// state, instead of waiting for a bookmark, for one streaming list of
+	// every object's metadata (about 320 bytes per ConfigMap: 22% of a
+	// cold start's bytes for ConfigMaps of 1 KiB). controller-runtime's multi-namespace cache asks
+	// for each namespace's informer once the previous one synced, so
+	// without it each namespace waits for its own bookmark, one after
+	// another. Informer.StateCatchUp must be nil: a lister is per informer.
+	// Default false.
+	StateCatchUp bool
 }
 
 // InformerConstructor makes informers on demand for callers that build them
@@ -126,6 +141,9 @@ type InformerConstructor struct {
 	// opened (dbErr, with FallBackToMemory).
 	held  store.Store
 	dbErr error
+	// meta lists the informers' state (ConstructorOptions.StateCatchUp);
+	// nil without it.
+	meta metadata.Interface
 
 	mu     sync.Mutex  // guards made, closed and failure
 	made   []*Informer // every informer made; Close closes their stores
@@ -154,8 +172,18 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 	if _, err := c.opts.Informer.withDefaults(); err != nil {
 		return nil, fmt.Errorf("informer: new informer constructor: %w", err)
 	}
+	if c.opts.Informer.StateCatchUp != nil {
+		return nil, errors.New("informer: new informer constructor: Informer.StateCatchUp is set: a StateLister lists one informer's objects; set ConstructorOptions.StateCatchUp instead")
+	}
 	c.config = rest.CopyConfig(cfg)
 	c.config.Wrap(c.WrapTransport)
+	if c.opts.StateCatchUp {
+		m, err := metadata.NewForConfig(c.config)
+		if err != nil {
+			return nil, fmt.Errorf("informer: new informer constructor: metadata client: %w", err)
+		}
+		c.meta = m
+	}
 
 	// The database first: a misconfigured one fails at once, not after a
 	// wait for the API server.
@@ -318,6 +346,12 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	}
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
+	}
+	if c.meta != nil {
+		if iopts.StateCatchUp, err = req.stateLister(c.meta); err != nil {
+			closeAll(s, iopts.Tombstones)
+			return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
+		}
 	}
 	iopts.ResyncPeriod = resync
 	iopts.Name = informerName(c.opts.Informer.Name, name)
@@ -561,6 +595,37 @@ type listRequest struct {
 	request   string // the path, and the selectors when set
 	namespace string // "" for every namespace
 	selectors string // the label and field selectors, URL-encoded; "" without
+	path      string // the path, unescaped
+}
+
+// stateLister returns the MetadataStateLister of what r lists.
+func (r listRequest) stateLister(client metadata.Interface) (StateLister, error) {
+	// /api/v1[/namespaces/<ns>]/<resource> or
+	// /apis/<group>/<version>[/namespaces/<ns>]/<resource>.
+	// The server's URL may have a path of its own before them.
+	parts := strings.Split(strings.Trim(r.path, "/"), "/")
+	var gvr schema.GroupVersionResource
+	for i := range parts {
+		if parts[i] == "api" && len(parts)-i >= 3 {
+			gvr = schema.GroupVersionResource{Version: parts[i+1], Resource: parts[len(parts)-1]}
+			break
+		}
+		if parts[i] == "apis" && len(parts)-i >= 4 {
+			gvr = schema.GroupVersionResource{Group: parts[i+1], Version: parts[i+2], Resource: parts[len(parts)-1]}
+			break
+		}
+	}
+	if gvr.Resource == "" {
+		return nil, fmt.Errorf("state lister: list request %q: not a path of a resource of an API group", r.path)
+	}
+	sel, err := url.ParseQuery(r.selectors)
+	if err != nil {
+		return nil, fmt.Errorf("state lister: list request %q: selectors: %w", r.path, err)
+	}
+	tweak := func(o *metav1.ListOptions) {
+		o.LabelSelector, o.FieldSelector = sel.Get("labelSelector"), sel.Get("fieldSelector")
+	}
+	return MetadataStateLister(client, gvr, r.namespace, tweak), nil
 }
 
 // probeScope learns what lw lists by asking it for one object with a context
@@ -593,7 +658,7 @@ func parseListRequest(u *url.URL) listRequest {
 			sel.Set(k, v)
 		}
 	}
-	r := listRequest{server: u.Scheme + "://" + u.Host, request: u.EscapedPath(), selectors: sel.Encode()}
+	r := listRequest{server: u.Scheme + "://" + u.Host, request: u.EscapedPath(), selectors: sel.Encode(), path: u.Path}
 	if r.selectors != "" {
 		r.request += "?" + r.selectors
 	}

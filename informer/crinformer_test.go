@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -358,29 +359,52 @@ func isPersistent(inf cache.SharedIndexInformer) bool {
 }
 
 func TestParseListRequest(t *testing.T) {
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	for _, tc := range []struct {
 		url  string
 		want listRequest
+		// what its state lister lists (ConstructorOptions.StateCatchUp)
+		gvr                schema.GroupVersionResource
+		labelSel, fieldSel string
 	}{
-		{"https://h:6443/api/v1/configmaps?limit=1&resourceVersion=0",
-			listRequest{server: "https://h:6443", request: "/api/v1/configmaps"}},
-		{"https://h/api/v1/namespaces/team-a/configmaps?limit=1",
-			listRequest{server: "https://h", request: "/api/v1/namespaces/team-a/configmaps", namespace: "team-a"}},
-		{"https://h/apis/apps/v1/namespaces/x/deployments?labelSelector=app%3Dweb&limit=1&fieldSelector=status.phase%3DRunning",
-			listRequest{server: "https://h", request: "/apis/apps/v1/namespaces/x/deployments?fieldSelector=status.phase%3DRunning&labelSelector=app%3Dweb",
-				namespace: "x", selectors: "fieldSelector=status.phase%3DRunning&labelSelector=app%3Dweb"}},
+		{url: "https://h:6443/api/v1/configmaps?limit=1&resourceVersion=0",
+			want: listRequest{server: "https://h:6443", request: "/api/v1/configmaps", path: "/api/v1/configmaps"}, gvr: cm},
+		{url: "https://h/api/v1/namespaces/team-a/configmaps?limit=1",
+			want: listRequest{server: "https://h", request: "/api/v1/namespaces/team-a/configmaps", namespace: "team-a", path: "/api/v1/namespaces/team-a/configmaps"}, gvr: cm},
+		{url: "https://h/apis/apps/v1/namespaces/x/deployments?labelSelector=app%3Dweb&limit=1&fieldSelector=status.phase%3DRunning",
+			want: listRequest{server: "https://h", request: "/apis/apps/v1/namespaces/x/deployments?fieldSelector=status.phase%3DRunning&labelSelector=app%3Dweb",
+				namespace: "x", selectors: "fieldSelector=status.phase%3DRunning&labelSelector=app%3Dweb", path: "/apis/apps/v1/namespaces/x/deployments"},
+			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, labelSel: "app=web", fieldSel: "status.phase=Running"},
 		// The namespaces resource itself is cluster-scoped.
-		{"https://h/api/v1/namespaces?limit=1", listRequest{server: "https://h", request: "/api/v1/namespaces"}},
+		{url: "https://h/api/v1/namespaces?limit=1", want: listRequest{server: "https://h", request: "/api/v1/namespaces", path: "/api/v1/namespaces"},
+			gvr: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}},
 		// A server URL with a path prefix.
-		{"https://h/prefix/api/v1/namespaces/n/pods", listRequest{server: "https://h", request: "/prefix/api/v1/namespaces/n/pods", namespace: "n"}},
+		{url: "https://h/prefix/api/v1/namespaces/n/pods", want: listRequest{server: "https://h", request: "/prefix/api/v1/namespaces/n/pods", namespace: "n", path: "/prefix/api/v1/namespaces/n/pods"},
+			gvr: schema.GroupVersionResource{Version: "v1", Resource: "pods"}},
 	} {
 		u, err := url.Parse(tc.url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(tc.want, parseListRequest(u), cmp.AllowUnexported(listRequest{})); diff != "" {
+		got := parseListRequest(u)
+		if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(listRequest{})); diff != "" {
 			t.Errorf("parseListRequest(%s) (-want +got):\n%s", tc.url, diff)
 		}
+		sl, err := got.stateLister(nil)
+		if err != nil {
+			t.Errorf("state lister of %s: %v", tc.url, err)
+			continue
+		}
+		ms := sl.(*metadataState)
+		var o metav1.ListOptions
+		ms.tweak(&o)
+		if ms.gvr != tc.gvr || ms.namespace != tc.want.namespace || o.LabelSelector != tc.labelSel || o.FieldSelector != tc.fieldSel {
+			t.Errorf("state lister of %s lists %v in %q with selectors %q %q, want %v in %q with %q %q",
+				tc.url, ms.gvr, ms.namespace, o.LabelSelector, o.FieldSelector, tc.gvr, tc.want.namespace, tc.labelSel, tc.fieldSel)
+		}
+	}
+	if _, err := (listRequest{path: "/healthz"}).stateLister(nil); err == nil {
+		t.Errorf("state lister of /healthz: no error")
 	}
 }
 

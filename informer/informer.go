@@ -96,12 +96,18 @@ type Informer struct {
 	// many were handed out by the last committed group (see
 	// deltafifo.Batch.HandedOut).
 	caughtUpArrived, handedOut uint64
+	// state is what the informer waits for after listing the server's
+	// state (Options.StateCatchUp); nil otherwise.
+	state *stateWait
 	// heard holds, per key, the state handlers last heard of where a
 	// group prepared before the previous commit's end took another one
 	// from the view: a change that commit left out (see correctHeard).
 	heard map[string]heardState
 
 	syncedCh chan struct{} // closed when synced turns true
+	// syncedByState records that the informer synced by matching the
+	// server's state (Options.StateCatchUp).
+	syncedByState atomic.Bool
 	// bookmarkArrived is the queue's arrival count after its last
 	// bookmark (see bookmarkCounter).
 	bookmarkArrived atomic.Uint64
@@ -126,6 +132,7 @@ type Informer struct {
 		popped          atomic.Int64 // deltas popped, committed or not
 		commitFailures  atomic.Int64
 		rejected        atomic.Int64 // keys whose change the store refused, left out
+		stateLists      atomic.Int64 // Options.StateCatchUp's lists
 		// failing is the commit being retried, nil while commits
 		// succeed.
 		failing atomic.Pointer[commitFailure]
@@ -245,6 +252,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 			defer t.Stop()
 			inf.resyncLoop(runCtx, q, t)
 		})
+	}
+	if inf.opts.StateCatchUp != nil && inf.resuming && !inf.opts.ServeStale {
+		wg.Go(func() { inf.catchUpByState(runCtx, logger) })
 	}
 	wg.Go(func() {
 		select {
@@ -776,6 +786,12 @@ type Stats struct {
 	// fails from then on. Zero and nil for stores whose reads cannot fail.
 	ReadErrors int64
 	ReadError  error
+	// StateLists counts the lists of the server's state made through
+	// Options.StateCatchUp (one per resume at most), and SyncedByState
+	// says that the informer synced because its store held that state
+	// rather than by the reflector's catch-up.
+	StateLists    int64
+	SyncedByState bool
 	// Reflector holds the reflector's counters (lists, watches, resumes,
 	// relists by reason); zero before Run.
 	Reflector reflector.Stats
@@ -783,7 +799,8 @@ type Stats struct {
 
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
-	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load(), Rejected: inf.stats.rejected.Load()}
+	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load(), Rejected: inf.stats.rejected.Load(),
+		StateLists: inf.stats.stateLists.Load(), SyncedByState: inf.syncedByState.Load()}
 	if f := inf.stats.failing.Load(); f != nil {
 		st.CommitFailingSince, st.LastCommitError = f.since, f.err
 	}

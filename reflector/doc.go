@@ -147,6 +147,14 @@
 // catch-up deadline (45 seconds in that test). Without the watch cache it
 // relisted at its catch-up deadline.
 //
+// That bookmark wait (one to two seconds) is the floor of a resume that
+// lists nothing. Callers that cannot afford it, such as controller-runtime's
+// multi-namespace cache, which waits for each namespace's informer in turn,
+// can pay bytes instead: package informer's Options.StateCatchUp lists the
+// metadata of every object once [Reflector.TargetKnown] is closed and
+// syncs the informer as soon as its store holds that state, whether or not
+// the reflector has caught up.
+//
 // [Reflector.CaughtUp] is closed, and [Reflector.CaughtUpResourceVersion]
 // returns that event's resourceVersion, once the reaching event has been
 // handed to the queue; the informer is synced when its applied resume point

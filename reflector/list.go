@@ -68,8 +68,7 @@ func (r *Reflector) probe(ctx context.Context, st *runState) bool {
 	}
 	st.lastRV = resume
 	r.mu.Lock()
-	r.target, r.targetSet = p, true
-	r.stats.TargetAt = r.opts.Clock.Now()
+	r.setTargetLocked(p)
 	r.stats.Resumes++
 	if err == nil && cmp == 0 {
 		// Nothing happened since the store was written.
@@ -176,8 +175,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	r.mu.Lock()
 	r.lastRV = rv
 	if !r.targetSet {
-		r.target, r.targetSet = rv, true
-		r.stats.TargetAt = r.opts.Clock.Now()
+		r.setTargetLocked(rv)
 	}
 	// A consistent list made after the probe is at least as new as the
 	// probe, so it reaches the target without comparing RVs.

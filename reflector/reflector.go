@@ -161,8 +161,9 @@ type Reflector struct {
 	expType reflect.Type
 	started atomic.Bool
 
-	// caughtUpCh is closed when the sync target has been reached.
-	caughtUpCh chan struct{}
+	// caughtUpCh is closed when the sync target has been reached,
+	// targetCh when it became known.
+	caughtUpCh, targetCh chan struct{}
 
 	mu sync.Mutex // guards the fields below
 	// lastRV is the resourceVersion of the newest list, event or bookmark
@@ -193,7 +194,7 @@ func New(lw cache.ListerWatcherWithContext, q Queue, opts Options) (*Reflector, 
 	if err != nil {
 		return nil, fmt.Errorf("reflector: new %s: %w: %w", opts.Name, ErrInvalid, err)
 	}
-	r := &Reflector{lw: lw, q: q, opts: o, caughtUpCh: make(chan struct{})}
+	r := &Reflector{lw: lw, q: q, opts: o, caughtUpCh: make(chan struct{}), targetCh: make(chan struct{})}
 	if o.ExpectedType != nil {
 		r.expType = reflect.TypeOf(o.ExpectedType)
 	}
@@ -229,6 +230,17 @@ func (r *Reflector) SyncTarget() (rv string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.target, r.targetSet
+}
+
+// TargetKnown returns a channel closed once the sync target is known (see
+// SyncTarget).
+func (r *Reflector) TargetKnown() <-chan struct{} { return r.targetCh }
+
+// setTargetLocked makes rv the sync target. The caller holds mu.
+func (r *Reflector) setTargetLocked(rv string) {
+	r.target, r.targetSet = rv, true
+	r.stats.TargetAt = r.opts.Clock.Now()
+	close(r.targetCh)
 }
 
 // CaughtUp returns a channel closed once the reflector has handed the queue

@@ -7,6 +7,11 @@
 // start as the reference.
 //
 //	go run ./cmd/demo [-n 20000] [-backend bolt|badger|memdb-file|memory-file] [-kubeconfig path] [-cpuprofile file]
+//	                  [-quiet] [-state] [-shape factory|crcache]
+//
+// -shape runs several informers that start together, -n objects each: five
+// of one informer.Factory, or a controller-runtime cache of two namespaces;
+// -state restarts with informer.Options.StateCatchUp.
 //
 // With -kubeconfig it runs against that cluster instead, read-only: it only
 // lists and watches ConfigMaps in all namespaces.
@@ -21,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 
@@ -50,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "bolt", fmt.Sprintf("persistent backend, one of %v, optionally with URL parameters (bolt?cache=1000)", bench.Backends))
 	kubeconfig := fs.String("kubeconfig", "", "run read-only against this cluster instead of a loopback API server")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	shape := fs.String("shape", "", fmt.Sprintf("several informers starting together, -n objects each, instead of one: one of %v", bench.Shapes))
+	state := fs.Bool("state", false, "the restart lists every object's metadata (informer.Options.StateCatchUp) rather than wait for a bookmark")
 	quiet := fs.Bool("quiet", false, "no lease renewed every second and no pause before the restart: the fast path of a restart right after its own writes, which a live cluster rarely gives")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,6 +70,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if _, err := bench.StoreURL(*backend, "/"); err != nil {
 		return err
+	}
+	switch {
+	case *shape != "" && !slices.Contains(bench.Shapes, *shape):
+		return fmt.Errorf("-shape %q: unknown (want one of %v)", *shape, bench.Shapes)
+	case *shape != "" && *kubeconfig != "":
+		return fmt.Errorf("-shape %q creates objects: not with -kubeconfig, which is read-only", *shape)
+	case *state && *shape == bench.ShapeFactory:
+		return fmt.Errorf("-state is measured with -shape %s or one informer, not with -shape %s", bench.ShapeCRCache, bench.ShapeFactory)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -96,7 +112,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer cl.Close()
 
-	res, err := bench.Run(ctx, cl, bench.Config{N: *n, Backend: *backend, Quiet: *quiet, Log: stdout})
+	if *shape != "" {
+		return runMany(ctx, cl, bench.ManyConfig{Shape: *shape, N: *n, Backend: *backend, Quiet: *quiet, StateCatchUp: *state, Log: stdout}, stdout)
+	}
+	res, err := bench.Run(ctx, cl, bench.Config{N: *n, Backend: *backend, Quiet: *quiet, StateCatchUp: *state, Log: stdout})
 	if err != nil {
 		return err
 	}
@@ -119,4 +138,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "\nThe restart replays the persisted objects to the handler, asks the API server for one")
 	fmt.Fprintln(stdout, "object (the freshness probe), and watches from where it stopped: only the changes travel.")
 	return nil
+}
+
+// runMany runs and prints the scenario of several informers (-shape).
+func runMany(ctx context.Context, cl *bench.Cluster, cfg bench.ManyConfig, stdout io.Writer) error {
+	res, err := bench.RunMany(ctx, cl, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n%d informers (%s) of %d objects each; while stopped, each had %d updated, %d deleted, %d created\n",
+		res.Informers, res.Shape, res.N, res.Changes.Updated, res.Changes.Deleted, res.Changes.Created)
+	if res.Live {
+		fmt.Fprintln(stdout, "live cluster: a lease renewed every second throughout, the restart 3s after the last change")
+	}
+	fmt.Fprintln(stdout)
+	return res.WriteTable(stdout)
 }

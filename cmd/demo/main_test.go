@@ -24,6 +24,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{name: "non-persistent backend", args: []string{"-backend", "memory"}, wantErr: `backend "memory": unknown`},
 		{name: "extra argument", args: []string{"now"}, wantErr: "unexpected arguments"},
 		{name: "unknown flag", args: []string{"-fast"}, wantErr: "flag provided but not defined"},
+		{name: "unknown shape", args: []string{"-shape", "fleet"}, wantErr: `-shape "fleet": unknown`},
+		{name: "shape on a read-only cluster", args: []string{"-shape", "crcache", "-kubeconfig", "/nonexistent"}, wantErr: "not with -kubeconfig"},
+		{name: "state with a factory", args: []string{"-shape", "factory", "-state"}, wantErr: "-state is measured with"},
 		{name: "help", args: []string{"-h"}, help: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,6 +46,10 @@ type Config struct {
 	// RestartPause is the live cluster's pause before the restart.
 	// Default 3s.
 	RestartPause time.Duration
+	// StateCatchUp gives the informer informer.Options.StateCatchUp: its
+	// restart lists the metadata of every ConfigMap rather than wait for a
+	// bookmark.
+	StateCatchUp bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -146,7 +150,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}
 
 	logf("informerdb cold start (store %s)...", url)
-	if res.Cold, err = RunInformerDB(ctx, cl, "informerdb cold start", url, ns); err != nil {
+	if res.Cold, err = RunInformerDB(ctx, cl, "informerdb cold start", url, ns, cfg.StateCatchUp); err != nil {
 		return nil, err
 	}
 	logf("  synced in %v", res.Cold.Synced.Round(time.Millisecond))
@@ -175,7 +179,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}
 	logf("  synced in %v", res.ClientGo.Synced.Round(time.Millisecond))
 	logf("informerdb restart on the same store...")
-	if res.Restart, err = RunInformerDB(ctx, cl, "informerdb restart", url, ns); err != nil {
+	if res.Restart, err = RunInformerDB(ctx, cl, "informerdb restart", url, ns, cfg.StateCatchUp); err != nil {
 		return nil, err
 	}
 	logf("  synced in %v", res.Restart.Synced.Round(time.Millisecond))
@@ -299,7 +303,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	step("open the store", cold.Steps.Open, rs.Steps.Open)
 	step("start, replay to handler", cold.Steps.Start, rs.Steps.Start)
 	step("first list / probe", cold.Steps.Probe, rs.Steps.Probe)
-	step("catch-up (bookmark wait)", cold.Steps.CatchUp, rs.Steps.CatchUp)
+	catchUp := "catch-up (bookmark wait)"
+	if rs.SyncedByState {
+		catchUp = "catch-up (state list)"
+	}
+	step(catchUp, cold.Steps.CatchUp, rs.Steps.CatchUp)
 	step("apply until synced", cold.Steps.Apply, rs.Steps.Apply)
 	return tw.Flush()
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -84,6 +85,9 @@ type Phase struct {
 	// Steps is where an informerdb start spent its time; zero for
 	// client-go.
 	Steps Steps
+	// SyncedByState says that the informers synced by the server's
+	// listed state (informer.Options.StateCatchUp), not by a bookmark.
+	SyncedByState bool
 }
 
 // Steps splits an informerdb start, from opening the store to synced.
@@ -218,7 +222,10 @@ func listWatch(cl *Cluster, ns string) cache.ListerWatcher {
 // RunInformerDB starts an informerdb informer on the store at url over the
 // ConfigMaps of namespace ns ("" for all), waits until it and the example
 // controller's handler have synced, stops it and closes the store.
-func RunInformerDB(ctx context.Context, cl *Cluster, name, url, ns string) (Phase, error) {
+//
+// With stateCatchUp the informer has informer.Options.StateCatchUp: a
+// MetadataStateLister of its ConfigMaps.
+func RunInformerDB(ctx context.Context, cl *Cluster, name, url, ns string, stateCatchUp bool) (Phase, error) {
 	opts, err := storeOptions(scope(cl, ns))
 	if err != nil {
 		return Phase{}, err
@@ -232,25 +239,42 @@ func RunInformerDB(ctx context.Context, cl *Cluster, name, url, ns string) (Phas
 	if err != nil {
 		return Phase{}, fmt.Errorf("bench: %s: %w", name, err)
 	}
-	inf, err := informer.New(cache.ToListerWatcherWithContext(listWatch(cl, ns)), &corev1.ConfigMap{}, s, informer.Options{
+	iopts := informer.Options{
 		// The defaults, as users have them: among them the shortest
 		// catch-up watch, whose pre-deadline bookmark tells a resumed
 		// informer that it has caught up (reflector.Options.CatchUpWatchTimeout).
 		Reflector: reflector.Options{Name: "demo-configmaps"},
-	})
+	}
+	if stateCatchUp {
+		mc, err := metadata.NewForConfig(cl.config)
+		if err != nil {
+			_ = s.Close()
+			return Phase{}, fmt.Errorf("bench: %s: metadata client: %w", name, err)
+		}
+		iopts.StateCatchUp = informer.MetadataStateLister(mc, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, nil)
+	}
+	inf, err := informer.New(cache.ToListerWatcherWithContext(listWatch(cl, ns)), &corev1.ConfigMap{}, s, iopts)
 	if err != nil {
 		_ = s.Close()
 		return Phase{}, fmt.Errorf("bench: %s: %w", name, err)
 	}
 	opened := time.Now()
 	p, err := runPhase(ctx, cl, name, inf, began, before)
-	if st := inf.Stats().Reflector; err == nil && !st.CaughtUpAt.IsZero() {
+	ist := inf.Stats()
+	p.SyncedByState = ist.SyncedByState
+	if st := ist.Reflector; err == nil && (!st.CaughtUpAt.IsZero() || ist.SyncedByState) {
+		caughtUp := st.CaughtUpAt
+		if ist.SyncedByState {
+			// Synced by the state: the catch-up ran until the informer
+			// synced, with no bookmark (nor apply step) of its own.
+			caughtUp = began.Add(p.Synced)
+		}
 		p.Steps = Steps{
 			Open:    opened.Sub(began),
 			Start:   st.StartedAt.Sub(opened),
 			Probe:   st.TargetAt.Sub(st.StartedAt),
-			CatchUp: st.CaughtUpAt.Sub(st.TargetAt),
-			Apply:   began.Add(p.Synced).Sub(st.CaughtUpAt),
+			CatchUp: caughtUp.Sub(st.TargetAt),
+			Apply:   began.Add(p.Synced).Sub(caughtUp),
 		}
 	}
 	if cerr := s.Close(); cerr != nil && err == nil {
