@@ -38,9 +38,7 @@ func TestBoundedKeepsAtMostN(t *testing.T) {
 	if len(objs) != n/4 {
 		t.Errorf("ByIndex app-1: %d objects, want %d", len(objs), n/4)
 	}
-	b.cacheMu.Lock()
-	got := b.lru.Len()
-	b.cacheMu.Unlock()
+	got := b.CacheLen()
 	if got > size {
 		t.Errorf("LRU holds %d objects, want at most %d", got, size)
 	}
@@ -162,10 +160,12 @@ func TestBoundedReadRacingWrite(t *testing.T) {
 	defer s.Close()
 	mustOK(t, "Add", s.Add(newPod(1, "1", "x")))
 	b := s.(*bounded)
-	b.afterRead = func(key string) {
-		b.afterRead = nil
+	// The Add cached its object: make the read decode it.
+	b.ClearCache()
+	b.SetTestHooks(nil, func(key string) {
+		b.SetTestHooks(nil, nil)
 		mustOK(t, "Update", s.Update(newPod(1, "2", "x")))
-	}
+	})
 	obj, ok, err := s.GetByKey("ns-1/pod-000001")
 	if err != nil || !ok || obj.(*corev1.Pod).ResourceVersion != "1" {
 		t.Fatalf("GetByKey during the write: %v %v %v; want the snapshot it read (version 1)", obj, ok, err)
@@ -181,7 +181,7 @@ func TestBoundedReadRacingWrite(t *testing.T) {
 // reader's transaction opened but before the reader's next cache lookup:
 // ByIndex reads pod 1, and the write of the uncached pod 2 lands before it
 // reads pod 2 from its (older) snapshot. That stale decode must not be
-// cached: the writer only refreshes keys cached before it ran.
+// cached over what the writer cached.
 func TestBoundedSnapshotBeforeEpochNotCached(t *testing.T) {
 	s, err := Open(t.Context(), t.TempDir(), podOptions(t, "pods", 8))
 	mustOK(t, "Open", err)
@@ -189,12 +189,11 @@ func TestBoundedSnapshotBeforeEpochNotCached(t *testing.T) {
 	mustOK(t, "Add", s.Add(newPod(1, "1", "x")))
 	mustOK(t, "Add", s.Add(newPod(2, "1", "x")))
 	b := s.(*bounded)
-	b.lru.Clear()
-	b.afterRead = func(key string) {
-		b.afterRead = nil
-		// pod 2 is not cached: the write does not touch the LRU for it.
+	b.ClearCache()
+	b.SetTestHooks(nil, func(key string) {
+		b.SetTestHooks(nil, nil)
 		mustOK(t, "Update", s.Update(newPod(2, "2", "x")))
-	}
+	})
 	if _, err := s.ByIndex("app", "x"); err != nil {
 		t.Fatalf("ByIndex: %v", err)
 	}
@@ -219,17 +218,17 @@ func TestBoundedByIndexNotTornByCommit(t *testing.T) {
 	mustOK(t, "Add", s.Add(newPod(1, "1", "x")))
 	mustOK(t, "Add", s.Add(newPod(2, "1", "x")))
 	b := s.(*bounded)
-	b.lru.Clear()
+	b.ClearCache()
 	// Pod 2 cached, pod 1 not.
 	_, _, err = s.GetByKey("ns-2/pod-000002")
 	mustOK(t, "GetByKey", err)
-	b.afterRead = func(key string) {
-		b.afterRead = nil
+	b.SetTestHooks(nil, func(key string) {
+		b.SetTestHooks(nil, nil)
 		mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: []store.Op{
 			{Type: store.OpPut, Object: newPod(1, "2", "y")},
 			{Type: store.OpPut, Object: newPod(2, "2", "y")},
 		}, ResourceVersion: "2"}))
-	}
+	})
 	objs, err := s.ByIndex("app", "x")
 	mustOK(t, "ByIndex", err)
 	var got []string

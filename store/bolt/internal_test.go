@@ -164,7 +164,7 @@ func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
 	if err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "9"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.lru.Len(); n > 2 {
+	if n := s.CacheLen(); n > 2 {
 		t.Errorf("cache holds %d objects after a commit; want at most 2", n)
 	}
 	if err := s.Close(); err != nil {
@@ -201,7 +201,7 @@ func TestBoundedReadsOnlyWhatTheyNeed(t *testing.T) {
 			t.Fatalf("GetByKey: %v, %v", ok, err)
 		}
 	}
-	if n := s.lru.Len(); n != 2 {
+	if n := s.CacheLen(); n != 2 {
 		t.Errorf("cache holds %d objects after 10 Gets; want 2", n)
 	}
 	codec.Decodes.Store(0)
@@ -405,7 +405,7 @@ func TestBoundedReadsBetweenCommitAndCacheUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cached by the Add: the reads below would hit it.
-	if _, ok := s.lru.Get("ns/p"); !ok {
+	if !s.Cached("ns/p") {
 		t.Fatal("ns/p is not cached after its Add")
 	}
 	// Each read must return version 2: the commit that made it has landed.
@@ -422,7 +422,7 @@ func TestBoundedReadsBetweenCommitAndCacheUpdate(t *testing.T) {
 		}
 	}
 	ran := false
-	s.afterCommit = func() {
+	s.SetTestHooks(func() {
 		ran = true
 		list, err := s.ByIndex("app", "new")
 		if err != nil || len(list) != 1 {
@@ -447,11 +447,11 @@ func TestBoundedReadsBetweenCommitAndCacheUpdate(t *testing.T) {
 		} else {
 			want("GetByKey(ns/p)", obj)
 		}
-	}
+	}, nil)
 	if err := s.Update(pod("ns", "p", "new", "2")); err != nil {
 		t.Fatal(err)
 	}
-	s.afterCommit = nil
+	s.SetTestHooks(nil, nil)
 	if !ran {
 		t.Fatal("afterCommit did not run")
 	}
