@@ -165,9 +165,10 @@
 // stores sharing a directory write concurrently (badger orders them). In the
 // default mode reads never touch badger; opening decodes the objects on one
 // goroutine per CPU. In the bounded mode each read (Get, List, ByIndex,
-// Index) returns the objects of one badger snapshot: it uses and fills the
-// LRU only while no write has begun since it began, and otherwise decodes
-// from its snapshot, so reads overlapping writes decode more. An Open waiting for another process's lock only holds
+// Index) returns the objects of one badger snapshot: it uses the LRU (Get
+// also fills it) only while no write has begun since it began, and
+// otherwise decodes from its snapshot, so reads overlapping writes decode
+// more. Writes cache the objects they put. An Open waiting for another process's lock only holds
 // up Opens of the same directory. Badger's value-log garbage
 // collection runs in one goroutine per open directory (gc_interval, default
 // DefaultGCInterval), stopped when the directory's last store closes.

@@ -170,7 +170,8 @@
 // and bbolt serializes write transactions across the stores of a file.
 // Readers never wait for a write's fsync: default-mode reads take only a
 // read lock on the decoded objects, bounded-mode reads use bbolt read
-// transactions (and briefly wait for a writer updating the bounded cache).
+// transactions (a Get that fills the bounded cache briefly waits for a
+// writer updating it).
 //
 // Another process opening the same file waits up to the lock timeout
 // (Options.LockTimeout, default 5s) and then fails with store.ErrLocked,

@@ -132,11 +132,10 @@ func (s *Store) unknownIndex(op, name string) error {
 	return fmt.Errorf("store: %s %s: index %q does not exist: %w", op, s.info.Name, name, store.ErrNotFound)
 }
 
-// view runs fn in a read transaction of the engine; fn gets seq as loaded
-// before the transaction opened, for cached and fill.
-func (s *Store) view(op string, fn func(tx Tx, seq uint64) error) error {
-	seq := s.seq.Load()
-	err := s.eng.View(op, func(tx Tx) error { return fn(tx, seq) })
+// view runs fn in a read transaction of the engine. A reader that uses or
+// fills the cache loads seq before it calls view (see Store.seq).
+func (s *Store) view(op string, fn func(tx Tx) error) error {
+	err := s.eng.View(op, fn)
 	if err != nil && errors.Is(err, store.ErrClosed) {
 		return s.closedErr(op)
 	}
@@ -180,29 +179,50 @@ func (s *Store) fill(seq uint64, key string, obj interface{}) {
 	s.cacheMu.Unlock()
 }
 
-// decode decodes the object of key that load reads.
-func (s *Store) decode(key string, load Loader) (obj interface{}, err error) {
-	err = load(func(data []byte) error {
-		obj, err = indexer.Decode(s.codec, data)
-		if err != nil {
-			return fmt.Errorf("decode %q with %s codec: %w: %w", key, s.codec.Name(), store.ErrCorrupt, err)
-		}
-		return nil
-	})
-	if err == nil && s.afterRead != nil {
-		s.afterRead(key)
-	}
-	return obj, err
+// reader decodes the objects of one read, whose transaction opened after
+// seq was loaded. Its use method, bound once, is what it gives Loaders, so
+// that reading an object allocates no more than decoding it.
+type reader struct {
+	s   *Store
+	seq uint64
+	use func(data []byte) error
+	key string      // of the object being decoded
+	obj interface{} // decoded by use
 }
 
-// peek returns the object of key, from the cache or decoded with load, for
-// the bulk reads (List, ByIndex, Index): what it decodes is not cached, so
-// one large read does not evict the working set.
-func (s *Store) peek(seq uint64, key string, load Loader) (interface{}, error) {
-	if obj, ok := s.cached(seq, key); ok {
+// newReader returns the reader of a read whose transaction opens next.
+func (s *Store) newReader() *reader {
+	r := &reader{s: s, seq: s.seq.Load()}
+	r.use = r.decode
+	return r
+}
+
+func (r *reader) decode(data []byte) error {
+	obj, err := indexer.Decode(r.s.codec, data)
+	if err != nil {
+		return fmt.Errorf("decode %q with %s codec: %w: %w", r.key, r.s.codec.Name(), store.ErrCorrupt, err)
+	}
+	r.obj = obj
+	return nil
+}
+
+// get returns the object of key, from the cache or decoded with load and,
+// if fill, cached (see Store.fill).
+func (r *reader) get(key string, load Loader, fill bool) (interface{}, error) {
+	if obj, ok := r.s.cached(r.seq, key); ok {
 		return obj, nil
 	}
-	return s.decode(key, load)
+	r.key, r.obj = key, nil
+	if err := load(r.use); err != nil {
+		return nil, err
+	}
+	if r.s.afterRead != nil {
+		r.s.afterRead(key)
+	}
+	if fill {
+		r.s.fill(r.seq, key, r.obj)
+	}
+	return r.obj, nil
 }
 
 // write validates ops, commits them with rv in one commit, then updates the
@@ -306,41 +326,44 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	if obj, ok := s.cached(s.seq.Load(), key); ok {
 		return obj, true, nil
 	}
-	var obj interface{}
-	var found bool
-	err := s.view("get", func(tx Tx, seq uint64) error {
-		if o, ok := s.cached(seq, key); ok {
-			obj, found = o, true
+	r := s.newReader()
+	found := false
+	err := s.view("get", func(tx Tx) error {
+		if obj, ok := s.cached(r.seq, key); ok {
+			r.obj, found = obj, true
 			return nil
 		}
+		r.key, r.obj = key, nil
 		var err error
-		obj, err = s.decode(key, func(use func([]byte) error) error {
-			found, err = tx.Object(key, use)
-			return err
-		})
-		if err != nil || !found {
+		if found, err = tx.Object(key, r.use); err != nil || !found {
 			return err
 		}
-		s.fill(seq, key, obj)
+		if s.afterRead != nil {
+			s.afterRead(key)
+		}
+		s.fill(r.seq, key, r.obj)
 		return nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return obj, found, nil
+	return r.obj, found, nil
 }
 
 // List implements cache.Store. It decodes every object not in the cache,
-// without caching them: prefer indexes in bounded mode. An error (a damaged
+// without caching them (the whole store would evict the working set):
+// prefer indexes in bounded mode. An error (a damaged
 // database) is logged, kept (store.ReadFailer) and lists nothing.
 func (s *Store) List() []interface{} {
 	if _, closed := s.state(); closed {
 		return nil
 	}
 	list := []interface{}{} // empty, not nil, as client-go's
-	err := s.view("list", func(tx Tx, seq uint64) error {
+	r := s.newReader()
+	err := s.view("list", func(tx Tx) error {
 		return tx.Objects(func(key string, load Loader) error {
-			obj, err := s.peek(seq, key, load)
+			// Not cached: one List would evict the working set.
+			obj, err := r.get(key, load, false)
 			if err != nil {
 				return err
 			}
@@ -361,7 +384,7 @@ func (s *Store) ListKeys() []string {
 		return nil
 	}
 	keys := []string{}
-	err := s.view("list keys", func(tx Tx, _ uint64) error {
+	err := s.view("list keys", func(tx Tx) error {
 		return tx.Keys(func(key string) error {
 			keys = append(keys, key)
 			return nil
@@ -384,7 +407,7 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 		return nil, s.unknownIndex("index keys", indexName)
 	}
 	keys := []string{}
-	err := s.view("index keys", func(tx Tx, _ uint64) error {
+	err := s.view("index keys", func(tx Tx) error {
 		return tx.Indexed(indexName, indexedValue, func(key string, _ Loader) error {
 			keys = append(keys, key)
 			return nil
@@ -398,7 +421,7 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 }
 
 // ByIndex implements cache.Indexer: the keys come from the persisted index
-// entries, the objects from the cache or the engine.
+// entries, the objects from the cache or the engine, and are cached.
 func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	return s.byValues("by index", indexName, nil, []string{indexedValue})
 }
@@ -438,7 +461,8 @@ func (s *Store) byValues(op, indexName string, set *indexer.IndexSet, vals []str
 		}
 	}
 	list := []interface{}{}
-	err := s.view(op, func(tx Tx, seq uint64) error {
+	r := s.newReader()
+	err := s.view(op, func(tx Tx) error {
 		var seen map[string]bool
 		if len(vals) > 1 {
 			seen = map[string]bool{}
@@ -451,7 +475,7 @@ func (s *Store) byValues(op, indexName string, set *indexer.IndexSet, vals []str
 					}
 					seen[key] = true
 				}
-				obj, err := s.peek(seq, key, load)
+				obj, err := r.get(key, load, true)
 				if err != nil {
 					return err
 				}
@@ -481,7 +505,7 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 		return []string{}
 	}
 	out := []string{}
-	err := s.view("list index values", func(tx Tx, _ uint64) error {
+	err := s.view("list index values", func(tx Tx) error {
 		return tx.Values(indexName, func(value string) error {
 			out = append(out, value)
 			return nil
