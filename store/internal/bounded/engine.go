@@ -28,7 +28,7 @@ type Engine interface {
 	// snapshot, opened when View is called, and tx is not used after fn
 	// returns. It returns fn's error, or its own, as the error of the
 	// store operation op ("store: op name: ..."), and an error wrapping
-	// store.ErrClosed once the engine is closed.
+	// store.ErrClosed when Close has made reading impossible.
 	View(op string, fn func(tx Tx) error) error
 	// Commit writes ps, whose index values are aligned with set's names,
 	// and, unless rv is empty, the resume point rv, in one atomic commit;
