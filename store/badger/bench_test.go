@@ -265,7 +265,7 @@ func vmRSS() (int64, bool) {
 	return 0, false
 }
 
-// BenchmarkRead measures Get and ByIndex (one app label: n/50 Pods) on a
+// BenchmarkRead measures Get, ByIndex (one app label: n/50 Pods) and List on a
 // default and a bounded (cache=1000) store against client-go's indexer
 // holding the same Pods. Keys are drawn uniformly, so the bounded store
 // mostly misses its cache: the worst case.
@@ -311,12 +311,26 @@ func BenchmarkRead(b *testing.B) {
 			ri.record(b, impl.name)
 		})
 	}
+	rl := ratio{}
+	for _, impl := range impls {
+		b.Run("op=List/impl="+impl.name, func(b *testing.B) {
+			for b.Loop() {
+				if got := len(impl.s.List()); got != n {
+					b.Fatalf("List = %d objects; want %d", got, n)
+				}
+			}
+			rl.record(b, impl.name)
+		})
+	}
 	b.Logf("Get:")
 	rg.log(b, "badger")
 	rg.log(b, "badger-bounded")
 	b.Logf("ByIndex:")
 	ri.log(b, "badger")
 	ri.log(b, "badger-bounded")
+	b.Logf("List:")
+	rl.log(b, "badger")
+	rl.log(b, "badger-bounded")
 }
 
 // BenchmarkBoundedHeap compares the live heap of a bounded store

@@ -346,9 +346,9 @@ func BenchmarkOpen(b *testing.B) {
 	})
 }
 
-// BenchmarkRead measures Get and ByIndex in the default mode, the bounded
-// mode (cache=1000, keys spread over the whole store so most Gets decode),
-// and client-go's indexer holding the same Pods.
+// BenchmarkRead measures Get, ByIndex and List in the default mode, the
+// bounded mode (cache=1000, keys spread over the whole store so most Gets
+// decode), and client-go's indexer holding the same Pods.
 func BenchmarkRead(b *testing.B) {
 	n := benchPods(b)
 	path, keys := loadFile(b, n)
@@ -413,6 +413,15 @@ func BenchmarkRead(b *testing.B) {
 				objs += len(list)
 			}
 			b.ReportMetric(float64(objs)/float64(b.N), "objects/op")
+		})
+	}
+	for _, im := range impls {
+		b.Run("op=List/impl="+im.name, func(b *testing.B) {
+			for b.Loop() {
+				if got := len(im.store.List()); got != n {
+					b.Fatalf("List = %d objects; want %d", got, n)
+				}
+			}
 		})
 	}
 }

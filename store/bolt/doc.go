@@ -80,7 +80,10 @@
 //
 // Stores are safe for concurrent use. Writes to one store are serialized,
 // and bbolt serializes write transactions across the stores of a file.
-// Readers never wait for a write's fsync. Another process opening the file
+// Readers never wait for a write's fsync. In the bounded mode each read
+// returns the objects of one bbolt read transaction, from the cache only
+// while no write has begun since it began; writes cache the objects they
+// put. Another process opening the file
 // waits up to the lock timeout and then fails with store.ErrLocked, naming
 // the file and the timeout; it stops waiting when Open's context ends. The
 // snapshot tool's reads share the file with the stores this process has

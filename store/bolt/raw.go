@@ -324,12 +324,13 @@ func exportTx(ctx context.Context, tx *bbolt.Tx, name string, fn func(store.Reco
 // writes. (A default-mode store is an indexer.Base, which has no Export; its
 // process exports it through Raw, which shares the process's open file.)
 func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-	if closed, _ := s.state(); closed {
-		return store.Info{}, s.closedErr("export")
+	if err := s.CheckOpen("export"); err != nil {
+		return store.Info{}, err
 	}
-	info, err := exportDB(ctx, s.file.db, s.info.Name, fn)
+	name := s.Info().Name
+	info, err := exportDB(ctx, s.file.db, name, fn)
 	if err != nil {
-		return store.Info{}, fmt.Errorf("store: export %s: %w", s.info.Name, err)
+		return store.Info{}, fmt.Errorf("store: export %s: %w", name, err)
 	}
 	return info, nil
 }

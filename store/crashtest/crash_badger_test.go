@@ -18,5 +18,11 @@ func init() {
 			// (TestFullFileSystem).
 			diskFullExits: true,
 		},
+		backend{
+			name:          "badger-bounded",
+			url:           func(dir string) string { return "badger://" + dir + "?cache=4" },
+			durable:       true,
+			diskFullExits: true,
+		},
 	)
 }

@@ -1,0 +1,304 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+	shared "github.com/informerdb/informerdb/store/internal/bounded"
+)
+
+// engine is the bounded mode's storage: the store's space, read in badger
+// read transactions of its current generation, whose index entries it
+// keeps. The bounded store serializes its writes.
+type engine struct {
+	sp    *space
+	codec store.Codec
+}
+
+// View implements shared.Engine.
+func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
+	err := e.sp.view(func(txn *badger.Txn, k keys, names []string) error {
+		return fn(&badgerTx{txn: txn, k: k})
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrClosed):
+		return fmt.Errorf("store: %s %s: %w", op, e.sp.name, store.ErrClosed)
+	case isStoreErr(err):
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return fmt.Errorf("store: %s %s: badger: %w", op, e.sp.name, err)
+}
+
+// Commit implements shared.Engine: it reads the index values the changes
+// replace, then persists them (space.Persist).
+func (e *engine) Commit(ctx context.Context, ps []indexer.Prepared, set *indexer.IndexSet, rv string, replace bool) error {
+	changes, err := e.changes(ps, replace)
+	if err != nil {
+		return fmt.Errorf("read the index values the write replaces: %w", err)
+	}
+	return e.sp.Persist(ctx, changes, rv, replace)
+}
+
+// changes pairs prepared ops with the stored state they replace, following
+// earlier ops of the same batch, as indexer.Base does from its cache.
+func (e *engine) changes(ps []indexer.Prepared, replace bool) ([]indexer.Change, error) {
+	out := make([]indexer.Change, len(ps))
+	type state struct {
+		exists bool
+		vals   [][]string
+	}
+	overlay := make(map[string]state, len(ps))
+	err := e.sp.view(func(txn *badger.Txn, k keys, names []string) error {
+		for i := range ps {
+			p := &ps[i]
+			out[i].Prepared = *p
+			cur, ok := overlay[p.Key]
+			if !ok && !replace {
+				_, err := txn.Get(k.obj(p.Key))
+				switch {
+				case errors.Is(err, badger.ErrKeyNotFound):
+				case err != nil:
+					return err
+				default:
+					cur.exists = true
+					if len(names) > 0 {
+						if cur.vals, err = readValues(txn, k, p.Key, len(names)); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			out[i].Existed, out[i].OldValues = cur.exists, cur.vals
+			if p.Type == store.OpPut {
+				overlay[p.Key] = state{exists: true, vals: p.Values}
+			} else {
+				overlay[p.Key] = state{}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) {
+	item, err := txn.Get(k.vals(key))
+	if err != nil {
+		return nil, fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
+	}
+	var vals [][]string
+	err = value(item, func(v []byte) error {
+		vals, err = decodeValues(v, n)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
+	}
+	return vals, nil
+}
+
+// AddIndexes implements shared.Engine: every stored object is decoded to
+// compute its values, which are written with their entries in a new
+// generation. The objects the bounded store has decoded are not used:
+// badger reads them in one pass anyway.
+func (e *engine) AddIndexes(set *indexer.IndexSet, _ func(key string) (interface{}, bool)) error {
+	// As Open does: the store could not be opened again with the index
+	// set it would record.
+	if err := checkIndexNames(set.Indexers()); err != nil {
+		return err
+	}
+	vals, err := computeValues(e.sp, e.codec, set)
+	if err != nil {
+		return fmt.Errorf("backfill: %w", err)
+	}
+	return e.sp.PersistIndexes(context.Background(), set, vals)
+}
+
+// computeValues decodes every stored object and computes its values under set.
+func computeValues(sp *space, codec store.Codec, set *indexer.IndexSet) (map[string][][]string, error) {
+	vals := map[string][][]string{}
+	err := sp.scanObjects(func(key, _ string, data []byte) error {
+		obj, err := indexer.Decode(codec, data)
+		if err != nil {
+			return fmt.Errorf("decode object %q with %s codec: %w: %w", key, codec.Name(), store.ErrCorrupt, err)
+		}
+		v, err := set.Values(key, obj)
+		if err != nil {
+			return err
+		}
+		vals[key] = v
+		return nil
+	})
+	return vals, err
+}
+
+// Close implements shared.Engine.
+func (e *engine) Close() error { return e.sp.Close() }
+
+// badgerTx implements shared.Tx over a read transaction of the store's
+// current generation, whose keys are k.
+type badgerTx struct {
+	txn *badger.Txn
+	k   keys
+}
+
+// Object implements shared.Tx.
+func (t *badgerTx) Object(key string, use func(data []byte) error) (bool, error) {
+	item, err := t.txn.Get(t.k.obj(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, objectData(item, len(t.k.objPrefix()), use)
+}
+
+// objectData calls use with the encoded object item holds; prefixLen is the
+// length of the object prefix of its key.
+func objectData(item *badger.Item, prefixLen int, use func(data []byte) error) error {
+	return value(item, func(v []byte) error {
+		_, data, err := parseObj(item.Key()[prefixLen:], v)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+		}
+		return use(data)
+	})
+}
+
+// Objects implements shared.Tx, in the order of the badger keys: inline
+// keys sorted, hashed ones by their hash.
+func (t *badgerTx) Objects(fn func(key string, load shared.Loader) error) error {
+	prefix := t.k.objPrefix()
+	var item *badger.Item
+	load := func(use func([]byte) error) error { return objectData(item, len(prefix), use) }
+	return eachUnder(context.Background(), t.txn, prefix, func(it *badger.Item, suffix []byte) error {
+		key, hashed, _, err := readComp(suffix)
+		if err == nil && hashed {
+			// The key is in the value.
+			err = value(it, func(v []byte) error {
+				key, _, err = parseObj(suffix, v)
+				return err
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
+		}
+		item = it
+		return fn(key, load)
+	})
+}
+
+// Keys implements shared.Tx, reading badger keys only, and values only for
+// hashed keys.
+func (t *badgerTx) Keys(fn func(key string) error) error {
+	prefix := t.k.objPrefix()
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		suffix := it.Item().Key()[len(prefix):]
+		key, hashed, _, err := readComp(suffix)
+		if err == nil && hashed {
+			err = value(it.Item(), func(v []byte) error {
+				key, _, err = parseObj(suffix, v)
+				return err
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Indexed implements shared.Tx, in key order: the entries are read first,
+// then each object by its key.
+func (t *badgerTx) Indexed(index, value string, fn func(key string, load shared.Loader) error) error {
+	keys, err := scanEntries(t.txn, t.k.indexPrefix(index), t.k.valuePrefix(index, value))
+	if err != nil {
+		return err
+	}
+	var key string
+	load := func(use func([]byte) error) error {
+		found, err := t.Object(key, use)
+		if err == nil && !found {
+			err = fmt.Errorf("index %q entry %q names missing object %q: %w", index, value, key, store.ErrCorrupt)
+		}
+		return err
+	}
+	for _, key = range keys {
+		if err := fn(key, load); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanEntries returns the object keys of the index entries under prefix,
+// which starts with indexPrefix, sorted.
+func scanEntries(txn *badger.Txn, indexPrefix, prefix []byte) ([]string, error) {
+	out := []string{}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		var val []byte
+		if item.ValueSize() > 0 {
+			var err error
+			if val, err = valueCopy(item); err != nil {
+				return nil, err
+			}
+		}
+		_, key, err := parseEntry(item.Key()[len(indexPrefix):], val)
+		if err != nil {
+			return nil, fmt.Errorf("index entry: %w: %w", store.ErrCorrupt, err)
+		}
+		out = append(out, key)
+	}
+	// Inline keys come out sorted; hashed ones sort by their hash.
+	sort.Strings(out)
+	return out, nil
+}
+
+// Values implements shared.Tx: one entry per value is read, then the
+// iterator seeks past the value's other entries.
+func (t *badgerTx) Values(index string, fn func(value string) error) error {
+	prefix := t.k.indexPrefix(index)
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); {
+		item := it.Item()
+		var val []byte
+		if item.ValueSize() > 0 {
+			var err error
+			if val, err = valueCopy(item); err != nil {
+				return err
+			}
+		}
+		v, _, err := parseEntry(item.Key()[len(prefix):], val)
+		if err != nil {
+			return fmt.Errorf("index %q entry: %w: %w", index, store.ErrCorrupt, err)
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+		end := prefixEnd(t.k.valuePrefix(index, v))
+		if end == nil {
+			break
+		}
+		it.Seek(end)
+	}
+	return nil
+}
+
+var _ shared.Engine = (*engine)(nil)
