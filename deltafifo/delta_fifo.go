@@ -67,11 +67,13 @@ type seqRV struct {
 // resume point at the old one. Resuming from there would converge, but
 // handlers could see keys the relist had reached go back to older states
 // while the watch replays; so every batch popped while a relist is partly
-// handed out has Batch.RelistPending set, and a persisting consumer that
-// records it relists on restart instead (DESIGN invariant 2). A relist
+// handed out has Batch.RelistPending set, and the batch that hands out its
+// last key has Batch.RelistDone set. A persisting consumer either applies
+// the batches of a relist in one commit (the informer does) or records
+// RelistPending and relists on restart instead (DESIGN invariant 2). A relist
 // touches every key queued when it arrives, so it is complete exactly when
-// no key queued before or by it remains. Consumers that need a relist
-// applied in one commit use FIFO.
+// no key queued before or by it remains. FIFO hands a relist out in one
+// batch instead.
 //
 // # Bookmarks
 //
@@ -109,6 +111,9 @@ type DeltaFIFO struct {
 	// relistSeq is the sequence number of the latest Replace, if relisted.
 	relistSeq uint64
 	relisted  bool
+	// relistOpen is set by Replace and cleared by the pop that hands out
+	// the last key of the relist (Batch.RelistDone).
+	relistOpen bool
 	// populated is set by the first Add, Update, Delete or Replace.
 	populated bool
 	// initialCount is the number of queue entries, queued when the first
@@ -301,7 +306,7 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	// The whole relist is one event: one sequence number for all its deltas,
 	// so its resourceVersion waits for every one of its keys.
 	seq := f.arriveLocked(resourceVersion)
-	f.relistSeq, f.relisted = seq, true
+	f.relistSeq, f.relisted, f.relistOpen = seq, true, true
 	typ := f.opts.replacedType()
 	for i, obj := range objs {
 		f.appendLocked(keys[i], seq, cache.Delta{Type: typ, Object: obj})
@@ -407,6 +412,9 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	var oldest uint64
 	b.ResourceVersion, oldest = f.advanceLocked()
 	b.RelistPending = f.relisted && oldest <= f.relistSeq
+	if f.relistOpen && !b.RelistPending {
+		b.RelistDone, f.relistOpen = true, false
+	}
 	// Events are numbered from 0: every one numbered below oldest is out.
 	b.HandedOut = oldest
 	err := process(ctx, b)
