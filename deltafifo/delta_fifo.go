@@ -80,7 +80,9 @@ type seqRV struct {
 // Bookmark queues an entry of its own (consecutive bookmarks coalesce) that
 // pops as a batch with one cache.Bookmark delta, so that an idle stream
 // still moves the resume point. A Replace that queues nothing (an empty list
-// and nothing to delete) queues such an entry with the list resourceVersion.
+// and nothing to delete) queues such an entry with the list resourceVersion;
+// without one (a resource the server stopped serving), the entry pops as a
+// batch without deltas, so that Batch.RelistDone still reaches the consumer.
 // Code that never calls Bookmark, like client-go's users, sees one only for
 // such an empty relist with a resourceVersion.
 //
@@ -238,9 +240,14 @@ func (f *DeltaFIFO) Bookmark(resourceVersion string) error {
 	return nil
 }
 
+// An entry for rv "" (an empty relist without a resourceVersion) pops as a
+// batch without deltas; it never replaces a queued bookmark's
+// resourceVersion.
 func (f *DeltaFIFO) queueBookmarkLocked(rv string) {
 	if last := f.queue.back(); last != nil && last.bookmark {
-		last.rv = rv
+		if rv != "" {
+			last.rv = rv
+		}
 		return
 	}
 	f.queue.push(queueEntry{bookmark: true, rv: rv})
@@ -314,9 +321,9 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	for _, d := range gone {
 		f.appendLocked(d.Key, seq, cache.Delta{Type: cache.Deleted, Object: d})
 	}
-	if len(objs) == 0 && len(gone) == 0 && resourceVersion != "" {
+	if len(objs) == 0 && len(gone) == 0 {
 		// Nothing will be popped for this relist; let a bookmark entry carry
-		// its resourceVersion.
+		// its resourceVersion, and its end (Batch.RelistDone).
 		f.queueBookmarkLocked(resourceVersion)
 	}
 	if !f.populated {
@@ -403,9 +410,13 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	b := Batch{InInitialList: !f.syncedLocked()}
 	e := *f.queue.at(0)
 	f.queue.drop(1)
-	if e.bookmark {
+	switch {
+	case e.bookmark && e.rv == "":
+		// The end of an empty relist without a resourceVersion: nothing to
+		// apply, only RelistDone to hand out.
+	case e.bookmark:
 		b.Deltas = cache.Deltas{{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: e.rv}}}
-	} else {
+	default:
 		b.Deltas = f.items[e.key].deltas
 		delete(f.items, e.key)
 	}

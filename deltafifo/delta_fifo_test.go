@@ -217,6 +217,27 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			},
 		},
 		{
+			name: "an empty relist without resourceVersion still hands out its end",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Bookmark("9"))
+				must(t, q.Replace(nil, ""))
+				must(t, q.Replace(nil, ""))
+			},
+			// The resource is no longer served: nothing to apply, but a
+			// consumer that commits relists whole learns that they ended,
+			// and the bookmark keeps its resourceVersion.
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "9"})), ResourceVersion: "9", RelistDone: true},
+			},
+		},
+		{
+			name: "an empty relist without resourceVersion pops without deltas",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Replace(nil, ""))
+			},
+			want: []deltafifo.Batch{{RelistDone: true}},
+		},
+		{
 			name: "transformer runs on adds and relists, resourceVersion read before it",
 			opts: deltafifo.Options{Transformer: stripRV},
 			ops: func(t *testing.T, q deltafifo.Queue) {
