@@ -108,6 +108,60 @@ func TestQueueGroupsPerKey(t *testing.T) {
 	}
 }
 
+// TestDeltaFIFOBookmarksAndEmptyRelists checks, on every backend, that
+// with DeltaFIFO a bookmark on a quiet stream moves the persisted resume
+// point, and that a resource the server stops serving (an empty relist
+// without a resourceVersion, which the queue hands out as a batch without
+// deltas) empties the store without moving it, and syncs a cold start.
+func TestDeltaFIFOBookmarksAndEmptyRelists(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		lw := newFakeLW()
+		lw.noBookmarks = true
+		s := b.open(t)
+		inf := newInformer(t, lw, s, deltaFIFOOptions())
+		h := newRecorder()
+		addHandler(t, inf, h)
+		start(t, inf)
+		waitDone(t, "sync", inf.HasSyncedChecker())
+		lw.create("ns", "a", "1")
+		lw.create("ns", "b", "1")
+		if !waitApplied(t, lw, s, nil) {
+			t.Fatal("not applied")
+		}
+		// Something outside the informer's scope is written: only a
+		// bookmark tells the informer of the newer resourceVersion.
+		lw.mu.Lock()
+		lw.rv += 5
+		lw.mu.Unlock()
+		lw.sendBookmark()
+		if !waitApplied(t, lw, s, nil) {
+			t.Fatal("bookmark not applied")
+		}
+
+		rv := s.ResourceVersion()
+		lw.setGone(true)
+		pollUntil(t, "the handler told of both deletes", func() string {
+			if st := toldState(h); len(st) > 0 {
+				return fmt.Sprintf("still told of %v", st)
+			}
+			return ""
+		})
+		if n := len(s.ListKeys()); n != 0 {
+			t.Errorf("%d objects stored after the resource went away, want none", n)
+		}
+		if got := s.ResourceVersion(); got != rv {
+			t.Errorf("resume point %q after the resource went away, want %q (unchanged)", got, rv)
+		}
+	})
+	t.Run("cold start on an unserved resource", func(t *testing.T) {
+		lw := newFakeLW()
+		lw.setGone(true)
+		inf := newInformer(t, lw, openStore(t, "memory://"), deltaFIFOOptions())
+		start(t, inf)
+		waitDone(t, "sync", inf.HasSyncedChecker())
+	})
+}
+
 // deltaCrashScenarios run with DeltaFIFO, each from a synced informer
 // whose store holds ns/a, ns/b and ns/c at v=1. exact says whether the
 // store must hold exactly the server's state at its resume point after
