@@ -419,9 +419,9 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 // a relist cost one more relist. Gathering the relist costs what FIFO's
 // relist costs already (its objects are in memory, popped, until the
 // commit), and a crash before the commit leaves the store as it was before
-// the relist, consistent at its old resume point (DESIGN invariant 1): the
-// next start resumes from there, or relists if the server no longer serves
-// it.
+// the relist, with its old resume point, which every event before it has
+// reached (DESIGN invariant 1): the next start resumes from there, or
+// relists if the server no longer serves it.
 //
 // The keys a relist touches are those queued when it arrives, popped in
 // order before any key queued later, so this ends once they are out (a

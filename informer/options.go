@@ -205,7 +205,7 @@ const (
 	// InOrderQueue, the default, is deltafifo.FIFO: events are applied,
 	// and handed to handlers, in the order they arrived, a relist in one
 	// commit with its resourceVersion; the persisted resume point describes
-	// the store exactly, and a crash loses nothing a restart replays.
+	// the store exactly.
 	InOrderQueue QueueKind = iota
 
 	// DeltaFIFOQueue is deltafifo.DeltaFIFO, client-go's queue before
