@@ -67,18 +67,22 @@ type seqRV struct {
 // resume point at the old one. Resuming from there would converge, but
 // handlers could see keys the relist had reached go back to older states
 // while the watch replays; so every batch popped while a relist is partly
-// handed out has Batch.RelistPending set, and a persisting consumer that
-// records it relists on restart instead (DESIGN invariant 2). A relist
+// handed out has Batch.RelistPending set, and the batch that hands out its
+// last key has Batch.RelistDone set. A persisting consumer either applies
+// the batches of a relist in one commit (the informer does) or records
+// RelistPending and relists on restart instead (DESIGN invariant 2). A relist
 // touches every key queued when it arrives, so it is complete exactly when
-// no key queued before or by it remains. Consumers that need a relist
-// applied in one commit use FIFO.
+// no key queued before or by it remains. FIFO hands a relist out in one
+// batch instead.
 //
 // # Bookmarks
 //
 // Bookmark queues an entry of its own (consecutive bookmarks coalesce) that
 // pops as a batch with one cache.Bookmark delta, so that an idle stream
 // still moves the resume point. A Replace that queues nothing (an empty list
-// and nothing to delete) queues such an entry with the list resourceVersion.
+// and nothing to delete) queues such an entry with the list resourceVersion;
+// without one (a resource the server stopped serving), the entry pops as a
+// batch without deltas, so that Batch.RelistDone still reaches the consumer.
 // Code that never calls Bookmark, like client-go's users, sees one only for
 // such an empty relist with a resourceVersion.
 //
@@ -109,6 +113,9 @@ type DeltaFIFO struct {
 	// relistSeq is the sequence number of the latest Replace, if relisted.
 	relistSeq uint64
 	relisted  bool
+	// relistOpen is set by Replace and cleared by the pop that hands out
+	// the last key of the relist (Batch.RelistDone).
+	relistOpen bool
 	// populated is set by the first Add, Update, Delete or Replace.
 	populated bool
 	// initialCount is the number of queue entries, queued when the first
@@ -233,9 +240,14 @@ func (f *DeltaFIFO) Bookmark(resourceVersion string) error {
 	return nil
 }
 
+// An entry for rv "" (an empty relist without a resourceVersion) pops as a
+// batch without deltas; it never replaces a queued bookmark's
+// resourceVersion.
 func (f *DeltaFIFO) queueBookmarkLocked(rv string) {
 	if last := f.queue.back(); last != nil && last.bookmark {
-		last.rv = rv
+		if rv != "" {
+			last.rv = rv
+		}
 		return
 	}
 	f.queue.push(queueEntry{bookmark: true, rv: rv})
@@ -301,7 +313,7 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	// The whole relist is one event: one sequence number for all its deltas,
 	// so its resourceVersion waits for every one of its keys.
 	seq := f.arriveLocked(resourceVersion)
-	f.relistSeq, f.relisted = seq, true
+	f.relistSeq, f.relisted, f.relistOpen = seq, true, true
 	typ := f.opts.replacedType()
 	for i, obj := range objs {
 		f.appendLocked(keys[i], seq, cache.Delta{Type: typ, Object: obj})
@@ -309,9 +321,9 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	for _, d := range gone {
 		f.appendLocked(d.Key, seq, cache.Delta{Type: cache.Deleted, Object: d})
 	}
-	if len(objs) == 0 && len(gone) == 0 && resourceVersion != "" {
+	if len(objs) == 0 && len(gone) == 0 {
 		// Nothing will be popped for this relist; let a bookmark entry carry
-		// its resourceVersion.
+		// its resourceVersion, and its end (Batch.RelistDone).
 		f.queueBookmarkLocked(resourceVersion)
 	}
 	if !f.populated {
@@ -398,15 +410,22 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	b := Batch{InInitialList: !f.syncedLocked()}
 	e := *f.queue.at(0)
 	f.queue.drop(1)
-	if e.bookmark {
+	switch {
+	case e.bookmark && e.rv == "":
+		// The end of an empty relist without a resourceVersion: nothing to
+		// apply, only RelistDone to hand out.
+	case e.bookmark:
 		b.Deltas = cache.Deltas{{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: e.rv}}}
-	} else {
+	default:
 		b.Deltas = f.items[e.key].deltas
 		delete(f.items, e.key)
 	}
 	var oldest uint64
 	b.ResourceVersion, oldest = f.advanceLocked()
 	b.RelistPending = f.relisted && oldest <= f.relistSeq
+	if f.relistOpen && !b.RelistPending {
+		b.RelistDone, f.relistOpen = true, false
+	}
 	// Events are numbered from 0: every one numbered below oldest is out.
 	b.HandedOut = oldest
 	err := process(ctx, b)

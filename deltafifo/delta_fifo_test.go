@@ -115,7 +115,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			want: []deltafifo.Batch{
 				{Deltas: deltas(d(cache.Sync, a2)), InInitialList: true, RelistPending: true},
 				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true, RelistPending: true},
-				{Deltas: deltas(d(cache.Deleted, tomb("c", cm("c", "5", "c1")))), InInitialList: true, ResourceVersion: "10"},
+				{Deltas: deltas(d(cache.Deleted, tomb("c", cm("c", "5", "c1")))), InInitialList: true, ResourceVersion: "10", RelistDone: true},
 			},
 		},
 		{
@@ -127,7 +127,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			},
 			want: []deltafifo.Batch{
 				{Deltas: deltas(d(cache.Replaced, a2)), InInitialList: true, RelistPending: true},
-				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true, ResourceVersion: "10"},
+				{Deltas: deltas(d(cache.Deleted, tomb("b", b1))), InInitialList: true, ResourceVersion: "10", RelistDone: true},
 			},
 		},
 		{
@@ -141,7 +141,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			want: []deltafifo.Batch{
 				// The relist's own RV waits for b; a's watch events are all out.
 				{Deltas: deltas(d(cache.Deleted, a1), d(cache.Added, a2), d(cache.Deleted, tomb("a", a2))), ResourceVersion: "3", RelistPending: true},
-				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
+				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10", RelistDone: true},
 			},
 		},
 		{
@@ -153,7 +153,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			},
 			want: []deltafifo.Batch{
 				{Deltas: deltas(d(cache.Deleted, a2)), ResourceVersion: "3", RelistPending: true},
-				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
+				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10", RelistDone: true},
 			},
 		},
 		{
@@ -164,7 +164,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			},
 			want: []deltafifo.Batch{
 				{Deltas: deltas(d(cache.Added, a1), d(cache.Deleted, tomb("a", a1))), ResourceVersion: "1", RelistPending: true},
-				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10"},
+				{Deltas: deltas(d(cache.Sync, b1)), ResourceVersion: "10", RelistDone: true},
 			},
 		},
 		{
@@ -213,8 +213,29 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			want: []deltafifo.Batch{
 				// Synced at once, as client-go's (nothing to apply): not
 				// in the initial list.
-				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "10"})), ResourceVersion: "10"},
+				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "10"})), ResourceVersion: "10", RelistDone: true},
 			},
+		},
+		{
+			name: "an empty relist without resourceVersion still hands out its end",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Bookmark("9"))
+				must(t, q.Replace(nil, ""))
+				must(t, q.Replace(nil, ""))
+			},
+			// The resource is no longer served: nothing to apply, but a
+			// consumer that commits relists whole learns that they ended,
+			// and the bookmark keeps its resourceVersion.
+			want: []deltafifo.Batch{
+				{Deltas: deltas(d(cache.Bookmark, cache.BookmarkInfo{ResourceVersion: "9"})), ResourceVersion: "9", RelistDone: true},
+			},
+		},
+		{
+			name: "an empty relist without resourceVersion pops without deltas",
+			ops: func(t *testing.T, q deltafifo.Queue) {
+				must(t, q.Replace(nil, ""))
+			},
+			want: []deltafifo.Batch{{RelistDone: true}},
 		},
 		{
 			name: "transformer runs on adds and relists, resourceVersion read before it",
@@ -225,7 +246,7 @@ func TestDeltaFIFOClientGoBehaviour(t *testing.T) {
 			},
 			want: []deltafifo.Batch{
 				{Deltas: deltas(d(cache.Added, cm("a", "", "a1")), d(cache.Deleted, tomb("a", cm("a", "", "a1")))), ResourceVersion: "1", RelistPending: true},
-				{Deltas: deltas(d(cache.Sync, cm("b", "", "b1"))), ResourceVersion: "10"},
+				{Deltas: deltas(d(cache.Sync, cm("b", "", "b1"))), ResourceVersion: "10", RelistDone: true},
 			},
 		},
 	})
@@ -365,4 +386,29 @@ func TestHasSyncedAfterEmptyFirstReplace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeltaFIFORelistDone pins Batch.RelistDone: it marks the batch that
+// hands out the last key a relist touched, so that a consumer can apply the
+// relist's batches in one commit. A second relist arriving while the first
+// is partly handed out extends it; events on keys the relists did not touch
+// come after, without the flag.
+func TestDeltaFIFORelistDone(t *testing.T) {
+	a1, b1, c1 := cm("a", "1", "a1"), cm("b", "2", "b1"), cm("c", "3", "c1")
+	a2, d1 := cm("a", "8", "a2"), cm("d", "9", "d1")
+	q := deltafifo.NewDeltaFIFO(deltafifo.Options{EmitDeltaTypeReplaced: true})
+	must(t, q.Replace([]interface{}{a1, b1}, "4"))
+	diff(t, "first pop", deltafifo.Batch{Deltas: deltas(d(cache.Replaced, a1)), InInitialList: true, RelistPending: true}, pop(t, q))
+	// b is still queued: the second relist touches it and c.
+	must(t, q.Replace([]interface{}{b1, c1}, "7"))
+	must(t, q.Update(a2)) // a was popped: a new key entry, after c
+	must(t, q.Add(d1))
+	diff(t, "batches", []deltafifo.Batch{
+		// The first relist is out: its resourceVersion is the watermark.
+		{Deltas: deltas(d(cache.Replaced, b1), d(cache.Replaced, b1)), InInitialList: true, ResourceVersion: "4", RelistPending: true},
+		// The initial list was a and b: c is past it.
+		{Deltas: deltas(d(cache.Replaced, c1)), ResourceVersion: "7", RelistDone: true},
+		{Deltas: deltas(d(cache.Updated, a2)), ResourceVersion: "8"},
+		{Deltas: deltas(d(cache.Added, d1)), ResourceVersion: "9"},
+	}, drain(t, q))
 }

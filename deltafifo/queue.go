@@ -40,6 +40,14 @@ type Batch struct {
 	// 2); ResourceVersion stays behind the list resourceVersion meanwhile.
 	RelistPending bool
 
+	// RelistDone is true on the batch that hands out the last key a
+	// relist touched (or, for a relist that queued no key, its bookmark):
+	// once it and every earlier batch are applied, the relist is. Only
+	// DeltaFIFO sets it. A consumer that must apply a relist in one commit
+	// gathers the batches from the first with RelistPending up to this one
+	// (a relist that touches one key has RelistDone on its only batch).
+	RelistDone bool
+
 	// InInitialList is true while the queue has not synced yet (see
 	// HasSynced): the batch belongs to the initial list, like the
 	// isInInitialList argument of client-go's PopProcessFunc.

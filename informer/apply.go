@@ -32,7 +32,10 @@ type pendingCommit struct {
 	// (store.Batch.ResumeOnly).
 	resumeOnly bool
 	deltas     int
-	replace    bool   // one relist, committed alone
+	replace    bool // one relist, committed alone
+	// relistOpen: the group holds the first keys of a relist that a
+	// DeltaFIFO hands out key by key, not its last yet (see finishRelist).
+	relistOpen bool
 	seq        uint64 // newest view entry written by ops
 	// handedOut is the queue's count of events handed out once this
 	// group's batches are (deltafifo.Batch.HandedOut).
@@ -83,9 +86,14 @@ type queuedNote struct {
 func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingCommit) {
 	pc.deltas += len(b.Deltas)
 	inf.stats.popped.Add(int64(len(b.Deltas)))
-	if b.Replace {
+	if b.Replace || b.RelistDone {
 		pc.replace = true
 	}
+	pc.relistOpen = b.RelistPending
+	// client-go hands OnAdd isInInitialList for an add popped before its
+	// queue synced. FIFO hands out the initial list as one Replace batch;
+	// DeltaFIFO key by key, each batch telling whether it is in it.
+	initialBatch := b.InInitialList && (b.Replace || inf.opts.Queue == DeltaFIFOQueue)
 	// Room for one operation and one notification per delta, made once: a
 	// relist of 100,000 objects would otherwise grow them (and rehash the
 	// map) a dozen times, a quarter of this function's time.
@@ -127,14 +135,14 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				op = pc.addOp(key, store.Op{Type: store.OpPut, Object: d.Object, Key: key})
 				pc.seq = inf.view.set(key, d.Object, true)
 			}
-			if exists && b.Replace && recreated(old, d.Object) {
+			if exists && d.Type == cache.Replaced && recreated(old, d.Object) {
 				// The name was deleted and created again while the watch was
 				// not looking (a relist after lost history): the old object
 				// is gone, and handlers keyed by UID must hear so (DESIGN
 				// invariant 4), not take the new object for an update of it.
 				pc.notes = append(pc.notes,
 					queuedNote{n: notification{kind: notifyDelete, oldObj: cache.DeletedFinalStateUnknown{Key: key, Obj: old}}, op: op},
-					queuedNote{n: notification{kind: notifyAdd, newObj: d.Object, initial: b.InInitialList}, op: op})
+					queuedNote{n: notification{kind: notifyAdd, newObj: d.Object, initial: initialBatch}, op: op})
 				continue
 			}
 			if exists {
@@ -145,7 +153,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 				})
 			} else {
 				pc.notes = append(pc.notes, queuedNote{n: notification{
-					kind: notifyAdd, newObj: d.Object, initial: b.Replace && b.InInitialList,
+					kind: notifyAdd, newObj: d.Object, initial: initialBatch,
 				}, op: op})
 			}
 		case cache.Deleted:
@@ -192,7 +200,7 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			logger.Error(nil, "Ignoring a delta of an unexpected type", "type", d.Type)
 		}
 	}
-	if b.Replace {
+	if b.Replace || b.RelistDone {
 		// client-go's Replace takes the list's resourceVersion whatever
 		// its objects.
 		pc.resumeOnly = false
@@ -325,6 +333,11 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	if !popped {
 		return nil, nil, err
 	}
+	if first.relistOpen {
+		if err := inf.finishRelist(ctx, logger, q, first); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err != nil || first.replace || inf.opts.MaxBatchDelay <= 0 {
 		return first, nil, err
 	}
@@ -356,7 +369,7 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 			popCtx = fullCtx
 		}
 		perr := q.Pop(popCtx, func(_ context.Context, b deltafifo.Batch) error {
-			if b.Replace || pc.deltas+len(b.Deltas) > maxDeltas || inf.exceedsOps(pc, b, opLimit) {
+			if b.Replace || b.RelistPending || b.RelistDone || pc.deltas+len(b.Deltas) > maxDeltas || inf.exceedsOps(pc, b, opLimit) {
 				carry = &pendingCommit{}
 				inf.prepare(logger, b, carry)
 				return nil
@@ -384,7 +397,47 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		defer cancel()
 		inflight = nil // the next expiry of dctx ends the gathering
 	}
+	if carry != nil && carry.relistOpen {
+		if err := inf.finishRelist(ctx, logger, q, carry); err != nil {
+			return pc, nil, err
+		}
+	}
 	return pc, carry, nil
+}
+
+// finishRelist pops into pc, which holds the first batches of a relist
+// that a DeltaFIFO hands out key by key (deltafifo.Batch.RelistPending),
+// until its last key is out (Batch.RelistDone), so that the relist is
+// committed in one commit with the list resourceVersion, as FIFO's is.
+//
+// This is how the informer keeps DESIGN invariant 2 with DeltaFIFO, rather
+// than committing each key as it is popped and leaving a marker that forces
+// a relist on the next start. The store has no such marker: a Batch whose
+// ResourceVersion is empty leaves the resume point as it is, so clearing it
+// would need a new kind of commit, or a flag in every backend's metadata
+// that every open then checks. A marker would also make each crash during
+// a relist cost one more relist. Gathering the relist costs what FIFO's
+// relist costs already (its objects are in memory, popped, until the
+// commit), and a crash before the commit leaves the store as it was before
+// the relist, with its old resume point, which every event before it has
+// reached (DESIGN invariant 1): the next start resumes from there, or
+// relists if the server no longer serves it.
+//
+// The keys a relist touches are those queued when it arrives, popped in
+// order before any key queued later, so this ends once they are out (a
+// relist arriving meanwhile adds the keys it touches). It returns an error when ctx ends first; pc must then be dropped, not
+// committed: it holds part of a relist.
+func (inf *Informer) finishRelist(ctx context.Context, logger klog.Logger, q deltafifo.Queue, pc *pendingCommit) error {
+	for pc.relistOpen {
+		err := q.Pop(ctx, func(_ context.Context, b deltafifo.Batch) error {
+			inf.prepare(logger, b, pc)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newGroup returns an empty group with room for as many operations and

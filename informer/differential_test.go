@@ -47,12 +47,12 @@ func TestDifferential(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4} {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
-			runDifferential(t, seed)
+			runDifferential(t, seed, testOptions())
 		})
 	}
 }
 
-func runDifferential(t *testing.T, seed uint64) {
+func runDifferential(t *testing.T, seed uint64, opts Options) {
 	bs := backends(t)
 	sc := newDiffScript(seed, 1+len(bs))
 
@@ -65,7 +65,7 @@ func runDifferential(t *testing.T, seed uint64) {
 	subjects := []*diffSubject{ref}
 	for i, b := range bs {
 		lw := sc.lws[i+1]
-		subjects = append(subjects, &diffSubject{name: b.scheme, lw: lw, inf: newInformer(t, lw, b.open(t), testOptions())})
+		subjects = append(subjects, &diffSubject{name: b.scheme, lw: lw, inf: newInformer(t, lw, b.open(t), opts)})
 	}
 	for _, s := range subjects {
 		s.early = s.addHandler(t, "early")
@@ -371,25 +371,9 @@ func (s *diffSubject) run(t *testing.T) {
 // the handler was told of the newest change, so of every change).
 func (s *diffSubject) finalStateMismatch() string {
 	want := s.lw.resourceVersions()
-	current := s.lw.currentRV()
 	for _, h := range s.handlers() {
-		if !h.told(current) {
-			return fmt.Sprintf("%s handler not told of the newest change (resourceVersion %s)", h.name, current)
-		}
-		for key, notes := range h.notes() {
-			last := notes[len(notes)-1]
-			rv, exists := want[key]
-			switch {
-			case exists && (last.Kind == "delete" || last.RV != rv):
-				return fmt.Sprintf("%s handler: last notification of %s is %+v, want the object at resourceVersion %s", h.name, key, last, rv)
-			case !exists && last.Kind != "delete":
-				return fmt.Sprintf("%s handler: last notification of %s is %+v, want a delete", h.name, key, last)
-			}
-		}
-		for key := range want {
-			if _, ok := h.notes()[key]; !ok {
-				return fmt.Sprintf("%s handler never told of %s", h.name, key)
-			}
+		if m := s.toldMismatch(h, want); m != "" {
+			return m
 		}
 	}
 	got := map[string]string{}
@@ -399,6 +383,35 @@ func (s *diffSubject) finalStateMismatch() string {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		return "store (-server +informer):\n" + diff
+	}
+	return ""
+}
+
+// toldMismatch says how what h was told differs from the server's state
+// want (key -> resourceVersion), or returns "" if h was told of the newest
+// change and its last notification of every key reports the server's
+// state of it. Told of the newest change alone is not enough where the
+// queue groups changes per key (DeltaFIFO): the newest change's key may be
+// handed out before older changes of other keys.
+func (s *diffSubject) toldMismatch(h *diffRecorder, want map[string]string) string {
+	current := s.lw.currentRV()
+	if !h.told(current) {
+		return fmt.Sprintf("%s handler not told of the newest change (resourceVersion %s)", h.name, current)
+	}
+	for key, notes := range h.notes() {
+		last := notes[len(notes)-1]
+		rv, exists := want[key]
+		switch {
+		case exists && (last.Kind == "delete" || last.RV != rv):
+			return fmt.Sprintf("%s handler: last notification of %s is %+v, want the object at resourceVersion %s", h.name, key, last, rv)
+		case !exists && last.Kind != "delete":
+			return fmt.Sprintf("%s handler: last notification of %s is %+v, want a delete", h.name, key, last)
+		}
+	}
+	for key := range want {
+		if _, ok := h.notes()[key]; !ok {
+			return fmt.Sprintf("%s handler never told of %s", h.name, key)
+		}
 	}
 	return ""
 }
@@ -484,19 +497,16 @@ func (r *diffRecorder) told(rv string) bool {
 }
 
 // waitToldOfCurrent waits until the handlers picked of every subject have
-// been told of the newest change, which the watch delivers: each handler
-// is told in order, so it has then been told of every earlier change, and
-// its informer has nothing left to deliver.
+// been told of the newest change, which the watch delivers, and of the
+// server's state of every key (see toldMismatch): the informer then has
+// nothing left to deliver.
 func waitToldOfCurrent(t *testing.T, subjects []*diffSubject, pick func(*diffSubject) []*diffRecorder) {
 	t.Helper()
 	for _, s := range subjects {
-		current := s.lw.currentRV()
+		want := s.lw.resourceVersions()
 		for _, h := range pick(s) {
-			pollUntil(t, s.name+" "+h.name+" handler told of the newest change", func() string {
-				if h.told(current) {
-					return ""
-				}
-				return "not told of resourceVersion " + current
+			pollUntil(t, s.name+" "+h.name+" handler told of the server's state", func() string {
+				return s.toldMismatch(h, want)
 			})
 		}
 	}

@@ -11,8 +11,8 @@
 //
 // # Pipeline
 //
-// The reflector lists and watches into an in-order FIFO whose known objects
-// are the store. The informer pops batches of deltas and applies each batch
+// The reflector lists and watches into an in-order FIFO (or a DeltaFIFO,
+// see Options.Queue) whose known objects are the store. The informer pops batches of deltas and applies each batch
 // (or a group of batches, see Options.MaxBatchDelay) in ONE store commit,
 // together with the resourceVersion up to which everything is then applied.
 // Only after the commit are the handlers notified. A relist is always its

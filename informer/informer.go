@@ -121,7 +121,7 @@ type Informer struct {
 	// long commit holds: a metrics scrape must not wait for it.
 	srcPub atomic.Pointer[reflector.Reflector]
 	// queuePub is the queue, published for Stats once started.
-	queuePub atomic.Pointer[deltafifo.FIFO]
+	queuePub atomic.Pointer[queue]
 	// rvAdvanced is when the committed resume point last advanced (or
 	// the informer started), in Unix nanoseconds of the informer's clock;
 	// 0 before start. Atomic so that a scrape never waits for a commit.
@@ -291,15 +291,7 @@ func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Q
 	if inf.started {
 		return nil, nil, fmt.Errorf("informer: run: %w: an informer runs once", ErrStarted)
 	}
-	q := deltafifo.New(deltafifo.Options{
-		KeyFunction:           inf.opts.KeyFunc,
-		KnownObjects:          inf.view,
-		EmitDeltaTypeReplaced: true,
-		Transformer:           inf.transform,
-		// A single pop cannot be split across commits.
-		MaxBatch:  inf.storeLimit(),
-		MaxQueued: inf.opts.MaxQueued, // negative: no bound
-	})
+	q := inf.newQueue()
 	ropts := inf.opts.Reflector
 	ropts.ResumeFrom = inf.store.ResourceVersion()
 	if ropts.Name == "" {
@@ -336,7 +328,7 @@ func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Q
 	inf.applyMu.Lock()
 	inf.src = src
 	inf.srcPub.Store(src)
-	inf.queuePub.Store(q)
+	inf.queuePub.Store(&q)
 	inf.resuming = ropts.ResumeFrom != ""
 	inf.appliedRV = ropts.ResumeFrom
 	inf.rvAdvanced.Store(inf.opts.Clock.Now().UnixNano())
@@ -809,7 +801,7 @@ func (inf *Informer) Stats() Stats {
 	st.Deltas = inf.stats.deltas.Load()
 	st.PendingDeltas = inf.stats.popped.Load() - st.Deltas
 	if q := inf.queuePub.Load(); q != nil {
-		st.Queued = int64(q.Len())
+		st.Queued = int64((*q).Len())
 	}
 	if src := inf.srcPub.Load(); src != nil {
 		st.Reflector = src.Stats()

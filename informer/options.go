@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/informerdb/informerdb/deltafifo"
 	"github.com/informerdb/informerdb/reflector"
 	"github.com/informerdb/informerdb/store"
 )
@@ -104,6 +105,11 @@ type Options struct {
 	// waited). Relists, resyncs and bookmarks never wait. Default
 	// DefaultMaxQueued (50,000); a negative value means no bound.
 	MaxQueued int
+
+	// Queue selects the queue between the reflector and the store, as
+	// client-go's InOrderInformers feature gate chose between its RealFIFO
+	// and its DeltaFIFO. Default InOrderQueue.
+	Queue QueueKind
 
 	// ServeStale, when true and the store holds a resume point, makes the
 	// informer (and its handlers, once they have seen the persisted
@@ -226,6 +232,47 @@ type Options struct {
 	Reflector reflector.Options
 }
 
+// QueueKind names a queue for Options.Queue.
+type QueueKind int
+
+const (
+	// InOrderQueue, the default, is deltafifo.FIFO: events are applied,
+	// and handed to handlers, in the order they arrived, a relist in one
+	// commit with its resourceVersion; the persisted resume point describes
+	// the store exactly.
+	InOrderQueue QueueKind = iota
+
+	// DeltaFIFOQueue is deltafifo.DeltaFIFO, client-go's queue before
+	// InOrderInformers: the deltas of a key accumulate until the key is
+	// popped, and reach its handlers together, keys in the order of their
+	// first delta since their last pop. Pick it for handlers that rely on
+	// that per-key grouping (a burst of changes of one object handled
+	// back to back, as client-go's DeltaFIFO informers did). Its costs:
+	//
+	//   - The resume point is a watermark: the newest event such that it
+	//     and every event before it are applied (deltafifo.Batch). A key
+	//     popped ahead of it is stored in a newer state than the resume
+	//     point describes, so after a crash the resumed watch replays that
+	//     key's events since the watermark: its handlers may see it go back
+	//     to an older state, then forward again to the server's.
+	//   - A relist is handed out key by key. The informer gathers its keys
+	//     and commits them in one commit with the list resourceVersion once
+	//     the last one is out (DESIGN invariant 2), so handlers hear of a
+	//     relist only once it is all popped, as with InOrderQueue.
+	//   - MaxQueued does not apply: the queue never holds the reflector up.
+	DeltaFIFOQueue
+)
+
+func (k QueueKind) String() string {
+	switch k {
+	case InOrderQueue:
+		return "InOrderQueue"
+	case DeltaFIFOQueue:
+		return "DeltaFIFOQueue"
+	}
+	return fmt.Sprintf("QueueKind(%d)", int(k))
+}
+
 // NoBatchDelay, as Options.MaxBatchDelay, commits every popped batch on its
 // own.
 const NoBatchDelay time.Duration = -1
@@ -233,6 +280,9 @@ const NoBatchDelay time.Duration = -1
 func (o Options) withDefaults() (Options, error) {
 	if o.ResyncPeriod < 0 {
 		return o, fmt.Errorf("informer: options: ResyncPeriod %v is negative", o.ResyncPeriod)
+	}
+	if o.Queue != InOrderQueue && o.Queue != DeltaFIFOQueue {
+		return o, fmt.Errorf("informer: options: unknown Queue %v", o.Queue)
 	}
 	if o.MaxBatchSize < 0 {
 		return o, fmt.Errorf("informer: options: MaxBatchSize %d is negative", o.MaxBatchSize)
@@ -269,4 +319,29 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = &l
 	}
 	return o, nil
+}
+
+// queue is what both queues of package deltafifo implement.
+type queue interface {
+	deltafifo.Queue
+	Len() int
+}
+
+// newQueue returns the queue Options.Queue selects, fed by the reflector
+// and popped by popLoop.
+func (inf *Informer) newQueue() queue {
+	o := deltafifo.Options{
+		KeyFunction:           inf.opts.KeyFunc,
+		KnownObjects:          inf.view,
+		EmitDeltaTypeReplaced: true,
+		Transformer:           inf.transform,
+		// A single pop cannot be split across commits.
+		MaxBatch:  inf.storeLimit(),
+		MaxQueued: inf.opts.MaxQueued, // negative: no bound
+	}
+	if inf.opts.Queue == DeltaFIFOQueue {
+		// One key per pop; MaxBatch and MaxQueued do not apply.
+		return deltafifo.NewDeltaFIFO(o)
+	}
+	return deltafifo.New(o)
 }
