@@ -240,6 +240,10 @@ func testObjectOutputs(t *testing.T, bin string) {
 		{[]string{"ls", path, "-n", "shop"}, []string{"deployment.apps/shop/web", "pod/shop/web-2"}},
 		{[]string{"ls", path, "-n", "shop", "-l", "app=web", "--store", "core/v1/pods"}, []string{"pod/shop/web-2"}},
 		{[]string{"get", path, "default/web-1", "--store", "core/v1/pods", "-o", "name"}, []string{"pod/default/web-1"}},
+		// What ls prints is what get takes.
+		{[]string{"get", path, "pod/default/web-1", "-o", "name"}, []string{"pod/default/web-1"}},
+		{[]string{"get", path, "deployment.apps/shop/web", "-o", "name"}, []string{"deployment.apps/shop/web"}},
+		{[]string{"get", path, "namespace/shop", "-o", "name", "--store", "core/v1/namespaces"}, []string{"namespace/shop"}},
 		{[]string{"ls", path, "-o", "wide", "--store", "core/v1/pods"}, []string{
 			"NAMESPACE   NAME        RESOURCE VERSION   AGE    STORE",
 			"default     pod/db-1    12                 400d   core/v1/pods",
@@ -260,6 +264,11 @@ func testObjectOutputs(t *testing.T, bin string) {
 				t.Errorf("output (-want +got):\n%s", diff)
 			}
 		})
+	}
+
+	// A name of another kind is not the object.
+	if code, out, stderr := runBin(t, bin, "get", path, "service/default/web-1"); code == exitOK || out != "" || !strings.Contains(stderr, "not found") {
+		t.Errorf("get service/default/web-1: exit %d, %q, %q; want a not-found error", code, out, stderr)
 	}
 
 	// Nothing matched: no output, and a note on stderr.

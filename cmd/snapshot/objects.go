@@ -137,13 +137,22 @@ func newGet() *cobra.Command {
 		Use:   "get <file|database> <key>",
 		Short: "Print the object stored under a key",
 		Long: `get prints the object stored under <key> (namespace/name, or name for a
-cluster-scoped object), as YAML by default; -o json, -o name (kind[.group]/KEY,
-as ls prints it) and -o wide (one row of ls's table) as for ls.`,
+cluster-scoped object, or the kind[.group]/key that ls prints), as YAML by
+default; -o json, -o name (kind[.group]/key, as ls prints it) and -o wide (one
+row of ls's table) as for ls. A database of several stores needs --store,
+except for a name ls printed of a namespaced object or of a kind with a group
+(pod/default/web-1, deployment.apps/shop/web), which says its store.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			// A name ls printed for a namespaced object (two slashes) or
+			// of a kind with a group (a dot before the first slash, which
+			// no namespace has) names its kind, so it is looked for in
+			// every store; a bare key only in the one store.
+			first, _, _ := strings.Cut(a[1], "/")
+			byName := f.store == "" && (strings.Count(a[1], "/") >= 2 || strings.Contains(first, "."))
 			found := false
-			err := readObjects(cmd, &f, "get", a[0], false, func(_ store.Info, rec store.Record) bool {
-				if rec.Key == a[1] {
+			err := readObjects(cmd, &f, "get", a[0], byName, func(info store.Info, rec store.Record) bool {
+				if (!byName && rec.Key == a[1]) || isListedName(info, rec, a[1]) {
 					found = true
 					return true
 				}
@@ -157,6 +166,28 @@ as ls prints it) and -o wide (one row of ls's table) as for ls.`,
 	}
 	f.add(cmd, "yaml")
 	return cmd
+}
+
+// isListedName reports whether name is rec as ls -o name prints it,
+// kind[.group]/key. Only a record whose key ends name is decoded to tell.
+func isListedName(info store.Info, rec store.Record, name string) bool {
+	kind, ok := strings.CutSuffix(name, "/"+rec.Key)
+	if !ok || kind == "" {
+		return false
+	}
+	dec, err := decoderFor(info)
+	if err != nil {
+		return false
+	}
+	out, err := dec(rec.Data)
+	if err != nil {
+		return false
+	}
+	var meta metav1.PartialObjectMetadata
+	if json.Unmarshal(out, &meta) != nil {
+		return false
+	}
+	return kindName(info, &meta) == kind
 }
 
 func newByIndex() *cobra.Command {
