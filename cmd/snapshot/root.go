@@ -13,6 +13,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
+
 	// The command reads and writes every backend's databases.
 	_ "github.com/informerdb/informerdb/store/memdb"
 	_ "github.com/informerdb/informerdb/store/memory"
