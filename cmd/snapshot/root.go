@@ -13,11 +13,11 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/store/snapshot"
 
 	// The command reads and writes every backend's databases.
 	_ "github.com/informerdb/informerdb/store/memdb"
 	_ "github.com/informerdb/informerdb/store/memory"
-	"github.com/informerdb/informerdb/store/snapshot"
 )
 
 // indexEntries are the readers of persisted index entries, for verify.
