@@ -101,7 +101,7 @@ type file struct {
 
 // entry is one store of a file.
 type entry struct {
-	h    Header // name and identity; Source.Committed adds the resume point
+	h    Header // name and identity (and resume point, as read from the file)
 	src  Source
 	open bool // guarded by Backend.mu
 }
@@ -132,7 +132,7 @@ func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (sto
 		}
 		return b.New(&opts)
 	}
-	path, err := FilePath(b.Scheme, u.Path)
+	path, err := filePath(b.Scheme, u.Path)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
 	}
@@ -147,7 +147,7 @@ func (b *Backend) NewFile(ctx context.Context, path string, opts *store.Options)
 	if err != nil {
 		return nil, err
 	}
-	clean, err := FilePath(b.Scheme, path)
+	clean, err := filePath(b.Scheme, path)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}

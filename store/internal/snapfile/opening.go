@@ -40,7 +40,7 @@ func (o *openings) Busy(path string) bool { return o.m[path] != nil }
 // Wait returns once no open of path is under way, releasing mu while it
 // waits; it fails once ctx ends, or after timeout (with store.ErrLocked: the
 // open it waits for is waiting for another process's lock). It is for
-// Open: its error says how to wait longer (OpenLockHint).
+// Open: its error says how to wait longer (openLockHint).
 func (o *openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeout time.Duration) error {
 	var t *time.Timer
 	defer func() {
@@ -63,7 +63,7 @@ func (o *openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeou
 		case <-ctx.Done():
 			err = fmt.Errorf("snapfile: %s: waiting for another open of the file in this process: %w", path, ctx.Err())
 		case <-t.C:
-			err = fmt.Errorf("snapfile: %s: another open of the file in this process waited for its lock for %v: %w (%s)", path, timeout, store.ErrLocked, OpenLockHint)
+			err = fmt.Errorf("snapfile: %s: another open of the file in this process waited for its lock for %v: %w (%s)", path, timeout, store.ErrLocked, openLockHint)
 		}
 		mu.Lock()
 		if err != nil {
@@ -82,7 +82,7 @@ func (b *Backend) lockAndRead(ctx context.Context, path, name, where string, tim
 	defer b.mu.Lock()
 	unlock, err := Lock(ctx, path, timeout)
 	if errors.Is(err, store.ErrLocked) {
-		return nil, fmt.Errorf("store: open %s in %s: %w (%s)", name, where, err, OpenLockHint)
+		return nil, fmt.Errorf("store: open %s in %s: %w (%s)", name, where, err, openLockHint)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s in %s: %w", name, where, err)

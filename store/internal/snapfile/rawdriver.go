@@ -63,7 +63,7 @@ func (d *RawDriver) rawPath(op string, u *url.URL) (string, error) {
 	if u.Path == "" || u.Path == "/" {
 		return "", fmt.Errorf("store: %s %s: a store without a file lives only in its process: %w", op, u.Redacted(), store.ErrInvalid)
 	}
-	path, err := FilePath(d.Scheme, u.Path)
+	path, err := filePath(d.Scheme, u.Path)
 	if err != nil {
 		return "", fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
