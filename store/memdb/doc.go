@@ -12,6 +12,11 @@
 // AddIndexers needs no schema change: it adds entry rows for every object in
 // one transaction.
 //
+// Those snapshot reads are this backend's point, so it keeps its own read
+// path (Get, List, ByIndex, ...) on go-memdb's read transactions rather
+// than package indexer's shared one. Its file mode (URLs, locking,
+// snapshots) is the memory backend's.
+//
 // # URLs
 //
 //	memdb://                                   a store that lives as long as the process
@@ -21,7 +26,8 @@
 // snapshot_interval overrides store.Options.SnapshotInterval and
 // lock_timeout store.Options.LockTimeout; both need a file. Other
 // parameters, a host, a relative path, or a path ending in a slash (which
-// names a directory) are errors wrapping store.ErrInvalid. [New] and [NewFile] are the direct constructors.
+// names a directory) are errors wrapping store.ErrInvalid. [New] and
+// [NewFile] are the direct constructors.
 //
 // One file holds any number of stores, one per Options.Name, in the snapshot
 // format of package store/internal/snapfile (the memory backend's). One
@@ -46,7 +52,9 @@
 // the old one: kill -9 or a power loss at any instant leaves the old snapshot
 // or the new one, never a resume point ahead of its objects. Commits after
 // the last snapshot are lost by a crash; the informer then resumes from the
-// older resume point and receives them again. Options.Durability does not
+// older resume point and receives them again. A snapshot that fails (a full
+// disk) leaves the previous one: a periodic one logs the error, Close
+// returns it (the store is closed all the same). Options.Durability does not
 // apply: commits never wait for the disk.
 //
 // # Concurrency
@@ -79,20 +87,23 @@
 // store.ErrCorrupt naming the file; a file written with another codec,
 // object type or key function fails it with store.ErrIncompatible; a
 // changed Options.Scope empties the store (Info().Reset says why); opening a
-// name that is already open in the process is store.ErrInUse.
+// name that is already open in the process, until its Close returns, is
+// store.ErrInUse.
 //
 // # Caveats
 //
-// The sections of one snapshot are each consistent, but stores of one file are not snapshotted
-// at one common instant. Every snapshot rewrites the whole file.
-//
-// This backend trades speed for snapshot reads. A Get is a radix tree walk
-// plus go-memdb's per-lookup allocations (about 2.5 us and 4 allocations
-// with 10,000 Pods, against 60 ns and none for client-go's map). Writes copy the radix
-// nodes on the path to every changed row: each put rewrites its object row
-// and all its index entry rows, because entries carry the object so that
-// ByIndex needs no second lookup. Expect tens of microseconds per object;
-// batching writes in one Commit shares the copies of upper nodes. Pick the
-// memory backend for speed, this one for reads that must see one consistent
-// state.
+//   - The sections of one snapshot are each consistent, but the stores of
+//     one file are not snapshotted at one common instant. Every snapshot
+//     rewrites the whole file.
+//   - Reads are slower than the memory backend's: a Get is a radix tree walk
+//     plus go-memdb's per-lookup allocations, where client-go's indexer does
+//     one map lookup. Writes copy the radix nodes on the path to every
+//     changed row: each put rewrites its object row and all its index entry
+//     rows, because entries carry the object so that ByIndex needs no second
+//     lookup; batching writes in one Commit shares the copies of upper
+//     nodes. BENCHMARKS.md has the measurements. Pick the memory backend for
+//     speed, this one for reads that must see one consistent state.
+//   - File mode keeps each object's encoding besides the decoded object.
+//   - On platforms without flock (not Unix) the file is not locked: two
+//     processes must not open one file there.
 package memdb

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
 	"sync"
 	"sync/atomic"
 
@@ -25,34 +24,20 @@ const Scheme = "memdb"
 // reported in store.Info.
 const FormatVersion = 1
 
+// backend holds the snapshot files this process has open, and opens URLs.
+var backend = &snapfile.Backend{Scheme: Scheme, FormatVersion: FormatVersion, New: New, Load: load}
+
+// rawDriver is the driver registered for Scheme.
+var rawDriver = backend.RawDriver()
+
 func init() {
 	store.Register(Scheme, rawDriver)
 }
 
-func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := store.NewParams(u)
-	opts.SnapshotInterval = p.Duration("snapshot_interval", opts.SnapshotInterval)
-	opts.LockTimeout = p.Duration("lock_timeout", opts.LockTimeout)
-	if err := p.Err(); err != nil {
-		return nil, err
-	}
-	if u.Host != "" || u.Opaque != "" {
-		return nil, fmt.Errorf("store: open %s: want memdb:// or memdb:///absolute/path/file.snap (three slashes): %w", u.Redacted(), store.ErrInvalid)
-	}
-	if u.Path == "" || u.Path == "/" {
-		for _, name := range []string{"snapshot_interval", "lock_timeout"} {
-			if u.Query().Has(name) {
-				return nil, fmt.Errorf("store: open %s: %s needs a file (memdb:///path/file.snap): %w", u.Redacted(), name, store.ErrInvalid)
-			}
-		}
-		return New(&opts)
-	}
-	path, err := snapfile.FilePath(Scheme, u.Path)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
-	}
-	return openFile(ctx, path, opts)
-}
+// Raw returns the memdb driver with record-level access (store.RawDriver)
+// to snapshot files, for the snapshot tool; see snapfile.RawDriver. Its Open
+// is the registered driver's.
+func Raw() store.RawDriver { return rawDriver }
 
 // New returns an empty store kept in a go-memdb database, without a file.
 // opts may be nil. The store is safe for concurrent use; see the package
@@ -62,15 +47,16 @@ func New(opts *store.Options) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStore(o)
-}
-
-// newStore returns an empty store for o, which has its defaults filled in.
-func newStore(o store.Options) (*memStore, error) {
 	set, err := indexer.NewIndexSet(o.Indexers)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", o.Name, err)
 	}
+	return newStore(o, set)
+}
+
+// newStore returns an empty store for o, which has its defaults filled in,
+// with the index set of o.Indexers.
+func newStore(o store.Options, set *indexer.IndexSet) (*memStore, error) {
 	primary, err := memdb.NewMemDB(schema())
 	if err != nil {
 		// The schema is a constant: this is a bug, not bad input.
@@ -121,7 +107,7 @@ type memStore struct {
 	// snapshot only copies bytes and an object the codec rejects fails its
 	// write, not a later snapshot.
 	fileCodec store.Codec
-	file      *fileHandle // nil without a file
+	file      *snapfile.Handle // nil without a file
 
 	// writeMu serializes writers and Close. go-memdb has its own writer
 	// lock, but views must be published in commit order, which needs a
@@ -142,6 +128,10 @@ type memStore struct {
 	// still reports them, as the other backends do. Written before view
 	// is cleared, whose atomic store publishes it.
 	closedIndexers cache.Indexers
+	// final is, in file mode, the read transaction of the state the store
+	// closed in, which the file's snapshots keep writing (Committed).
+	// Written before view is cleared, as closedIndexers.
+	final *memdb.Txn
 	// seen is LastStoreSyncResourceVersion, moved by each write once
 	// readers see it.
 	seen indexer.Seen
@@ -184,16 +174,16 @@ func (s *memStore) Close() error {
 		return nil
 	}
 	if s.file != nil {
-		// Hand the final state to the file before letting go of it, so a
-		// snapshot running meanwhile still finds it.
-		s.file.freeze(s.view.Load())
+		// Kept for the file before letting go of the view, so a snapshot
+		// running meanwhile still finds it.
+		s.final = s.view.Load()
 	}
 	s.closedIndexers = metaOf(s.view.Load()).set.Indexers()
 	s.view.Store(nil)
 	s.db = nil
 	s.writeMu.Unlock()
 	if s.file != nil {
-		return s.file.close()
+		return s.file.Close()
 	}
 	return nil
 }

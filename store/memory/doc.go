@@ -19,11 +19,13 @@
 // any of them saves all of them. One process at a time has a file open: the
 // first store of a file locks it (flock of cache.snap.lock beside it, which
 // stays in place), and another process's Open waits up to
-// Options.LockTimeout, then fails with store.ErrLocked (or with the error
-// of Open's context, if that ends first); the lock is released
-// when the file's last store closes. Two processes writing snapshots of one
-// file would each drop the other's stores from it. A file store needs Options.Codec: snapshots
-// hold encoded objects, and Open decodes them and rebuilds the indexes.
+// Options.LockTimeout, then fails with store.ErrLocked (or with the error of
+// Open's context, if that ends first); the lock is released when the file's
+// last store closes. Two processes writing snapshots of one file would each
+// drop the other's stores from it. A file store needs Options.Codec:
+// snapshots hold encoded objects, and Open decodes them and rebuilds the
+// indexes. The file format is package store/internal/snapfile's, shared
+// with the memdb backend.
 //
 // # Durability
 //
@@ -32,13 +34,16 @@
 //
 // With a file, what survives is the last snapshot: the one written by Close,
 // or the last periodic one. Each snapshot is a point in time: the objects and
-// the resume point of every store as committed at one instant, written to a
-// temporary file that is fsynced and renamed over the old one (the directory
-// is fsynced too), so kill -9 or a power loss at any instant leaves the old
-// snapshot or the new one, both complete, and never a resume point ahead of
-// its objects. Commits after the last snapshot are lost by a crash; the
-// informer then resumes from the older resume point and receives them again.
-// store.Options.Durability does not apply: commits never wait for the disk.
+// the resume point of every store of the file as committed at one instant,
+// written to a temporary file that is fsynced and renamed over the old one
+// (the directory is fsynced too), so kill -9 or a power loss at any instant
+// leaves the old snapshot or the new one, both complete, and never a resume
+// point ahead of its objects. Commits after the last snapshot are lost by a
+// crash; the informer then resumes from the older resume point and receives
+// them again. A snapshot that fails (a full disk) leaves the previous one:
+// a periodic one logs the error, Close returns it (the store is closed all
+// the same). store.Options.Durability does not apply: commits never wait
+// for the disk.
 //
 // # Concurrency
 //
@@ -51,11 +56,12 @@
 //
 // See package store. Bad input (nil objects, empty keys, key and index
 // function errors, objects the codec cannot encode in file mode) returns an
-// error wrapping store.ErrInvalid and leaves the store unchanged. A truncated or damaged
-// snapshot fails Open with store.ErrCorrupt naming the file; a snapshot
-// written with another codec, object type or key function fails it with
-// store.ErrIncompatible. Opening a name that is already open in the process
-// is store.ErrInUse.
+// error wrapping store.ErrInvalid and leaves the store unchanged. A
+// truncated or damaged snapshot fails Open with store.ErrCorrupt naming the
+// file; a snapshot written with another codec, object type or key function
+// fails it with store.ErrIncompatible; a changed Options.Scope empties the
+// store (Info().Reset says why). Opening a name that is already open in the
+// process, until its Close returns, is store.ErrInUse.
 //
 // # Caveats
 //
@@ -65,4 +71,8 @@
 //     crash loses.
 //   - A memory store without a file keeps objects as given, without encoding
 //     them, so it does not reject objects its codec could not encode.
+//   - Objects are stored as given, not copied: callers must treat objects
+//     they stored or read as read-only, as with client-go's indexer.
+//   - On platforms without flock (not Unix) the file is not locked: two
+//     processes must not open one file there.
 package memory

@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
-	"net/url"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -17,34 +15,20 @@ const Scheme = "memory"
 // codec's encoding of each object under its key.
 const FormatVersion = 1
 
+// backend holds the snapshot files this process has open, and opens URLs.
+var backend = &snapfile.Backend{Scheme: Scheme, FormatVersion: FormatVersion, New: New, Load: load}
+
+// rawDriver is the driver registered for Scheme.
+var rawDriver = backend.RawDriver()
+
 func init() {
 	store.Register(Scheme, rawDriver)
 }
 
-func open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := store.NewParams(u)
-	opts.SnapshotInterval = p.Duration("snapshot_interval", opts.SnapshotInterval)
-	opts.LockTimeout = p.Duration("lock_timeout", opts.LockTimeout)
-	if err := p.Err(); err != nil {
-		return nil, err
-	}
-	if u.Host != "" || u.Opaque != "" {
-		return nil, fmt.Errorf("store: open %s: want memory:// or memory:///absolute/path/file.snap (three slashes): %w", u.Redacted(), store.ErrInvalid)
-	}
-	if u.Path == "" || u.Path == "/" {
-		for _, name := range []string{"snapshot_interval", "lock_timeout"} {
-			if u.Query().Has(name) {
-				return nil, fmt.Errorf("store: open %s: %s needs a file (memory:///path/file.snap): %w", u.Redacted(), name, store.ErrInvalid)
-			}
-		}
-		return New(&opts)
-	}
-	path, err := snapfile.FilePath(Scheme, u.Path)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
-	}
-	return openFile(ctx, path, opts)
-}
+// Raw returns the memory driver with record-level access (store.RawDriver)
+// to snapshot files, for the snapshot tool; see snapfile.RawDriver. Its Open
+// is the registered driver's.
+func Raw() store.RawDriver { return rawDriver }
 
 // New returns an empty memory store that lives as long as the process.
 // opts may be nil.
@@ -64,15 +48,7 @@ func New(opts *store.Options) (store.Store, error) {
 // file's last snapshot are loaded, and a new snapshot is written on Close and
 // every opts.SnapshotInterval. opts.Codec is required.
 func NewFile(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
-	o, err := opts.WithDefaults()
-	if err != nil {
-		return nil, err
-	}
-	clean, err := snapfile.FilePath(Scheme, path)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	return openFile(ctx, clean, o)
+	return backend.NewFile(ctx, path, opts)
 }
 
 func baseInfo(o store.Options) store.Info {

@@ -1,7 +1,10 @@
 // Package snapfile reads and writes informerdb snapshot files: point-in-time
 // copies of one or more stores (their identity, resume point and encoded
-// objects) in a single file. The memory backend keeps its file mode in them;
-// other backends may reuse them.
+// objects) in a single file. The memory and memdb backends keep their file
+// mode in them, and share it through [Backend]: URLs, the registry of the
+// files open in a process, their locks ([Lock]) and periodic snapshots, and
+// the raw driver ([RawDriver]) of the snapshot tool. A backend gives only
+// how it holds a store's objects.
 //
 // # Format
 //

@@ -23,7 +23,7 @@ func (d *RawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawV
 	if u.Path == "" || u.Path == "/" {
 		return fmt.Errorf("store: view %s: a store without a file keeps no encoded objects to read; give its stores a file (%s:///absolute/path/file.snap): %w", u.Redacted(), d.Scheme, store.ErrInvalid)
 	}
-	path, err := FilePath(d.Scheme, u.Path)
+	path, err := filePath(d.Scheme, u.Path)
 	if err != nil {
 		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
 	}

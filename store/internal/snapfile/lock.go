@@ -17,9 +17,9 @@ const LockSuffix = ".lock"
 // lockPoll is how often Lock retries a lock held by another process.
 const lockPoll = 20 * time.Millisecond
 
-// OpenLockHint is what a backend's Open adds to a Lock error: how to wait
+// openLockHint is what a backend's Open adds to a Lock error: how to wait
 // longer for the file.
-const OpenLockHint = store.LockTimeoutHint
+const openLockHint = store.LockTimeoutHint
 
 // Lock takes the lock of the snapshot file at path for this process, so
 // that two processes never write snapshots of one file over each other's
@@ -58,7 +58,7 @@ func Lock(ctx context.Context, path string, timeout time.Duration) (unlock func(
 			f.Close()
 			// No advice on how to wait longer: callers differ (Open
 			// takes lock_timeout=, the raw driver takes no parameter),
-			// so each adds its own (OpenLockHint).
+			// so each adds its own (openLockHint).
 			return nil, fmt.Errorf("snapfile: %s: another process holds %s (waited %v): %w", path, path+LockSuffix, timeout, store.ErrLocked)
 		}
 		wait := time.NewTimer(min(lockPoll, left))

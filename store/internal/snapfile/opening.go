@@ -10,19 +10,19 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Openings tracks the snapshot files whose first store is being opened, so
+// openings tracks the snapshot files whose first store is being opened, so
 // that a backend can release its process-wide lock of open files while that
 // open waits for another process's lock (Lock, up to a lock timeout) and
 // reads the file: the stores of other files open and close meanwhile, and a
 // second open of the same file waits for the first. The zero value is ready
 // to use; every method is called with the backend's lock (mu) held.
-type Openings struct {
+type openings struct {
 	m map[string]chan struct{} // closed when the open of the path ends
 }
 
 // Start marks an open of path as under way, until done is called (with mu
 // held): a Wait for path waits until then.
-func (o *Openings) Start(path string) (done func()) {
+func (o *openings) Start(path string) (done func()) {
 	if o.m == nil {
 		o.m = map[string]chan struct{}{}
 	}
@@ -35,13 +35,13 @@ func (o *Openings) Start(path string) (done func()) {
 }
 
 // Busy reports whether an open of path is under way.
-func (o *Openings) Busy(path string) bool { return o.m[path] != nil }
+func (o *openings) Busy(path string) bool { return o.m[path] != nil }
 
 // Wait returns once no open of path is under way, releasing mu while it
 // waits; it fails once ctx ends, or after timeout (with store.ErrLocked: the
 // open it waits for is waiting for another process's lock). It is for
-// Open: its error says how to wait longer (OpenLockHint).
-func (o *Openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeout time.Duration) error {
+// Open: its error says how to wait longer (openLockHint).
+func (o *openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeout time.Duration) error {
 	var t *time.Timer
 	defer func() {
 		if t != nil {
@@ -63,7 +63,7 @@ func (o *Openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeou
 		case <-ctx.Done():
 			err = fmt.Errorf("snapfile: %s: waiting for another open of the file in this process: %w", path, ctx.Err())
 		case <-t.C:
-			err = fmt.Errorf("snapfile: %s: another open of the file in this process waited for its lock for %v: %w (%s)", path, timeout, store.ErrLocked, OpenLockHint)
+			err = fmt.Errorf("snapfile: %s: another open of the file in this process waited for its lock for %v: %w (%s)", path, timeout, store.ErrLocked, openLockHint)
 		}
 		mu.Lock()
 		if err != nil {
@@ -72,26 +72,26 @@ func (o *Openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeou
 	}
 }
 
-// LockAndLoad is the first open of the snapshot file at path in this
-// process, called with mu (the backend's lock of its open files) held, and
-// returning with it held: without mu, it locks the file against other
-// processes (Lock, waiting up to timeout and until ctx ends) and reads it
-// with load. On error, nothing holds the lock. name and where (the store and
-// the file, as the backend names them) go into the lock's errors; load's are
-// returned as they are.
-func LockAndLoad[DB any](ctx context.Context, mu *sync.Mutex, path, name, where string, timeout time.Duration, load func(path string) (DB, error)) (db DB, unlock func(), err error) {
-	mu.Unlock()
-	defer mu.Lock()
-	unlock, err = Lock(ctx, path, timeout)
+// lockAndRead is the first open of the snapshot file at path in this
+// process, called with b.mu held, and returning with it held: without
+// b.mu, it locks the file against other processes (Lock, waiting up to
+// timeout and until ctx ends) and reads it. On error, nothing holds the
+// lock. name and where (the store and the file) go into the lock's errors.
+func (b *Backend) lockAndRead(ctx context.Context, path, name, where string, timeout time.Duration) (*file, error) {
+	b.mu.Unlock()
+	defer b.mu.Lock()
+	unlock, err := Lock(ctx, path, timeout)
 	if errors.Is(err, store.ErrLocked) {
-		return db, nil, fmt.Errorf("store: open %s in %s: %w (%s)", name, where, err, OpenLockHint)
+		return nil, fmt.Errorf("store: open %s in %s: %w (%s)", name, where, err, openLockHint)
 	}
 	if err != nil {
-		return db, nil, fmt.Errorf("store: open %s in %s: %w", name, where, err)
+		return nil, fmt.Errorf("store: open %s in %s: %w", name, where, err)
 	}
-	if db, err = load(path); err != nil {
+	f, err := b.read(path)
+	if err != nil {
 		unlock()
-		return db, nil, err
+		return nil, err
 	}
-	return db, unlock, nil
+	f.unlock = unlock
+	return f, nil
 }

@@ -16,7 +16,7 @@ import (
 // context's error when the context ends.
 func TestOpenings(t *testing.T) {
 	var mu sync.Mutex
-	var o Openings
+	var o openings
 	mu.Lock()
 	defer mu.Unlock()
 	if err := o.Wait(t.Context(), &mu, "a", 0); err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// FilePath checks the snapshot file path of a scheme:///path URL or a
+// filePath checks the snapshot file path of a scheme:///path URL or a
 // direct constructor and returns it cleaned. The path must be absolute, and
 // must not end in a slash: such a path names a directory, where these
 // backends want a file, and cleaning it silently would make
@@ -20,7 +20,7 @@ import (
 // another user could hand it to someone else. The error wraps
 // store.ErrInvalid (or store.ErrUnsafe) and says only what is wrong; callers
 // name the operation and the URL.
-func FilePath(scheme, path string) (string, error) {
+func filePath(scheme, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("the snapshot file path must be absolute (%s:///abs/path/file.snap, three slashes): %w", scheme, store.ErrInvalid)
 	}

@@ -63,7 +63,7 @@ func (d *RawDriver) rawPath(op string, u *url.URL) (string, error) {
 	if u.Path == "" || u.Path == "/" {
 		return "", fmt.Errorf("store: %s %s: a store without a file lives only in its process: %w", op, u.Redacted(), store.ErrInvalid)
 	}
-	path, err := FilePath(d.Scheme, u.Path)
+	path, err := filePath(d.Scheme, u.Path)
 	if err != nil {
 		return "", fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
@@ -249,25 +249,27 @@ func (d *RawDriver) exclusive(ctx context.Context, path string, create bool, fai
 	})
 }
 
-// readOthers reads the file at path into memory, every store but skip, and
-// returns them with the headers of every store of the file, skip's
-// included. A missing file is an error wrapping fs.ErrNotExist, with no
-// store.
-func readOthers(ctx context.Context, path, skip string) (map[string]*rawSection, []Header, error) {
+// readSections reads the file at path into memory, every store but those
+// skip (when not nil) is true for, and returns them with the headers of
+// every store of the file, skipped ones included. A missing file is an
+// error wrapping fs.ErrNotExist, with no store.
+func readSections(ctx context.Context, path string, skip func(name string) bool) (map[string]*rawSection, []Header, error) {
 	secs := map[string]*rawSection{}
+	section := func(name string) *rawSection {
+		s := secs[name]
+		if s == nil {
+			s = &rawSection{data: map[string][]byte{}}
+			secs[name] = s
+		}
+		return s
+	}
 	headers, err := Read(path, func(h *Header, key string, data []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if h.Name == skip {
-			return nil
+		if skip == nil || !skip(h.Name) {
+			section(h.Name).data[key] = bytes.Clone(data)
 		}
-		s := secs[h.Name]
-		if s == nil {
-			s = &rawSection{data: map[string][]byte{}}
-			secs[h.Name] = s
-		}
-		s.data[key] = bytes.Clone(data)
 		return nil
 	})
 	if err != nil {
@@ -276,25 +278,23 @@ func readOthers(ctx context.Context, path, skip string) (map[string]*rawSection,
 		return map[string]*rawSection{}, nil, err
 	}
 	for _, h := range headers {
-		if h.Name == skip {
-			continue
+		if skip == nil || !skip(h.Name) {
+			section(h.Name).h = h
 		}
-		s := secs[h.Name]
-		if s == nil {
-			s = &rawSection{data: map[string][]byte{}}
-			secs[h.Name] = s
-		}
-		s.h = h
 	}
 	return secs, headers, nil
+}
+
+// readOthers is readSections of every store but skip.
+func readOthers(ctx context.Context, path, skip string) (map[string]*rawSection, []Header, error) {
+	return readSections(ctx, path, func(name string) bool { return name == skip })
 }
 
 // writeSections writes secs to path atomically, sorted by name.
 func writeSections(path string, secs map[string]*rawSection) error {
 	out := make([]Section, 0, len(secs))
 	for _, name := range slices.Sorted(maps.Keys(secs)) {
-		s := secs[name]
-		out = append(out, Section{Header: s.h, Len: len(s.data), Records: maps.All(s.data)})
+		out = append(out, secs[name].Committed(secs[name].h))
 	}
 	return Write(path, out)
 }
