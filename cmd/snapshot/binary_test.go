@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -342,28 +341,7 @@ func testNoArguments(t *testing.T, bin string) {
 func testLockedNamesTimeout(t *testing.T, bin string) {
 	path := filepath.Join(t.TempDir(), "held.db")
 	fill(t, "bolt://"+path, 2, "3")
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "SNAPSHOT_TEST_HOLD="+path)
-	stdin, err := child.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = stdin.Close()
-		if err := child.Wait(); err != nil {
-			t.Errorf("child holding the lock: %v", err)
-		}
-	}()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("child: %q, %v", line, err)
-	}
+	holdLocked(t, path)
 	code, _, stderr := runBin(t, bin, "-q", "status", fmt.Sprintf("bolt://%s?lock_timeout=150ms", path))
 	if code != exitLocked {
 		t.Errorf("status of a held file: exit %d (%s), want %d", code, stderr, exitLocked)

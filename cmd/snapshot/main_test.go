@@ -413,9 +413,10 @@ func holdLock(path string) {
 	}
 }
 
-func TestLockedByAnotherProcess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "held.db")
-	fill(t, "bolt://"+path, 5, "3")
+// holdLocked starts a child process (this test binary, SNAPSHOT_TEST_HOLD)
+// that opens the bolt file at path and holds its lock until the test ends.
+func holdLocked(t *testing.T, path string) {
+	t.Helper()
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), "SNAPSHOT_TEST_HOLD="+path)
 	stdin, err := child.StdinPipe()
@@ -429,18 +430,24 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		// Closing stdin tells the child to release the lock and exit; its exit
-		// status is checked so a child that failed to close the database shows.
+	t.Cleanup(func() {
+		// Closing stdin tells the child to release the lock and exit; its
+		// exit status is checked so a child that failed to close the
+		// database shows.
 		_ = stdin.Close()
 		if err := child.Wait(); err != nil {
 			t.Errorf("child holding the lock: %v", err)
 		}
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("child: %q, %v", line, err)
 	}
+}
+
+func TestLockedByAnotherProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held.db")
+	fill(t, "bolt://"+path, 5, "3")
+	holdLocked(t, path)
 	for _, args := range [][]string{
 		{"compact", "--lock-timeout", "100ms", path},
 		{"save", "bolt://" + path + "?lock_timeout=100ms", filepath.Join(t.TempDir(), "s.idb")},

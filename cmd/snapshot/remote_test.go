@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,28 +188,7 @@ func TestRemoteToken(t *testing.T) {
 func TestLockedHintsAtHandler(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "held.db")
 	fill(t, "bolt://"+path, 2, "3")
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "SNAPSHOT_TEST_HOLD="+path)
-	stdin, err := child.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = stdin.Close()
-		if err := child.Wait(); err != nil {
-			t.Errorf("child holding the lock: %v", err)
-		}
-	}()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("child: %q, %v", line, err)
-	}
+	holdLocked(t, path)
 	db := "bolt://" + path + "?lock_timeout=100ms"
 	for _, tc := range []struct {
 		args []string
