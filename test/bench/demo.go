@@ -102,23 +102,12 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	if cfg.RestartPause <= 0 {
 		cfg.RestartPause = 3 * time.Second
 	}
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	logf := func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-	if cfg.Dir == "" {
-		dir, err := os.MkdirTemp("", "informerdb-demo-")
-		if err != nil {
-			return nil, fmt.Errorf("bench: store directory: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		cfg.Dir = dir
-	}
-	url, err := StoreURL(cfg.Backend, cfg.Dir)
+	logf := logfTo(cfg.Log)
+	url, cleanup, err := storeIn(&cfg.Dir, "informerdb-demo-", cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	res := &Result{URL: url, ReadOnly: cl.ReadOnly, Live: !cfg.Quiet && !cl.ReadOnly}
 	if res.Live {
 		stop, err := renewLease(ctx, cl.Client(), logf)
@@ -384,4 +373,33 @@ func bytes(n int64) string {
 		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// logfTo returns a printf that writes lines to w (nowhere when w is nil).
+func logfTo(w io.Writer) func(format string, args ...any) {
+	if w == nil {
+		w = io.Discard
+	}
+	return func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+}
+
+// storeIn returns the store URL of backend in *dir, making *dir a new
+// temporary directory (named from prefix) when it is empty; cleanup removes
+// the directory it made.
+func storeIn(dir *string, prefix, backend string) (url string, cleanup func(), err error) {
+	cleanup = func() {}
+	if *dir == "" {
+		d, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			return "", nil, fmt.Errorf("bench: store directory: %w", err)
+		}
+		cleanup = func() { _ = os.RemoveAll(d) }
+		*dir = d
+	}
+	url, err = StoreURL(backend, *dir)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return url, cleanup, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,23 +134,12 @@ func RunMany(ctx context.Context, cl *Cluster, cfg ManyConfig) (*ManyResult, err
 	if cfg.Namespace == "" {
 		cfg.Namespace = "many"
 	}
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	logf := func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-	if cfg.Dir == "" {
-		dir, err := os.MkdirTemp("", "informerdb-many-")
-		if err != nil {
-			return nil, fmt.Errorf("bench: store directory: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		cfg.Dir = dir
-	}
-	url, err := StoreURL(cfg.Backend, cfg.Dir)
+	logf := logfTo(cfg.Log)
+	url, cleanup, err := storeIn(&cfg.Dir, "informerdb-many-", cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	dyn, err := dynamic.NewForConfig(cl.config)
 	if err != nil {
 		return nil, fmt.Errorf("bench: dynamic client: %w", err)
