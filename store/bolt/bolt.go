@@ -338,6 +338,18 @@ func (f *file) release(name string) error {
 	filesMu.Lock()
 	defer filesMu.Unlock()
 	delete(f.names, name)
+	return f.unrefLocked()
+}
+
+// unref gives back a reference a raw read or a live view took, and closes
+// the file with its last.
+func (f *file) unref() error {
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	return f.unrefLocked()
+}
+
+func (f *file) unrefLocked() error {
 	f.refs--
 	if f.refs > 0 {
 		return nil

@@ -37,16 +37,7 @@ func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView
 	}
 	f.refs++
 	filesMu.Unlock()
-	defer func() {
-		filesMu.Lock()
-		defer filesMu.Unlock()
-		f.refs--
-		if f.refs == 0 {
-			if cerr := closeFileLocked(f); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}
-	}()
+	defer func() { err = errors.Join(err, f.unref()) }()
 	var tx *bbolt.Tx
 	if err := guard(func() (err error) {
 		tx, err = f.db.Begin(false)

@@ -96,16 +96,7 @@ func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f 
 	}
 	f.refs++
 	filesMu.Unlock()
-	defer func() {
-		filesMu.Lock()
-		defer filesMu.Unlock()
-		f.refs--
-		if f.refs == 0 {
-			if cerr := closeFileLocked(f); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}
-	}()
+	defer func() { err = errors.Join(err, f.unref()) }()
 	return fn(f)
 }
 
