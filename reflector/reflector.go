@@ -292,12 +292,8 @@ func (r *Reflector) Run(ctx context.Context) error {
 			st.pending.Stop()
 		}
 	}()
-	if r.opts.ResumeFrom != "" {
-		if !r.probe(ctx, st) {
-			return nil
-		}
-	} else {
-		st.startRelist(r.opts.ColdReason)
+	if !r.begin(ctx, st) {
+		return nil
 	}
 	for ctx.Err() == nil {
 		if st.relist == "" && st.checkServed {

@@ -23,7 +23,7 @@ import (
 //     lists (an emptied store may keep an R that no longer describes it,
 //     invariant 5); a store emptied when it was opened for another scope
 //     lists with reason scope-change (invariant 5).
-//  2. Probe (probe, resumeOrRelist). A resume first makes a consistent LIST
+//  2. Probe (begin, probe, resumeOrRelist). A resume first makes a consistent LIST
 //     of one object; its resourceVersion P is the sync target (invariant
 //     3). R newer than P is time travel: relist (invariant 6). R and P that
 //     do not compare (opaque resourceVersions): resume, and log that the
@@ -85,6 +85,17 @@ func (o *Options) StartFrom(p Persisted) (unused string) {
 		o.ColdReason = ReasonScopeChange
 	}
 	return unused
+}
+
+// begin starts a Run: a resume probes the server (step 2 above), a cold
+// start lists with Options.ColdReason. It returns false when ctx ended
+// first.
+func (r *Reflector) begin(ctx context.Context, st *runState) bool {
+	if r.opts.ResumeFrom == "" {
+		st.startRelist(r.opts.ColdReason)
+		return true
+	}
+	return r.probe(ctx, st)
 }
 
 // probe makes the consistent LIST with limit=1 whose RV is the sync target,
