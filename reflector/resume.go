@@ -30,7 +30,7 @@ import (
 //     check was skipped (invariant 6). A resource emptied while not served
 //     (ReasonGone) lists afresh (invariant 5). R equal to P has caught up
 //     already.
-//  3. Catch-up (observedLocked, catchingUp, nudge). The target is reached
+//  3. Catch-up (observedLocked, catchingUp, catchUpWatchEnded, nudge). The target is reached
 //     by the first event or bookmark at or past P, or by a relist (a
 //     consistent list made after the probe is at least as new as P). Short
 //     catch-up watches and the one-object LIST after a catch-up watch that
@@ -295,6 +295,26 @@ func (r *Reflector) catchingUp(st *runState) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.targetSet && !r.caughtUp
+}
+
+// catchUpWatchEnded follows a catch-up watch that got bookmarks bookmarks
+// (closedEarly: it closed before its timeout). It counts the catch-up
+// watches in a row that got none, and after one that ran to its timeout
+// without reaching the sync target it nudges the server (see nudge).
+func (r *Reflector) catchUpWatchEnded(ctx context.Context, st *runState, bookmarks int, closedEarly bool) {
+	missed := bookmarks == 0
+	if !missed {
+		st.catchUpMisses = 0
+	}
+	if !closedEarly && !r.isCaughtUp() && !r.nudge(ctx) {
+		// etcd has nothing past the sync target yet, so the server had
+		// no bookmark to send: that says nothing of whether it sends
+		// bookmarks at all.
+		missed = false
+	}
+	if missed {
+		r.countCatchUpMiss(ctx, st)
+	}
 }
 
 // countCatchUpMiss counts a catch-up watch that got no bookmark; after

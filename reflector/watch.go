@@ -86,12 +86,6 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
 		return
 	}
-	// missed: a catch-up watch without any bookmark. Counted below, unless
-	// the server had nothing newer to say.
-	missed := catchUp && bookmarks == 0
-	if catchUp && bookmarks > 0 {
-		st.catchUpMisses = 0
-	}
 	elapsed := r.opts.Clock.Since(start)
 	if timeout > 0 && elapsed < time.Duration(timeout)*time.Second-time.Second {
 		// The watch closed before its timeout: a dropped connection or a
@@ -101,8 +95,8 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 			r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed after %v with no events", r.opts.Name, st.lastRV, elapsed))
 		}
 		logger.V(2).Info("Watch closed early; backing off", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
-		if missed {
-			r.countCatchUpMiss(ctx, st)
+		if catchUp {
+			r.catchUpWatchEnded(ctx, st, bookmarks, true)
 		}
 		stopDeadline()
 		r.sleep(ctx, st)
@@ -115,14 +109,8 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		return
 	}
 	logger.V(4).Info("Watch ended", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
-	if catchUp && !r.isCaughtUp() && !r.nudge(ctx) {
-		// etcd has nothing past the sync target yet, so the server had
-		// no bookmark to send: that says nothing of whether it sends
-		// bookmarks at all.
-		missed = false
-	}
-	if missed {
-		r.countCatchUpMiss(ctx, st)
+	if catchUp {
+		r.catchUpWatchEnded(ctx, st, bookmarks, false)
 	}
 }
 
