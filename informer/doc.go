@@ -109,7 +109,9 @@
 // A resumed informer is synced once it has applied every event up to a
 // consistent read taken at start (the reflector's sync target), so that
 // HasSynced never reports a stale cache as fresh; Options.ServeStale opts in
-// to serving the persisted state at once. A registration's HasSynced also
+// to serving the persisted state at once. The rule is the reflector's
+// (reflector.Reflector.Synced; see "The resume rule" in package reflector),
+// which the informer asks after each commit. A registration's HasSynced also
 // waits until its handler has been handed every notification queued before
 // the informer synced.
 //

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -84,12 +83,11 @@ type Informer struct {
 	// applyMu serialises commits with their notifications, the replay of
 	// persisted objects, sync decisions and the registration of handlers
 	// after start. It guards the fields below.
-	applyMu            sync.Mutex
-	src                *reflector.Reflector
-	synced             bool
-	resuming           bool   // started on a store with a resume point
-	appliedRV          string // resume point of the last commit
-	incomparableLogged bool   // the sync target could not be compared
+	applyMu   sync.Mutex
+	src       *reflector.Reflector
+	synced    bool
+	resuming  bool   // started on a store with a resume point
+	appliedRV string // resume point of the last commit
 	// caughtUpArrived is how many events the queue had taken once the
 	// bookmark by which the reflector caught up was queued, where
 	// resourceVersions are not comparable (0 otherwise); handedOut is how
@@ -293,24 +291,16 @@ func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Q
 	}
 	q := inf.newQueue()
 	ropts := inf.opts.Reflector
-	ropts.ResumeFrom = inf.store.ResourceVersion()
 	if ropts.Name == "" {
 		ropts.Name = inf.name
 	}
-	if ropts.ResumeFrom != "" && len(inf.store.ListKeys()) == 0 {
-		// Nothing to resume: a full list costs what the resume's probe
-		// does, and an empty store may hold a resume point that does not
-		// describe it (emptied because the server stopped serving the
-		// resource, which does not move the resume point): resuming would
-		// miss the objects the server holds from before that point.
-		logger.V(2).Info("The store is empty; listing instead of resuming", "resourceVersion", ropts.ResumeFrom)
-		ropts.ResumeFrom = ""
-	}
-	if ropts.ResumeFrom == "" && ropts.ColdReason == "" && inf.store.Info().Reset != "" {
-		// The store was emptied when it was opened (its scope, or the
-		// keys its key function computes, changed): say so instead of
-		// calling it a plain cold start.
-		ropts.ColdReason = reflector.ReasonScopeChange
+	unused := ropts.StartFrom(reflector.Persisted{
+		ResourceVersion: inf.store.ResourceVersion(),
+		Empty:           func() bool { return len(inf.store.ListKeys()) == 0 },
+		Reset:           inf.store.Info().Reset != "",
+	})
+	if unused != "" {
+		logger.V(2).Info("The store is empty; listing instead of resuming", "resourceVersion", unused)
 	}
 	if inf.example != nil && ropts.ExpectedType == nil {
 		ropts.ExpectedType = inf.example
@@ -444,60 +434,24 @@ func (inf *Informer) replay(logger klog.Logger) {
 	}
 }
 
-// checkSyncedLocked decides whether the informer has synced, after a
-// commit (replaced: of a relist) or when the reflector caught up.
-//
-// A cold start syncs with its first relist, as client-go. A resumed informer
-// syncs once its resume point reaches the reflector's sync target, a
-// consistent read taken at start (DESIGN invariant 3), or once it has
-// applied a relist; when the reflector reached the target by relisting
-// (time travel, an expired resume), only that relist counts. When the two
-// resourceVersions cannot be compared (opaque resourceVersions of some
-// aggregated APIs), it syncs once it has applied the bookmark with which
-// the reflector caught up, and everything queued before it, and says so in
-// the log.
+// checkSyncedLocked asks the reflector whether the informer has synced
+// (reflector.Synced, the one sync rule), after a commit (replaced: of a
+// relist) or when the reflector caught up.
 func (inf *Informer) checkSyncedLocked(logger klog.Logger, replaced bool) {
-	if inf.synced {
+	if inf.synced || inf.src == nil {
 		return
 	}
-	if replaced {
-		inf.markSyncedLocked(logger, "relist applied")
-		return
-	}
-	if !inf.resuming || inf.src == nil {
-		return
-	}
-	if inf.src.CaughtUpByRelist() {
-		// The relist's Replace, applied above, is what syncs: the resume
-		// point applied before it may be from another history (time
-		// travel) and compare as past the list.
-		return
-	}
-	target, ok := inf.src.SyncTarget()
-	if !ok {
-		return
-	}
-	c, err := resourceversion.CompareResourceVersion(inf.appliedRV, target)
-	if err == nil {
-		if c >= 0 {
-			inf.markSyncedLocked(logger, "caught up with the sync target")
-		}
-		return
-	}
-	caughtUp, ok := inf.src.CaughtUpResourceVersion()
-	if !ok {
-		return
-	}
-	if !inf.incomparableLogged {
-		inf.incomparableLogged = true
-		logger.Info("ResourceVersions are not comparable; syncing once the bookmark by which the reflector caught up is applied",
-			"applied", inf.appliedRV, "syncTarget", target, "caughtUp", caughtUp, "err", err)
-	}
-	// Not a later pop than the one current at catch-up: a backlog queued
-	// before the bookmark is popped after it too, and must be applied
-	// first. The queue's arrival count tells when the bookmark is out.
-	if inf.appliedRV == caughtUp || (inf.caughtUpArrived > 0 && inf.handedOut >= inf.caughtUpArrived) {
-		inf.markSyncedLocked(logger, "applied the bookmark by which the reflector caught up (resourceVersions not comparable)")
+	why := inf.src.Synced(logger, reflector.Applied{
+		ResourceVersion: inf.appliedRV,
+		Relist:          replaced,
+		// Not a later pop than the one current at catch-up: a backlog
+		// queued before the bookmark is popped after it too, and must be
+		// applied first. The queue's arrival count tells when the
+		// bookmark is out.
+		CatchUpApplied: inf.caughtUpArrived > 0 && inf.handedOut >= inf.caughtUpArrived,
+	})
+	if why != "" {
+		inf.markSyncedLocked(logger, why)
 	}
 }
 

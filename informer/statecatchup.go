@@ -147,7 +147,6 @@ func (inf *Informer) catchUpByState(ctx context.Context, logger klog.Logger) {
 		return
 	case <-src.TargetKnown():
 	}
-	target, _ := src.SyncTarget()
 	if src.CaughtUpByRelist() {
 		// The reflector relisted instead of resuming (the server
 		// travelled back in time, or stopped serving the resource); it
@@ -165,7 +164,8 @@ func (inf *Informer) catchUpByState(ctx context.Context, logger klog.Logger) {
 		}
 		return
 	}
-	if c, err := resourceversion.CompareResourceVersion(rv, target); err != nil || c < 0 {
+	target, ok, err := src.ReachesTarget(rv)
+	if !ok {
 		logger.Info("The server's state is not at or past the sync target; catching up by the watch's bookmark instead", "resourceVersion", rv, "syncTarget", target, "err", err)
 		return
 	}

@@ -14,6 +14,10 @@
 //
 // # Start
 //
+// [Options.StartFrom] sets ResumeFrom from the store: its resume point when
+// it holds at least one object; "" (a cold start) when it holds none, since
+// an emptied store may keep a resume point that no longer describes it.
+//
 // A resume (ResumeFrom != "") first makes a freshness probe: a LIST with
 // limit=1 and resourceVersion="" (a consistent read). Its resourceVersion P is
 // the sync target. If ResumeFrom is newer than P (etcd was restored from a
@@ -157,12 +161,23 @@
 //
 // [Reflector.CaughtUp] is closed, and [Reflector.CaughtUpResourceVersion]
 // returns that event's resourceVersion, once the reaching event has been
-// handed to the queue; the informer is synced when its applied resume point
-// reaches that resourceVersion, which [Reflector.SyncedAt] checks. When the
-// reaching call was a relist ([Reflector.CaughtUpByRelist]: a cold start,
-// time travel, an expired or given-up resume), the informer is synced when
-// it has applied that relist: a resume point persisted before it may come
-// from another history and compare as newer.
+// handed to the queue.
+//
+// # The resume rule
+//
+// resume.go holds the whole rule, each step with the DESIGN invariant it
+// keeps: the start decision ([Options.StartFrom]: a store with a resume
+// point and at least one object resumes, any other lists), the probe, the
+// catch-up, giving the resume up, and the one sync rule, [Reflector.Synced],
+// which an informer asks after each commit: it is synced once it has
+// applied a relist, or, after a resume, once its applied resume point is
+// at or past the sync target; never by comparing resourceVersions once the
+// reflector reached the target by a relist ([Reflector.CaughtUpByRelist]:
+// time travel, an expired or given-up resume), as a resume point persisted
+// before it may come from another history and compare as newer. Where
+// resourceVersions do not compare, it is synced once it has applied the
+// bookmark by which the reflector caught up, and everything queued before
+// it.
 //
 // # Logging
 //

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
@@ -17,88 +16,6 @@ import (
 
 	"github.com/informerdb/informerdb/internal/typednil"
 )
-
-// probe makes the consistent LIST with limit=1 whose RV is the sync target,
-// and decides between resuming and relisting. It returns false when ctx
-// ended first.
-func (r *Reflector) probe(ctx context.Context, st *runState) bool {
-	logger := klog.FromContext(ctx)
-	var p string
-	for {
-		var err error
-		p, err = r.probeOnce(ctx)
-		if err == nil {
-			// Served: a later 404 is a new absence. (After an emptied
-			// store, st.gone holds until the list that follows.)
-			st.goneNoted = false
-			break
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		r.report(ctx, err)
-		r.resourceGone(ctx, st, err)
-		if !r.sleep(ctx, st) {
-			return false
-		}
-	}
-	resume := r.opts.ResumeFrom
-	// The probe becomes the sync target only when the watch resumes. When
-	// the reflector relists instead, the relist is the target: until it is
-	// queued there is none, so an informer does not compare its persisted
-	// resume point (from another history, after time travel) with the
-	// probe and report synced on a store the relist is about to replace.
-	if st.gone {
-		// The store was emptied while the resource was not served: list
-		// it afresh rather than resume.
-		return true
-	}
-	cmp, err := resourceversion.CompareResourceVersion(resume, p)
-	switch {
-	case err != nil:
-		// Some servers (aggregated APIs) use opaque RVs. Time travel cannot
-		// be detected there; say so rather than guess.
-		logger.Info("Resuming watch; time-travel check skipped: resourceVersions are not comparable",
-			"resumeFrom", resume, "syncTarget", p, "err", err)
-	case cmp > 0:
-		st.startRelist(ReasonTimeTravel, "resumeFrom", resume, "serverResourceVersion", p)
-		return true
-	default:
-		logger.Info("Resuming watch", "resumeFrom", resume, "syncTarget", p)
-	}
-	st.lastRV = resume
-	r.mu.Lock()
-	r.setTargetLocked(p)
-	r.stats.Resumes++
-	if err == nil && cmp == 0 {
-		// Nothing happened since the store was written.
-		r.markCaughtUpLocked(ctx, resume)
-	}
-	r.mu.Unlock()
-	if r.opts.CatchUpDeadline > 0 {
-		st.catchUpDeadline = r.opts.Clock.Now().Add(r.opts.CatchUpDeadline)
-	}
-	return true
-}
-
-func (r *Reflector) probeOnce(ctx context.Context) (string, error) {
-	r.count(func(s *Stats) { s.Lists++ })
-	obj, err := r.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
-	if err != nil {
-		return "", fmt.Errorf("reflector %s: probe list: %w", r.opts.Name, err)
-	}
-	if typednil.Is(obj) {
-		return "", fmt.Errorf("reflector %s: probe list: %w", r.opts.Name, errNoList)
-	}
-	lm, err := meta.ListAccessor(obj)
-	if err != nil {
-		return "", fmt.Errorf("reflector %s: probe list: reading list metadata: %w", r.opts.Name, err)
-	}
-	if lm.GetResourceVersion() == "" {
-		return "", fmt.Errorf("reflector %s: probe list: server returned no resourceVersion", r.opts.Name)
-	}
-	return lm.GetResourceVersion(), nil
-}
 
 // relist makes a full consistent list and hands it to the queue as one
 // Replace.
@@ -174,15 +91,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	st.slept, st.afterBackoff = false, false
 	r.mu.Lock()
 	r.lastRV = rv
-	if !r.targetSet {
-		r.setTargetLocked(rv)
-	}
-	// A consistent list made after the probe is at least as new as the
-	// probe, so it reaches the target without comparing RVs.
-	if !r.caughtUp {
-		r.caughtUpByRelist = true
-	}
-	r.markCaughtUpLocked(ctx, rv)
+	r.relistedLocked(ctx, rv)
 	r.mu.Unlock()
 	logger.V(2).Info("Listed", "reason", reason, "objects", len(items), "resourceVersion", rv)
 	return nil

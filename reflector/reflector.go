@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -180,6 +179,9 @@ type Reflector struct {
 	caughtUp   bool
 	// caughtUpByRelist says the reaching call was a relist's Replace.
 	caughtUpByRelist bool
+	// incomparableLogged records that Synced logged that the sync target
+	// does not compare with the applied resume point.
+	incomparableLogged bool
 }
 
 // New returns a Reflector that lists and watches through lw and feeds q.
@@ -220,79 +222,6 @@ func (r *Reflector) LastSyncResourceVersion() string {
 		return r.opts.ResumeFrom
 	}
 	return r.lastRV
-}
-
-// SyncTarget returns the resourceVersion the informer must reach before it
-// reports synced: after a resume, the RV of the consistent probe LIST; after
-// a cold start, or a start that relists (time travel, a resource that was
-// gone), the RV of that list. ok is false until it is known.
-func (r *Reflector) SyncTarget() (rv string, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.target, r.targetSet
-}
-
-// TargetKnown returns a channel closed once the sync target is known (see
-// SyncTarget).
-func (r *Reflector) TargetKnown() <-chan struct{} { return r.targetCh }
-
-// setTargetLocked makes rv the sync target. The caller holds mu.
-func (r *Reflector) setTargetLocked(rv string) {
-	r.target, r.targetSet = rv, true
-	r.stats.TargetAt = r.opts.Clock.Now()
-	close(r.targetCh)
-}
-
-// CaughtUp returns a channel closed once the reflector has handed the queue
-// a list, an event or a bookmark at or past the sync target.
-func (r *Reflector) CaughtUp() <-chan struct{} { return r.caughtUpCh }
-
-// CaughtUpResourceVersion returns the resourceVersion of the list, event or
-// bookmark that reached the sync target. The informer is synced once every
-// delta it has queued up to and including that call has been applied, that
-// is once its persisted resume point has reached rv. ok is false until then.
-func (r *Reflector) CaughtUpResourceVersion() (rv string, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.caughtUpRV, r.caughtUp
-}
-
-// CaughtUpByRelist reports whether the reflector reached its sync target
-// with a relist (a cold start, time travel, an expired or given-up resume)
-// rather than with watch events. Such an informer is synced when it has
-// applied that relist's Replace, and not by comparing resourceVersions:
-// the resume point it persisted before may come from another history (an
-// etcd restored from a backup) and compare as newer than the list.
-func (r *Reflector) CaughtUpByRelist() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.caughtUpByRelist
-}
-
-// SyncedAt reports whether an informer whose applied (persisted) resume
-// point is applied has caught up: the reflector has reached its sync target,
-// and applied is at or past the resourceVersion that reached it. When the two
-// do not compare (opaque resourceVersions), only an exact match counts; an
-// informer on such a server should also accept the batch that carried that
-// resourceVersion. After a catch-up by relist (see CaughtUpByRelist) only an
-// exact match counts too, as a resume point written before the relist says
-// nothing about it; an informer should rather count itself synced when it
-// applies the relist's Replace.
-func (r *Reflector) SyncedAt(applied string) bool {
-	r.mu.Lock()
-	rv, ok, byRelist := r.caughtUpRV, r.caughtUp, r.caughtUpByRelist
-	r.mu.Unlock()
-	if !ok || applied == "" {
-		return false
-	}
-	if applied == rv {
-		return true
-	}
-	if byRelist {
-		return false
-	}
-	cmp, err := resourceversion.CompareResourceVersion(applied, rv)
-	return err == nil && cmp >= 0
 }
 
 // runState is the state of one Run, owned by its goroutine.
@@ -363,12 +292,8 @@ func (r *Reflector) Run(ctx context.Context) error {
 			st.pending.Stop()
 		}
 	}()
-	if r.opts.ResumeFrom != "" {
-		if !r.probe(ctx, st) {
-			return nil
-		}
-	} else {
-		st.startRelist(r.opts.ColdReason)
+	if !r.begin(ctx, st) {
+		return nil
 	}
 	for ctx.Err() == nil {
 		if st.relist == "" && st.checkServed {

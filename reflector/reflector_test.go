@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -428,11 +429,11 @@ func TestTimeTravel(t *testing.T) {
 		if !h.r.CaughtUpByRelist() {
 			t.Errorf("CaughtUpByRelist = false after a time-travel relist")
 		}
-		if h.r.SyncedAt("200") {
-			t.Errorf("SyncedAt(200) = true: the resume point from before the time travel counts as synced")
+		if why := h.r.Synced(logr.Discard(), Applied{ResourceVersion: "200"}); why != "" {
+			t.Errorf("Synced(200) = %q: the resume point from before the time travel counts as synced", why)
 		}
-		if !h.r.SyncedAt("160") {
-			t.Errorf("SyncedAt(160) = false after the relist at 160 is applied")
+		if why := h.r.Synced(logr.Discard(), Applied{ResourceVersion: "160", Relist: true}); why == "" {
+			t.Errorf("Synced(160, relist) = not synced after the relist at 160 is applied")
 		}
 	})
 	t.Run("incomparable resource versions skip the check and say so", func(t *testing.T) {
@@ -1143,38 +1144,6 @@ func TestCancelStopsRunInEveryPhase(t *testing.T) {
 				if fw, ok := w.(*watch.RaceFreeFakeWatcher); ok && !fw.IsStopped() {
 					t.Errorf("watch %d was not stopped", i)
 				}
-			}
-		})
-	}
-}
-
-func TestSyncedAt(t *testing.T) {
-	tests := []struct {
-		name    string
-		resume  string
-		probe   string
-		watch   []watch.Event
-		applied string
-		want    bool
-	}{
-		{name: "applied the reaching event", resume: "100", probe: "150", watch: []watch.Event{added("a", "150")}, applied: "150", want: true},
-		{name: "applied past it", resume: "100", probe: "150", watch: []watch.Event{bookmark("160")}, applied: "170", want: true},
-		{name: "applied short of it", resume: "100", probe: "150", watch: []watch.Event{bookmark("160")}, applied: "155", want: false},
-		{name: "not caught up", resume: "100", probe: "150", watch: []watch.Event{added("a", "120")}, applied: "150", want: false},
-		{name: "nothing applied", resume: "100", probe: "150", watch: []watch.Event{added("a", "150")}, applied: "", want: false},
-		{name: "opaque, exact", resume: "x1", probe: "x2", watch: []watch.Event{bookmark("x3")}, applied: "x3", want: true},
-		{name: "opaque, other", resume: "x1", probe: "x2", watch: []watch.Event{bookmark("x3")}, applied: "x4", want: false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Options{ResumeFrom: tc.resume}, []listResult{{obj: cmList(tc.probe, "")}},
-				[]watchResult{{w: watcher(false, tc.watch...)}})
-			h.start()
-			h.waitQCalls(len(tc.watch))
-			h.settle()
-			if got := h.r.SyncedAt(tc.applied); got != tc.want {
-				rv, ok := h.r.CaughtUpResourceVersion()
-				t.Errorf("SyncedAt(%q) = %v, want %v (caught up: %q, %v)", tc.applied, got, tc.want, rv, ok)
 			}
 		})
 	}

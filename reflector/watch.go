@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
@@ -87,12 +86,6 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
 		return
 	}
-	// missed: a catch-up watch without any bookmark. Counted below, unless
-	// the server had nothing newer to say.
-	missed := catchUp && bookmarks == 0
-	if catchUp && bookmarks > 0 {
-		st.catchUpMisses = 0
-	}
 	elapsed := r.opts.Clock.Since(start)
 	if timeout > 0 && elapsed < time.Duration(timeout)*time.Second-time.Second {
 		// The watch closed before its timeout: a dropped connection or a
@@ -102,8 +95,8 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 			r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed after %v with no events", r.opts.Name, st.lastRV, elapsed))
 		}
 		logger.V(2).Info("Watch closed early; backing off", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
-		if missed {
-			r.countCatchUpMiss(ctx, st)
+		if catchUp {
+			r.catchUpWatchEnded(ctx, st, bookmarks, true)
 		}
 		stopDeadline()
 		r.sleep(ctx, st)
@@ -116,73 +109,9 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		return
 	}
 	logger.V(4).Info("Watch ended", "events", events, "bookmarks", bookmarks, "resourceVersion", st.lastRV)
-	if catchUp && !r.isCaughtUp() && !r.nudge(ctx) {
-		// etcd has nothing past the sync target yet, so the server had
-		// no bookmark to send: that says nothing of whether it sends
-		// bookmarks at all.
-		missed = false
+	if catchUp {
+		r.catchUpWatchEnded(ctx, st, bookmarks, false)
 	}
-	if missed {
-		r.countCatchUpMiss(ctx, st)
-	}
-}
-
-// countCatchUpMiss counts a catch-up watch that got no bookmark; after
-// maxCatchUpMisses in a row the reflector stops making catch-up watches (a
-// server that sends no bookmarks, such as one without a watch cache).
-func (r *Reflector) countCatchUpMiss(ctx context.Context, st *runState) {
-	st.catchUpMisses++
-	if st.catchUpMisses == maxCatchUpMisses {
-		klog.FromContext(ctx).V(1).Info("Server sent no bookmark on catch-up watches; waiting for an event at or past the sync target, or the catch-up deadline", "catchUpDeadline", r.opts.CatchUpDeadline)
-	}
-}
-
-// nudge makes a consistent LIST of one object after a catch-up watch that
-// did not reach the sync target, and discards it. kube-apiserver answers a
-// watch's bookmark only with a resourceVersion past the last event the watch
-// has processed, counting the events its namespace or selectors filtered
-// out; and its watch cache's resourceVersion moves only with events of the
-// resource or with etcd progress notifications. So when the newest write
-// of the resource at or before the target is one this watch does not see
-// (a ConfigMap of another namespace), its bookmarks carry nothing new, and
-// none is sent until another write of the resource or a progress
-// notification. A consistent LIST is served from the watch cache once the
-// cache has caught up with etcd's current revision (ConsistentListFromCache
-// asks etcd for a progress notification): once anything at all was written
-// to etcd after the target (leases renew every few seconds), the next
-// catch-up watch's bookmark carries a resourceVersion past it. See "Catching
-// up after a resume" in the package documentation.
-//
-// It returns whether etcd has moved past the sync target (or cannot tell:
-// the LIST failed, or resourceVersions do not compare). While it has not,
-// the server has no bookmark to send, and a catch-up watch without one is
-// not counted as a miss: so catch-up watches go on, each followed by such a
-// LIST, until etcd moves (or the catch-up deadline).
-func (r *Reflector) nudge(ctx context.Context) bool {
-	rv, err := r.probeOnce(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).V(2).Info("Catch-up LIST failed; the next catch-up watch goes ahead without it", "err", err)
-		}
-		return true
-	}
-	target, _ := r.SyncTarget()
-	cmp, err := resourceversion.CompareResourceVersion(rv, target)
-	return err != nil || cmp > 0
-}
-
-// giveUpResume turns a resume that did not reach its sync target in time
-// into a relist.
-func (r *Reflector) giveUpResume(st *runState) {
-	target, _ := r.SyncTarget()
-	st.startRelist(ReasonCatchUp, "syncTarget", target, "resourceVersion", st.lastRV, "after", r.opts.CatchUpDeadline)
-	st.catchUpDeadline = time.Time{}
-}
-
-func (r *Reflector) isCaughtUp() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.caughtUp
 }
 
 // watchFailed reports err and arranges the next step: a relist when the
@@ -227,16 +156,6 @@ func (r *Reflector) backOffRelist(ctx context.Context, st *runState) {
 	if !st.lastRelist.IsZero() && r.opts.Clock.Since(st.lastRelist) < r.opts.Backoff.Reset {
 		r.sleep(ctx, st)
 	}
-}
-
-// catchingUp says whether the next watch should be a short catch-up watch.
-func (r *Reflector) catchingUp(st *runState) bool {
-	if r.opts.CatchUpWatchTimeout <= 0 || st.catchUpMisses >= maxCatchUpMisses {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.targetSet && !r.caughtUp
 }
 
 func (r *Reflector) watchTimeoutSeconds(catchUp bool) int64 {
@@ -331,32 +250,7 @@ func (r *Reflector) observed(ctx context.Context, rv string, bookmark bool) {
 		return
 	}
 	r.lastRV = rv
-	if !r.targetSet || r.caughtUp {
-		return
-	}
-	cmp, err := resourceversion.CompareResourceVersion(rv, r.target)
-	switch {
-	case err != nil:
-		// Opaque RVs: a bookmark is the server saying it has sent
-		// everything up to now, and every event here comes after the
-		// probe; it is the only signal such a server gives.
-		if bookmark {
-			klog.FromContext(ctx).V(2).Info("Caught up by bookmark; resourceVersions are not comparable", "resourceVersion", rv, "syncTarget", r.target)
-			r.markCaughtUpLocked(ctx, rv)
-		}
-	case cmp >= 0:
-		r.markCaughtUpLocked(ctx, rv)
-	}
-}
-
-func (r *Reflector) markCaughtUpLocked(ctx context.Context, rv string) {
-	if r.caughtUp {
-		return
-	}
-	r.caughtUp, r.caughtUpRV = true, rv
-	r.stats.CaughtUpAt = r.opts.Clock.Now()
-	close(r.caughtUpCh)
-	klog.FromContext(ctx).V(2).Info("Caught up with sync target", "syncTarget", r.target, "resourceVersion", rv)
+	r.observedLocked(ctx, rv, bookmark)
 }
 
 // drop reports err about an event the reflector could not use or the queue
