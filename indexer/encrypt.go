@@ -196,7 +196,7 @@ func (r *KeyRing) IDs() []string {
 // who can write the database's files, without the key, can move a sealed
 // record between keys or stores of one key ring, drop records, or change
 // the resume point. Against that, protect the files themselves (their
-// permissions are checked at open; see store.CheckPath).
+// permissions are checked at open; see driver.CheckPath).
 //
 // It is safe for concurrent use.
 type EncryptedCodec struct {

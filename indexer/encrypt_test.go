@@ -23,6 +23,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // marker is the secret payload whose plaintext must never reach the disk of
@@ -470,6 +471,15 @@ func (f *fakeRaw) Open(context.Context, *url.URL, store.Options) (store.Store, e
 
 func (f *fakeRaw) Stores(context.Context, *url.URL) ([]store.Info, error) {
 	return []store.Info{f.info}, nil
+}
+
+func (f *fakeRaw) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	infos, err := f.Stores(ctx, u)
+	return driver.EntriesOf(infos), err
+}
+
+func (f *fakeRaw) Drop(context.Context, *url.URL, string) error {
+	return errors.New("fakeRaw: cannot drop")
 }
 
 func (f *fakeRaw) Export(_ context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {

@@ -104,7 +104,7 @@ func (v *ValueCheck) Stale() []string {
 // for ever. A store that decodes every object when it opens (the default
 // modes, and snapshot files) checks each key, a bounded mode a sample; if
 // one differs, the store must start empty, as after a scope change
-// (store.Reopen.Reset), and the informer relists.
+// (driver.Reopen.Reset), and the informer relists.
 //
 // A KeyCheck is safe for concurrent use by a store's decoding workers.
 type KeyCheck struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // Prepared is one validated operation, ready to be applied.
@@ -44,7 +45,7 @@ type Preparer struct {
 }
 
 // Prepare validates every op of a write and computes keys (refusing those
-// store.CheckKey refuses), index values and encodings. It changes nothing:
+// driver.CheckKey refuses), index values and encodings. It changes nothing:
 // a write whose Prepare fails must not be applied at all, which is how a
 // failed batch leaves no trace. op names the operation for error messages
 // ("add", "commit", ...).
@@ -123,7 +124,7 @@ func (p *Preparer) PrepareOne(op string, o store.Op) (Prepared, error) {
 }
 
 // keyError reports that op i of n (of the write op) has a key no backend
-// stores (store.CheckKey), naming the op by its position when the write has
+// stores (driver.CheckKey), naming the op by its position when the write has
 // several, and by its type and object's type, since its key says nothing.
 func keyError(op string, i, n int, o *store.Op, err error) error {
 	if n > 1 {
@@ -160,7 +161,7 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 	// Before the index functions, and for deletes too: one rule for every
 	// backend (bbolt cannot store the key), so that no write of ""
 	// succeeds on one backend and fails on another.
-	if err := store.CheckKey(r.Key); err != nil {
+	if err := driver.CheckKey(r.Key); err != nil {
 		return keyError(op, i, n, o, err)
 	}
 	if o.Type == store.OpDelete {

@@ -24,6 +24,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // failCommits makes inf report a commit that has been failing for ago with
@@ -381,7 +382,7 @@ func receive[T any](t *testing.T, what string, ch <-chan T) T {
 // as a bounded-mode bolt or badger store's do on a damaged record.
 type readFailingStore struct {
 	store.Store
-	store.ReadFailures
+	driver.ReadFailures
 }
 
 // TestCheckCommitsFailsAfterAFailedRead: a read the store could not return

@@ -176,7 +176,7 @@ const FactoryStoreName = "informerdb/factory"
 // It opens the database first, and fails with the store's error if it
 // cannot be used: a URL no registered backend serves or with an unknown
 // parameter (store.ErrInvalid), a relative path (store.ErrInvalid), an
-// unsafe path (store.ErrUnsafe, see store.CheckPath), a database another
+// unsafe path (store.ErrUnsafe, see driver.CheckPath), a database another
 // process holds beyond store.Options.LockTimeout (store.ErrLocked), a
 // damaged or incompatible one. It keeps the database open until Shutdown
 // (see FactoryStoreName). Then it identifies the cluster (see

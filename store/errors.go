@@ -37,4 +37,10 @@ var (
 	// process. Retrying the write cannot help: a liveness check should
 	// restart the process (see informer.Informer.CheckCommits).
 	ErrWritesStopped = errors.New("writes stopped until the store is reopened")
+	// ErrUnsafe is returned when a database or snapshot path is not private
+	// to the user opening it: it is a symbolic link, it (or a file in it)
+	// can be written by other users or belongs to another user, or its
+	// directory lets other users replace it. The error names the path and
+	// what is wrong.
+	ErrUnsafe = errors.New("unsafe file permissions")
 )

@@ -31,7 +31,7 @@ type RawLiveViewer interface {
 // is not safe for concurrent use.
 type RawView interface {
 	// ListStores returns every store of the view, in name order, as
-	// RawStoreLister.ListStores does.
+	// RawDriver.ListStores does.
 	ListStores(ctx context.Context) ([]StoreEntry, error)
 	// Export calls fn for every record of the store named name in the
 	// view and returns its Info at the view, as RawDriver.Export does;

@@ -1,10 +1,6 @@
 package store
 
-import (
-	"context"
-	"sync"
-	"sync/atomic"
-)
+import "context"
 
 // Lener is implemented by stores that count their objects without listing
 // them. Informer metrics use it (informerdb_store_objects); without it they
@@ -110,32 +106,3 @@ type ReadFailer interface {
 	// read-failure metric).
 	ReadErrors() int64
 }
-
-// ReadFailures records the failures of reads that cannot return an error,
-// for stores implementing ReadFailer by embedding it. The zero value is
-// ready; it is safe for concurrent use.
-type ReadFailures struct {
-	mu    sync.Mutex // guards first
-	first error
-	n     atomic.Int64
-}
-
-// Failed records err, a read's failure.
-func (r *ReadFailures) Failed(err error) {
-	r.n.Add(1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.first == nil {
-		r.first = err
-	}
-}
-
-// ReadErr implements ReadFailer.
-func (r *ReadFailures) ReadErr() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.first
-}
-
-// ReadErrors implements ReadFailer.
-func (r *ReadFailures) ReadErrors() int64 { return r.n.Load() }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
-	"strings"
 )
 
 // Record is one stored object in its encoded form together with its index
@@ -31,21 +29,42 @@ type Exporter interface {
 
 // RawDriver is implemented by drivers whose databases can be read and written
 // record by record, without the objects' Go types or index functions: the
-// snapshot tool's way in.
+// snapshot tool's way in, and how Stores, ListStores, Export, Import and
+// Drop reach a backend. Every bundled backend implements it.
 type RawDriver interface {
 	Driver
-	// Stores returns the Info of every store in the database at u.
+	// Stores returns the Info of every store in the database at u. A store
+	// whose metadata cannot be read fails the call.
 	Stores(ctx context.Context, u *url.URL) ([]Info, error)
+	// ListStores returns every store of the database at u, in name order:
+	// each with its Info, or with the error that reading its metadata
+	// gave, if that error wraps ErrIncompatible or ErrCorrupt, or
+	// ErrNotFound for a store that is gone but not yet deleted (see
+	// StoreEntry.Err). Any other error (the database's own damage, the
+	// lock, ctx) fails the call. A backend whose databases cannot hold an
+	// unreadable store beside readable ones (one file with one checksum)
+	// returns its Stores, as driver.EntriesOf makes them.
+	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
 	// Export reads the store named name at u in one consistent view.
 	Export(ctx context.Context, u *url.URL, name string, fn func(Record) error) (Info, error)
 	// Import replaces the store named info.Name at u with the records next
 	// yields until it returns io.EOF, recording info's metadata and resume
 	// point. It is atomic: on error or a crash the store keeps its previous
 	// contents, or is left empty without a resume point so that its
-	// informer relists. A record with a key CheckKey refuses (the empty
-	// key) fails it with an error wrapping ErrInvalid that names the
+	// informer relists. A record with a key driver.CheckKey refuses (the
+	// empty key) fails it with an error wrapping ErrInvalid that names the
 	// record by its position.
 	Import(ctx context.Context, u *url.URL, info Info, next func() (Record, error)) error
+	// Drop deletes the store named name from the database at u: its
+	// objects, index data, metadata and resume point. It is atomic: after
+	// an error or a crash at any point the store is either whole or gone
+	// (a later Open of the name finds an empty store without a resume
+	// point). The database's other stores are untouched. A name the
+	// database does not hold fails with an error wrapping ErrNotFound, a
+	// store open in this process with ErrInUse, a database another
+	// process holds with ErrLocked once the lock timeout or ctx ends, and
+	// an empty name with ErrInvalid.
+	Drop(ctx context.Context, u *url.URL, name string) error
 }
 
 // StoreEntry is one store of a database as ListStores finds it.
@@ -59,67 +78,13 @@ type StoreEntry struct {
 	// atomic step leaves it (badger); a Drop of the name deletes the rest.
 	// Such an entry is listed so that a tool that checks names against
 	// the list (snapshot drop) can finish the job; it is no store, and
-	// StoreInfos leaves it out.
+	// Stores leaves it out.
 	Err error
 }
 
 // Gone reports whether e is a store that is gone but whose data is not
 // all deleted yet (see Err).
 func (e StoreEntry) Gone() bool { return errors.Is(e.Err, ErrNotFound) }
-
-// RawStoreLister is implemented by raw drivers whose databases keep each
-// store's metadata apart (bolt, badger), so that one store can be
-// unreadable while the others are not. RawDriver.Stores fails on such a
-// store, which hides every other; ListStores names it beside them, so that
-// a tool can still act on the others, or drop it. It is an interface of its
-// own so that RawDrivers written before it keep compiling.
-type RawStoreLister interface {
-	// ListStores returns every store of the database at u, in name order:
-	// each with its Info, or with the error that reading its metadata
-	// gave, if that error wraps ErrIncompatible or ErrCorrupt, or
-	// ErrNotFound for a store that is gone but not yet deleted (see
-	// StoreEntry.Err). Any other error (the database's own damage, the
-	// lock, ctx) fails the call.
-	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
-}
-
-// StoreInfos returns the Info of every entry, or err, or the error of the
-// first entry that has one, leaving out the stores that are gone
-// (StoreEntry.Gone): RawDriver.Stores of a driver that implements
-// RawStoreLister, as StoreInfos(d.ListStores(ctx, u)).
-func StoreInfos(entries []StoreEntry, err error) ([]Info, error) {
-	if err != nil {
-		return nil, err
-	}
-	infos := make([]Info, 0, len(entries))
-	for _, e := range entries {
-		if e.Gone() {
-			continue
-		}
-		if e.Err != nil {
-			return nil, e.Err
-		}
-		infos = append(infos, e.Info)
-	}
-	return infos, nil
-}
-
-// RawDropper is implemented by drivers that can delete one store of a
-// database. It is an interface of its own rather than a method of RawDriver
-// so that RawDrivers written before it keep compiling; Drop refuses a
-// scheme whose driver lacks it.
-type RawDropper interface {
-	// Drop deletes the store named name from the database at u: its
-	// objects, index data, metadata and resume point. It is atomic: after
-	// an error or a crash at any point the store is either whole or gone
-	// (a later Open of the name finds an empty store without a resume
-	// point). The database's other stores are untouched. A name the
-	// database does not hold fails with an error wrapping ErrNotFound, a
-	// store open in this process with ErrInUse, a database another
-	// process holds with ErrLocked once the lock timeout or ctx ends, and
-	// an empty name with ErrInvalid.
-	Drop(ctx context.Context, u *url.URL, name string) error
-}
 
 // RawFrozenViewer is implemented by raw drivers whose reads can change the
 // files of the database they read: badger replays its logs and truncates a
@@ -158,38 +123,14 @@ func Stores(ctx context.Context, rawURL string) ([]Info, error) {
 
 // ListStores returns every store in the database at rawURL, in name order,
 // naming those whose metadata this build cannot read (see StoreEntry) where
-// the backend can tell them apart (RawStoreLister). With other backends, it
-// is Stores: a store that cannot be read fails the call.
+// the backend can tell them apart. With other backends, it is Stores: a
+// store that cannot be read fails the call.
 func ListStores(ctx context.Context, rawURL string) ([]StoreEntry, error) {
 	d, u, err := rawDriver("list stores", rawURL)
 	if err != nil {
 		return nil, err
 	}
-	return listStoresOf(ctx, d, u)
-}
-
-// listStoresOf is ListStores through the raw driver d, for callers that
-// have their own registry of drivers (the snapshot package).
-func listStoresOf(ctx context.Context, d RawDriver, u *url.URL) ([]StoreEntry, error) {
-	if l, ok := d.(RawStoreLister); ok {
-		return l.ListStores(ctx, u)
-	}
-	infos, err := d.Stores(ctx, u)
-	if err != nil {
-		return nil, err
-	}
-	return EntriesOf(infos), nil
-}
-
-// EntriesOf returns the stores infos, all readable, as ListStores does: in
-// name order.
-func EntriesOf(infos []Info) []StoreEntry {
-	entries := make([]StoreEntry, len(infos))
-	for i, info := range infos {
-		entries[i] = StoreEntry{Info: info}
-	}
-	slices.SortFunc(entries, func(a, b StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
-	return entries
+	return d.ListStores(ctx, u)
 }
 
 // Export reads the store named name in the database at rawURL.
@@ -209,12 +150,6 @@ func FrozenView(ctx context.Context, rawURL string) (view string, release func()
 	if err != nil {
 		return "", nil, err
 	}
-	return frozenViewOf(ctx, d, u)
-}
-
-// frozenViewOf is FrozenView through the raw driver d, for callers that
-// have their own registry of drivers (the snapshot package).
-func frozenViewOf(ctx context.Context, d RawDriver, u *url.URL) (view string, release func() error, err error) {
 	fv, ok := d.(RawFrozenViewer)
 	if !ok {
 		return u.String(), func() error { return nil }, nil
@@ -249,7 +184,7 @@ func Import(ctx context.Context, rawURL string, info Info, next func() (Record, 
 // with ErrInUse (close it first); a database another process holds with
 // ErrLocked after the lock timeout (lock_timeout=), or with ctx's error.
 // An empty name, a malformed URL, an unknown scheme or a backend without
-// RawDropper fail with ErrInvalid. See each backend's Drop for what happens
+// RawDriver fail with ErrInvalid. See each backend's Drop for what happens
 // to the space the store took.
 func Drop(ctx context.Context, rawURL, name string) error {
 	op := "drop " + name + " from"
@@ -263,7 +198,7 @@ func Drop(ctx context.Context, rawURL, name string) error {
 	if name == "" {
 		return fmt.Errorf("store: drop from %s: empty store name: %w", u.Redacted(), ErrInvalid)
 	}
-	dd, ok := d.(RawDropper)
+	dd, ok := d.(RawDriver)
 	if !ok {
 		return fmt.Errorf("store: drop %s from %s: the %s backend cannot drop a store: %w", name, u.Redacted(), u.Scheme, ErrInvalid)
 	}

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// dropRecorder is a driver with RawDropper (and no RawDriver: Drop must not
-// ask for more than it uses) that records its calls.
+// dropRecorder is a RawDriver whose only method is Drop (Drop must not call
+// another), which records its calls.
 type dropRecorder struct {
-	DriverFunc
-	calls []string
+	RawDriver // nil: its other methods are not called
+	calls     []string
 }
 
 func (d *dropRecorder) Drop(_ context.Context, u *url.URL, name string) error {
@@ -37,13 +37,13 @@ func init() {
 }
 
 // TestDropDispatch checks that Drop hands a valid request to the scheme's
-// RawDropper, and refuses bad input with ErrInvalid naming the cause, never
+// RawDriver, and refuses bad input with ErrInvalid naming the cause, never
 // calling a driver: an empty name, a malformed URL, an unknown scheme, and
-// a backend without RawDropper.
+// a backend without RawDriver.
 func TestDropDispatch(t *testing.T) {
 	testDropper.calls = nil
 	if err := Drop(t.Context(), schemeDropper+":///db", "core/v1/ConfigMap@ns=old"); err != nil {
-		t.Fatalf("Drop through a RawDropper: %v", err)
+		t.Fatalf("Drop through a RawDriver: %v", err)
 	}
 	if want := []string{"/db core/v1/ConfigMap@ns=old"}; len(testDropper.calls) != 1 || testDropper.calls[0] != want[0] {
 		t.Fatalf("driver calls %q; want %q", testDropper.calls, want)

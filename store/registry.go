@@ -14,7 +14,7 @@ import (
 type Driver interface {
 	// Open opens the store named opts.Name at u. opts has its defaults
 	// filled in; URL parameters take precedence over opts, and the driver
-	// rejects parameters it does not know (see Params).
+	// rejects parameters it does not know (see store/driver.Params).
 	Open(ctx context.Context, u *url.URL, opts Options) (Store, error)
 }
 

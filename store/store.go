@@ -34,8 +34,8 @@ import (
 //
 // Keys are never empty, on every backend alike. A write or Commit op whose
 // key (Op.Key, or the key function's result) is "" fails with an error
-// wrapping ErrInvalid that says "empty key" (see CheckKey), and refuses the
-// whole batch; deletes included. Get and GetByKey of "" find nothing and
+// wrapping ErrInvalid that says "empty key" (see store/driver.CheckKey),
+// and refuses the whole batch; deletes included. Get and GetByKey of "" find nothing and
 // return no error, as client-go's indexer does for a key it does not hold.
 type Store interface {
 	cache.Indexer

@@ -495,7 +495,7 @@ func TestSaveDoesNotFollowPlantedPartLink(t *testing.T) {
 }
 
 // TestCompactChecksPath checks that compact refuses, as every other command
-// does (store.CheckPath), a database path other users could tamper with: a
+// does (driver.CheckPath), a database path other users could tamper with: a
 // file in a directory others may write (where a link planted at the name of
 // its copy would make a root compact clobber any file), and a symbolic
 // link.

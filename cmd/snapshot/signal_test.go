@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // envStallMain makes the test binary run the command (runMain, with its
@@ -37,6 +38,15 @@ func (stallDriver) Open(context.Context, *url.URL, store.Options) (store.Store, 
 
 func (stallDriver) Stores(context.Context, *url.URL) ([]store.Info, error) {
 	return []store.Info{{Backend: "stall", Name: "s", FormatVersion: 1, Codec: "json", Type: "t"}}, nil
+}
+
+func (d stallDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	infos, err := d.Stores(ctx, u)
+	return driver.EntriesOf(infos), err
+}
+
+func (stallDriver) Drop(context.Context, *url.URL, string) error {
+	return fmt.Errorf("stall: read-only: %w", store.ErrInvalid)
 }
 
 func (d stallDriver) Export(ctx context.Context, _ *url.URL, name string, fn func(store.Record) error) (store.Info, error) {

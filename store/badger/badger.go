@@ -14,6 +14,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -24,7 +25,7 @@ func init() {
 }
 
 func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := store.NewParams(u)
+	p := driver.NewParams(u)
 	p.Common(&opts)
 	cfg := defaultDBConfig()
 	cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
@@ -94,7 +95,7 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	// The bounded mode reads index entries; the default mode serves
 	// indexes from memory and keeps none.
 	bounded := o.CacheSize > 0
-	sp, reopen, err := openSpace(sh, o.Name, store.MetaFor(o, FormatVersion), bounded)
+	sp, reopen, err := openSpace(sh, o.Name, driver.MetaFor(o, FormatVersion), bounded)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
 )
 
@@ -404,7 +405,7 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, error) {
 	// Before the chmod below would hide it: a directory that is a link,
 	// or that other users can write, is refused.
-	if err := store.CheckPath(dir, true); err != nil {
+	if err := driver.CheckPath(dir, true); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
 	// Before anything below changes the directory (its mode, badger's
@@ -448,7 +449,7 @@ func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.
 			return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 		}
 		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("store: open badger://%s: %w (waited %v; %s)", dir, store.ErrLocked, lockTimeout, store.LockTimeoutHint)
+			return nil, fmt.Errorf("store: open badger://%s: %w (waited %v; %s)", dir, store.ErrLocked, lockTimeout, driver.LockTimeoutHint)
 		}
 		select {
 		case <-ctx.Done():

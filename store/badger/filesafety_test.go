@@ -15,7 +15,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// TestOpenRefusesUnsafePaths checks that Open calls store.CheckPath: a
+// TestOpenRefusesUnsafePaths checks that Open calls driver.CheckPath: a
 // database directory other users can write, or a symbolic link to one, is
 // refused with store.ErrUnsafe and left as it was.
 func TestOpenRefusesUnsafePaths(t *testing.T) {

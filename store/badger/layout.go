@@ -11,6 +11,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
@@ -186,7 +187,7 @@ func shortKey(k []byte) []byte {
 
 // metaRecord is the value of a store's meta key.
 type metaRecord struct {
-	store.Meta
+	driver.Meta
 	// Generation is the current generation of the store's objects.
 	Generation uint64 `json:"generation"`
 	// ResourceVersion is the resume point.

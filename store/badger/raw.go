@@ -17,6 +17,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // Raw returns the badger driver with record-level access
@@ -29,10 +30,9 @@ func Raw() store.RawDriver { return rawDriver{} }
 type rawDriver struct{}
 
 var (
-	_ store.RawDriver  = rawDriver{}
-	_ store.RawDropper = rawDriver{}
-	_ store.Exporter   = (*defaultStore)(nil)
-	_ store.Exporter   = (*bounded)(nil)
+	_ store.RawDriver = rawDriver{}
+	_ store.Exporter  = (*defaultStore)(nil)
+	_ store.Exporter  = (*bounded)(nil)
 )
 
 func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
@@ -53,7 +53,7 @@ func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
 	if err != nil {
 		return "", o, cfg, err
 	}
-	p := store.NewParams(u)
+	p := driver.NewParams(u)
 	p.Common(&o)
 	cfg.durability = o.Durability
 	cfg.minFree = p.Bytes("min_free", cfg.minFree)
@@ -127,10 +127,10 @@ func otherDurability(d store.Durability) store.Durability {
 // Stores implements store.RawDriver: a store this build cannot read fails
 // the call (ListStores names it beside the others).
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return store.StoreInfos(listStores(ctx, "stores", u))
+	return driver.StoreInfos(listStores(ctx, "stores", u))
 }
 
-// ListStores implements store.RawStoreLister.
+// ListStores implements store.RawDriver.
 func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
 	return listStores(ctx, "list stores", u)
 }
@@ -198,8 +198,6 @@ func listStoresTxn(ctx context.Context, op string, u *url.URL, txn *badger.Txn) 
 	slices.SortFunc(entries, func(a, b store.StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
 	return entries, nil
 }
-
-var _ store.RawStoreLister = rawDriver{}
 
 // errDropped is wrapped by the errors of rawInfo for a store whose Drop was
 // interrupted once the store was marked dropped: it is gone, but its keys
@@ -396,7 +394,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		return err
 	}
 	haveFirst := err == nil
-	meta := store.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
+	meta := driver.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
 	if haveFirst && first.Values == nil {
 		meta.Indexes = nil
 	}
@@ -407,7 +405,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		n++
 		// Badger could store an empty key, but no other backend can: a
 		// store holding one could not be restored into them.
-		if err := store.CheckKey(rec.Key); err != nil {
+		if err := driver.CheckKey(rec.Key); err != nil {
 			return fmt.Errorf("record %d: %w", n, err)
 		}
 		vals := rec.Values
@@ -474,7 +472,7 @@ func dropStep(step string) error {
 	return nil
 }
 
-// Drop implements store.RawDropper. A store's keys can outnumber what one
+// Drop implements store.RawDriver. A store's keys can outnumber what one
 // badger transaction holds, so they are deleted in several, and the store
 // must be gone from the first: Drop first rewrites the meta record, in one
 // transaction, as a drop marker (metaRecord.Dropped, pointing at a

@@ -114,7 +114,7 @@ func TestStoresFileFollowsCreateAndDrop(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	u := &url.URL{Scheme: Scheme, Path: dir}
 	fillStore(t, dir, "pods", 5)
-	mustOK(t, "drop", Raw().(store.RawDropper).Drop(t.Context(), u, "pods"))
+	mustOK(t, "drop", Raw().Drop(t.Context(), u, "pods"))
 	if got := storesOf(t, dir); len(got) != 0 {
 		t.Fatalf("stores file after the drop of the only store: %v; want none", got)
 	}
@@ -166,7 +166,7 @@ func TestDamagedStoresFile(t *testing.T) {
 		s, err := store.Open(t.Context(), "badger://"+dir, podOptions(t, "pods", 0))
 		mustOK(t, "open", err)
 		mustOK(t, "close", s.Close())
-		mustOK(t, "drop", Raw().(store.RawDropper).Drop(context.Background(), &url.URL{Scheme: Scheme, Path: dir}, "pods"))
+		mustOK(t, "drop", Raw().Drop(context.Background(), &url.URL{Scheme: Scheme, Path: dir}, "pods"))
 		damageStoresFile(t, dir)
 		wantCorruptOpen(t, dir, "pods", "checksum mismatch")
 	})

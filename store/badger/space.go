@@ -13,6 +13,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // space is one named store's part of a shared database: it knows the key
@@ -83,7 +84,7 @@ func (s *space) resourceVersion() string {
 // existing store's flag is left for the caller to change (dropEntries,
 // buildEntries) or to set with its rebuild. A store whose Drop did not
 // finish opens as a new one (see create).
-func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *space, reopen store.Reopen, err error) {
+func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *space, reopen driver.Reopen, err error) {
 	k := newKeys(name, 0)
 	s = &space{sh: sh, name: name, k: k}
 	var raw []byte
@@ -116,7 +117,7 @@ func openSpace(sh *sharedDB, name string, want store.Meta, entries bool) (s *spa
 		return s, reopen, nil
 	}
 	rec, upgraded := rec.upgrade()
-	reopen, err = store.CompareMeta(name, s.where(), rec.Meta, want)
+	reopen, err = driver.CompareMeta(name, s.where(), rec.Meta, want)
 	if err != nil {
 		return nil, reopen, err
 	}
@@ -198,7 +199,7 @@ func (s *space) empty(entries bool, edits ...func(*metaRecord)) error {
 // Import of a new store that crashed before its switch, a Drop that crashed
 // before it finished), and a number they use must not become live: their
 // objects would come back. s.k must hold the store's prefix.
-func (s *space) create(want store.Meta, entries bool) error {
+func (s *space) create(want driver.Meta, entries bool) error {
 	gens, err := s.generations()
 	if err != nil {
 		return s.corrupt("list generations", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // FrozenView implements store.RawFrozenViewer. Badger changes the files of
@@ -43,7 +44,7 @@ func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, rel
 	if fi.IsDir() && !dirHasFiles(dir) {
 		return nil, nil, fail(fmt.Errorf("no database in the directory (it is empty): %w", store.ErrNotFound))
 	}
-	if err := store.CheckPath(dir, true); err != nil {
+	if err := driver.CheckPath(dir, true); err != nil {
 		return nil, nil, fail(err)
 	}
 	if _, err := checkNotForeign(dir); err != nil {
@@ -85,7 +86,7 @@ func lockDirWait(ctx context.Context, dir string, timeout time.Duration) (unlock
 			return unlock, err
 		}
 		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, store.LockTimeoutHint)
+			return nil, fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, driver.LockTimeoutHint)
 		}
 		select {
 		case <-ctx.Done():

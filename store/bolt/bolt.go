@@ -20,6 +20,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
 	"github.com/informerdb/informerdb/store/internal/writeback"
 )
@@ -86,7 +87,7 @@ func init() {
 }
 
 func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := store.NewParams(u)
+	p := driver.NewParams(u)
 	p.Common(&opts)
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	// Before links are resolved: a database path that is itself a link,
 	// or that other users can write, is refused (links in the directories
 	// above it are followed).
-	if err := store.CheckPath(filepath.Clean(path), false); err != nil {
+	if err := driver.CheckPath(filepath.Clean(path), false); err != nil {
 		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
 	}
 	path = canonical(filepath.Clean(path))
@@ -415,7 +416,7 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 			// Another goroutine's open; it may fail, so look again.
 			if err := wait(f.opened, "another open of the file in this process", fmt.Errorf(
 				"store: open %s: another open of the file in this process waited for its lock for %v: %w (%s)",
-				path, o.LockTimeout, store.ErrLocked, store.LockTimeoutHint)); err != nil {
+				path, o.LockTimeout, store.ErrLocked, driver.LockTimeoutHint)); err != nil {
 				return nil, err
 			}
 			continue
@@ -428,7 +429,7 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 		}
 		if err := wait(f.closed, "reads of this process to close the file", fmt.Errorf(
 			"store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v: %w (%s)",
-			path, o.LockTimeout, store.ErrInUse, store.LockTimeoutHint)); err != nil {
+			path, o.LockTimeout, store.ErrInUse, driver.LockTimeoutHint)); err != nil {
 			return nil, err
 		}
 	}
@@ -634,7 +635,7 @@ type lockedError struct {
 }
 
 func (e *lockedError) Error() string {
-	return fmt.Sprintf("store: open %s: %v (waited %v; %s)", e.path, store.ErrLocked, e.waited, store.LockTimeoutHint)
+	return fmt.Sprintf("store: open %s: %v (waited %v; %s)", e.path, store.ErrLocked, e.waited, driver.LockTimeoutHint)
 }
 
 func (e *lockedError) Unwrap() error { return store.ErrLocked }
@@ -660,7 +661,7 @@ func guard(fn func() error) (err error) {
 }
 
 // prepareStore looks up or creates the store o.Name in f and applies what
-// store.CompareMeta decides. It returns the store's resume point and, if the
+// driver.CompareMeta decides. It returns the store's resume point and, if the
 // store was emptied, why.
 //
 // load, if not nil, reads the store (the default mode decodes every object,
@@ -671,12 +672,12 @@ func guard(fn func() error) (err error) {
 // cannot be read is then left as it was, for another build or mode to
 // read, or for a snapshot to be taken of it.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
-	want := store.MetaFor(o, FormatVersion)
+	want := driver.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).
 	wantEntries := o.CacheSize > 0
 	var (
 		exists, upgrade, fromV2, unsealed bool
-		reopen                            store.Reopen
+		reopen                            driver.Reopen
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -702,7 +703,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 				stored.FormatVersion, upgrade = FormatVersion, true
 			}
 			unsealed = !b.sealed
-			if reopen, err = store.CompareMeta(o.Name, f.path, stored, want); err != nil {
+			if reopen, err = driver.CompareMeta(o.Name, f.path, stored, want); err != nil {
 				return err
 			}
 			if err := b.complete(o.Name); err != nil {

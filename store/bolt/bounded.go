@@ -6,6 +6,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/bounded"
 )
 
@@ -29,7 +30,7 @@ func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 	if keyReset != "" {
 		rv, reset = "", keyReset
 	}
-	eng := &engine{file: f, name: o.Name, codec: o.Codec, meta: store.MetaFor(o, FormatVersion)}
+	eng := &engine{file: f, name: o.Name, codec: o.Codec, meta: driver.MetaFor(o, FormatVersion)}
 	return &bounded{
 		Store: shared.New(eng, shared.Config{
 			Info:            storeInfo(o, "", reset),

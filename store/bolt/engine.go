@@ -13,6 +13,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/bounded"
 )
 
@@ -24,7 +25,7 @@ type engine struct {
 	name  string
 	codec store.Codec
 	// meta is the recorded identity; Indexes follows AddIndexes.
-	meta store.Meta
+	meta driver.Meta
 }
 
 // View implements shared.Engine.

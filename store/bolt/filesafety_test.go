@@ -10,7 +10,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// TestOpenRefusesUnsafePaths checks that Open calls store.CheckPath: a
+// TestOpenRefusesUnsafePaths checks that Open calls driver.CheckPath: a
 // database file other users can write, or one opened through a symbolic
 // link to it, is refused with store.ErrUnsafe and left as it was.
 func TestOpenRefusesUnsafePaths(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // TestFormatVersion1Refused writes a store in the layout of format version
@@ -30,7 +31,7 @@ func TestFormatVersion1Refused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := store.MetaFor(o, 1)
+	m := driver.MetaFor(o, 1)
 	editFile(t, path, func(tx *bbolt.Tx) error {
 		root, err := tx.CreateBucket(bucketStores)
 		if err != nil {

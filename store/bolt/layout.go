@@ -13,6 +13,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
@@ -21,7 +22,7 @@ import (
 //
 //	stores/                      top-level bucket, created with the first store
 //	  <store name>/              one bucket per store (any string)
-//	    meta/     "meta" -> JSON store.Meta, "rv" -> resume point,
+//	    meta/     "meta" -> JSON driver.Meta, "rv" -> resume point,
 //	              "seq" -> the next object sequence number (8-byte big-endian),
 //	              "entries" -> present when index/ holds the index entries,
 //	              "sealed" -> present when every record is framed (below)
@@ -223,7 +224,7 @@ func (b *buckets) complete(name string) error {
 
 // createStore creates name's buckets, with one index bucket per index in m,
 // and records m. The store must not exist.
-func createStore(tx *bbolt.Tx, name string, m store.Meta) (*buckets, error) {
+func createStore(tx *bbolt.Tx, name string, m driver.Meta) (*buckets, error) {
 	root, err := createRoot(tx)
 	if err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func createStore(tx *bbolt.Tx, name string, m store.Meta) (*buckets, error) {
 // createStoreIn creates the buckets of a store named name under parent,
 // with one index bucket per index in m, and records m. The new store keeps
 // no index entries (see setEntries).
-func createStoreIn(parent *bbolt.Bucket, name []byte, m store.Meta) (*buckets, error) {
+func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, error) {
 	sb, err := parent.CreateBucket(name)
 	if err != nil {
 		return nil, err
@@ -288,7 +289,7 @@ func (b *buckets) clear(indexes []string) error {
 	return b.meta.Delete(keySeq)
 }
 
-func putMeta(b *buckets, m store.Meta) error {
+func putMeta(b *buckets, m driver.Meta) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -296,8 +297,8 @@ func putMeta(b *buckets, m store.Meta) error {
 	return b.meta.Put(keyMeta, seal(keyMeta, data))
 }
 
-func getMeta(b *buckets) (store.Meta, error) {
-	var m store.Meta
+func getMeta(b *buckets) (driver.Meta, error) {
+	var m driver.Meta
 	data := b.meta.Get(keyMeta)
 	if data == nil {
 		return m, fmt.Errorf("metadata record missing: %w", store.ErrCorrupt)
@@ -1107,7 +1108,7 @@ func putSortedEntries(b *buckets, names []string, entries [][]entry) error {
 // rebuildIndexes recomputes every index entry and index value of b under set
 // from the stored objects, decoding them with codec (or taking them from
 // get, when it has them), and records meta.
-func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, get func(key string) (interface{}, bool), meta store.Meta) error {
+func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, get func(key string) (interface{}, bool), meta driver.Meta) error {
 	return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
 		var obj interface{}
 		ok := false
@@ -1130,7 +1131,7 @@ func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, get fu
 // writeIndexes replaces every index value of b, and its index entries when
 // it keeps them, with those valuesOf gives for each stored object under
 // set, and records meta.
-func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta store.Meta) error {
+func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta driver.Meta) error {
 	names := set.Names()
 	if err := resetIndexBuckets(b, names); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // openDefault opens a store that keeps every object decoded in memory: an
@@ -49,7 +50,7 @@ func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 		rv, reset = "", keyReset
 	}
 	info := storeInfo(o, rv, reset)
-	p := &persister{file: f, name: o.Name, meta: store.MetaFor(o, FormatVersion), names: set.Names()}
+	p := &persister{file: f, name: o.Name, meta: driver.MetaFor(o, FormatVersion), names: set.Names()}
 	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: p, Options: o, Cache: c})
 	if err != nil {
 		return nil, err
@@ -293,8 +294,8 @@ type persister struct {
 	file *file
 	name string
 
-	meta  store.Meta // the recorded identity; Indexes follows PersistIndexes
-	names []string   // index names, aligned with index values
+	meta  driver.Meta // the recorded identity; Indexes follows PersistIndexes
+	names []string    // index names, aligned with index values
 }
 
 // update runs fn on the store's buckets in one read-write transaction.

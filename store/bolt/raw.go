@@ -16,6 +16,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // Raw returns the bolt driver with record-level access (store.RawDriver),
@@ -27,9 +28,8 @@ func Raw() store.RawDriver { return rawDriver{} }
 type rawDriver struct{}
 
 var (
-	_ store.RawDriver  = rawDriver{}
-	_ store.RawDropper = rawDriver{}
-	_ store.Exporter   = (*bounded)(nil)
+	_ store.RawDriver = rawDriver{}
+	_ store.Exporter  = (*bounded)(nil)
 )
 
 // bucketImport is the top-level bucket where Import builds a store before
@@ -59,7 +59,7 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	if err != nil {
 		return "", o, err
 	}
-	p := store.NewParams(u)
+	p := driver.NewParams(u)
 	p.Common(&o)
 	if err := p.Err(); err != nil {
 		return "", o, err
@@ -70,7 +70,7 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	if err := checkNoTrailingSlash(u.Path); err != nil {
 		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
-	if err := store.CheckPath(filepath.Clean(u.Path), false); err != nil {
+	if err := driver.CheckPath(filepath.Clean(u.Path), false); err != nil {
 		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
 	return canonical(filepath.Clean(u.Path)), o, nil
@@ -103,10 +103,10 @@ func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f 
 // Stores implements store.RawDriver: a store this build cannot read fails
 // the call (ListStores names it beside the others).
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return store.StoreInfos(listStores(ctx, "stores", u))
+	return driver.StoreInfos(listStores(ctx, "stores", u))
 }
 
-// ListStores implements store.RawStoreLister: one read transaction.
+// ListStores implements store.RawDriver: one read transaction.
 func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
 	return listStores(ctx, "list stores", u)
 }
@@ -160,8 +160,6 @@ func listStoresTx(ctx context.Context, op string, u *url.URL, tx *bbolt.Tx) ([]s
 	})
 	return entries, err
 }
-
-var _ store.RawStoreLister = rawDriver{}
 
 // corruptHint is what every ErrCorrupt of this backend advises.
 const corruptHint = "(delete the file to start over; informers relist)"
@@ -383,7 +381,7 @@ func (f *file) reserve(name string) (release func(), ok bool) {
 	}, true
 }
 
-// Drop implements store.RawDropper. A store is one bucket under the stores
+// Drop implements store.RawDriver. A store is one bucket under the stores
 // bucket (objects, key records, index entries, metadata and resume point,
 // see layout.go), so the store goes in one bbolt transaction: a crash
 // leaves it whole or gone. What an Import of the name staged and did not
@@ -463,7 +461,7 @@ func importDB(ctx context.Context, f *file, info store.Info, next func() (store.
 		return err
 	}
 	haveFirst := err == nil
-	m := store.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
+	m := driver.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
 	if haveFirst && first.Values == nil {
 		m.Indexes = nil
 	}
@@ -500,7 +498,7 @@ func importDB(ctx context.Context, f *file, info store.Info, next func() (store.
 		// The rule every backend's Import applies (bbolt keys cannot be
 		// empty): refused here, naming the record, rather than by bbolt
 		// with a bare "key required".
-		if err := store.CheckKey(rec.Key); err != nil {
+		if err := driver.CheckKey(rec.Key); err != nil {
 			return fmt.Errorf("record %d: %w", n, err)
 		}
 		pending = append(pending, cloneRecord(rec))
@@ -752,7 +750,7 @@ const compactTxSize = 64 << 20
 // file or link), given the original's owner and mode, fsynced and renamed
 // over path while the original is still locked, then the directory is
 // fsynced. Like every other operation it refuses a path other users could
-// tamper with (store.CheckPath); run by root, it checks the path as the
+// tamper with (driver.CheckPath); run by root, it checks the path as the
 // file owner's, whose file it keeps. It refuses a file open in this process
 // (store.ErrInUse) or locked by another one (store.ErrLocked, after
 // lockTimeout), and a copy it cannot give the original's owner (a caller
@@ -782,11 +780,11 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 		return fail(err)
 	}
 	uid, _, owned := fileOwner(fi)
-	check := store.CheckPath
+	check := driver.CheckPath
 	if owned && os.Geteuid() == 0 && uid != 0 {
 		// root (sudo snapshot compact) acts for the owner, whose file the
 		// copy stays: the path must be safe for that user.
-		check = func(path string, dir bool) error { return store.CheckPathFor(path, dir, uid) }
+		check = func(path string, dir bool) error { return driver.CheckPathFor(path, dir, uid) }
 	}
 	if err := check(path, false); err != nil {
 		return fail(err)

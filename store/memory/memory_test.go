@@ -16,6 +16,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 	"github.com/informerdb/informerdb/store/memory"
 	"github.com/informerdb/informerdb/store/storetest"
@@ -138,7 +139,7 @@ func TestCorruptFile(t *testing.T) {
 func TestUndecodableObject(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.snap")
 	o, _ := podOptions(t).WithDefaults()
-	meta := store.MetaFor(o, memory.FormatVersion)
+	meta := driver.MetaFor(o, memory.FormatVersion)
 	err := snapfile.Write(path, []snapfile.Section{{
 		Header: snapfile.Header{Name: "pods", Meta: meta, ResourceVersion: "3"},
 		Len:    1,

@@ -55,7 +55,7 @@ func TestRestorePartialFailureSaysWhatChanged(t *testing.T) {
 }
 
 // TestRestoreRefusesEmptyKeyFirst checks that a snapshot holding the empty
-// key, which no backend stores (store.CheckKey), is refused before anything
+// key, which no backend stores (driver.CheckKey), is refused before anything
 // is written, whichever the backend: bolt used to fail only at that store,
 // after restoring the stores before it, and badger, memory and memdb
 // restored the key, making stores that could not move to bolt.

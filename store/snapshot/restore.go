@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // ErrNotEmpty is returned by Restore when a store it would replace holds
@@ -34,7 +35,7 @@ type RestoreOptions struct {
 // Restore writes the stores of the snapshot at path into the database at
 // rawURL, which may be of any backend that implements store.RawDriver. The
 // whole file is verified (structure, checksum, counts, content hashes, and
-// that every key is one all backends take: store.CheckKey) before anything
+// that every key is one all backends take: driver.CheckKey) before anything
 // is written. Each store is replaced atomically by the backend's Import: a
 // failed or interrupted restore leaves each store as it was, or empty
 // without a resume point. Stores of the database that are not
@@ -63,7 +64,7 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 	var keys keyCheck
 	m, err := readAll(ctx, fr, path, func(name string, rec store.Record) error {
 		checked++
-		// Every backend's Import refuses a key store.CheckKey refuses:
+		// Every backend's Import refuses a key driver.CheckKey refuses:
 		// found here, before anything is written, the restore fails
 		// whole instead of after replacing the stores before this one.
 		if err := keys.check(name, rec.Key); err != nil && selected(name) {
@@ -244,7 +245,7 @@ func redact(rawURL string) string {
 
 // keyCheck checks the keys of a snapshot's records as Read hands them over,
 // numbering them per store, so that a key no backend can hold
-// (store.CheckKey: the empty key) is named by its store and position.
+// (driver.CheckKey: the empty key) is named by its store and position.
 type keyCheck struct {
 	store string
 	n     int64 // records of store so far
@@ -255,7 +256,7 @@ func (c *keyCheck) check(name, key string) error {
 		c.store, c.n = name, 0
 	}
 	c.n++
-	if err := store.CheckKey(key); err != nil {
+	if err := driver.CheckKey(key); err != nil {
 		return fmt.Errorf("store %q: record %d: %w (no backend can hold it)", name, c.n, err)
 	}
 	return nil

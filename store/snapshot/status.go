@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // IsURL reports whether target names a database (scheme://...) rather than
@@ -152,7 +153,7 @@ const maxProblems = 10
 // changes it. For a file: its
 // structure, checksum, record counts and content hashes, and that every
 // record's index values are aligned with its store's indexes, and that
-// every key is one a restore takes (store.CheckKey; otherwise the error
+// every key is one a restore takes (driver.CheckKey; otherwise the error
 // wraps store.ErrIncompatible). For a database: every record's checksum
 // (the backends check them as they read), that keys are unique and
 // index values aligned, that every object decodes when o.Decoder is set,
@@ -173,7 +174,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 		o = &VerifyOptions{}
 	}
 	if !IsURL(target) {
-		// Read checks the file; a key no backend takes (store.CheckKey:
+		// Read checks the file; a key no backend takes (driver.CheckKey:
 		// the empty key, kept by older builds) would make its store's
 		// restore fail, which is what verify is asked before a restore.
 		var keys keyCheck
@@ -362,7 +363,7 @@ func ListStores(ctx context.Context, target string) ([]store.StoreEntry, error) 
 		if err != nil {
 			return nil, err
 		}
-		return store.EntriesOf(infos), nil
+		return driver.EntriesOf(infos), nil
 	}
 	entries, err := store.ListStores(ctx, target)
 	if err != nil {

@@ -70,7 +70,7 @@ func storeNames(t testing.TB, u string) []string {
 }
 
 // drop calls store.Drop, and skips the test when the backend has no
-// RawDropper: the one refusal store.Drop words that way, which the bundled
+// RawDriver: the one refusal store.Drop words that way, which the bundled
 // backends never meet.
 func drop(t testing.TB, ctx context.Context, u, name string) error {
 	t.Helper()

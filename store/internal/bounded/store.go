@@ -15,6 +15,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // Config is what New needs besides the engine.
@@ -40,7 +41,7 @@ type Store struct {
 	indexer.Writes
 	// ReadFailures keeps the failures of List, ListKeys and
 	// ListIndexFuncValues, which cannot return them.
-	store.ReadFailures
+	driver.ReadFailures
 
 	eng       Engine
 	info      store.Info // static parts

@@ -17,6 +17,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
 )
 
@@ -115,7 +116,7 @@ func (s *rawSection) Committed(h Header) Section {
 // Open is the backend's store.Driver Open: scheme:// opens a store without
 // a file (New), scheme:///abs/path/file.snap a store of that file.
 func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := store.NewParams(u)
+	p := driver.NewParams(u)
 	opts.SnapshotInterval = p.Duration("snapshot_interval", opts.SnapshotInterval)
 	opts.LockTimeout = p.Duration("lock_timeout", opts.LockTimeout)
 	if err := p.Err(); err != nil {
@@ -238,7 +239,7 @@ func (b *Backend) openFile(ctx context.Context, path string, o store.Options) (s
 	if e != nil && e.open {
 		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, where, store.ErrInUse)
 	}
-	want := store.MetaFor(o, b.FormatVersion)
+	want := driver.MetaFor(o, b.FormatVersion)
 	l := Loaded{Op: "open " + o.Name + " in " + where}
 	var err error
 	if l.Indexes, err = indexer.NewIndexSet(o.Indexers); err != nil {
@@ -246,7 +247,7 @@ func (b *Backend) openFile(ctx context.Context, path string, o store.Options) (s
 	}
 	if e != nil {
 		prev := e.src.Committed(e.h)
-		r, err := store.CompareMeta(o.Name, where, prev.Meta, want)
+		r, err := driver.CompareMeta(o.Name, where, prev.Meta, want)
 		if err != nil {
 			return nil, err
 		}

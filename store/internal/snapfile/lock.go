@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // LockSuffix names the lock file beside a snapshot file: path + LockSuffix.
@@ -19,7 +20,7 @@ const lockPoll = 20 * time.Millisecond
 
 // openLockHint is what a backend's Open adds to a Lock error: how to wait
 // longer for the file.
-const openLockHint = store.LockTimeoutHint
+const openLockHint = driver.LockTimeoutHint
 
 // Lock takes the lock of the snapshot file at path for this process, so
 // that two processes never write snapshots of one file over each other's

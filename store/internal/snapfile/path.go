@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // filePath checks the snapshot file path of a scheme:///path URL or a
@@ -15,7 +16,7 @@ import (
 // backends want a file, and cleaning it silently would make
 // memory:///var/cache/ and memory:///var/cache name one file, created where
 // the user may have meant a directory. The path must also pass
-// store.CheckPath, as bolt and badger paths do: the file holds cluster
+// driver.CheckPath, as bolt and badger paths do: the file holds cluster
 // objects, and a symbolic link, a directory others may write, or a file of
 // another user could hand it to someone else. The error wraps
 // store.ErrInvalid (or store.ErrUnsafe) and says only what is wrong; callers
@@ -28,7 +29,7 @@ func filePath(scheme, path string) (string, error) {
 		return "", fmt.Errorf("the path ends in a slash, which names a directory; want a file (%s:///abs/path/file.snap): %w", scheme, store.ErrInvalid)
 	}
 	clean := filepath.Clean(path)
-	if err := store.CheckPath(clean, false); err != nil {
+	if err := driver.CheckPath(clean, false); err != nil {
 		return "", err
 	}
 	return clean, nil

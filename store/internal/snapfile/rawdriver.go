@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // RawDriver implements store.RawDriver on snapshot files, for the backends
@@ -45,10 +46,7 @@ type RawDriver struct {
 	Live func(path string) ([]Section, bool)
 }
 
-var (
-	_ store.RawDriver  = (*RawDriver)(nil)
-	_ store.RawDropper = (*RawDriver)(nil)
-)
+var _ store.RawDriver = (*RawDriver)(nil)
 
 // Open implements store.Driver.
 func (d *RawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
@@ -105,6 +103,17 @@ func (d *RawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error
 		infos = append(infos, d.infoOf(h))
 	}
 	return infos, nil
+}
+
+// ListStores implements store.RawDriver: a file has one checksum, so a
+// store cannot be unreadable while the others are not; the stores are
+// those of Stores, in name order.
+func (d *RawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	infos, err := d.Stores(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	return driver.EntriesOf(infos), nil
 }
 
 func (d *RawDriver) readError(op, path string, err error) error {
@@ -187,7 +196,7 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 			}
 			// The rule of every backend's Import: a snapshot file could
 			// hold the empty key, but a bolt database could not.
-			if err := store.CheckKey(rec.Key); err != nil {
+			if err := driver.CheckKey(rec.Key); err != nil {
 				return fail(fmt.Errorf("record %d: %w", n, err))
 			}
 			if _, dup := data[rec.Key]; dup {
@@ -198,7 +207,7 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 		secs[info.Name] = &rawSection{
 			h: Header{
 				Name:            info.Name,
-				Meta:            store.Meta{FormatVersion: d.FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)},
+				Meta:            driver.Meta{FormatVersion: d.FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)},
 				ResourceVersion: info.ResourceVersion,
 			},
 			data: data,
@@ -299,7 +308,7 @@ func writeSections(path string, secs map[string]*rawSection) error {
 	return Write(path, out)
 }
 
-// Drop implements store.RawDropper: the file is rewritten without the
+// Drop implements store.RawDriver: the file is rewritten without the
 // store, atomically (Write: a crash leaves the old file or the new one,
 // both whole), with the other stores' records, metadata and resume points
 // as they were. It is refused, as Import is, while the file is open in this

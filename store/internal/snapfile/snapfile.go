@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 // FormatVersion is the version of the file layout written by Write.
@@ -36,9 +37,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type Header struct {
 	// Name is the store's name; unique within a file.
 	Name string `json:"name"`
-	// Meta is the store's identity, compared with store.CompareMeta on
+	// Meta is the store's identity, compared with driver.CompareMeta on
 	// reopen.
-	Meta store.Meta `json:"meta"`
+	Meta driver.Meta `json:"meta"`
 	// ResourceVersion is the resume point the records reflect.
 	ResourceVersion string `json:"resourceVersion"`
 }

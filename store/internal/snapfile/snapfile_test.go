@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 type record struct {
@@ -34,7 +35,7 @@ func records(recs ...[2]string) func(yield func(string, []byte) bool) {
 func sampleSections() []Section {
 	return []Section{
 		{
-			Header: Header{Name: "pods", ResourceVersion: "42", Meta: store.Meta{FormatVersion: 1, Codec: "protobuf", Type: "k8s.io/api/core/v1.Pod", KeyFunc: "namespace/name", Indexes: []string{"app", "namespace"}}},
+			Header: Header{Name: "pods", ResourceVersion: "42", Meta: driver.Meta{FormatVersion: 1, Codec: "protobuf", Type: "k8s.io/api/core/v1.Pod", KeyFunc: "namespace/name", Indexes: []string{"app", "namespace"}}},
 			Len:    3,
 			Records: records(
 				[2]string{"ns/a", "data-a"},
@@ -284,7 +285,7 @@ func TestReadMalformed(t *testing.T) {
 func FuzzRead(f *testing.F) {
 	var valid bytes.Buffer
 	if err := encode(&valid, []Section{
-		{Header: Header{Name: "pods", ResourceVersion: "42", Meta: store.Meta{FormatVersion: 1, Codec: "protobuf", Indexes: []string{"app"}}}, Len: 2, Records: records([2]string{"ns/a", "data"}, [2]string{"ü\x00", ""})},
+		{Header: Header{Name: "pods", ResourceVersion: "42", Meta: driver.Meta{FormatVersion: 1, Codec: "protobuf", Indexes: []string{"app"}}}, Len: 2, Records: records([2]string{"ns/a", "data"}, [2]string{"ü\x00", ""})},
 		{Header: Header{Name: "empty"}},
 	}); err != nil {
 		f.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
@@ -85,7 +86,7 @@ func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
 		t.Fatal(err)
 	}
 	undecodable := []snapfile.Section{{
-		Header: snapfile.Header{Name: "pods", Meta: store.MetaFor(o, formatVersion)},
+		Header: snapfile.Header{Name: "pods", Meta: driver.MetaFor(o, formatVersion)},
 		Len:    1,
 		Records: func(yield func(string, []byte) bool) {
 			yield("ns/a", []byte{0xff, 0xff, 0xff})

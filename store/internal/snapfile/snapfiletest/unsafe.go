@@ -18,7 +18,7 @@ import (
 )
 
 // CheckUnsafePaths checks that a snapshot file path goes through
-// store.CheckPath, as bolt and badger paths do: a symbolic link to the
+// driver.CheckPath, as bolt and badger paths do: a symbolic link to the
 // file, or a file in a directory other users may write, is refused with
 // store.ErrUnsafe by Open, newFile (the backend's NewFile) and the raw
 // driver (snapshot status, save), and left as it was.

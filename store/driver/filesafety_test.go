@@ -1,6 +1,6 @@
 //go:build unix
 
-package store
+package driver
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // mkfile creates a file with exactly mode perm (whatever the umask).
@@ -63,12 +65,12 @@ func TestCheckPath(t *testing.T) {
 			p := filepath.Join(root, "db")
 			mkfile(t, p, 0o620)
 			return p
-		}, want: ErrUnsafe, wantText: "lets other users write it"},
+		}, want: store.ErrUnsafe, wantText: "lets other users write it"},
 		{name: "file writable by others", setup: func(t *testing.T, root string) string {
 			p := filepath.Join(root, "db")
 			mkfile(t, p, 0o602)
 			return p
-		}, want: ErrUnsafe, wantText: "-rw-----w-"},
+		}, want: store.ErrUnsafe, wantText: "-rw-----w-"},
 		{name: "symbolic link to a private file", setup: func(t *testing.T, root string) string {
 			real := filepath.Join(root, "real")
 			mkfile(t, real, 0o600)
@@ -77,24 +79,24 @@ func TestCheckPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			return p
-		}, want: ErrUnsafe, wantText: "symbolic link"},
+		}, want: store.ErrUnsafe, wantText: "symbolic link"},
 		{name: "dangling symbolic link", setup: func(t *testing.T, root string) string {
 			p := filepath.Join(root, "db")
 			if err := os.Symlink(filepath.Join(root, "nowhere"), p); err != nil {
 				t.Fatal(err)
 			}
 			return p
-		}, want: ErrUnsafe, wantText: "symbolic link"},
+		}, want: store.ErrUnsafe, wantText: "symbolic link"},
 		{name: "directory where a file is expected", setup: func(t *testing.T, root string) string {
 			p := filepath.Join(root, "db")
 			mkdir(t, p, 0o700)
 			return p
-		}, want: ErrInvalid, wantText: "not a regular file"},
+		}, want: store.ErrInvalid, wantText: "not a regular file"},
 		{name: "file where a directory is expected", dir: true, setup: func(t *testing.T, root string) string {
 			p := filepath.Join(root, "db")
 			mkfile(t, p, 0o600)
 			return p
-		}, want: ErrInvalid, wantText: "not a directory"},
+		}, want: store.ErrInvalid, wantText: "not a directory"},
 		{name: "private directory with private files", dir: true, setup: func(t *testing.T, root string) string {
 			p := filepath.Join(root, "db")
 			mkdir(t, p, 0o700)
@@ -106,13 +108,13 @@ func TestCheckPath(t *testing.T) {
 			p := filepath.Join(root, "db")
 			mkdir(t, p, 0o770)
 			return p
-		}, want: ErrUnsafe, wantText: "lets other users write it"},
+		}, want: store.ErrUnsafe, wantText: "lets other users write it"},
 		{name: "enterable directory holding a file writable by others", dir: true, setup: func(t *testing.T, root string) string {
 			p := filepath.Join(root, "db")
 			mkdir(t, p, 0o711)
 			mkfile(t, filepath.Join(p, "000001.sst"), 0o666)
 			return p
-		}, want: ErrUnsafe, wantText: "000001.sst: mode -rw-rw-rw-"},
+		}, want: store.ErrUnsafe, wantText: "000001.sst: mode -rw-rw-rw-"},
 		{name: "private directory holding a file writable by others", dir: true, setup: func(t *testing.T, root string) string {
 			// Nobody else can enter the directory to reach the file.
 			p := filepath.Join(root, "db")
@@ -127,19 +129,19 @@ func TestCheckPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			return p
-		}, want: ErrUnsafe, wantText: "inside the database directory"},
+		}, want: store.ErrUnsafe, wantText: "inside the database directory"},
 		{name: "parent writable by everyone", setup: func(t *testing.T, root string) string {
 			d := filepath.Join(root, "shared")
 			mkdir(t, d, 0o777)
 			p := filepath.Join(d, "db")
 			mkfile(t, p, 0o600)
 			return p
-		}, want: ErrUnsafe, wantText: "could replace the database"},
+		}, want: store.ErrUnsafe, wantText: "could replace the database"},
 		{name: "missing file in a parent writable by everyone", setup: func(t *testing.T, root string) string {
 			d := filepath.Join(root, "shared")
 			mkdir(t, d, 0o777)
 			return filepath.Join(d, "db")
-		}, want: ErrUnsafe, wantText: "could replace the database"},
+		}, want: store.ErrUnsafe, wantText: "could replace the database"},
 		{name: "parent writable by everyone with the sticky bit", setup: func(t *testing.T, root string) string {
 			d := filepath.Join(root, "tmp")
 			mkdir(t, d, 0o777|os.ModeSticky)
@@ -147,7 +149,7 @@ func TestCheckPath(t *testing.T) {
 			mkfile(t, p, 0o600)
 			return p
 		}},
-		{name: "empty path", setup: func(t *testing.T, root string) string { return "" }, want: ErrInvalid, wantText: "empty path"},
+		{name: "empty path", setup: func(t *testing.T, root string) string { return "" }, want: store.ErrInvalid, wantText: "empty path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +174,7 @@ func TestCheckPathOwner(t *testing.T) {
 		mkfile(t, p, 0o600)
 		geteuid = func() int { return real + 1 }
 		defer func() { geteuid = os.Geteuid }()
-		checkErr(t, CheckPath(p, false), ErrUnsafe, "not by the current user")
+		checkErr(t, CheckPath(p, false), store.ErrUnsafe, "not by the current user")
 	})
 	t.Run("directory entry of another user", func(t *testing.T) {
 		d := filepath.Join(t.TempDir(), "db")
@@ -183,14 +185,14 @@ func TestCheckPathOwner(t *testing.T) {
 			if err := os.Chown(filepath.Join(d, "MANIFEST"), 65534, 65534); err != nil {
 				t.Fatal(err)
 			}
-			checkErr(t, CheckPath(d, true), ErrUnsafe, "MANIFEST: owned by uid 65534")
+			checkErr(t, CheckPath(d, true), store.ErrUnsafe, "MANIFEST: owned by uid 65534")
 			return
 		}
 		// Without root, pose as another user: the directory itself is
 		// then foreign first.
 		geteuid = func() int { return real + 1 }
 		defer func() { geteuid = os.Geteuid }()
-		checkErr(t, CheckPath(d, true), ErrUnsafe, "not by the current user")
+		checkErr(t, CheckPath(d, true), store.ErrUnsafe, "not by the current user")
 	})
 	t.Run("directory of another user", func(t *testing.T) {
 		d := filepath.Join(t.TempDir(), "theirs")
@@ -204,7 +206,7 @@ func TestCheckPathOwner(t *testing.T) {
 			geteuid = func() int { return real + 1 }
 			defer func() { geteuid = os.Geteuid }()
 		}
-		checkErr(t, CheckPath(p, false), ErrUnsafe, "neither the current user")
+		checkErr(t, CheckPath(p, false), store.ErrUnsafe, "neither the current user")
 	})
 	t.Run("CheckPathFor the file's owner", func(t *testing.T) {
 		// What compact run by root checks: the path as its owner's.
@@ -213,7 +215,7 @@ func TestCheckPathOwner(t *testing.T) {
 		geteuid = func() int { return real + 1 }
 		defer func() { geteuid = os.Geteuid }()
 		checkErr(t, CheckPathFor(p, false, real), nil, "")
-		checkErr(t, CheckPathFor(p, false, real+2), ErrUnsafe, "not by the user it is checked for")
+		checkErr(t, CheckPathFor(p, false, real+2), store.ErrUnsafe, "not by the user it is checked for")
 	})
 }
 

@@ -1,10 +1,12 @@
-package store
+package driver
 
 import (
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // Meta is the identity record a persistent backend keeps per store, and
@@ -20,7 +22,7 @@ type Meta struct {
 
 // MetaFor returns the Meta a store opened with o (defaults filled in) at
 // formatVersion records.
-func MetaFor(o Options, formatVersion int) Meta {
+func MetaFor(o store.Options, formatVersion int) Meta {
 	m := Meta{FormatVersion: formatVersion, KeyFunc: o.KeyFuncName, Scope: o.Scope}
 	if o.Codec != nil {
 		m.Codec, m.Type = o.Codec.Name(), o.Codec.Type()
@@ -46,7 +48,7 @@ type Reopen struct {
 
 // CompareMeta decides how to reopen a store recorded as stored when opened as
 // want. A different format version, codec, object type or key function is
-// ErrIncompatible, naming every difference: the stored bytes or keys would be
+// store.ErrIncompatible, naming every difference: the stored bytes or keys would be
 // misread. A different scope resets the store; a different index set
 // rebuilds indexes. name and where (a file or URL) go into the error.
 func CompareMeta(name, where string, stored, want Meta) (Reopen, error) {
@@ -65,7 +67,7 @@ func CompareMeta(name, where string, stored, want Meta) (Reopen, error) {
 	}
 	if len(diffs) > 0 {
 		return Reopen{}, fmt.Errorf("store: open %s in %s: stored with %s (delete the store to start over; the informer relists): %w",
-			name, where, strings.Join(diffs, "; "), ErrIncompatible)
+			name, where, strings.Join(diffs, "; "), store.ErrIncompatible)
 	}
 	var r Reopen
 	if stored.Scope != want.Scope {

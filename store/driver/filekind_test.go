@@ -1,6 +1,6 @@
 //go:build unix
 
-package store
+package driver
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // TestCheckPathNamesWhatIsThere checks that refusing a path of the wrong
@@ -33,8 +35,8 @@ func TestCheckPathNamesWhatIsThere(t *testing.T) {
 		{os.DevNull, false, "is a device"},
 	} {
 		err := CheckPath(tc.path, tc.dir)
-		if !errors.Is(err, ErrInvalid) {
-			t.Errorf("CheckPath(%s, %v) = %v, want ErrInvalid", tc.path, tc.dir, err)
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CheckPath(%s, %v) = %v, want store.ErrInvalid", tc.path, tc.dir, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "----") {

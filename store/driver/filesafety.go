@@ -1,4 +1,4 @@
-package store
+package driver
 
 import (
 	"errors"
@@ -6,13 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-)
 
-// ErrUnsafe is returned when a database or snapshot path is not private to
-// the user opening it: it is a symbolic link, it (or a file in it) can be
-// written by other users or belongs to another user, or its directory lets
-// other users replace it. The error names the path and what is wrong.
-var ErrUnsafe = errors.New("unsafe file permissions")
+	"github.com/informerdb/informerdb/store"
+)
 
 // CheckPath refuses a database path that other users could tamper with. A
 // persistent backend calls it in Open before it creates or reads anything;
@@ -43,7 +39,7 @@ var ErrUnsafe = errors.New("unsafe file permissions")
 // not the directories above.
 //
 // On systems without Unix permissions (Windows) only the symbolic link rule
-// applies. The error wraps ErrUnsafe (or ErrInvalid for an empty path or a
+// applies. The error wraps store.ErrUnsafe (or store.ErrInvalid for an empty path or a
 // file where a directory is expected, and the reverse).
 func CheckPath(path string, dir bool) error {
 	return checkPath(path, dir, checkUser{uid: geteuid(), who: "the current user"})
@@ -69,7 +65,7 @@ type checkUser struct {
 
 func checkPath(path string, dir bool, u checkUser) error {
 	if path == "" {
-		return fmt.Errorf("store: check path: empty path: %w", ErrInvalid)
+		return fmt.Errorf("store: check path: empty path: %w", store.ErrInvalid)
 	}
 	fi, err := os.Lstat(path)
 	switch {
@@ -80,13 +76,13 @@ func checkPath(path string, dir bool, u checkUser) error {
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, _ := os.Readlink(path)
-		return fmt.Errorf("store: check path %s: is a symbolic link to %q; give the real path of the database: %w", path, target, ErrUnsafe)
+		return fmt.Errorf("store: check path %s: is a symbolic link to %q; give the real path of the database: %w", path, target, store.ErrUnsafe)
 	}
 	switch {
 	case dir && !fi.IsDir():
-		return fmt.Errorf("store: check path %s: not a directory: %s: %w", path, kind(fi.Mode()), ErrInvalid)
+		return fmt.Errorf("store: check path %s: not a directory: %s: %w", path, kind(fi.Mode()), store.ErrInvalid)
 	case !dir && !fi.Mode().IsRegular():
-		return fmt.Errorf("store: check path %s: not a regular file: %s: %w", path, kind(fi.Mode()), ErrInvalid)
+		return fmt.Errorf("store: check path %s: not a regular file: %s: %w", path, kind(fi.Mode()), store.ErrInvalid)
 	}
 	if err := checkPrivate(path, fi, u); err != nil {
 		return err
@@ -105,7 +101,7 @@ func checkPath(path string, dir bool, u checkUser) error {
 				return fmt.Errorf("store: check path %s: %w", p, err)
 			}
 			if efi.Mode()&fs.ModeSymlink != 0 {
-				return fmt.Errorf("store: check path %s: is a symbolic link inside the database directory: %w", p, ErrUnsafe)
+				return fmt.Errorf("store: check path %s: is a symbolic link inside the database directory: %w", p, store.ErrUnsafe)
 			}
 			if err := checkOwner(p, efi, u); err != nil {
 				return err
@@ -147,7 +143,7 @@ func checkParent(path string, u checkUser) error {
 	case err != nil:
 		return fmt.Errorf("store: check path %s: directory: %w", path, err)
 	case !fi.IsDir():
-		return fmt.Errorf("store: check path %s: %s is not a directory: %w", path, parent, ErrInvalid)
+		return fmt.Errorf("store: check path %s: %s is not a directory: %w", path, parent, store.ErrInvalid)
 	}
 	return checkDirectory(path, parent, fi, u)
 }

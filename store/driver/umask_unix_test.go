@@ -1,6 +1,6 @@
 //go:build unix
 
-package store_test
+package driver_test
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package store
+package driver
 
 import (
 	"fmt"
@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // Params reads a URL's query parameters for a driver and rejects the ones the
 // driver did not ask for. Typical use:
 //
-//	p := store.NewParams(u)
+//	p := driver.NewParams(u)
 //	opts.Durability = store.Durability(p.String("durability", string(opts.Durability)))
 //	opts.CacheSize = p.Int("cache", opts.CacheSize)
 //	if err := p.Err(); err != nil {
@@ -34,7 +36,7 @@ func NewParams(u *url.URL) *Params {
 	p := &Params{u: u}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		p.err = fmt.Errorf("store: open %s: malformed query %q: %w: %w", redact(u), u.RawQuery, ErrInvalid, err)
+		p.err = fmt.Errorf("store: open %s: malformed query %q: %w: %w", redact(u), u.RawQuery, store.ErrInvalid, err)
 	}
 	p.q = q
 	return p
@@ -47,14 +49,14 @@ func (p *Params) take(name string) (string, bool) {
 		return "", false
 	}
 	if len(vs) != 1 && p.err == nil {
-		p.err = fmt.Errorf("store: open %s: parameter %q given %d times: %w", redact(p.u), name, len(vs), ErrInvalid)
+		p.err = fmt.Errorf("store: open %s: parameter %q given %d times: %w", redact(p.u), name, len(vs), store.ErrInvalid)
 	}
 	return vs[len(vs)-1], true
 }
 
 func (p *Params) fail(name, v, want string, err error) {
 	if p.err == nil {
-		p.err = fmt.Errorf("store: open %s: parameter %s=%q: want %s: %w: %w", redact(p.u), name, v, want, ErrInvalid, err)
+		p.err = fmt.Errorf("store: open %s: parameter %s=%q: want %s: %w: %w", redact(p.u), name, v, want, store.ErrInvalid, err)
 	}
 }
 
@@ -143,10 +145,10 @@ const LockTimeoutHint = "to wait longer, add lock_timeout=<duration> to the URL 
 // Common reads the parameters every persistent backend shares into o:
 // durability, lock_timeout (positive) and cache. A backend that supports only some of
 // them reads those itself instead.
-func (p *Params) Common(o *Options) {
-	o.Durability = Durability(p.String("durability", string(o.Durability)))
+func (p *Params) Common(o *store.Options) {
+	o.Durability = store.Durability(p.String("durability", string(o.Durability)))
 	switch o.Durability {
-	case DurabilitySync, DurabilityNoSync:
+	case store.DurabilitySync, store.DurabilityNoSync:
 	default:
 		p.fail("durability", string(o.Durability), `"sync" or "nosync"`, fmt.Errorf("unknown durability"))
 	}
@@ -190,7 +192,7 @@ func (p *Params) Err() error {
 		v = strings.Join(valid, ", ")
 	}
 	return fmt.Errorf("store: open %s: unknown parameter %s; %s accepts: %s: %w",
-		redact(p.u), strings.Join(quoteAll(unknown), ", "), p.u.Scheme, v, ErrInvalid)
+		redact(p.u), strings.Join(quoteAll(unknown), ", "), p.u.Scheme, v, store.ErrInvalid)
 }
 
 func quoteAll(s []string) []string {

@@ -1,11 +1,13 @@
-package store
+package driver
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/informerdb/informerdb/store"
 )
 
-// CheckKey returns an error wrapping ErrInvalid when no backend may store an
+// CheckKey returns an error wrapping store.ErrInvalid when no backend may store an
 // object under key, and nil otherwise. Two kinds of key are refused:
 //
 //   - the empty one: bbolt cannot store it, so a store or snapshot holding
@@ -23,9 +25,9 @@ import (
 func CheckKey(key string) error {
 	switch {
 	case key == "":
-		return fmt.Errorf("empty key: %w", ErrInvalid)
+		return fmt.Errorf("empty key: %w", store.ErrInvalid)
 	case strings.HasSuffix(key, "/"):
-		return fmt.Errorf("key %.64q ends in \"/\" (an object with a namespace and no name): %w", key, ErrInvalid)
+		return fmt.Errorf("key %.64q ends in \"/\" (an object with a namespace and no name): %w", key, store.ErrInvalid)
 	}
 	return nil
 }

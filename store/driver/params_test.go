@@ -1,4 +1,4 @@
-package store
+package driver
 
 import (
 	"errors"
@@ -6,17 +6,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/informerdb/informerdb/store"
 )
 
 // commonParams reads the shared parameters of rawURL over the default
-// Options, and returns them with Params.Err.
-func commonParams(t *testing.T, rawURL string) (Options, error) {
+// store.Options, and returns them with Params.Err.
+func commonParams(t *testing.T, rawURL string) (store.Options, error) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := (&Options{}).WithDefaults()
+	o, err := (&store.Options{}).WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +40,8 @@ func TestParamsMalformedQuery(t *testing.T) {
 	} {
 		t.Run(raw, func(t *testing.T) {
 			_, err := commonParams(t, raw)
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Err() = %v, want an error wrapping ErrInvalid", err)
+			if !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("Err() = %v, want an error wrapping store.ErrInvalid", err)
 			}
 			if !strings.Contains(err.Error(), "store: open") || !strings.Contains(err.Error(), "query") {
 				t.Errorf("error %q does not name the operation and the query", err)
@@ -49,12 +51,12 @@ func TestParamsMalformedQuery(t *testing.T) {
 }
 
 // TestParamsLockTimeoutZero checks that lock_timeout=0 is refused: the
-// default applies only to Options, so a 0 from the URL reached the backend,
+// default applies only to store.Options, so a 0 from the URL reached the backend,
 // where bolt (bbolt's Timeout 0) waits for another process's lock forever.
 func TestParamsLockTimeoutZero(t *testing.T) {
 	o, err := commonParams(t, "bolt:///tmp/x.db?lock_timeout=0s")
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "lock_timeout") {
-		t.Fatalf("Err() = %v (LockTimeout %v), want an error naming lock_timeout wrapping ErrInvalid", err, o.LockTimeout)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "lock_timeout") {
+		t.Fatalf("Err() = %v (LockTimeout %v), want an error naming lock_timeout wrapping store.ErrInvalid", err, o.LockTimeout)
 	}
 
 	// A positive value is still taken.
@@ -62,7 +64,7 @@ func TestParamsLockTimeoutZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.LockTimeout != 250*time.Millisecond || o.Durability != DurabilityNoSync || o.CacheSize != 3 {
+	if o.LockTimeout != 250*time.Millisecond || o.Durability != store.DurabilityNoSync || o.CacheSize != 3 {
 		t.Errorf("options %+v, want lock_timeout 250ms, nosync, cache 3", o)
 	}
 }
@@ -93,8 +95,8 @@ func TestParamsBytes(t *testing.T) {
 			got := p.Bytes("min_free", 7)
 			err = p.Err()
 			if tc.bad {
-				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "min_free") {
-					t.Errorf("Err() = %v; want ErrInvalid naming min_free", err)
+				if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "min_free") {
+					t.Errorf("Err() = %v; want store.ErrInvalid naming min_free", err)
 				}
 			} else if err != nil {
 				t.Errorf("Err() = %v", err)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package store_test
+package driver_test
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	_ "github.com/informerdb/informerdb/store/badger"
 	_ "github.com/informerdb/informerdb/store/bolt"
+	"github.com/informerdb/informerdb/store/driver"
 	_ "github.com/informerdb/informerdb/store/memdb"
 	_ "github.com/informerdb/informerdb/store/memory"
 )
@@ -56,7 +57,7 @@ func TestPersistentFileModes(t *testing.T) {
 			// A umask of 0 shows what the backends ask for, not what the
 			// umask happens to remove.
 			defer umask(umask(0))
-			if err := store.CheckPath(p, tt.dir); err != nil {
+			if err := driver.CheckPath(p, tt.dir); err != nil {
 				t.Fatalf("CheckPath before open: %v", err)
 			}
 			codec, err := indexer.NewCodec(&corev1.Secret{})
@@ -108,14 +109,14 @@ func TestPersistentFileModes(t *testing.T) {
 			if dirs == 0 || files == 0 {
 				t.Errorf("found %d directories and %d files, want the database's", dirs, files)
 			}
-			if err := store.CheckPath(p, tt.dir); err != nil {
+			if err := driver.CheckPath(p, tt.dir); err != nil {
 				t.Errorf("CheckPath after the backend made the database: %v", err)
 			}
 			// Loosened by hand, the same database is refused.
 			if err := os.Chmod(p, 0o777); err != nil {
 				t.Fatal(err)
 			}
-			if err := store.CheckPath(p, tt.dir); !errors.Is(err, store.ErrUnsafe) {
+			if err := driver.CheckPath(p, tt.dir); !errors.Is(err, store.ErrUnsafe) {
 				t.Errorf("CheckPath of %s made 0777: %v, want ErrUnsafe", p, err)
 			}
 		})
