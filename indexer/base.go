@@ -42,17 +42,6 @@ type Persister interface {
 	Close() error
 }
 
-// SelfDiffer is implemented by a Persister that learns what a change
-// replaces from its own storage and ignores Change.Existed and
-// Change.OldValues. Base then does not look them up (in what staged
-// commits persisted and did not apply yet, or in its cache), nor record
-// what staged commits persist for the next one.
-type SelfDiffer interface {
-	// SelfDiffing reports whether Persist ignores Change.Existed and
-	// Change.OldValues.
-	SelfDiffing() bool
-}
-
 // DataChecker is implemented by a Persister that cannot store every
 // encoding (badger: none larger than a value-log file). CheckData returns
 // an error wrapping store.ErrInvalid, and naming key, for an encoding the
@@ -121,6 +110,23 @@ type BaseConfig struct {
 	Options   store.Options
 	// Cache holds the objects loaded from the backend; nil means empty.
 	Cache *Cache
+
+	// The fast paths a Persister allows; each is off unless its backend
+	// sets it, which is always correct, only slower.
+
+	// SelfDiffing says Persist learns what a change replaces from its own
+	// storage and ignores Change.Existed and Change.OldValues. Base then
+	// does not look them up (in what staged commits persisted and did not
+	// apply yet, or in its cache), nor record what staged commits persist
+	// for the next one. A store without Persister is self-diffing.
+	SelfDiffing bool
+	// CopiesData says Persist keeps no reference to the Data of the
+	// changes it is given once it returns: what it writes, it has copied
+	// (into pages, a log, a memtable). Base then encodes the puts it
+	// persists into buffers it reuses once they are persisted, instead of
+	// allocating one per object: encodings were most of what a durable
+	// commit allocated, and so of its garbage collection.
+	CopiesData bool
 }
 
 // NewBase returns a store over cfg.Persister. When cfg.Cache is nil, the
@@ -143,14 +149,11 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		seen:      NewSeen(cfg.Info.ResourceVersion),
 	}
 	// Without a persister nothing reads what a change replaces.
-	b.selfDiffing = cfg.Persister == nil
-	if sd, ok := cfg.Persister.(SelfDiffer); ok {
-		b.selfDiffing = sd.SelfDiffing()
-	}
+	b.selfDiffing = cfg.Persister == nil || cfg.SelfDiffing
 	if dc, ok := cfg.Persister.(DataChecker); ok {
 		b.prep.CheckData = dc.CheckData
 	}
-	if cp, ok := cfg.Persister.(CopyingPersister); ok && cp.CopiesData() {
+	if cfg.Persister != nil && cfg.CopiesData {
 		b.prep.bufs = &encodeBuffers{}
 	}
 	b.stageCond.L = &b.stageMu
@@ -296,7 +299,7 @@ func (pb *preparedBatch) Commit(ctx context.Context) error {
 }
 
 // spent drops pb's preparation once it is persisted: its encodings may be
-// reused (see CopyingPersister), so a batch committed again is prepared
+// reused (see BaseConfig.CopiesData), so a batch committed again is prepared
 // again.
 func (pb *preparedBatch) spent() { pb.ps = nil }
 

@@ -6,19 +6,6 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// CopyingPersister is implemented by a Persister that keeps no reference to
-// the Data of the changes it is given once Persist returns: what it writes,
-// it has copied (into pages, a log, a memtable). Base then encodes the puts
-// it persists into buffers it reuses once they are persisted, instead of
-// allocating one per object: encodings were most of what a durable commit
-// allocated, and so of its garbage collection.
-type CopyingPersister interface {
-	Persister
-	// CopiesData reports whether Persist keeps no reference to
-	// Change.Data after it returns.
-	CopiesData() bool
-}
-
 // Bounds of what an encodeBuffers keeps for reuse: a group commit of a few
 // thousand objects of a few KiB, and no single large object.
 const (
@@ -28,8 +15,8 @@ const (
 
 // encodeBuffers is a free list of encoding buffers. A buffer is taken for
 // one object's encoding and given back once a persister that copies what it
-// writes has persisted it. It is safe for concurrent use: a batch is encoded
-// on several goroutines.
+// writes (BaseConfig.CopiesData) has persisted it. It is safe for
+// concurrent use: a batch is encoded on several goroutines.
 type encodeBuffers struct {
 	mu    sync.Mutex
 	free  [][]byte

@@ -42,9 +42,8 @@ func (p *dataPersister) Persist(_ context.Context, changes []Change, _ string, _
 	return nil
 }
 
-func (p *dataPersister) CopiesData() bool { return p.copies }
-
-func newCodecBase(t *testing.T, p Persister) (*Base, store.Codec) {
+// newCodecBase returns a Base over p, with BaseConfig.CopiesData as p says.
+func newCodecBase(t *testing.T, p *dataPersister) (*Base, store.Codec) {
 	t.Helper()
 	codec, err := NewCodec(&corev1.ConfigMap{})
 	if err != nil {
@@ -54,7 +53,7 @@ func newCodecBase(t *testing.T, p Persister) (*Base, store.Codec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBase(BaseConfig{Info: store.Info{Name: "cms"}, Persister: p, Options: o})
+	b, err := NewBase(BaseConfig{Info: store.Info{Name: "cms"}, Persister: p, Options: o, CopiesData: p.copies})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ type Prepared struct {
 	// Data is the encoding of Object for puts when a codec was given.
 	Data []byte
 	// pooled marks Data as a buffer of the Preparer's encodeBuffers, to be
-	// given back once persisted (see CopyingPersister).
+	// given back once persisted (see BaseConfig.CopiesData).
 	pooled bool
 }
 
@@ -39,7 +39,7 @@ type Preparer struct {
 	// CheckData, when set, refuses the encodings the backend cannot store
 	// (see DataChecker) with an error wrapping store.ErrInvalid.
 	CheckData func(key string, data []byte) error
-	// bufs, when set (by Base, over a CopyingPersister), holds the buffers
+	// bufs, when set (by Base, with BaseConfig.CopiesData), holds the buffers
 	// a Codec that is a store.AppendEncoder encodes into.
 	bufs *encodeBuffers
 }

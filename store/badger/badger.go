@@ -131,7 +131,13 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		}
 	}
 	info.ResourceVersion = sp.resourceVersion()
-	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: sp, Options: o, Cache: c})
+	base, err := indexer.NewBase(indexer.BaseConfig{
+		Info: info, Persister: sp, Options: o, Cache: c,
+		// A transaction or write batch is written (values copied into the
+		// value log, the memtable and its log) before Persist returns, and
+		// nothing of it is kept.
+		CopiesData: true,
+	})
 	if err != nil {
 		return nil, err
 	}

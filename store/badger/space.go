@@ -600,11 +600,6 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 	})
 }
 
-// CopiesData implements indexer.CopyingPersister: a transaction or write
-// batch is written (values copied into the value log, the memtable and its
-// log) before Persist returns, and nothing of it is kept.
-func (s *space) CopiesData() bool { return true }
-
 // PersistIndexes implements indexer.Persister: the value records (and the
 // index entries, if the store keeps them) are rewritten for the new set, in
 // a new generation.
@@ -706,7 +701,6 @@ func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen 
 
 var _ interface {
 	indexer.Persister
-	indexer.CopyingPersister
 	indexer.DataChecker
 } = (*space)(nil)
 

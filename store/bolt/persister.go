@@ -51,7 +51,14 @@ func openDefault(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 	}
 	info := storeInfo(o, rv, reset)
 	p := &persister{file: f, name: o.Name, meta: driver.MetaFor(o, FormatVersion), names: set.Names()}
-	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: p, Options: o, Cache: c})
+	base, err := indexer.NewBase(indexer.BaseConfig{
+		Info: info, Persister: p, Options: o, Cache: c,
+		// writeOps reads each key's old record from the file.
+		SelfDiffing: true,
+		// bbolt copies the values of a transaction into its pages when it
+		// commits, before Persist returns, and keeps no reference to them.
+		CopiesData: true,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -372,15 +379,6 @@ func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv st
 		return nil
 	})
 }
-
-// SelfDiffing implements indexer.SelfDiffer: writeOps reads each key's old
-// record from the file.
-func (p *persister) SelfDiffing() bool { return true }
-
-// CopiesData implements indexer.CopyingPersister: bbolt copies the values
-// of a transaction into its pages when it commits, before Persist returns,
-// and keeps no reference to them.
-func (p *persister) CopiesData() bool { return true }
 
 // PersistIndexes implements indexer.Persister.
 func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {

@@ -21,7 +21,11 @@ func load(o store.Options, f *snapfile.Handle, l snapfile.Loaded) (store.Store, 
 	for i := range l.Puts {
 		fst.data[l.Puts[i].Key] = l.Puts[i].Data
 	}
-	base, err := indexer.NewBase(indexer.BaseConfig{Info: info, Persister: fst, Options: o, Cache: cache})
+	base, err := indexer.NewBase(indexer.BaseConfig{
+		Info: info, Persister: fst, Options: o, Cache: cache,
+		// A snapshot section holds encoded objects only, replaced by key.
+		SelfDiffing: true,
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,10 +79,6 @@ func (f *fileStore) Persist(_ context.Context, changes []indexer.Change, rv stri
 	}
 	return nil
 }
-
-// SelfDiffing implements indexer.SelfDiffer: a snapshot section holds
-// encoded objects only, replaced by key.
-func (f *fileStore) SelfDiffing() bool { return true }
 
 // PersistIndexes implements indexer.Persister: only the index names are
 // recorded, since a snapshot's index entries are rebuilt on load.
