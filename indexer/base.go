@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/internal/typednil"
+	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -54,7 +55,7 @@ type DataChecker interface {
 // Base implements store.Store over a Persister, serving every read from a
 // Cache of decoded objects. It is safe for concurrent use.
 type Base struct {
-	Writes
+	writes.Writes
 
 	info      store.Info // static parts; ResourceVersion and Indexes are filled in by Info
 	persister Persister
@@ -92,7 +93,7 @@ type Base struct {
 	mu sync.RWMutex // guards rv
 	rv string
 	// seen is LastStoreSyncResourceVersion, moved by applyCache.
-	seen *Seen
+	seen *writes.Seen
 	// closed is set once, by Close. It is atomic rather than under mu
 	// because every read checks it: a second lock per Get made Get twice
 	// as slow as client-go's indexer.
@@ -146,7 +147,7 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		prep:      Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec},
 		cache:     c,
 		rv:        cfg.Info.ResourceVersion,
-		seen:      NewSeen(cfg.Info.ResourceVersion),
+		seen:      writes.NewSeen(cfg.Info.ResourceVersion),
 	}
 	// Without a persister nothing reads what a change replaces.
 	b.selfDiffing = cfg.Persister == nil || cfg.SelfDiffing
@@ -157,7 +158,7 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		b.prep.bufs = &encodeBuffers{}
 	}
 	b.stageCond.L = &b.stageMu
-	b.Writes = NewWrites(cfg.Info.Name, b.write, b.seen)
+	b.Writes = writes.New(cfg.Info.Name, b.write, b.seen)
 	return b, nil
 }
 
@@ -174,14 +175,14 @@ func (b *Base) closedErr(op string) error {
 }
 
 // write validates ops, persists them with rv and applies them to the cache.
-func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule SeenRule) error {
+func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule writes.Rule) error {
 	return b.commit(ctx, op, ops, nil, nil, rv, replace, rule)
 }
 
 // commit is write for operations that may have been prepared already: ps,
 // prepared against the index set set. They are prepared (again) when they
 // were not, or against another index set than the current one.
-func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool, rule SeenRule) error {
+func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool, rule writes.Rule) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	if b.isClosed() {
@@ -240,7 +241,7 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 
 // applyCache makes reads return what persistLocked persisted, then moves
 // the resourceVersion seen by rule.
-func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule SeenRule) {
+func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule writes.Rule) {
 	if replace {
 		b.cache.Replace(ps)
 	} else {
@@ -251,7 +252,11 @@ func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule SeenRule)
 		b.rv = rv
 		b.mu.Unlock()
 	}
-	b.seen.After(ps, rv, rule)
+	var last interface{} // the object whose resourceVersion the store sees
+	if n := len(ps); n > 0 {
+		last = ps[n-1].Object
+	}
+	b.seen.After(last, rv, rule)
 }
 
 // waitApplied waits until every staged commit persisted so far is applied
@@ -291,7 +296,7 @@ type preparedBatch struct {
 
 // Commit implements store.PreparedBatch.
 func (pb *preparedBatch) Commit(ctx context.Context) error {
-	err := pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false, CommitRule(pb.batch))
+	err := pb.base.commit(ctx, "commit", pb.batch.Ops, pb.ps, pb.set, pb.batch.ResourceVersion, false, writes.CommitRule(pb.batch))
 	if err == nil {
 		pb.spent()
 	}
@@ -334,7 +339,7 @@ func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) 
 	}
 	b.stageMu.Unlock()
 	var once sync.Once
-	rule := CommitRule(pb.batch)
+	rule := writes.CommitRule(pb.batch)
 	return func() { once.Do(func() { b.applyStaged(ticket, ps, rv, rule) }) }, nil
 }
 
@@ -347,7 +352,7 @@ type stagedState struct {
 
 // applyStaged applies the staged commit numbered ticket to the cache, once
 // the one before it is applied.
-func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string, rule SeenRule) {
+func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string, rule writes.Rule) {
 	b.stageMu.Lock()
 	defer b.stageMu.Unlock()
 	for b.applied != ticket-1 {

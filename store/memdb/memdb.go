@@ -12,6 +12,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/internal/typednil"
+	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
@@ -134,7 +135,7 @@ type memStore struct {
 	final *memdb.Txn
 	// seen is LastStoreSyncResourceVersion, moved by each write once
 	// readers see it.
-	seen indexer.Seen
+	seen writes.Seen
 }
 
 var (

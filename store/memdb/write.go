@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -67,13 +68,13 @@ func (t *writeTx) abort() {
 // write validates ops, then applies them and, when rv is not empty, the new
 // resume point in one memdb write transaction. With replace, ops are the
 // complete new contents.
-func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule indexer.SeenRule) error {
+func (s *memStore) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule writes.Rule) error {
 	return s.writePrepared(ctx, op, ops, nil, nil, rv, replace, rule)
 }
 
 // writePrepared is write with ops already prepared against set (ps), when
 // set is not nil: they are used if the store's index set is still set.
-func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op, set *indexer.IndexSet, ps []indexer.Prepared, rv string, replace bool, rule indexer.SeenRule) error {
+func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op, set *indexer.IndexSet, ps []indexer.Prepared, rv string, replace bool, rule writes.Rule) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -109,7 +110,13 @@ func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op,
 			tx.abort()
 			return fmt.Errorf("store: %s: memdb: %w", op, err)
 		}
-		tx.commitThen(func() { s.seen.After(ps, rv, rule) })
+		tx.commitThen(func() {
+			var last interface{} // the object whose resourceVersion the store sees
+			if n := len(ps); n > 0 {
+				last = ps[n-1].Object
+			}
+			s.seen.After(last, rv, rule)
+		})
 		return nil
 	}
 }
@@ -252,7 +259,7 @@ func deleteRow(txn *memdb.Txn, names []string, r *objectRow) error {
 
 // Commit implements store.Store.
 func (s *memStore) Commit(ctx context.Context, b store.Batch) error {
-	return s.write(ctx, "commit", b.Ops, b.ResourceVersion, false, indexer.CommitRule(b))
+	return s.write(ctx, "commit", b.Ops, b.ResourceVersion, false, writes.CommitRule(b))
 }
 
 // prepare validates and encodes ops against set: keys, index values and,
@@ -289,24 +296,24 @@ type preparedBatch struct {
 
 // Commit implements store.PreparedBatch.
 func (pb *preparedBatch) Commit(ctx context.Context) error {
-	return pb.s.writePrepared(ctx, "commit", pb.b.Ops, pb.set, pb.ps, pb.b.ResourceVersion, false, indexer.CommitRule(pb.b))
+	return pb.s.writePrepared(ctx, "commit", pb.b.Ops, pb.set, pb.ps, pb.b.ResourceVersion, false, writes.CommitRule(pb.b))
 }
 
 var _ store.BatchPreparer = (*memStore)(nil)
 
 // Add implements cache.Store.
 func (s *memStore) Add(obj interface{}) error {
-	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, indexer.SeenObjects)
+	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, writes.SeenObjects)
 }
 
 // Update implements cache.Store.
 func (s *memStore) Update(obj interface{}) error {
-	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, indexer.SeenObjects)
+	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, writes.SeenObjects)
 }
 
 // Delete implements cache.Store.
 func (s *memStore) Delete(obj interface{}) error {
-	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false, indexer.SeenObjects)
+	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false, writes.SeenObjects)
 }
 
 // Replace implements cache.Store: the contents become list and the resume
@@ -316,7 +323,7 @@ func (s *memStore) Replace(list []interface{}, resourceVersion string) error {
 	for i, obj := range list {
 		ops[i] = store.Op{Type: store.OpPut, Object: obj}
 	}
-	return s.write(context.Background(), "replace", ops, resourceVersion, true, indexer.SeenRV)
+	return s.write(context.Background(), "replace", ops, resourceVersion, true, writes.SeenRV)
 }
 
 // Bookmark implements cache.Store: it stores rv as the resume point. The
@@ -328,7 +335,7 @@ func (s *memStore) Bookmark(rv string) {
 		s.seen.Store("")
 		return
 	}
-	if err := s.write(context.Background(), "bookmark", nil, rv, false, indexer.SeenRV); err != nil {
+	if err := s.write(context.Background(), "bookmark", nil, rv, false, writes.SeenRV); err != nil {
 		klog.Background().Error(err, "Storing bookmark failed; the resume point stays behind", "store", s.info.Name, "resourceVersion", rv)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/internal/typednil"
+	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 )
@@ -38,7 +39,7 @@ type Config struct {
 // Store is the bounded-mode store over an Engine. It is safe for concurrent
 // use.
 type Store struct {
-	indexer.Writes
+	writes.Writes
 	// ReadFailures keeps the failures of List, ListKeys and
 	// ListIndexFuncValues, which cannot return them.
 	driver.ReadFailures
@@ -58,7 +59,7 @@ type Store struct {
 	closed bool
 
 	// seen is LastStoreSyncResourceVersion, moved by write.
-	seen *indexer.Seen
+	seen *writes.Seen
 
 	// lru holds decoded objects; it is safe for concurrent use, and
 	// readers' hits take no other lock. What adds to it or updates it (a
@@ -103,10 +104,10 @@ func New(eng Engine, cfg Config) *Store {
 		checkData: cfg.CheckData,
 		rv:        cfg.ResourceVersion,
 		set:       cfg.Indexes,
-		seen:      indexer.NewSeen(cfg.ResourceVersion),
+		seen:      writes.NewSeen(cfg.ResourceVersion),
 		lru:       lru.New(cfg.Options.CacheSize),
 	}
-	s.Writes = indexer.NewWrites(s.info.Name, s.write, s.seen)
+	s.Writes = writes.New(s.info.Name, s.write, s.seen)
 	return s
 }
 
@@ -228,7 +229,7 @@ func (r *reader) peek(key string, load Loader) (interface{}, error) {
 
 // write validates ops, commits them with rv in one commit, then updates the
 // cache.
-func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule indexer.SeenRule) error {
+func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule writes.Rule) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	set, closed := s.state()
@@ -280,7 +281,11 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 		s.rv = rv
 		s.mu.Unlock()
 	}
-	s.seen.After(ps, rv, rule)
+	var last interface{} // the object whose resourceVersion the store sees
+	if n := len(ps); n > 0 {
+		last = ps[n-1].Object
+	}
+	s.seen.After(last, rv, rule)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package indexer
+package writes
 
 import (
 	"sync"
@@ -9,10 +9,10 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// SeenRule says how a write moves the resourceVersion a store has seen
+// Rule says how a write moves the resourceVersion a store has seen
 // (cache.Store's LastStoreSyncResourceVersion), as client-go's thread-safe
 // store moves its own (with its AtomicFIFO feature, on by default).
-type SeenRule uint8
+type Rule uint8
 
 const (
 	// SeenObjects: the resourceVersion of the write's last object, when
@@ -21,7 +21,7 @@ const (
 	// Update and Delete follow it as client-go's Add, Update and
 	// DeleteWithObject do, and a Commit with Batch.ResumeOnly as
 	// client-go's Transaction.
-	SeenObjects SeenRule = iota
+	SeenObjects Rule = iota
 	// SeenObjectsThenRV is SeenObjects followed, when the write has a
 	// resourceVersion, by that resourceVersion: a Commit, whose batch
 	// leads to its ResourceVersion as client-go's informer gets to a
@@ -32,18 +32,17 @@ const (
 	SeenRV
 )
 
-// SeenAfter returns the resourceVersion a store has seen after a write of
-// ps with resourceVersion rv under rule, cur being the one before. It reads
-// the metadata of one object at most: client-go's transaction too takes the
-// resourceVersion of its final object only.
-func SeenAfter(cur string, ps []Prepared, rv string, rule SeenRule) string {
+// seenAfter returns the resourceVersion a store has seen after a write
+// whose last operation's object is last (nil for a write without
+// operations) with resourceVersion rv under rule, cur being the one
+// before. It reads the metadata of one object at most: client-go's
+// transaction too takes the resourceVersion of its final object only.
+func seenAfter(cur string, last interface{}, rv string, rule Rule) string {
 	if rule == SeenRV {
 		return rv
 	}
-	if n := len(ps); n > 0 {
-		if v, ok := objectRV(ps[n-1].Object); ok {
-			cur = v
-		}
+	if v, ok := objectRV(last); ok {
+		cur = v
 	}
 	if rule == SeenObjectsThenRV && rv != "" {
 		cur = rv
@@ -51,8 +50,8 @@ func SeenAfter(cur string, ps []Prepared, rv string, rule SeenRule) string {
 	return cur
 }
 
-// CommitRule is the SeenRule of a Commit of b.
-func CommitRule(b store.Batch) SeenRule {
+// CommitRule is the Rule of a Commit of b.
+func CommitRule(b store.Batch) Rule {
 	if b.ResumeOnly {
 		return SeenObjects
 	}
@@ -100,9 +99,11 @@ func (s *Seen) Store(rv string) {
 	s.mu.Unlock()
 }
 
-// After moves the resourceVersion seen past a write (see SeenAfter).
-func (s *Seen) After(ps []Prepared, rv string, rule SeenRule) {
+// After moves the resourceVersion seen past a write whose last
+// operation's object is last (nil for a write without operations), with
+// resourceVersion rv, under rule.
+func (s *Seen) After(last interface{}, rv string, rule Rule) {
 	s.mu.Lock()
-	s.rv = SeenAfter(s.rv, ps, rv, rule)
+	s.rv = seenAfter(s.rv, last, rv, rule)
 	s.mu.Unlock()
 }

@@ -1,4 +1,7 @@
-package indexer
+// Package writes maps the write methods of store.Store onto one commit
+// function, for every store implementation of this module alike, and holds
+// the resourceVersion a store has seen (LastStoreSyncResourceVersion).
+package writes
 
 import (
 	"context"
@@ -8,26 +11,27 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// WriteFunc applies ops and, when rv is not empty, the resume point in one
+// Func applies ops and, when rv is not empty, the resume point in one
 // commit; with replace, ops are the complete new contents. op names the
 // operation for errors ("add", "commit", ...). Once the write is visible to
 // reads, and before another write starts, it moves the store's Seen by
 // rule (Seen.After).
-type WriteFunc func(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule SeenRule) error
+type Func func(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule Rule) error
 
 // Writes implements the write methods of store.Store (Commit, and Add,
-// Update, Delete, Replace and Bookmark of cache.Store) over one WriteFunc,
+// Update, Delete, Replace and Bookmark of cache.Store) over one Func,
 // so that every store maps them onto its commit the same way, and
-// LastStoreSyncResourceVersion from the store's Seen. Embed it.
+// LastStoreSyncResourceVersion from the store's Seen. Embed it. It is safe
+// for concurrent use if its Func is.
 type Writes struct {
-	write WriteFunc
+	write Func
 	seen  *Seen
 	name  string // the store's name, for logs
 }
 
-// NewWrites returns the write methods of the store named name over write,
-// whose writes move seen.
-func NewWrites(name string, write WriteFunc, seen *Seen) Writes {
+// New returns the write methods of the store named name over write, whose
+// writes move seen.
+func New(name string, write Func, seen *Seen) Writes {
 	return Writes{write: write, seen: seen, name: name}
 }
 
