@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -120,20 +119,6 @@ func callIndexFunc(f cache.IndexFunc, obj interface{}) (vals []string, err error
 		}
 	}()
 	return f(obj)
-}
-
-// Key computes the key of obj with f, for backends that do not build on Base:
-// a nil object or a key function that fails or panics is an error wrapping
-// store.ErrInvalid, never a panic.
-func Key(f cache.KeyFunc, obj interface{}) (string, error) {
-	if typednil.Is(obj) {
-		return "", fmt.Errorf("indexer: key: nil object: %w", store.ErrInvalid)
-	}
-	k, err := CallKeyFunc(f, obj)
-	if err != nil {
-		return "", fmt.Errorf("indexer: key of %T: %w: %w", obj, store.ErrInvalid, err)
-	}
-	return k, nil
 }
 
 // Encode encodes obj with codec, turning a panic into an error, as
