@@ -387,28 +387,11 @@ func TestCrashAtEveryCommit(t *testing.T) {
 // first k once sc arms the store, then restarts. It reports whether a
 // commit was refused.
 func crashAt(t *testing.T, b backend, sc crashScenario, k int) bool {
-	lw := newFakeLW()
-	lw.noBookmarks = true // every commit is the scenario's
-	inner := b.open(t)
-	addStrict(t, inner)
-	c, s := newCrashStore(inner)
 	opts := testOptions()
 	if sc.opts != nil {
 		sc.opts(&opts)
 	}
-	inf := newInformer(t, lw, s, opts)
-	r := start(t, inf)
-	waitDone(t, "first run sync", inf.HasSyncedChecker())
-	for _, n := range []string{"a", "b", "c"} {
-		lw.create("ns", n, "1")
-	}
-	if !waitApplied(t, lw, inner, nil) {
-		t.Fatal("first events not applied")
-	}
-
-	sc.run(t, lw, inf, c, func() { c.arm(k) })
-	crashed := !waitApplied(t, lw, inner, c.crashed)
-	r.stop()
+	lw, inner, crashed := crashFirstRun(t, b, sc, opts, func(s store.Store) { addStrict(t, s) }, k)
 
 	rv := inner.ResourceVersion()
 	if diff := cmp.Diff(lw.stateAt(rv), storeValues(inner)); diff != "" {
@@ -437,6 +420,36 @@ func crashAt(t *testing.T, b backend, sc crashScenario, k int) bool {
 		t.Errorf("crash before commit %d: after the restart, handlers saw objects go back to older resourceVersions: %v", k, got)
 	}
 	return crashed
+}
+
+// crashFirstRun runs an informer with opts on a fresh store of b (prepared
+// by prepare, when set) until it applied three creates, then runs sc,
+// refusing every commit after the first k once sc arms the store, and stops
+// the informer. It returns the server, the store and whether a commit was
+// refused.
+func crashFirstRun(t *testing.T, b backend, sc crashScenario, opts Options, prepare func(store.Store), k int) (*fakeLW, store.Store, bool) {
+	t.Helper()
+	lw := newFakeLW()
+	lw.noBookmarks = true // every commit is the scenario's
+	inner := b.open(t)
+	if prepare != nil {
+		prepare(inner)
+	}
+	c, s := newCrashStore(inner)
+	inf := newInformer(t, lw, s, opts)
+	r := start(t, inf)
+	waitDone(t, "first run sync", inf.HasSyncedChecker())
+	for _, n := range []string{"a", "b", "c"} {
+		lw.create("ns", n, "1")
+	}
+	if !waitApplied(t, lw, inner, nil) {
+		t.Fatal("first events not applied")
+	}
+
+	sc.run(t, lw, inf, c, func() { c.arm(k) })
+	crashed := !waitApplied(t, lw, inner, c.crashed)
+	r.stop()
+	return lw, inner, crashed
 }
 
 // waitApplied waits until s holds the server's current state (bad objects

@@ -248,23 +248,7 @@ func TestDeltaFIFOCrashAtEveryCommit(t *testing.T) {
 }
 
 func deltaCrashAt(t *testing.T, b backend, sc crashScenario, exact bool, k int) bool {
-	lw := newFakeLW()
-	lw.noBookmarks = true // every commit is the scenario's
-	inner := b.open(t)
-	c, s := newCrashStore(inner)
-	inf := newInformer(t, lw, s, deltaFIFOOptions())
-	r := start(t, inf)
-	waitDone(t, "first run sync", inf.HasSyncedChecker())
-	for _, n := range []string{"a", "b", "c"} {
-		lw.create("ns", n, "1")
-	}
-	if !waitApplied(t, lw, inner, nil) {
-		t.Fatal("first events not applied")
-	}
-
-	sc.run(t, lw, inf, c, func() { c.arm(k) })
-	crashed := !waitApplied(t, lw, inner, c.crashed)
-	r.stop()
+	lw, inner, crashed := crashFirstRun(t, b, sc, deltaFIFOOptions(), nil, k)
 
 	rv := inner.ResourceVersion()
 	if exact {
