@@ -152,13 +152,8 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		if res.Live {
-			// A restart comes a while after the last change; the
-			// leases renewed meanwhile hold the newest revisions.
-			logf("pausing %v, the lease renewed meanwhile...", cfg.RestartPause)
-			select {
-			case <-time.After(cfg.RestartPause):
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			if err := restartPause(ctx, cfg.RestartPause, logf); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -402,4 +397,17 @@ func storeIn(dir *string, prefix, backend string) (url string, cleanup func(), e
 		return "", nil, err
 	}
 	return url, cleanup, nil
+}
+
+// restartPause waits d before a restart, as a live cluster's restarts come a
+// while after the last change: the leases renewed meanwhile then hold the
+// newest revisions.
+func restartPause(ctx context.Context, d time.Duration, logf func(string, ...any)) error {
+	logf("pausing %v, the lease renewed meanwhile...", d)
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

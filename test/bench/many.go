@@ -213,11 +213,8 @@ func RunMany(ctx context.Context, cl *Cluster, cfg ManyConfig) (*ManyResult, err
 		}
 	}
 	if res.Live {
-		logf("pausing %v, the lease renewed meanwhile...", cfg.RestartPause)
-		select {
-		case <-time.After(cfg.RestartPause):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := restartPause(ctx, cfg.RestartPause, logf); err != nil {
+			return nil, err
 		}
 	}
 	logf("client-go cold start (the reference)...")
