@@ -6,7 +6,6 @@
 package builder_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,11 +17,8 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -39,7 +35,6 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	widgetGVR = schema.GroupVersionResource{Group: "builder.informerdb.io", Version: "v1", Resource: "widgets"}
 )
 
@@ -80,7 +75,7 @@ func TestBuilderControllersSeeChangesMadeWhileDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dynamic client: %v", err)
 	}
-	createWidgetCRD(t, dyn)
+	apiserver.CreateCRD(t, dyn, widgetGVR, "Widget", false)
 	for _, ns := range append(slices.Clone(namespaces), outside) {
 		if _, err := c.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create namespace %s: %v", ns, err)
@@ -346,40 +341,5 @@ func (h *harness) checkResumed(p *childtest.Proc, before apiserver.Metrics, what
 	served := cost.Lists["configmaps"] + cost.Lists["secrets"] + cost.Lists["widgets.builder.informerdb.io"]
 	if served != lists {
 		h.t.Errorf("%s: the API server served %d LISTs of the watched resources, the informers' reflectors made %d (their limit=1 probes); metrics delta %+v", what, served, lists, cost)
-	}
-}
-
-// createWidgetCRD creates the namespaced Widget CRD and waits until the
-// API server serves it.
-func createWidgetCRD(t *testing.T, dyn dynamic.Interface) {
-	t.Helper()
-	crd := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]interface{}{"name": "widgets.builder.informerdb.io"},
-		"spec": map[string]interface{}{
-			"group": widgetGVR.Group,
-			"names": map[string]interface{}{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"scope": "Namespaced",
-			"versions": []interface{}{map[string]interface{}{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
-					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-				}},
-			}},
-		},
-	}}
-	if _, err := dyn.Resource(crdGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, childtest.WaitLimit, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatalf("the widgets resource is not served: %v", err)
 	}
 }

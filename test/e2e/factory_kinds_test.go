@@ -49,7 +49,7 @@ func TestFactoryDynamicAndMetadataRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	createWidgetCRD(t, dyn)
+	apiserver.CreateCRD(t, dyn, widgetGVR, "Widget", false)
 	cases := []struct {
 		backend      backendCase
 		oneNamespace bool // FactoryOptions.Namespace is the test's namespace

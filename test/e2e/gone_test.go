@@ -26,7 +26,6 @@ import (
 )
 
 var (
-	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	widgetGVR = schema.GroupVersionResource{Group: "e2e.informerdb.io", Version: "v1", Resource: "widgets"}
 )
 
@@ -46,7 +45,7 @@ func TestResourceGone(t *testing.T) {
 	for _, b := range persistentBackends {
 		t.Run(b.name, func(t *testing.T) {
 			url := b.url(t.TempDir())
-			createWidgetCRD(t, dyn)
+			apiserver.CreateCRD(t, dyn, widgetGVR, "Widget", false)
 			for i := range 3 {
 				createWidget(t, dyn, fmt.Sprintf("w-%d", i))
 			}
@@ -74,7 +73,7 @@ func TestResourceGone(t *testing.T) {
 			}
 
 			// Served again: listed afresh.
-			createWidgetCRD(t, dyn)
+			apiserver.CreateCRD(t, dyn, widgetGVR, "Widget", false)
 			createWidget(t, dyn, "w-new")
 			got = second.rec.waitFor(t, "the new widget", func(evs []string) bool { return len(evs) > len(want) })
 			if diff := cmp.Diff("add w-new", got[len(want)]); diff != "" {
@@ -192,47 +191,15 @@ func (r *lineRecorder) OnDelete(obj interface{}) {
 	r.add("delete " + nameOf(obj))
 }
 
-// createWidgetCRD creates the namespaced CRD widgets.e2e.informerdb.io and
-// waits until the API server serves it.
-func createWidgetCRD(t *testing.T, dyn dynamic.Interface) {
-	t.Helper()
-	crd := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]interface{}{"name": "widgets.e2e.informerdb.io"},
-		"spec": map[string]interface{}{
-			"group": "e2e.informerdb.io",
-			"names": map[string]interface{}{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"scope": "Namespaced",
-			"versions": []interface{}{map[string]interface{}{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
-					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-				}},
-			}},
-		},
-	}}
-	if _, err := dyn.Resource(crdGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	waitUntil(t, "the widgets resource is served", func() (bool, error) {
-		_, err := dyn.Resource(widgetGVR).Namespace("default").List(t.Context(), metav1.ListOptions{Limit: 1})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-}
-
 // deleteWidgetCRD deletes the CRD (and so every widget) and waits until the
 // API server answers 404 for the resource.
 func deleteWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 	t.Helper()
-	if err := dyn.Resource(crdGVR).Delete(t.Context(), "widgets.e2e.informerdb.io", metav1.DeleteOptions{}); err != nil {
+	if err := dyn.Resource(apiserver.CRDResource).Delete(t.Context(), "widgets.e2e.informerdb.io", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete CRD: %v", err)
 	}
 	waitUntil(t, "the CRD is gone", func() (bool, error) {
-		_, err := dyn.Resource(crdGVR).Get(t.Context(), "widgets.e2e.informerdb.io", metav1.GetOptions{})
+		_, err := dyn.Resource(apiserver.CRDResource).Get(t.Context(), "widgets.e2e.informerdb.io", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = dyn.Resource(widgetGVR).Namespace("default").List(t.Context(), metav1.ListOptions{Limit: 1})
 			return apierrors.IsNotFound(err), nil

@@ -22,10 +22,7 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -53,8 +50,6 @@ const (
 	outside   = "kube-lease"
 )
 
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
 // TestSiteControllerRestarts is issue 36's promise: a client-go controller
 // and a generated-CRD controller become persistent by changing their
 // factory constructors only. The Site controller runs on informerdb's
@@ -72,7 +67,7 @@ func TestSiteControllerRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dynamic client: %v", err)
 	}
-	createSiteCRD(t, dyn)
+	apiserver.CreateCRD(t, dyn, samplev1alpha1.SchemeGroupVersion.WithResource("sites"), "Site", true)
 	sites, err := versioned.NewForConfig(srv.Config())
 	if err != nil {
 		t.Fatalf("site clientset: %v", err)
@@ -314,43 +309,5 @@ func (h *harness) checkResumed(p *childtest.Proc, before apiserver.Metrics, what
 	served := cost.Lists["configmaps"] + cost.Lists["deployments.apps"] + cost.Lists["sites.sample.informerdb.io"]
 	if served != int64(len(stats)) {
 		h.t.Errorf("%s: the API server served %d LISTs of the watched resources, want the informers' %d probes; metrics delta %+v", what, served, len(stats), cost.Lists)
-	}
-}
-
-// createSiteCRD creates the namespaced Site CRD, with a status subresource,
-// and waits until the API server serves it.
-func createSiteCRD(t *testing.T, dyn dynamic.Interface) {
-	t.Helper()
-	gv := samplev1alpha1.SchemeGroupVersion
-	crd := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]interface{}{"name": "sites." + gv.Group},
-		"spec": map[string]interface{}{
-			"group": gv.Group,
-			"names": map[string]interface{}{"plural": "sites", "singular": "site", "kind": "Site", "listKind": "SiteList"},
-			"scope": "Namespaced",
-			"versions": []interface{}{map[string]interface{}{
-				"name": gv.Version, "served": true, "storage": true,
-				"subresources": map[string]interface{}{"status": map[string]interface{}{}},
-				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
-					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-				}},
-			}},
-		},
-	}}
-	if _, err := dyn.Resource(crdGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	siteGVR := gv.WithResource("sites")
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, childtest.WaitLimit, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(siteGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatalf("the sites resource is not served: %v", err)
 	}
 }
