@@ -352,6 +352,8 @@ func TestDeltaFIFORelistPartlyPopped(t *testing.T) {
 		inner := b.open(t)
 		s := &cancelOnRead{Store: inner, keys: map[string]bool{"ns/a": true, "ns/c": true, "ns/d": true}}
 		inf := newInformer(t, lw, s, deltaFIFOOptions())
+		h0 := newRecorder()
+		addHandler(t, inf, h0)
 		r := start(t, inf)
 		cancel := func() { r.cancel() }
 		s.cancel.Store(&cancel)
@@ -362,6 +364,10 @@ func TestDeltaFIFORelistPartlyPopped(t *testing.T) {
 		if !waitApplied(t, lw, inner, nil) {
 			t.Fatal("first events not applied")
 		}
+		// The store holds a commit a moment before Stats counts it; the
+		// handler hears of it after. So Commits is read once the handler
+		// heard of the three creates.
+		h0.wait(t, 3)
 		before, beforeRV := storeValues(inner), inner.ResourceVersion()
 		commits := inf.Stats().Commits
 
