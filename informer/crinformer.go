@@ -85,6 +85,24 @@ type ConstructorOptions struct {
 	// another. Informer.StateCatchUp must be nil: a lister is per informer.
 	// Default false.
 	StateCatchUp bool
+
+	// ResumeOnDemand turns off resuming ahead. By default, when the
+	// first informer of a type, namespace and selectors runs, the
+	// constructor resumes at once the informers of the same type and
+	// selectors in the other namespaces whose stores the database holds
+	// with a resume point, through the first informer's ListerWatcher sent
+	// to their namespace: controller-runtime's multi-namespace cache asks
+	// for them only once the first one synced, and each would otherwise
+	// wait for its own bookmark, one after another. When it asks,
+	// NewInformer returns the informer already running (Stats.StartedAhead),
+	// if its resync period, indexers and transform are those of the first
+	// informer (the same function values); otherwise the informer is made
+	// anew on its store, as without this. An informer started ahead is
+	// fresh as of that start (DESIGN invariant 3), a moment before it is
+	// asked for. One not asked for within a minute is stopped: a store
+	// of a namespace the controller no longer watches costs a probe and
+	// a short watch at each start, until it is removed (store.Drop).
+	ResumeOnDemand bool
 }
 
 // InformerConstructor makes informers on demand for callers that build them
@@ -145,13 +163,28 @@ type InformerConstructor struct {
 	// nil without it.
 	meta metadata.Interface
 
-	mu     sync.Mutex  // guards made, closed and failure
+	mu     sync.Mutex  // guards the fields below up to wg
 	made   []*Informer // every informer made; Close closes their stores
 	closed bool        // by Close: NewInformer opens no store any more
+	// aheads are the informers started ahead and not claimed, by store
+	// name; opening counts the NewInformer calls opening a store, by
+	// name; families are the types and selectors whose other namespaces
+	// were resumed ahead (see resumeSiblings).
+	aheads   map[string]*ahead
+	opening  map[string]int
+	families map[string]bool
+	// started are the informers started ahead, claimed or not: Close
+	// stops those still running.
+	started []*ahead
 	// failure is the first error of NewInformer, for Start; failed is
 	// closed when it is set.
 	failure error
 	failed  chan struct{}
+
+	// wg counts the goroutines resuming informers ahead and running them.
+	wg sync.WaitGroup
+	// claimWindow is aheadClaimWindow, shorter in tests.
+	claimWindow time.Duration
 }
 
 // NewInformerConstructor returns a constructor whose informers keep their
@@ -165,7 +198,8 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 	if cfg == nil {
 		return nil, errors.New("informer: new informer constructor: nil REST config")
 	}
-	c := &InformerConstructor{url: rawURL, failed: make(chan struct{})}
+	c := &InformerConstructor{url: rawURL, failed: make(chan struct{}),
+		aheads: map[string]*ahead{}, opening: map[string]int{}, families: map[string]bool{}, claimWindow: aheadClaimWindow}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -280,8 +314,8 @@ func (c *InformerConstructor) NeedLeaderElection() bool { return false }
 func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	err := c.dbErr
 	if err == nil {
-		var inf *Informer
-		if inf, err = c.newInformer(lw, obj, resync, indexers); err == nil {
+		var inf cache.SharedIndexInformer
+		if inf, err = c.newInformer(lw, obj, resync, indexers, true); err == nil {
 			return inf
 		}
 	}
@@ -310,7 +344,10 @@ func (c *InformerConstructor) fail(err error) {
 	}
 }
 
-func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
+// newInformer makes the informer NewInformer returns: the one started ahead
+// for its store (see resumeSiblings) if claim and there is one, else a new
+// one.
+func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers, claim bool) (cache.SharedIndexInformer, error) {
 	if typednil.Is(lw) || typednil.Is(obj) {
 		return nil, fmt.Errorf("informer: new informer: nil ListerWatcher or object")
 	}
@@ -321,11 +358,50 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 		return nil, fmt.Errorf("informer: new informer: the informer constructor is closed")
 	}
 	base := constructedTypeName(obj)
-	codec, err := codecFor(obj, c.opts.Encryption)
+	req, err := c.probeScope(lw)
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", base, err)
 	}
-	req, err := c.probeScope(lw)
+	name := base + req.nameSuffix()
+	if claim {
+		if inf, ok := c.claimAhead(name, req, lw, obj, resync, indexers); ok {
+			return inf, nil
+		}
+	} else {
+		c.mu.Lock()
+		c.opening[name]++
+		c.mu.Unlock()
+	}
+	defer func() {
+		c.mu.Lock()
+		c.opening[name]--
+		if c.opening[name] == 0 {
+			delete(c.opening, name)
+		}
+		c.mu.Unlock()
+	}()
+	inf, err := c.openInformer(withContext(lw), obj, resync, indexers, base, req, c.opts.Informer)
+	if err != nil {
+		return nil, err
+	}
+	if !c.opts.ResumeOnDemand && req.namespace != "" {
+		inf.onRun = func(ctx context.Context) {
+			c.wg.Go(func() { c.resumeSiblings(ctx, inf, lw, obj, resync, indexers, base, req) })
+		}
+	}
+	return inf, nil
+}
+
+// scopeOf is the scope of the store of base's objects that req lists.
+func (c *InformerConstructor) scopeOf(base string, req listRequest) string {
+	return fmt.Sprintf("cluster=%s;server=%s;type=%s;request=%s;scope=%s",
+		c.cluster, req.server, base, req.request, c.opts.Store.Scope)
+}
+
+// openInformer opens the stores of base's objects that req lists and makes
+// their informer, with iopts as the template of its options.
+func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, obj runtime.Object, resync time.Duration, indexers cache.Indexers, base string, req listRequest, iopts Options) (*Informer, error) {
+	codec, err := codecFor(obj, c.opts.Encryption)
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", base, err)
 	}
@@ -334,9 +410,7 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	sopts.Name = name
 	sopts.Codec = codec
 	sopts.Indexers = indexers
-	sopts.Scope = fmt.Sprintf("cluster=%s;server=%s;type=%s;request=%s;scope=%s",
-		c.cluster, req.server, base, req.request, c.opts.Store.Scope)
-	iopts := c.opts.Informer
+	sopts.Scope = c.scopeOf(base, req)
 	s, err := openStores(context.Background(), c.url, sopts, &iopts)
 	if errors.Is(err, store.ErrInUse) && c.retire(name) {
 		// controller-runtime's RemoveInformer stops an informer and the
@@ -358,13 +432,13 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	inf, err := New(withContext(lw), obj, s, iopts)
+	inf, err := New(lw, obj, s, iopts)
 	if err != nil {
 		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
 	c.mu.Lock()
-	closed = c.closed
+	closed := c.closed
 	if !closed {
 		c.made = append(c.made, inf)
 	}
@@ -511,8 +585,19 @@ func (c *InformerConstructor) retire(name string) bool {
 // it is then logged, not returned). Close may be called more than once.
 func (c *InformerConstructor) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
+	clear(c.aheads)
+	for _, ah := range c.started {
+		ah.cancel()
+	}
+	c.started = nil
+	c.mu.Unlock()
+	// The informers started ahead stop with their Run, which the
+	// constructor's goroutines hold; claimed ones stopped with the Run
+	// they were given.
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var errs []error
 	if c.held != nil {
 		if err := c.held.Close(); err != nil {
@@ -570,6 +655,14 @@ type scopeProbe struct {
 type scopeTransport struct{ next http.RoundTripper }
 
 func (t *scopeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	moved, err := moveNamespace(req)
+	if err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	req = moved
 	p, ok := req.Context().Value(probeKey{}).(*scopeProbe)
 	if !ok {
 		return t.next.RoundTrip(req)
@@ -666,6 +759,20 @@ func parseListRequest(u *url.URL) listRequest {
 	if parts := strings.Split(strings.Trim(u.Path, "/"), "/"); len(parts) >= 3 && parts[len(parts)-3] == "namespaces" {
 		r.namespace = parts[len(parts)-2]
 	}
+	return r
+}
+
+// inNamespace is r made for namespace ns instead of r.namespace.
+func (r listRequest) inNamespace(ns string) listRequest {
+	from, to := "/namespaces/"+r.namespace+"/", "/namespaces/"+ns+"/"
+	move := func(s string) string {
+		i := strings.LastIndex(s, from)
+		if i < 0 {
+			return s
+		}
+		return s[:i] + to + s[i+len(from):]
+	}
+	r.request, r.path, r.namespace = move(r.request), move(r.path), ns
 	return r
 }
 

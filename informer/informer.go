@@ -136,6 +136,23 @@ type Informer struct {
 		failing atomic.Pointer[commitFailure]
 	}
 
+	// onRun, when set (by an InformerConstructor, before Run), is called
+	// once the informer has started, with its Run's context: the
+	// constructor then resumes the informers of the same type's other
+	// namespaces (see ConstructorOptions.ResumeOnDemand).
+	onRun func(ctx context.Context)
+	// startedAhead records that an InformerConstructor started the
+	// informer before it was asked for (Stats.StartedAhead). hold, set
+	// with it, keeps the informer from committing until it is closed,
+	// once the informer was asked for with the transform it runs with:
+	// until then, what it would commit may be transformed otherwise than
+	// its asker wants, and it is thrown away if so.
+	startedAhead bool
+	hold         chan struct{}
+	// periodCh tells resyncLoop of a shorter resync check period set
+	// after start (see adoptResync).
+	periodCh chan time.Duration
+
 	// afterNotify, when set (by tests), runs on the goroutine that applies
 	// a commit, right after the commit's notifications were handed to the
 	// handlers: the moment a handler may run while the informer still
@@ -183,6 +200,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 		resyncCheckPeriod: o.ResyncPeriod,
 		syncedCh:          make(chan struct{}),
 		ended:             make(chan struct{}),
+		periodCh:          make(chan time.Duration, 1),
 		name:              o.Name,
 	}
 	if inf.name == "" {
@@ -234,6 +252,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		return
 	}
 	inf.proc.start()
+	if inf.onRun != nil {
+		inf.onRun(ctx)
+	}
 
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
@@ -265,6 +286,12 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		}
 	})
 
+	if inf.hold != nil {
+		select {
+		case <-inf.hold:
+		case <-runCtx.Done():
+		}
+	}
 	inf.popLoop(runCtx, q)
 
 	cancel()
@@ -472,6 +499,11 @@ func (inf *Informer) resyncLoop(ctx context.Context, q deltafifo.Queue, t clock.
 		select {
 		case <-ctx.Done():
 			return
+		case d := <-inf.periodCh:
+			t.Stop()
+			t = inf.opts.Clock.NewTicker(d)
+			defer t.Stop()
+			continue
 		case <-t.C():
 		}
 		if inf.proc.shouldResync(inf.opts.Clock.Now()) {
@@ -479,6 +511,28 @@ func (inf *Informer) resyncLoop(ctx context.Context, q deltafifo.Queue, t clock.
 				klog.FromContext(ctx).Error(err, "Queueing a resync failed")
 			}
 		}
+	}
+}
+
+// adoptResync makes d the informer's default resync period
+// (Options.ResyncPeriod) after it started, and its resync check period if
+// shorter. The informer must resync already (a check period above zero)
+// unless d is zero.
+func (inf *Informer) adoptResync(d time.Duration) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.opts.ResyncPeriod = d
+	if d > 0 && d < minimumResyncPeriod {
+		d = minimumResyncPeriod
+	}
+	if d > 0 && d < inf.resyncCheckPeriod {
+		inf.resyncCheckPeriod = d
+		inf.proc.setCheckPeriod(inf.logger, d)
+		select {
+		case <-inf.periodCh:
+		default:
+		}
+		inf.periodCh <- d
 	}
 }
 
@@ -738,6 +792,11 @@ type Stats struct {
 	// rather than by the reflector's catch-up.
 	StateLists    int64
 	SyncedByState bool
+	// StartedAhead says that an InformerConstructor started the informer
+	// before it was asked for, when the informer of the same type and
+	// selectors in another namespace ran (see
+	// ConstructorOptions.ResumeOnDemand).
+	StartedAhead bool
 	// Reflector holds the reflector's counters (lists, watches, resumes,
 	// relists by reason); zero before Run.
 	Reflector reflector.Stats
@@ -746,7 +805,7 @@ type Stats struct {
 // Stats returns what the informer has applied so far.
 func (inf *Informer) Stats() Stats {
 	st := Stats{Commits: inf.stats.commits.Load(), CommitFailures: inf.stats.commitFailures.Load(), Rejected: inf.stats.rejected.Load(),
-		StateLists: inf.stats.stateLists.Load(), SyncedByState: inf.syncedByState.Load()}
+		StateLists: inf.stats.stateLists.Load(), SyncedByState: inf.syncedByState.Load(), StartedAhead: inf.startedAhead}
 	if f := inf.stats.failing.Load(); f != nil {
 		st.CommitFailingSince, st.LastCommitError = f.since, f.err
 	}

@@ -208,11 +208,19 @@ func TestStateCatchUpFallsBack(t *testing.T) {
 			})
 			lw.bookmarkWatches()
 			waitDone(t, "informer sync", inf.HasSyncedChecker())
+			// The informer may apply the bookmark, and sync, a moment
+			// before the reflector that queued it records its catch-up.
+			pollUntil(t, "the reflector's catch-up", func() string {
+				if inf.Stats().Reflector.CaughtUpAt.IsZero() {
+					return "not yet"
+				}
+				return ""
+			})
 			st := inf.Stats()
 			if st.SyncedByState {
 				t.Errorf("synced by a state it could not use")
 			}
-			if st.Reflector.CaughtUpAt.IsZero() || st.Reflector.Relists != (reflector.RelistStats{}) {
+			if st.Reflector.Relists != (reflector.RelistStats{}) {
 				t.Errorf("reflector caught up at %v with relists %+v; want a catch-up by the bookmark, no relist", st.Reflector.CaughtUpAt, st.Reflector.Relists)
 			}
 		})

@@ -459,7 +459,7 @@ func runCRCache(ctx context.Context, cl *Cluster, name, url string, nss []string
 		cfg = ctor.Config()
 		opts.NewInformer = func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, idx cache.Indexers) cache.SharedIndexInformer {
 			inf := ctor.NewInformer(lw, obj, resync, idx)
-			if i, ok := inf.(*informer.Informer); ok {
+			if i, ok := informer.Of(inf); ok {
 				madeMu.Lock()
 				made = append(made, i)
 				madeMu.Unlock()

@@ -102,7 +102,7 @@ func child(mode string) int {
 	var made []*informer.Informer
 	newInformer := func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 		inf := c.NewInformer(lw, obj, resync, indexers)
-		if i, ok := inf.(*informer.Informer); ok {
+		if i, ok := informer.Of(inf); ok {
 			mu.Lock()
 			made = append(made, i)
 			mu.Unlock()

@@ -234,7 +234,7 @@ func startCRManager(t *testing.T, srv *apiserver.Server, url string, o crOptions
 	cacheOpts := crcache.Options{NewInformer: func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 		inf := c.NewInformer(lw, obj, resync, indexers)
 		name := "<client-go informer>"
-		i, ok := inf.(*informer.Informer)
+		i, ok := informer.Of(inf)
 		if ok {
 			name = i.Store().Info().Name
 		}

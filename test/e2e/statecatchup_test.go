@@ -74,39 +74,13 @@ func TestStateCatchUpMultiNamespaceCache(t *testing.T) {
 			if diff := cmp.Diff(server[ns], storeState(t, inf.GetStore())); diff != "" {
 				t.Errorf("round %d: %s: store at sync (-server +store):\n%s", round, ns, diff)
 			}
-			// The handler, added once the informers synced (as
-			// controller-runtime's are), gets the deletes made while
-			// down as tombstones carrying the last persisted object,
-			// then the objects as they are now. (A tombstone's object is
-			// the one the watch's delete carried: its resourceVersion is
-			// the delete's, not compared.)
-			var tombs []ev
-			for _, e := range changes[ns] {
-				if e.Op == "delete" {
-					tombs = append(tombs, ev{Op: "delete", Name: e.Name, UID: e.UID, Tomb: true})
-				}
-			}
-			got := r.recs[ns].waitN(t, len(tombs)+len(server[ns]))
-			sortByName(tombs)
-			gotTombs := got[:len(tombs)]
-			sortByName(gotTombs)
-			for i := range gotTombs {
-				gotTombs[i].RV = ""
-			}
-			if diff := cmp.Diff(tombs, gotTombs); diff != "" {
-				t.Errorf("round %d: deletes made in %s while down (-want +got):\n%s", round, ns, diff)
-			}
-			adds := got[len(tombs):]
-			sortByName(adds)
-			if diff := cmp.Diff(replayOf(server[ns]), adds); diff != "" {
-				t.Errorf("round %d: objects of %s the handler got (-want +got):\n%s", round, ns, diff)
-			}
+			checkLateHandler(t, round, ns, r.recs[ns], changes[ns], server[ns])
 		}
 		r.stop(t)
 	}
 }
 
-// stateCache is a controller-runtime cache started by startStateCache.
+// stateCache is a controller-runtime cache started by startCRCache.
 type stateCache struct {
 	ctor   *informer.InformerConstructor
 	recs   map[string]*recorder
@@ -115,7 +89,7 @@ type stateCache struct {
 	reg    cache.ResourceEventHandlerRegistration
 
 	mu   sync.Mutex
-	made map[string]*informer.Informer // by store name
+	made map[string]cache.SharedIndexInformer // by store name
 }
 
 // startStateCache starts a cache of namespaces nss whose informers an
@@ -124,8 +98,7 @@ type stateCache struct {
 // handler recording per namespace.
 func startStateCache(t *testing.T, srv *apiserver.Server, url string, nss []string) *stateCache {
 	t.Helper()
-	crSetLoggerOnce.Do(func() { ctrl.SetLogger(klog.Background()) })
-	ctor, err := informer.NewInformerConstructor(t.Context(), url, srv.Config(), &informer.ConstructorOptions{
+	return startCRCache(t, srv, url, nss, &informer.ConstructorOptions{
 		Cluster:      "e2e",
 		StateCatchUp: true,
 		Informer: informer.Options{Reflector: reflector.Options{
@@ -133,21 +106,36 @@ func startStateCache(t *testing.T, srv *apiserver.Server, url string, nss []stri
 			// informers sync by the listed state or not at all.
 			CatchUpWatchTimeout: 10 * time.Minute,
 		}},
-	})
+	}, nil)
+}
+
+// startCRCache starts a cache of namespaces nss whose informers an
+// InformerConstructor with options copts makes on the database at url,
+// waits for it to start, and asks it for the ConfigMap informer, adding a
+// handler recording per namespace. transform, when set, gives each
+// namespace's Config a transform of its own.
+func startCRCache(t *testing.T, srv *apiserver.Server, url string, nss []string, copts *informer.ConstructorOptions, transform func(ns string) cache.TransformFunc) *stateCache {
+	t.Helper()
+	crSetLoggerOnce.Do(func() { ctrl.SetLogger(klog.Background()) })
+	ctor, err := informer.NewInformerConstructor(t.Context(), url, srv.Config(), copts)
 	if err != nil {
 		t.Fatalf("NewInformerConstructor: %v", err)
 	}
-	r := &stateCache{ctor: ctor, recs: map[string]*recorder{}, made: map[string]*informer.Informer{}, done: make(chan error, 1)}
+	r := &stateCache{ctor: ctor, recs: map[string]*recorder{}, made: map[string]cache.SharedIndexInformer{}, done: make(chan error, 1)}
 	opts := crcache.Options{DefaultNamespaces: map[string]crcache.Config{}}
 	for _, ns := range nss {
-		opts.DefaultNamespaces[ns] = crcache.Config{}
+		var cfg crcache.Config
+		if transform != nil {
+			cfg.Transform = transform(ns)
+		}
+		opts.DefaultNamespaces[ns] = cfg
 		r.recs[ns] = newRecorder()
 	}
 	opts.NewInformer = func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, idx cache.Indexers) cache.SharedIndexInformer {
 		inf := ctor.NewInformer(lw, obj, resync, idx)
-		if i, ok := inf.(*informer.Informer); ok {
+		if i, ok := informer.Of(inf); ok {
 			r.mu.Lock()
-			r.made[i.Store().Info().Name] = i
+			r.made[i.Store().Info().Name] = inf
 			r.mu.Unlock()
 		}
 		return inf
@@ -191,7 +179,9 @@ func (r *stateCache) informer(t *testing.T, ns string) *informer.Informer {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inf, ok := r.made[crStoreName(ns)]
+	// Resolved now: an informer started ahead may have been replaced
+	// since it was made (see ConstructorOptions.ResumeOnDemand).
+	inf, ok := informer.Of(r.made[crStoreName(ns)])
 	if !ok {
 		t.Fatalf("no informerdb informer made for %s", ns)
 	}

@@ -1,0 +1,135 @@
+package informer
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// routedThrough is listedThrough whose watches go through cfg too, as
+// controller-runtime's do, so that the constructor may resume its
+// informer's siblings ahead; lw serves the objects.
+func routedThrough(t *testing.T, cfg *rest.Config, ns string, lw *fakeLW) *cache.ListWatch {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := listedThrough(t, cfg, ns, "", lw)
+	l.WatchFuncWithContext = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		w.Stop()
+		return lw.WatchWithContext(ctx, opts)
+	}
+	return l
+}
+
+// TestUnclaimedAheadStops: an informer resumed ahead for a namespace whose
+// informer is never asked for (a namespace the controller stopped
+// watching) commits nothing and stops after the claim window, freeing its
+// store: a later NewInformer of that namespace makes an informer of its
+// own, which resumes from the store as it was.
+func TestUnclaimedAheadStops(t *testing.T) {
+	ctx := t.Context()
+	srv := newAPIServerStub(t)
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	opts := &ConstructorOptions{Cluster: "c1", Informer: testOptions()}
+	lws := map[string]*fakeLW{"a": newFakeLW(), "b": newFakeLW()}
+	lws["a"].create("a", "one", "a1")
+	lws["b"].create("b", "one", "b1")
+
+	run := func(c *InformerConstructor, ns string) (*Informer, *running) {
+		t.Helper()
+		si := c.NewInformer(routedThrough(t, c.Config(), ns, lws[ns]), &corev1.ConfigMap{}, 0, cache.Indexers{})
+		inf, ok := si.(*Informer)
+		if !ok {
+			t.Fatalf("NewInformer(%s) returned a %T, want an informer of its own", ns, si)
+		}
+		r := start(t, inf)
+		waitDone(t, "informer sync", inf.HasSyncedChecker())
+		return inf, r
+	}
+
+	// First process: both namespaces, persisted.
+	c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
+	if err != nil {
+		t.Fatalf("NewInformerConstructor: %v", err)
+	}
+	_, ra := run(c, "a")
+	_, rb := run(c, "b")
+	ra.stop()
+	rb.stop()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	lws["b"].update("b", "one", "b2") // while down
+
+	// Second process: only namespace a is asked for.
+	c, err = NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
+	if err != nil {
+		t.Fatalf("NewInformerConstructor: %v", err)
+	}
+	c.claimWindow = 100 * time.Millisecond
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	_, ra = run(c, "a")
+	defer ra.stop()
+	var ah *ahead
+	deadline := time.Now().Add(waitLimit)
+	for ah == nil {
+		c.mu.Lock()
+		if len(c.started) > 0 {
+			ah = c.started[0]
+		}
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no informer was resumed ahead for namespace b within %v", waitLimit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	<-ah.ready
+	if ah.inf == nil {
+		t.Fatalf("resuming %s ahead failed", ah.name)
+	}
+	if ah.name != "core/v1/ConfigMap@ns=b" || !ah.inf.Stats().StartedAhead {
+		t.Fatalf("resumed ahead: %s (StartedAhead %v), want core/v1/ConfigMap@ns=b", ah.name, ah.inf.Stats().StartedAhead)
+	}
+	rv := ah.inf.Store().ResourceVersion()
+	select {
+	case <-ah.inf.ended:
+	case <-time.After(waitLimit):
+		t.Fatalf("the informer resumed ahead and never asked for still runs after %v", waitLimit)
+	}
+	if got := ah.inf.Stats().Commits; got != 0 {
+		t.Errorf("the informer resumed ahead and never asked for made %d commits, want 0", got)
+	}
+
+	// Asked for at last: an informer of its own, on the store as it was.
+	b, rb := run(c, "b")
+	defer rb.stop()
+	if b == ah.inf || b.Stats().StartedAhead {
+		t.Errorf("NewInformer(b) after the claim window returned the informer started ahead")
+	}
+	if got := b.Stats().Reflector.Resumes; got != 1 {
+		t.Errorf("NewInformer(b): %d resumes, want 1 (from %s)", got, rv)
+	}
+	want := map[string]string{"b/one": "b2"}
+	got := storeValues(b.GetStore())
+	if len(got) != 1 || got["b/one"] != want["b/one"] {
+		t.Errorf("store of b = %v, want %v", got, want)
+	}
+}
