@@ -143,12 +143,9 @@ type Options struct {
 	// lock commits take (a bounded store decodes each). A lister that
 	// lists another scope than the informer's never matches its store: it
 	// costs its bytes and saves nothing, it does not sync the informer
-	// early. Worth
-	// it where a controller's informers start one after another
-	// (controller-runtime's multi-namespace cache waits for each
-	// namespace's informer in turn) or where the restart's seconds matter
-	// more than those bytes. A lister lists one informer's objects: a
-	// template of several informers' options (FactoryOptions.Informer,
+	// early. Worth it where the restart's seconds matter more than those
+	// bytes. A lister lists one informer's objects: a template of several
+	// informers' options (FactoryOptions.Informer,
 	// ConstructorOptions.Informer) must leave it nil. Default nil: the
 	// bookmark.
 	StateCatchUp StateLister
