@@ -133,3 +133,68 @@ func TestUnclaimedAheadStops(t *testing.T) {
 		t.Errorf("store of b = %v, want %v", got, want)
 	}
 }
+
+// TestResumeStartsWithTheStoreOpen: the probe and the catch-up watch of a
+// resumable store start when NewInformer opens the store, before the
+// informer runs (invariant 10), and the informer's reflector resumes with
+// them: one probe and one watch in all, the changes made while down
+// applied.
+func TestResumeStartsWithTheStoreOpen(t *testing.T) {
+	ctx := t.Context()
+	srv := newAPIServerStub(t)
+	dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+	opts := &ConstructorOptions{Cluster: "c1", Informer: testOptions()}
+	lw := newFakeLW()
+	lw.create("a", "one", "v1")
+
+	c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
+	if err != nil {
+		t.Fatalf("NewInformerConstructor: %v", err)
+	}
+	inf := c.NewInformer(listedThrough(t, c.Config(), "a", "", lw), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
+	r := start(t, inf)
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	r.stop()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	lw.update("a", "one", "v2") // while down
+
+	c, err = NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
+	if err != nil {
+		t.Fatalf("NewInformerConstructor: %v", err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	probes, watches := lw.probes(), len(lw.watchCalls())
+	inf = c.NewInformer(listedThrough(t, c.Config(), "a", "", lw), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
+	deadline := time.Now().Add(waitLimit)
+	for lw.probes() == probes || len(lw.watchCalls()) == watches {
+		if time.Now().After(deadline) {
+			t.Fatalf("NewInformer did not start the probe and the watch within %v (probes %d, watches %d)", waitLimit, lw.probes()-probes, len(lw.watchCalls())-watches)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r = start(t, inf)
+	defer r.stop()
+	waitDone(t, "informer sync", inf.HasSyncedChecker())
+	if got, want := storeValues(inf.GetStore()), map[string]string{"a/one": "v2"}; got["a/one"] != want["a/one"] || len(got) != 1 {
+		t.Errorf("store = %v, want %v", got, want)
+	}
+	if p, w := lw.probes()-probes, len(lw.watchCalls())-watches; p != 1 || w != 1 {
+		t.Errorf("the restart made %d probes and %d watches, want 1 and 1 (those started with the store's open)", p, w)
+	}
+	if st := inf.Stats().Reflector; st.Resumes != 1 || st.Lists != 1 || st.Watches != 1 {
+		t.Errorf("reflector: %d resumes, %d lists, %d watches; want 1, 1, 1", st.Resumes, st.Lists, st.Watches)
+	}
+}
+
+// watchCalls returns the options of every watch f served.
+func (f *fakeLW) watchCalls() []metav1.ListOptions {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]metav1.ListOptions(nil), f.watches...)
+}

@@ -410,6 +410,7 @@ func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, ob
 	sopts.Codec = codec
 	sopts.Indexers = indexers
 	sopts.Scope = c.scopeOf(base, req)
+	startEarly(context.Background(), c.url, sopts, lw, &iopts)
 	s, err := openStores(context.Background(), c.url, sopts, &iopts)
 	if errors.Is(err, store.ErrInUse) && c.retire(name) {
 		// controller-runtime's RemoveInformer stops an informer and the
@@ -418,10 +419,12 @@ func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, ob
 		s, err = openStores(context.Background(), c.url, sopts, &iopts)
 	}
 	if err != nil {
+		iopts.Reflector.Early.Stop()
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
 	if c.meta != nil {
 		if iopts.StateCatchUp, err = req.stateLister(c.meta); err != nil {
+			iopts.Reflector.Early.Stop()
 			closeAll(s, iopts.Tombstones)
 			return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 		}
@@ -433,6 +436,7 @@ func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, ob
 	}
 	inf, err := New(lw, obj, s, iopts)
 	if err != nil {
+		iopts.Reflector.Early.Stop()
 		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}

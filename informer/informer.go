@@ -387,6 +387,9 @@ func initialAdds(objs []interface{}) []queuedNote {
 // the first time only.
 func (inf *Informer) end() {
 	inf.endOnce.Do(func() {
+		// Unless its reflector took them, the requests started before
+		// Run (a Factory's or constructor's, reflector.Options.Early).
+		inf.opts.Reflector.Early.Stop()
 		inf.mu.Lock()
 		// Set before the listeners are stopped, under mu as in
 		// AddEventHandler: a handler added after stop would never be

@@ -373,8 +373,11 @@ func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, i
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	defer context.AfterFunc(e.stopped, func() { cancel(ErrStopped) })()
+	lw := &restLW{mapper: e, codecs: e.codecs(), gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
+	startEarly(ctx, e.url, sopts, lw, &iopts)
 	s, err := openStores(ctx, e.url, sopts, &iopts)
 	if err != nil {
+		iopts.Reflector.Early.Stop()
 		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
 			err = errors.Join(err, cause)
 		}
@@ -388,9 +391,9 @@ func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, i
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	lw := &restLW{mapper: e, codecs: e.codecs(), gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
 	inf, err := New(lw, obj, s, iopts)
 	if err != nil {
+		iopts.Reflector.Early.Stop()
 		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
 	}

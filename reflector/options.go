@@ -55,6 +55,13 @@ type Options struct {
 	// Non-empty: probe the server, then watch from it without listing.
 	// Empty: cold start with a full list.
 	ResumeFrom string
+	// Early, when set, is the probe and the catch-up watch of this resume
+	// started before Run (StartEarly), while the store was opened. Run
+	// uses them if it resumes from the resourceVersion they were started
+	// from within one CatchUpWatchTimeout of their start (the sync target
+	// is then the early probe's), and stops them otherwise. Package
+	// informer's Factory, typed factories and InformerConstructor set it.
+	Early *Early
 
 	// ColdReason is the reason logged and counted (Stats.Relists) for the
 	// list of a cold start (empty ResumeFrom): ReasonCold (the default),

@@ -237,8 +237,10 @@ type runState struct {
 	relistKV      []interface{}
 	relistLogged  bool
 	relistCounted bool
-	// pending is the watch left open by a streaming list.
-	pending watch.Interface
+	// pending is the watch left open by a streaming list, or the catch-up
+	// watch of pendingEarly (Options.Early).
+	pending      watch.Interface
+	pendingEarly *Early
 	// catchUpMisses counts catch-up watches in a row that ended without a
 	// bookmark.
 	catchUpMisses int

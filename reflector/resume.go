@@ -92,8 +92,15 @@ func (o *Options) StartFrom(p Persisted) (unused string) {
 // first.
 func (r *Reflector) begin(ctx context.Context, st *runState) bool {
 	if r.opts.ResumeFrom == "" {
+		r.opts.Early.Stop()
 		st.startRelist(r.opts.ColdReason)
 		return true
+	}
+	if e := r.opts.Early.take(ctx, r.opts.ResumeFrom, r.opts.Clock.Now()); e != nil && r.useEarly(ctx, st, e) {
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
 	}
 	return r.probe(ctx, st)
 }

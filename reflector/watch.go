@@ -27,11 +27,17 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	start := r.opts.Clock.Now()
 	st.afterBackoff, st.slept = st.slept, false
 	w := st.pending
-	st.pending = nil
+	early := st.pendingEarly
+	st.pending, st.pendingEarly = nil, nil
 	catchUp := false
 	// timeout is the watch's timeoutSeconds, 0 for the watch a streaming
 	// list left open (its timeout started with the list).
 	var timeout int64
+	if early != nil {
+		// The catch-up watch started before the reflector ran.
+		defer early.release()
+		start, timeout, catchUp = early.startedAt, early.timeout, r.catchingUp(st)
+	}
 	var deadline <-chan time.Time
 	// stopDeadline stops the deadline's timer before a backoff: the next
 	// watch starts its own from st.catchUpDeadline, and a timer left
