@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
@@ -95,9 +94,7 @@ func testInfo(t *testing.T, h *harness) {
 		Indexes:         []string{idxApp, idxGuard, idxLabels, idxNamespace},
 		ResourceVersion: "42",
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Info() (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, got, "Info()")
 }
 
 func testUnknownParameter(t *testing.T, h *harness) {
@@ -107,10 +104,7 @@ func testUnknownParameter(t *testing.T, h *harness) {
 		s.Close()
 		t.Fatalf("store.Open(%q) accepted an unknown parameter", u)
 	}
-	wantErr(t, "Open with an unknown parameter", err, store.ErrInvalid)
-	if !strings.Contains(err.Error(), "informerdb_no_such_parameter") {
-		t.Errorf("error %q does not name the unknown parameter", err)
-	}
+	wantErr(t, "Open with an unknown parameter", err, store.ErrInvalid, "informerdb_no_such_parameter")
 }
 
 func testBadOptions(t *testing.T, h *harness) {

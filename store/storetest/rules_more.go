@@ -32,9 +32,7 @@ func testReplaceDuplicates(t *testing.T, h *harness) {
 	a1, a2 := newPod("ns", "a", "10", "app=first"), newPod("ns", "a", "11", "app=second")
 	mustOK(t, "Replace", s.Replace([]interface{}{a1, newPod("ns", "z", "12"), a2}, "13"))
 	checkContents(t, s, want(t, a2, newPod("ns", "z", "12")))
-	if diff := cmp.Diff([]string{"second"}, sortedValues(s, idxApp)); diff != "" {
-		t.Errorf("ListIndexFuncValues(app) (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"second"}, sortedValues(s, idxApp), "ListIndexFuncValues(app)")
 	CheckIndexes(t, s)
 }
 
@@ -52,21 +50,13 @@ func testDuplicateValues(t *testing.T, h *harness) {
 	s := h.open(t, h.url(t), o)
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "v=x", "app=")))
 	mustOK(t, "Add", s.Add(newPod("ns", "b", "1", "app=")))
-	if diff := cmp.Diff([]string{"ns/a"}, byIndexKeys(t, s, "twice", "x")); diff != "" {
-		t.Errorf("ByIndex(twice, x) (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"ns/b"}, indexKeys(t, s, "twice", "")); diff != "" {
-		t.Errorf("IndexKeys(twice, \"\") (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, "")); diff != "" {
-		t.Errorf("IndexKeys(app, \"\") (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a"}, byIndexKeys(t, s, "twice", "x"), "ByIndex(twice, x)")
+	checkDiff(t, []string{"ns/b"}, indexKeys(t, s, "twice", ""), "IndexKeys(twice, \"\")")
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, ""), "IndexKeys(app, \"\")")
 	CheckIndexes(t, s)
 	mustOK(t, "Update", s.Update(newPod("ns", "a", "2", "v=y")))
 	mustOK(t, "Delete", s.Delete(newPod("ns", "b", "")))
-	if diff := cmp.Diff([]string{"y"}, sortedValues(s, "twice")); diff != "" {
-		t.Errorf("ListIndexFuncValues(twice) (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"y"}, sortedValues(s, "twice"), "ListIndexFuncValues(twice)")
 	if v := s.ListIndexFuncValues(idxApp); len(v) != 0 {
 		t.Errorf("ListIndexFuncValues(app) = %q; want none", v)
 	}
@@ -83,9 +73,7 @@ func testCommitCanceled(t *testing.T, h *harness) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Commit with a canceled context: %v; want context.Canceled", err)
 	}
-	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-		t.Errorf("a canceled Commit changed the store (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, contents(t, s), "a canceled Commit changed the store")
 	checkRV(t, s, "5")
 }
 
@@ -123,9 +111,7 @@ func testLargeBatch(t *testing.T, h *harness) {
 	before := versions(t, s)
 	bad := slices.Concat(ops[:len(more)], []store.Op{{Type: store.OpPut, Object: newPod("ns", "x", "1", labelFail+"=1")}})
 	wantErr(t, "large Commit with a bad last op", s.Commit(t.Context(), store.Batch{Ops: bad, ResourceVersion: "102"}), store.ErrInvalid)
-	if diff := cmp.Diff(before, versions(t, s)); diff != "" {
-		t.Errorf("a failed large Commit changed the store (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, versions(t, s), "a failed large Commit changed the store")
 	checkRV(t, s, "101")
 }
 
@@ -178,12 +164,8 @@ func testRestartAfterAddIndexers(t *testing.T, h *harness) {
 	withZone := podOptions(t, "pods")
 	withZone.Indexers["zone"] = labelIndex("zone")
 	s = h.reopen(t, s, u, withZone)
-	if diff := cmp.Diff([]string{"ns/a", "ns/b"}, indexKeys(t, s, "zone", "west")); diff != "" {
-		t.Errorf("IndexKeys(zone, west) after restart (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"north", "west"}, sortedValues(s, "zone")); diff != "" {
-		t.Errorf("ListIndexFuncValues(zone) after restart (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, "zone", "west"), "IndexKeys(zone, west) after restart")
+	checkDiff(t, []string{"north", "west"}, sortedValues(s, "zone"), "ListIndexFuncValues(zone) after restart")
 	checkRV(t, s, "3")
 	CheckIndexes(t, s)
 

@@ -323,6 +323,26 @@ func sortedValues(s store.Store, index string) []string {
 	return v
 }
 
+// checkDiff reports how got differs from want; what, formatted with args,
+// says what was compared. Nil and empty slices are equal.
+func checkDiff(t testing.TB, want, got any, what string, args ...any) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, nilEmpty); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", fmt.Sprintf(what, args...), diff)
+	}
+}
+
+// none is the empty list checkDiff expects.
+var none []string
+
+// checkNoIndexValues checks that the pod indexes have no value left.
+func checkNoIndexValues(t testing.TB, s store.Store, when string) {
+	t.Helper()
+	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
+		checkDiff(t, none, s.ListIndexFuncValues(idx), "ListIndexFuncValues(%q) %s", idx, when)
+	}
+}
+
 // mustOK fails the test if err is not nil.
 func mustOK(t testing.TB, what string, err error) {
 	t.Helper()
@@ -331,11 +351,17 @@ func mustOK(t testing.TB, what string, err error) {
 	}
 }
 
-// wantErr checks that err wraps target.
-func wantErr(t testing.TB, what string, err, target error) {
+// wantErr checks that err wraps target and mentions every string of says.
+func wantErr(t testing.TB, what string, err, target error, says ...string) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Errorf("%s: error = %v; want one wrapping %q", what, err, target)
+		return
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%s: error %q does not mention %q", what, err, s)
+		}
 	}
 }
 
