@@ -99,12 +99,7 @@ func testInfo(t *testing.T, h *harness) {
 
 func testUnknownParameter(t *testing.T, h *harness) {
 	u := withParam(h.url(t), "informerdb_no_such_parameter=1")
-	s, err := store.Open(t.Context(), u, podOptions(t, "pods"))
-	if err == nil {
-		s.Close()
-		t.Fatalf("store.Open(%q) accepted an unknown parameter", u)
-	}
-	wantErr(t, "Open with an unknown parameter", err, store.ErrInvalid, "informerdb_no_such_parameter")
+	openFails(t, "Open with an unknown parameter", u, podOptions(t, "pods"), store.ErrInvalid, "informerdb_no_such_parameter")
 }
 
 func testBadOptions(t *testing.T, h *harness) {
@@ -118,12 +113,7 @@ func testBadOptions(t *testing.T, h *harness) {
 		{"nil index function", &store.Options{Codec: podCodec(t), Indexers: cache.Indexers{"x": nil}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := store.Open(t.Context(), h.url(t), tc.opts)
-			if err == nil {
-				s.Close()
-				t.Fatal("store.Open accepted invalid options")
-			}
-			wantErr(t, "Open", err, store.ErrInvalid)
+			openFails(t, "Open", h.url(t), tc.opts, store.ErrInvalid)
 		})
 	}
 }

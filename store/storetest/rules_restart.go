@@ -270,12 +270,7 @@ func testRestartIncompatible(t *testing.T, h *harness) {
 			closeStore(t, s)
 			o := podOptions(t, "pods")
 			tc.modify(o)
-			bad, err := store.Open(t.Context(), u, o)
-			if err == nil {
-				bad.Close()
-				t.Fatalf("reopen with another %s succeeded", tc.name)
-			}
-			wantErr(t, "reopen with another "+tc.name, err, store.ErrIncompatible, tc.says)
+			openFails(t, "reopen with another "+tc.name, u, o, store.ErrIncompatible, tc.says)
 			s = h.open(t, u, podOptions(t, "pods"))
 			checkContents(t, s, want(t, objs...))
 			checkRV(t, s, "5")
@@ -356,12 +351,7 @@ func testRestartInUse(t *testing.T, h *harness) {
 	u := h.url(t)
 	s := h.open(t, u, podOptions(t, "pods"))
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1")))
-	second, err := store.Open(t.Context(), u, podOptions(t, "pods"))
-	if err == nil {
-		second.Close()
-		t.Fatal("opening the same name twice succeeded")
-	}
-	wantErr(t, "second Open of the same name", err, store.ErrInUse)
+	openFails(t, "second Open of the same name", u, podOptions(t, "pods"), store.ErrInUse)
 	// The first store is unaffected.
 	checkContents(t, s, want(t, newPod("ns", "a", "1")))
 	s = h.reopen(t, s, u, podOptions(t, "pods"))

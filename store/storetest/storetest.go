@@ -98,6 +98,18 @@ func (h *harness) open(t *testing.T, url string, opts *store.Options) store.Stor
 	return s
 }
 
+// openFails checks that store.Open of url with opts fails with an error
+// wrapping target and mentioning says (see wantErr).
+func openFails(t *testing.T, what, url string, opts *store.Options, target error, says ...string) {
+	t.Helper()
+	s, err := store.Open(t.Context(), url, opts)
+	if err == nil {
+		s.Close()
+		t.Fatalf("%s: store.Open(%q) succeeded", what, url)
+	}
+	wantErr(t, what, err, target, says...)
+}
+
 // openPods opens a fresh database with one pod store.
 func (h *harness) openPods(t *testing.T) store.Store {
 	t.Helper()
