@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
 // Progress reports how far a long operation got. It is a plain value.
@@ -73,51 +73,23 @@ func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m
 	if o.Now != nil {
 		now = o.Now
 	}
-	// A temporary file of a name of its own, created with O_EXCL: saves
-	// to one path do not write into each other's file, and a symbolic
-	// link planted at a predictable name is not followed.
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".part-*")
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: create temporary file: %w", path, err)
-	}
-	part := f.Name()
-	if o.TempFile != nil {
-		o.TempFile(part)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(part)
+	err = snapfile.WriteFile(path, "snapshot: save "+path, o.TempFile, func(f *os.File) error {
+		var done int64
+		if m, done, err = write(ctx, f, path, now().UTC(), sources, o.Progress); err != nil {
+			return err
 		}
-	}()
-	// CreateTemp already makes it 0600; say so explicitly, whatever it
-	// does in later Go releases.
-	if err := f.Chmod(0o600); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: chmod: %w", path, err)
-	}
-	m, done, err := write(ctx, f, path, now().UTC(), sources, o.Progress)
+		if o.Progress != nil {
+			o.Progress(Progress{Op: "save", Done: done, Total: done})
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("snapshot: save %s: %w", path, err)
+		}
+		m.Size = fi.Size()
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if o.Progress != nil {
-		o.Progress(Progress{Op: "save", Done: done, Total: done})
-	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: fsync: %w", path, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
-	}
-	m.Size = fi.Size()
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: close: %w", path, err)
-	}
-	if err := os.Rename(part, path); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: rename: %w", path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
 	}
 	return m, nil
 }
@@ -265,20 +237,4 @@ func overwritesDatabase(path, rawURL string) bool {
 	a, errA := os.Stat(path)
 	b, errB := os.Stat(u.Path)
 	return errA == nil && errB == nil && os.SameFile(a, b)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
 }
