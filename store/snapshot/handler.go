@@ -238,10 +238,11 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		names, err := pick(entries, want, h.source)
+		names, err := pick(entries, want, "snapshot", h.source, "save the other stores with store= parameters")
 		if err != nil {
 			return err
 		}
+		names = slices.Compact(names) // store=a&store=a
 		hdr := w.Header()
 		hdr.Set("Content-Type", ContentType)
 		hdr.Set("Content-Disposition", `attachment; filename="informerdb.snap"`)
@@ -273,10 +274,12 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(ErrorTrailer, headerSafe(err.Error()))
 }
 
-// pick returns the names of the stores of entries to save: want, or every
-// store that is not gone, as SaveURL picks them. A store to save that this
-// build cannot read fails it.
-func pick(entries []store.StoreEntry, want []string, source string) ([]string, error) {
+// pick returns the names, sorted, of the stores of entries to save: want,
+// or every store that is not gone. A store to save that this build cannot
+// read fails it: after a downgrade, the stores this build reads can still
+// be saved. op starts the errors, source names the database in them, and
+// hint says how to save the others.
+func pick(entries []store.StoreEntry, want []string, op, source, hint string) ([]string, error) {
 	var names []string
 	for _, e := range entries {
 		if !e.Gone() {
@@ -286,16 +289,15 @@ func pick(entries []store.StoreEntry, want []string, source string) ([]string, e
 	if len(want) > 0 {
 		for _, n := range want {
 			if !slices.Contains(names, n) {
-				return nil, fmt.Errorf("snapshot: no store %q in %s (it has %q): %w", n, source, names, store.ErrNotFound)
+				return nil, fmt.Errorf("%s: no store %q in %s (it has %q): %w", op, n, source, names, store.ErrNotFound)
 			}
 		}
 		names = slices.Clone(want)
 	}
 	slices.Sort(names)
-	names = slices.Compact(names)
 	for _, e := range entries {
 		if e.Err != nil && slices.Contains(names, e.Info.Name) {
-			return nil, fmt.Errorf("snapshot: %w (save the other stores with store= parameters)", e.Err)
+			return nil, fmt.Errorf("%s: %w (%s)", op, e.Err, hint)
 		}
 	}
 	return names, nil

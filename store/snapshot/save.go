@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -175,33 +174,17 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	if overwritesDatabase(path, rawURL) {
 		return nil, fmt.Errorf("snapshot: save %s: the snapshot would replace the database %s that it saves, or a file of it: choose another file: %w", path, redact(rawURL), store.ErrInvalid)
 	}
-	// A store this build cannot read (another format version, damaged
-	// metadata) fails the save only if it is one to save: after a
-	// downgrade, the stores this build reads can still be backed up.
 	entries, err := store.ListStores(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
 	}
-	var names []string
-	for _, e := range entries {
-		if !e.Gone() {
-			names = append(names, e.Info.Name)
-		}
+	var want []string
+	if o != nil {
+		want = o.Stores
 	}
-	if o != nil && len(o.Stores) > 0 {
-		for _, n := range o.Stores {
-			if !slices.Contains(names, n) {
-				return nil, fmt.Errorf("snapshot: save %s: no store %q in %s (it has %q): %w", path, n, redact(rawURL), names, store.ErrNotFound)
-			}
-		}
-		// o is the caller's, and only read.
-		names = slices.Clone(o.Stores)
-	}
-	slices.Sort(names)
-	for _, e := range entries {
-		if e.Err != nil && slices.Contains(names, e.Info.Name) {
-			return nil, fmt.Errorf("snapshot: save %s: %w (save the other stores with --store / SaveOptions.Stores, or drop this one)", path, e.Err)
-		}
+	names, err := pick(entries, want, "snapshot: save "+path, redact(rawURL), "save the other stores with --store / SaveOptions.Stores, or drop this one")
+	if err != nil {
+		return nil, err
 	}
 	sources := make([]Source, 0, len(names))
 	for _, name := range names {
