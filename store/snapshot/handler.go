@@ -323,18 +323,10 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		for _, uerr := range unreadable {
 			resp.Unreadable = append(resp.Unreadable, errorOf(uerr))
 		}
-		for _, si := range infos {
-			var hs hasher
-			info, err := v.Export(ctx, si.Name, func(rec store.Record) error {
-				hs.add(rec)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			resp.Stores = append(resp.Stores, hs.header(info))
-		}
-		return nil
+		return hashStores(ctx, v.Export, infos, "status", nil, nil, func(info store.Info, h *hasher) error {
+			resp.Stores = append(resp.Stores, h.header(info))
+			return nil
+		})
 	})
 	if err != nil {
 		h.failView(w, err)
