@@ -166,6 +166,18 @@ func (t *tempFiles) add(path string) {
 	t.paths[path] = true
 }
 
+// track returns a snapshot.SaveOptions.TempFile that registers the
+// temporary file, and forget, which drops it once the call that wrote it
+// has renamed or removed it.
+func (t *tempFiles) track() (add func(path string), forget func()) {
+	var part string
+	return func(path string) { part = path; t.add(path) }, func() {
+		if part != "" {
+			t.forget(part)
+		}
+	}
+}
+
 // forget drops path, which its command renamed or removed.
 func (t *tempFiles) forget(path string) {
 	t.mu.Lock()
