@@ -28,17 +28,9 @@ const FormatVersion = 1
 // backend holds the snapshot files this process has open, and opens URLs.
 var backend = &snapfile.Backend{Scheme: Scheme, FormatVersion: FormatVersion, New: New, Load: load}
 
-// rawDriver is the driver registered for Scheme.
-var rawDriver = backend.RawDriver()
-
 func init() {
-	store.Register(Scheme, rawDriver)
+	store.Register(Scheme, backend.RawDriver())
 }
-
-// Raw returns the memdb driver with record-level access (store.RawDriver)
-// to snapshot files, for the snapshot tool; see snapfile.RawDriver. Its Open
-// is the registered driver's.
-func Raw() store.RawDriver { return rawDriver }
 
 // New returns an empty store kept in a go-memdb database, without a file.
 // opts may be nil. The store is safe for concurrent use; see the package

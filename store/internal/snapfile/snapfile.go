@@ -216,11 +216,7 @@ func Read(path string, fn func(h *Header, key string, data []byte) error) ([]Hea
 	return read(path, f, st.Size(), fn)
 }
 
-// ReadFrom is Read over the size bytes of r; name goes into errors.
-func ReadFrom(name string, r io.ReaderAt, size int64, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
-	return read(name, r, size, fn)
-}
-
+// read is Read over the size bytes of r; name goes into errors.
 func read(name string, r io.ReaderAt, size int64, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
 	corrupt := func(format string, args ...interface{}) error {
 		return fmt.Errorf("snapfile: read %s: %s: %w", name, fmt.Sprintf(format, args...), store.ErrCorrupt)
