@@ -28,8 +28,8 @@
 // (the format of package store/internal/snapfile), its lock against other
 // processes, Options.Codec being required, what survives a crash (the last
 // snapshot, written atomically, never a resume point ahead of its objects),
-// and that Options.Durability does not apply. [New] and [NewFile] are the
-// direct constructors. One difference: each store's section of a snapshot
+// and that Options.Durability does not apply. [New] is the direct
+// constructor of a store without a file. One difference: each store's section of a snapshot
 // is read from one read transaction, so its objects and resume point are
 // those of one commit, but the stores of one file are not snapshotted at
 // one common instant.

@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"context"
-
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
@@ -33,14 +31,6 @@ func New(opts *store.Options) (store.Store, error) {
 	// A memory store keeps objects as given; encoding them would only cost.
 	o.Codec = nil
 	return indexer.NewBase(indexer.BaseConfig{Info: info, Options: o})
-}
-
-// NewFile opens the store named opts.Name in the snapshot file at path,
-// creating it on the first snapshot: the objects and resume point of the
-// file's last snapshot are loaded, and a new snapshot is written on Close and
-// every opts.SnapshotInterval. opts.Codec is required.
-func NewFile(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
-	return backend.NewFile(ctx, path, opts)
 }
 
 func baseInfo(o store.Options) store.Info {
