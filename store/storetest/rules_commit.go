@@ -27,11 +27,7 @@ func seed(t *testing.T, s store.Store) []interface{} {
 		newPod("ns", "b", "2", "app=db"),
 		newPod("", "c", "3", "app=web"),
 	}
-	ops := make([]store.Op, len(objs))
-	for i, o := range objs {
-		ops[i] = store.Op{Type: store.OpPut, Object: o}
-	}
-	mustOK(t, "seed Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "5"}))
+	mustOK(t, "seed Commit", s.Commit(t.Context(), store.Batch{Ops: puts(objs...), ResourceVersion: "5"}))
 	return objs
 }
 

@@ -166,9 +166,7 @@ func testUnusualKeys(t *testing.T, h *harness) {
 		mustOK(t, "Delete", s.Delete(o))
 	}
 	checkContents(t, s, map[string]string{})
-	if v := s.ListIndexFuncValues(idxApp); len(v) != 0 {
-		t.Errorf("ListIndexFuncValues(app) after deleting everything has %d values", len(v))
-	}
+	checkDiff(t, none, s.ListIndexFuncValues(idxApp), "ListIndexFuncValues(app) after deleting everything")
 }
 
 func testLargeObjects(t *testing.T, h *harness) {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
@@ -57,9 +56,7 @@ func testDuplicateValues(t *testing.T, h *harness) {
 	mustOK(t, "Update", s.Update(newPod("ns", "a", "2", "v=y")))
 	mustOK(t, "Delete", s.Delete(newPod("ns", "b", "")))
 	checkDiff(t, []string{"y"}, sortedValues(s, "twice"), "ListIndexFuncValues(twice)")
-	if v := s.ListIndexFuncValues(idxApp); len(v) != 0 {
-		t.Errorf("ListIndexFuncValues(app) = %q; want none", v)
-	}
+	checkDiff(t, none, s.ListIndexFuncValues(idxApp), "ListIndexFuncValues(app)")
 	CheckIndexes(t, s)
 }
 
@@ -96,10 +93,7 @@ func testLargeBatch(t *testing.T, h *harness) {
 	checkVersions(t, s, list...)
 	checkRV(t, s, "100")
 	more := bigPods("c", 2000, 8<<10)
-	ops := make([]store.Op, 0, len(more)+1000)
-	for _, o := range more {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: o})
-	}
+	ops := puts(more...)
 	for _, o := range list[:1000] {
 		ops = append(ops, store.Op{Type: store.OpDelete, Object: o})
 	}
@@ -192,11 +186,7 @@ func testRestartLargeBatch(t *testing.T, h *harness) {
 	list := bigPods("r", 1500, 8<<10)
 	mustOK(t, "Replace", s.Replace(list, "100"))
 	more := bigPods("c", 1500, 8<<10)
-	ops := make([]store.Op, 0, len(more))
-	for _, o := range more {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: o})
-	}
-	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "101"}))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: puts(more...), ResourceVersion: "101"}))
 	mustOK(t, "Replace", s.Replace(more[:500], "102"))
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
 	checkVersions(t, s, more[:500]...)
@@ -204,13 +194,13 @@ func testRestartLargeBatch(t *testing.T, h *harness) {
 	CheckIndexes(t, s)
 }
 
-// versions returns key -> resourceVersion of every object in s: a cheaper
-// identity than fingerprints for rules with thousands of large objects, whose
+// versionsOf returns key -> resourceVersion of objs: a cheaper identity
+// than fingerprints for rules with thousands of large objects, whose
 // objects all differ in resourceVersion.
-func versions(t testing.TB, s store.Store) map[string]string {
+func versionsOf(t testing.TB, objs []interface{}) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, obj := range s.List() {
+	for _, obj := range objs {
 		m, err := metaOf(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -220,18 +210,11 @@ func versions(t testing.TB, s store.Store) map[string]string {
 	return out
 }
 
+// versions is versionsOf the objects of s.
+func versions(t testing.TB, s store.Store) map[string]string { return versionsOf(t, s.List()) }
+
 // checkVersions compares s's keys and resourceVersions with objs'.
 func checkVersions(t testing.TB, s store.Store, objs ...interface{}) {
 	t.Helper()
-	want := map[string]string{}
-	for _, o := range objs {
-		m, err := metaOf(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[keyOf(t, o)] = m.GetResourceVersion()
-	}
-	if diff := cmp.Diff(want, versions(t, s)); diff != "" {
-		t.Errorf("store contents differ (-want +got, key -> resourceVersion):\n%s", diff)
-	}
+	checkDiff(t, versionsOf(t, objs), versions(t, s), "store contents (key -> resourceVersion)")
 }

@@ -335,6 +335,15 @@ func sortedValues(s store.Store, index string) []string {
 	return v
 }
 
+// puts returns an OpPut of each object.
+func puts(objs ...interface{}) []store.Op {
+	ops := make([]store.Op, len(objs))
+	for i, o := range objs {
+		ops[i] = store.Op{Type: store.OpPut, Object: o}
+	}
+	return ops
+}
+
 // checkDiff reports how got differs from want; what, formatted with args,
 // says what was compared. Nil and empty slices are equal.
 func checkDiff(t testing.TB, want, got any, what string, args ...any) {
