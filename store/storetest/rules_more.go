@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,9 +66,7 @@ func testCommitCanceled(t *testing.T, h *harness) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	err := s.Commit(ctx, store.Batch{ResourceVersion: "9", Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", "new", "9")}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Commit with a canceled context: %v; want context.Canceled", err)
-	}
+	wantErr(t, "Commit with a canceled context", err, context.Canceled)
 	checkDiff(t, before, contents(t, s), "a canceled Commit changed the store")
 	checkRV(t, s, "5")
 }
