@@ -173,9 +173,7 @@ func (h *handler) fail(w http.ResponseWriter, code int, err error) {
 	for _, k := range []string{"Trailer", "Content-Disposition", "Content-Length"} {
 		hdr.Del(k)
 	}
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(errorOf(err))
 }
@@ -243,16 +241,13 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		names = slices.Compact(names) // store=a&store=a
-		hdr := w.Header()
-		hdr.Set("Content-Type", ContentType)
-		hdr.Set("Content-Disposition", `attachment; filename="informerdb.snap"`)
-		hdr.Set("Cache-Control", "no-store")
-		hdr.Set("X-Content-Type-Options", "nosniff")
+		setContentType(w, ContentType)
+		w.Header().Set("Content-Disposition", `attachment; filename="informerdb.snap"`)
 		if r.Method == http.MethodHead {
 			w.WriteHeader(http.StatusOK)
 			return nil
 		}
-		hdr.Set("Trailer", ErrorTrailer)
+		w.Header().Set("Trailer", ErrorTrailer)
 		sources := make([]Source, 0, len(names))
 		for _, name := range names {
 			sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
@@ -333,10 +328,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp.Size = diskSize(h.rawURL)
-	hdr := w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, "application/json")
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -344,6 +336,15 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(resp)
+}
+
+// setContentType sets the Content-Type of every answer, and the headers
+// that keep caches and browsers from keeping or sniffing it.
+func setContentType(w http.ResponseWriter, ctype string) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", ctype)
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
 }
 
 // sentWriter records whether anything was written through it.
