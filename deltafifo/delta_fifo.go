@@ -3,7 +3,6 @@ package deltafifo
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"k8s.io/client-go/tools/cache"
 )
@@ -94,11 +93,8 @@ type seqRV struct {
 // locked, as in client-go, so a consumer can update KnownObjects in step
 // with the queue.
 type DeltaFIFO struct {
-	opts Options
+	core // mu guards the fields below
 
-	// mu guards every field below; cond (on mu) signals new entries and Close.
-	mu   sync.Mutex
-	cond sync.Cond
 	// items holds the queued deltas of each key in queue.
 	items map[string]pending
 	// queue is the pop order. A key is in queue exactly when it is in items,
@@ -108,16 +104,13 @@ type DeltaFIFO struct {
 	nextSeq uint64
 	// rvs are the resourceVersions of events the watermark has not passed
 	// yet, in arrival order.
-	rvs    deque[seqRV]
-	closed bool
+	rvs deque[seqRV]
 	// relistSeq is the sequence number of the latest Replace, if relisted.
 	relistSeq uint64
 	relisted  bool
 	// relistOpen is set by Replace and cleared by the pop that hands out
 	// the last key of the relist (Batch.RelistDone).
 	relistOpen bool
-	// populated is set by the first Add, Update, Delete or Replace.
-	populated bool
 	// initialCount is the number of queue entries, queued when the first
 	// Replace came first, that still have to be popped and processed.
 	initialCount int
@@ -128,16 +121,9 @@ var _ Queue = (*DeltaFIFO)(nil)
 // NewDeltaFIFO returns an empty DeltaFIFO configured by opts (see Options
 // for the defaults; MaxBatch is ignored).
 func NewDeltaFIFO(opts Options) *DeltaFIFO {
-	f := &DeltaFIFO{opts: opts.withDefaults(), items: make(map[string]pending)}
-	f.cond.L = &f.mu
+	f := &DeltaFIFO{items: make(map[string]pending)}
+	f.init(opts)
 	return f
-}
-
-// KeyOf returns the key of obj as this queue computes it: tombstones by
-// their Key, cache.Deltas by their newest object, anything else by the key
-// function.
-func (f *DeltaFIFO) KeyOf(obj interface{}) (string, error) {
-	return keyOf("key", f.opts.KeyFunction, obj)
 }
 
 // Add queues an Added delta for obj's key.
@@ -264,13 +250,9 @@ func (f *DeltaFIFO) queueBookmarkLocked(rv string) {
 // unchanged. See DeltaFIFO for how the list resourceVersion becomes the
 // resume point.
 func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
-	keys, objs, err := prepareList(&f.opts, list)
+	keys, objs, listed, err := prepareList(&f.opts, list)
 	if err != nil {
 		return err
-	}
-	listed := make(map[string]struct{}, len(keys))
-	for _, k := range keys {
-		listed[k] = struct{}{}
 	}
 
 	f.mu.Lock()
@@ -293,20 +275,15 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 		gone = append(gone, cache.DeletedFinalStateUnknown{Key: e.key, Obj: unwrapTombstone(newest)})
 	}
 	if known := f.opts.KnownObjects; known != nil {
-		for _, k := range known.ListKeys() {
-			if _, ok := listed[k]; ok {
-				continue
-			}
-			if _, ok := f.items[k]; ok {
-				continue
-			}
-			obj, ok, err := knownObject("replace", known, k)
-			if err != nil {
-				return err
-			}
-			if ok {
-				gone = append(gone, cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(obj)})
-			}
+		err := eachKnown("replace", known, func(k string) bool {
+			_, isListed := listed[k]
+			_, queued := f.items[k]
+			return isListed || queued
+		}, func(k string, obj interface{}) {
+			gone = append(gone, cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(obj)})
+		})
+		if err != nil {
+			return err
 		}
 	}
 
@@ -358,21 +335,15 @@ func (f *DeltaFIFO) Resync() error {
 	}
 	var keys []string
 	var objs []interface{}
-	for _, k := range known.ListKeys() {
-		if _, ok := f.items[k]; ok {
-			continue
-		}
-		obj, ok, err := knownObject("resync", known, k)
-		if err != nil {
-			return err
-		}
-		if ok {
-			keys = append(keys, k)
-			objs = append(objs, obj)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
+	err := eachKnown("resync", known, func(k string) bool {
+		_, queued := f.items[k]
+		return queued
+	}, func(k string, obj interface{}) {
+		keys = append(keys, k)
+		objs = append(objs, obj)
+	})
+	if err != nil || len(keys) == 0 {
+		return err
 	}
 	seq := f.arriveLocked("")
 	for i, k := range keys {
@@ -392,19 +363,8 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var w waiter
-	defer w.release()
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if f.queue.len() > 0 {
-			break
-		}
-		if f.closed {
-			return ErrClosed
-		}
-		w.waitLocked(ctx, &f.mu, &f.cond)
+	if err := f.waitLocked(ctx, func() bool { return f.queue.len() > 0 }); err != nil {
+		return err
 	}
 
 	b := Batch{InInitialList: !f.syncedLocked()}
@@ -541,20 +501,4 @@ func (f *DeltaFIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.queue.len()
-}
-
-// Close stops the queue: writes fail with ErrClosed, Pop hands out what is
-// queued and then returns ErrClosed. Close is idempotent.
-func (f *DeltaFIFO) Close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closed = true
-	f.cond.Broadcast()
-}
-
-// IsClosed reports whether Close has been called.
-func (f *DeltaFIFO) IsClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
 }

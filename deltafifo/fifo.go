@@ -3,7 +3,6 @@ package deltafifo
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"k8s.io/client-go/tools/cache"
 )
@@ -70,16 +69,10 @@ func (u *unit) size() int {
 // PopFunc runs with the queue locked, so writers wait while a batch is
 // processed; that keeps KnownObjects in step with the queue.
 type FIFO struct {
-	opts Options
+	core // mu guards the fields below
 
-	// mu guards every field below; cond (on mu) signals new units and Close.
-	mu   sync.Mutex
-	cond sync.Cond
 	// units are the queued units, oldest first.
-	units  deque[unit]
-	closed bool
-	// populated is set by the first Add, Update, Delete or Replace.
-	populated bool
+	units deque[unit]
 	// initialPending is true from the first Replace (if it came first) until
 	// its batch has been processed.
 	initialPending bool
@@ -92,20 +85,13 @@ var _ Queue = (*FIFO)(nil)
 // New returns an empty in-order FIFO configured by opts (see Options for the
 // defaults).
 func New(opts Options) *FIFO {
-	f := &FIFO{opts: opts.withDefaults()}
+	f := &FIFO{}
+	f.init(opts)
 	// A consumer that keeps up pops up to MaxBatch deltas at a time, and
 	// the queue refills by as much: enough spare chunks for that keeps
 	// its steady state from allocating.
 	f.units.keep = max(dequeSpares, (f.opts.MaxBatch+dequeChunk-1)/dequeChunk+1)
-	f.cond.L = &f.mu
 	return f
-}
-
-// KeyOf returns the key of obj as this queue computes it: tombstones by
-// their Key, cache.Deltas by their newest object, anything else by the key
-// function.
-func (f *FIFO) KeyOf(obj interface{}) (string, error) {
-	return keyOf("key", f.opts.KeyFunction, obj)
 }
 
 // Add queues an Added delta.
@@ -174,23 +160,25 @@ func (f *FIFO) Bookmark(resourceVersion string) error {
 
 // prepareList validates and transforms a Replace's list before any lock is
 // taken, so that a bad item leaves the queue unchanged.
-func prepareList(o *Options, list []interface{}) (keys []string, objs []interface{}, err error) {
+func prepareList(o *Options, list []interface{}) (keys []string, objs []interface{}, listed map[string]struct{}, err error) {
 	keys = make([]string, len(list))
+	listed = make(map[string]struct{}, len(list))
 	for i, obj := range list {
 		if keys[i], err = keyOf("replace", o.KeyFunction, obj); err != nil {
-			return nil, nil, fmt.Errorf("%w (item %d)", err, i)
+			return nil, nil, nil, fmt.Errorf("%w (item %d)", err, i)
 		}
+		listed[keys[i]] = struct{}{}
 	}
 	if o.Transformer == nil {
-		return keys, list, nil
+		return keys, list, listed, nil
 	}
 	objs = make([]interface{}, len(list))
 	for i, obj := range list {
 		if objs[i], err = transform("replace", o.Transformer, obj); err != nil {
-			return nil, nil, fmt.Errorf("%w (item %d)", err, i)
+			return nil, nil, nil, fmt.Errorf("%w (item %d)", err, i)
 		}
 	}
-	return keys, objs, nil
+	return keys, objs, listed, nil
 }
 
 // Replace queues a relist as one unit (see FIFO). A key-function or
@@ -200,13 +188,9 @@ func prepareList(o *Options, list []interface{}) (keys []string, objs []interfac
 // the unit is queued anyway, since its resourceVersion must still reach the
 // consumer together with the deletions.
 func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
-	keys, objs, err := prepareList(&f.opts, list)
+	keys, objs, listed, err := prepareList(&f.opts, list)
 	if err != nil {
 		return err
-	}
-	listed := make(map[string]struct{}, len(keys))
-	for _, k := range keys {
-		listed[k] = struct{}{}
 	}
 
 	f.mu.Lock()
@@ -232,25 +216,19 @@ func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
 		})
 	}
 	if known := f.opts.KnownObjects; known != nil {
-		for _, k := range known.ListKeys() {
-			if _, ok := listed[k]; ok {
-				continue
-			}
-			if _, ok := last[k]; ok {
-				continue
-			}
-			obj, ok, err := knownObject("replace", known, k)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
+		err := eachKnown("replace", known, func(k string) bool {
+			_, isListed := listed[k]
+			_, queued := last[k]
+			return isListed || queued
+		}, func(k string, obj interface{}) {
 			u.keys = append(u.keys, k)
 			u.deltas = append(u.deltas, cache.Delta{
 				Type:   cache.Deleted,
 				Object: cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(obj)},
 			})
+		})
+		if err != nil {
+			return err
 		}
 	}
 	typ := f.opts.replacedType()
@@ -313,22 +291,15 @@ func (f *FIFO) Resync() error {
 	}
 	_, last := f.lastQueuedLocked()
 	u := unit{kind: unitResync}
-	for _, k := range known.ListKeys() {
-		if _, ok := last[k]; ok {
-			continue
-		}
-		obj, ok, err := knownObject("resync", known, k)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
+	err := eachKnown("resync", known, func(k string) bool {
+		_, queued := last[k]
+		return queued
+	}, func(k string, obj interface{}) {
 		u.keys = append(u.keys, k)
 		u.deltas = append(u.deltas, cache.Delta{Type: cache.Sync, Object: obj})
-	}
-	if len(u.deltas) == 0 {
-		return nil
+	})
+	if err != nil || len(u.deltas) == 0 {
+		return err
 	}
 	f.pushLocked(u)
 	return nil
@@ -346,19 +317,8 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var w waiter
-	defer w.release()
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if f.units.len() > 0 {
-			break
-		}
-		if f.closed {
-			return ErrClosed
-		}
-		w.waitLocked(ctx, &f.mu, &f.cond)
+	if err := f.waitLocked(ctx, func() bool { return f.units.len() > 0 }); err != nil {
+		return err
 	}
 
 	b, initial := f.takeLocked()
@@ -445,20 +405,4 @@ func (f *FIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.units.len()
-}
-
-// Close stops the queue: writes fail with ErrClosed, Pop hands out what is
-// queued and then returns ErrClosed. Close is idempotent.
-func (f *FIFO) Close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closed = true
-	f.cond.Broadcast()
-}
-
-// IsClosed reports whether Close has been called.
-func (f *FIFO) IsClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
 }

@@ -173,21 +173,6 @@ func (o *Options) replacedType() cache.DeltaType {
 	return cache.Sync
 }
 
-// knownObject looks key up in known for a Replace tombstone or a Resync.
-// A lookup error is returned (the caller leaves its queue unchanged rather
-// than emit a tombstone without an object); a key that vanished between
-// ListKeys and GetByKey reports ok=false.
-func knownObject(op string, known cache.KeyListerGetter, key string) (obj interface{}, ok bool, err error) {
-	obj, exists, err := known.GetByKey(key)
-	if err != nil {
-		return nil, false, fmt.Errorf("deltafifo: %s: known object %q: %w", op, key, err)
-	}
-	if !exists || typednil.Is(obj) {
-		return nil, false, nil
-	}
-	return obj, true, nil
-}
-
 // unwrapTombstone returns the object inside a tombstone, so that a tombstone
 // never nests another one.
 func unwrapTombstone(obj interface{}) interface{} {
@@ -197,37 +182,105 @@ func unwrapTombstone(obj interface{}) interface{} {
 	return obj
 }
 
-// waiter wakes a Pop blocked on cond when ctx is done. It uses
-// context.AfterFunc, which starts no goroutine unless ctx is actually done,
-// and stop releases the registration when Pop returns, so nothing leaks.
-type waiter struct {
-	stop func() bool
+// core is what both queues share: their options, lock and closed state.
+type core struct {
+	opts Options
+
+	// mu guards core's fields and those of the queue embedding it; cond
+	// (on mu) signals new entries and Close.
+	mu     sync.Mutex
+	cond   sync.Cond
+	closed bool
+	// populated is set by the first Add, Update, Delete or Replace.
+	populated bool
 }
 
-// waitLocked blocks on cond (whose Locker is mu, held by the caller) until it
-// is signalled or ctx is done.
-func (w *waiter) waitLocked(ctx context.Context, mu sync.Locker, cond *sync.Cond) {
-	if w.stop == nil {
-		w.stop = context.AfterFunc(ctx, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			cond.Broadcast()
-		})
+func (c *core) init(opts Options) {
+	c.opts = opts.withDefaults()
+	c.cond.L = &c.mu
+}
+
+// KeyOf returns the key of obj as this queue computes it: tombstones by
+// their Key, cache.Deltas by their newest object, anything else by the key
+// function.
+func (c *core) KeyOf(obj interface{}) (string, error) {
+	return keyOf("key", c.opts.KeyFunction, obj)
+}
+
+// Close stops the queue: writes fail with ErrClosed, Pop hands out what is
+// queued and then returns ErrClosed. Close is idempotent.
+func (c *core) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.cond.Broadcast()
+}
+
+// IsClosed reports whether Close has been called.
+func (c *core) IsClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// waitLocked blocks, with mu held, until ready reports true (nil), ctx is
+// done (its error), or the queue is closed with nothing ready (ErrClosed).
+// A done ctx wakes it through context.AfterFunc, which starts no goroutine
+// unless ctx is actually done, and is released before it returns.
+func (c *core) waitLocked(ctx context.Context, ready func() bool) error {
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if ready() {
+			return nil
+		}
+		if c.closed {
+			return ErrClosed
+		}
+		if stop == nil {
+			stop = context.AfterFunc(ctx, func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.cond.Broadcast()
+			})
+		}
+		if waitHook != nil {
+			waitHook()
+		}
+		c.cond.Wait()
 	}
-	if waitHook != nil {
-		waitHook()
-	}
-	cond.Wait()
 }
 
 // waitHook, set by tests only, runs (with the lock held) each time a Pop is
 // about to block, so tests can act on a blocked Pop without sleeping.
 var waitHook func()
 
-func (w *waiter) release() {
-	if w.stop != nil {
-		w.stop()
+// eachKnown calls fn with every key of known that skip does not rule out,
+// and its object, for a Replace's tombstones or a Resync. A lookup error is
+// returned (the caller then leaves its queue unchanged rather than emit a
+// tombstone without an object); a key whose object vanished between
+// ListKeys and GetByKey is skipped.
+func eachKnown(op string, known cache.KeyListerGetter, skip func(key string) bool, fn func(key string, obj interface{})) error {
+	for _, k := range known.ListKeys() {
+		if skip(k) {
+			continue
+		}
+		obj, exists, err := known.GetByKey(k)
+		if err != nil {
+			return fmt.Errorf("deltafifo: %s: known object %q: %w", op, k, err)
+		}
+		if exists && !typednil.Is(obj) {
+			fn(k, obj)
+		}
 	}
+	return nil
 }
 
 // opClosedError is a write after Close: it reads "deltafifo: add: queue is

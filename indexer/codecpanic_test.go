@@ -11,7 +11,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/memory"
+	_ "github.com/informerdb/informerdb/store/memory" // memory:// for the files of these tests
 )
 
 // bomb's MarshalJSON panics: user code reached from the codec, as a CRD Go
@@ -31,7 +31,7 @@ func bombStore(t *testing.T) store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := memory.NewFile(context.Background(), filepath.Join(t.TempDir(), "a.snap"), &store.Options{
+	s, err := store.Open(context.Background(), "memory://"+filepath.Join(t.TempDir(), "a.snap"), &store.Options{
 		Name:        "bombs",
 		Codec:       c,
 		KeyFunc:     func(o interface{}) (string, error) { return o.(*bombObj).Name, nil },
@@ -105,7 +105,7 @@ func TestCodecPanicOnDecodeIsAnError(t *testing.T) {
 		KeyFunc:     func(o interface{}) (string, error) { return o.(*fuseObj).Name, nil },
 		KeyFuncName: "fuse-name",
 	}
-	s, err := memory.NewFile(context.Background(), path, opts)
+	s, err := store.Open(context.Background(), "memory://"+path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestCodecPanicOnDecodeIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reopened store.Store
-	if panics(func() { reopened, err = memory.NewFile(context.Background(), path, opts) }) {
+	if panics(func() { reopened, err = store.Open(context.Background(), "memory://"+path, opts) }) {
 		t.Fatal("opening a file with a record whose decoding panics panicked")
 	}
 	if err == nil {

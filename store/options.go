@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -40,23 +41,18 @@ type Options struct {
 	KeyFunc cache.KeyFunc
 	// KeyFuncName identifies KeyFunc in the store's metadata. Default
 	// "namespace/name" when KeyFunc is nil; required when KeyFunc is set.
-	// Change it with the function: a store opened with another name fails
-	// with ErrIncompatible. A store also finds a function that computes
-	// other keys under the same name, and starts empty (Info().Reset says
-	// why), as after a scope change: every backend's default mode checks
-	// every object when it opens, the bounded mode (CacheSize > 0) a sample
-	// of 256, and misses a change that alters no key of the sample.
+	// A store opened with another name fails with ErrIncompatible; one
+	// whose function computes other keys under the same name starts empty
+	// (Info().Reset says why). Open checks every object's key, in the
+	// bounded mode (CacheSize > 0) a sample of 256.
 	KeyFuncName string
 
-	// Indexers are the indexes kept from the start. A persistent store whose
-	// recorded index set differs rebuilds its index entries from the stored
-	// objects when it is opened. Index sets are recorded by name; a store
-	// also finds a function that computes something else under the same
-	// name, and stores the new values: every backend's default mode checks
-	// every object when it opens, the bounded mode (CacheSize > 0) a sample
-	// of 256, and misses a change that alters no value of the sample. Give
-	// an index a new name when its function changes what only a few
-	// objects yield.
+	// Indexers are the indexes kept from the start. A persistent store
+	// whose recorded index set (by name) differs rebuilds its index entries
+	// when opened. A function that computes something else under the same
+	// name is found as a key function is (see KeyFuncName) and its values
+	// stored; give an index a new name when its function changes what only
+	// a few objects yield.
 	Indexers cache.Indexers
 
 	// Scope is an opaque fingerprint of what the store caches (cluster,
@@ -106,10 +102,8 @@ func (o *Options) WithDefaults() (Options, error) {
 	} else if r.KeyFuncName == "" {
 		return r, fmt.Errorf("store: options: KeyFuncName is required with a custom KeyFunc, so a reopened store can tell whether its keys still mean the same: %w", ErrInvalid)
 	}
-	if r.Indexers == nil {
+	if r.Indexers = maps.Clone(r.Indexers); r.Indexers == nil {
 		r.Indexers = cache.Indexers{}
-	} else {
-		r.Indexers = copyIndexers(r.Indexers)
 	}
 	for name, f := range r.Indexers {
 		if name == "" || f == nil {
@@ -130,12 +124,4 @@ func (o *Options) WithDefaults() (Options, error) {
 		return r, fmt.Errorf("store: options: LockTimeout, CacheSize and SnapshotInterval must not be negative: %w", ErrInvalid)
 	}
 	return r, nil
-}
-
-func copyIndexers(in cache.Indexers) cache.Indexers {
-	out := make(cache.Indexers, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }

@@ -28,42 +28,31 @@ type Exporter interface {
 }
 
 // RawDriver is implemented by drivers whose databases can be read and written
-// record by record, without the objects' Go types or index functions: the
-// snapshot tool's way in, and how Stores, ListStores, Export, Import and
-// Drop reach a backend. Every bundled backend implements it.
+// record by record, without the objects' Go types or index functions: how
+// Stores, ListStores, Export, Import, Drop and the snapshot tool reach a
+// backend. Every bundled backend implements it.
 type RawDriver interface {
 	Driver
 	// Stores returns the Info of every store in the database at u. A store
 	// whose metadata cannot be read fails the call.
 	Stores(ctx context.Context, u *url.URL) ([]Info, error)
-	// ListStores returns every store of the database at u, in name order:
-	// each with its Info, or with the error that reading its metadata
-	// gave, if that error wraps ErrIncompatible or ErrCorrupt, or
-	// ErrNotFound for a store that is gone but not yet deleted (see
+	// ListStores returns every store of the database at u, in name order,
+	// each with its Info or with the error of reading its metadata when
+	// that wraps ErrIncompatible, ErrCorrupt or ErrNotFound (see
 	// StoreEntry.Err). Any other error (the database's own damage, the
-	// lock, ctx) fails the call. A backend whose databases cannot hold an
-	// unreadable store beside readable ones (one file with one checksum)
-	// returns its Stores, as driver.EntriesOf makes them.
+	// lock, ctx) fails the call.
 	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
 	// Export reads the store named name at u in one consistent view.
 	Export(ctx context.Context, u *url.URL, name string, fn func(Record) error) (Info, error)
 	// Import replaces the store named info.Name at u with the records next
-	// yields until it returns io.EOF, recording info's metadata and resume
-	// point. It is atomic: on error or a crash the store keeps its previous
-	// contents, or is left empty without a resume point so that its
-	// informer relists. A record with a key driver.CheckKey refuses (the
-	// empty key) fails it with an error wrapping ErrInvalid that names the
-	// record by its position.
+	// yields until io.EOF, recording info's metadata and resume point. It
+	// is atomic: on error or a crash the store keeps its previous contents,
+	// or is left empty without a resume point so that its informer
+	// relists. A key driver.CheckKey refuses fails it with ErrInvalid,
+	// naming the record by its position.
 	Import(ctx context.Context, u *url.URL, info Info, next func() (Record, error)) error
-	// Drop deletes the store named name from the database at u: its
-	// objects, index data, metadata and resume point. It is atomic: after
-	// an error or a crash at any point the store is either whole or gone
-	// (a later Open of the name finds an empty store without a resume
-	// point). The database's other stores are untouched. A name the
-	// database does not hold fails with an error wrapping ErrNotFound, a
-	// store open in this process with ErrInUse, a database another
-	// process holds with ErrLocked once the lock timeout or ctx ends, and
-	// an empty name with ErrInvalid.
+	// Drop deletes the store named name from the database at u, as
+	// store.Drop documents.
 	Drop(ctx context.Context, u *url.URL, name string) error
 }
 
@@ -72,13 +61,11 @@ type StoreEntry struct {
 	// Info describes the store. Only its Name is set when Err is not nil.
 	Info Info
 	// Err, if not nil, is why this build cannot read the store's metadata:
-	// it wraps ErrIncompatible (a store of another format version) or
-	// ErrCorrupt (a damaged metadata record). Or it wraps ErrNotFound: the
-	// store is gone but not its data, as a Drop interrupted after its
-	// atomic step leaves it (badger); a Drop of the name deletes the rest.
-	// Such an entry is listed so that a tool that checks names against
-	// the list (snapshot drop) can finish the job; it is no store, and
-	// Stores leaves it out.
+	// it wraps ErrIncompatible (another format version) or ErrCorrupt (a
+	// damaged metadata record); or ErrNotFound for a store that is gone
+	// but not its data (a badger Drop interrupted after its atomic step),
+	// listed so that a Drop of the name can finish the job. Stores leaves
+	// such an entry out.
 	Err error
 }
 
@@ -87,17 +74,41 @@ type StoreEntry struct {
 func (e StoreEntry) Gone() bool { return errors.Is(e.Err, ErrNotFound) }
 
 // RawFrozenViewer is implemented by raw drivers whose reads can change the
-// files of the database they read: badger replays its logs and truncates a
-// damaged value-log tail when it opens a directory, and deletes the tables
-// its MANIFEST does not list. FrozenView returns the URL of a view of the
-// database at u that reads leave the database's files as they are (for
-// badger, a private copy of the directory), and a function that releases
-// the view; the same driver reads it. A check of a database that must not
-// change what it checks (snapshot.Verify) reads through it. It fails like
-// the driver's reads: ErrNotFound for a missing database, ErrLocked when
-// another process holds it past the lock timeout.
+// database's files (badger replays its logs, truncates a damaged value-log
+// tail and deletes tables its MANIFEST does not list). FrozenView returns
+// the URL of a view of the database at u that reads leave unchanged (for
+// badger, a private copy), read by the same driver, and its release. It
+// fails like the driver's reads (ErrNotFound, ErrLocked).
 type RawFrozenViewer interface {
 	FrozenView(ctx context.Context, u *url.URL) (view *url.URL, release func() error, err error)
+}
+
+// RawLiveViewer is implemented by raw drivers that can read a database the
+// stores of this process have open, every store of it at one point, through
+// the handle those stores share (snapshot.NewHandler serves it).
+type RawLiveViewer interface {
+	// LiveView calls fn with a read-only view of every store of the
+	// database at u, as this process's stores have committed it, and
+	// returns fn's error. Only u's path counts. LiveView never opens the
+	// database: when no store of this process has it open it fails with
+	// ErrClosed, and a URL that cannot name such a database with
+	// ErrInvalid. The view is valid until fn returns, and keeps reading
+	// what it started with if the stores close meanwhile. Each backend
+	// documents its unit of consistency and what a long view costs its
+	// writers.
+	LiveView(ctx context.Context, u *url.URL, fn func(RawView) error) error
+}
+
+// RawView is a read-only view of the stores of one database at one point,
+// valid only during the call it is given to and not safe for concurrent use.
+type RawView interface {
+	// ListStores returns every store of the view, in name order, as
+	// RawDriver.ListStores does.
+	ListStores(ctx context.Context) ([]StoreEntry, error)
+	// Export calls fn for every record of the store named name in the
+	// view (ErrNotFound if it has none) and returns its Info at the
+	// view. fn must not retain Data.
+	Export(ctx context.Context, name string, fn func(Record) error) (Info, error)
 }
 
 func rawDriver(op, rawURL string) (RawDriver, *url.URL, error) {
@@ -110,6 +121,21 @@ func rawDriver(op, rawURL string) (RawDriver, *url.URL, error) {
 		return nil, nil, fmt.Errorf("store: %s %q: the %s backend cannot be read record by record: %w", op, rawURL, u.Scheme, ErrInvalid)
 	}
 	return rd, u, nil
+}
+
+// LiveView calls fn with a read-only view of every store of the database at
+// rawURL that stores of this process have open (see RawLiveViewer). A
+// backend without live views fails with ErrInvalid.
+func LiveView(ctx context.Context, rawURL string, fn func(RawView) error) error {
+	d, u, err := driverFor("view", rawURL)
+	if err != nil {
+		return err
+	}
+	lv, ok := d.(RawLiveViewer)
+	if !ok {
+		return fmt.Errorf("store: view %s: the %s backend cannot serve a live view of its databases: %w", u.Redacted(), u.Scheme, ErrInvalid)
+	}
+	return lv.LiveView(ctx, u, fn)
 }
 
 // Stores returns the Info of every store in the database at rawURL.
@@ -171,21 +197,17 @@ func Import(ctx context.Context, rawURL string, info Info, next func() (Record, 
 	return d.Import(ctx, u, info, next)
 }
 
-// Drop deletes the store named name from the database at rawURL, which must
-// not be open for writing in another process: its objects, index data,
-// metadata and resume point go, atomically, and the other stores of the
-// database stay as they are. It is how an operator removes the store of an
-// informer that no longer runs (a namespace a controller-runtime cache
-// dropped, a resource a factory stopped watching) without deleting the
-// whole database, which would make every informer relist.
+// Drop deletes the store named name from the database at rawURL: its
+// objects, index data, metadata and resume point, atomically (after an error
+// or a crash the store is whole or gone); the database's other stores stay
+// as they are. It removes the store of an informer that no longer runs
+// without making every informer of the database relist.
 //
-// A name the database does not hold (or a database that does not exist)
-// fails with an error wrapping ErrNotFound; a store open in this process
-// with ErrInUse (close it first); a database another process holds with
-// ErrLocked after the lock timeout (lock_timeout=), or with ctx's error.
-// An empty name, a malformed URL, an unknown scheme or a backend without
-// RawDriver fail with ErrInvalid. See each backend's Drop for what happens
-// to the space the store took.
+// A name the database does not hold (or no database) fails with ErrNotFound;
+// a store open in this process with ErrInUse; a database another process
+// holds with ErrLocked after the lock timeout, or with ctx's error. An empty
+// name, a malformed URL, an unknown scheme or a backend without RawDriver
+// fail with ErrInvalid. See each backend's Drop for the space the store took.
 func Drop(ctx context.Context, rawURL, name string) error {
 	op := "drop " + name + " from"
 	if name == "" {

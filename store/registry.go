@@ -3,9 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -50,12 +50,7 @@ func Register(scheme string, d Driver) {
 func Schemes() []string {
 	driversMu.RLock()
 	defer driversMu.RUnlock()
-	s := make([]string, 0, len(drivers))
-	for k := range drivers {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
+	return slices.Sorted(maps.Keys(drivers))
 }
 
 // Open opens the store named by opts.Name in the database at rawURL, e.g.
@@ -104,9 +99,8 @@ func driverFor(op, rawURL string) (Driver, *url.URL, error) {
 		return nil, nil, fmt.Errorf("store: %s %q: the %s backend is not registered (forgotten import of github.com/informerdb/informerdb/store/%s?); registered: %s: %w",
 			op, rawURL, u.Scheme, u.Scheme, schemeList(), ErrInvalid)
 	}
-	// A plain path, an empty URL and file:// get one answer: what a
-	// database URL is. A path is not guessed at: the backend is the
-	// scheme, and a new file or directory has no content to tell.
+	// A path is not guessed at: a new file or directory has no content
+	// to tell its backend.
 	what := fmt.Sprintf("unknown scheme %q", u.Scheme)
 	if u.Scheme == "" {
 		what = "no scheme"

@@ -14,49 +14,16 @@
 //	snapshot rekey <database> --key FILE [--old-key FILE]... [--store name]...
 //	snapshot drop <database> --store name [--store name]...
 //
-// A database is a store URL, as store.Open takes (bolt:///abs/file.db,
-// badger:///abs/dir, memory:///abs/file.snap, memdb:///abs/file.snap;
-// parameters such as ?lock_timeout=30s included), or the path of an
-// existing one, recognised by its content: a bolt file, a badger
-// directory, or a memory or memdb snapshot file (read as memory://, the two
-// share the format). A file is a portable snapshot file, which save writes.
-// Anything else (an unknown file, a directory without a badger database,
-// file://, an empty argument) is refused as usage, naming the store URLs; a
-// new database, which has no content yet, is named by its URL. Bolt and
-// badger databases are locked by the process that has them open: the
-// command reads and writes offline databases (a running process snapshots
-// itself with snapshot.SaveURL or snapshot.SaveStores, or serves itself;
-// see below).
-//
-// save, status, ls, get and by-index also read a running process's
-// database through the handler it mounts (snapshot.NewHandler), given its
-// http:// or https:// address (the prefix it is mounted under): for
-// example, with kubectl port-forward deploy/my-controller 8081,
-// "snapshot save http://localhost:8081/debug/informerdb/ cache.idb". The
-// snapshot is verified in full before it is written; ls and get read a
-// temporary copy. https:// addresses are verified against the system's
-// roots; --insecure-skip-tls-verify accepts any certificate. --token-file
-// sends a bearer token, for a metrics server that authenticates its
-// requests (controller-runtime's, with its authentication filter, serves
-// its ExtraHandlers behind it).
-//
-// ls prints one name per line by default, as kubectl's -o name, with the
-// object's key in its store (what get takes) after the kind:
-// kind[.group]/namespace/name, or kind[.group]/name for a cluster-scoped
-// object (configmap/kube-system/coredns, deployment.apps/default/web,
-// node/worker-1), so that names stay unique across namespaces. -o wide is
-// a table (NAMESPACE, NAME as kind/name, RESOURCE VERSION, AGE, STORE);
-// -o yaml and -o json print whole objects, YAML documents separated by
-// "---" or JSON values one after another. -l takes kubectl's label
-// selectors, -n a namespace. get prints YAML by default.
-//
-// Exit codes: 0 success, 1 other errors, 2 usage (no command, a bad flag
-// value, an argument that is not a file or a database), 3 corrupt or
-// incompatible data (checksum, truncation, failed verification), 4 restore
-// target not empty, 5 database locked or in use, 130 and 143 stopped by
-// SIGINT and SIGTERM. The first such signal stops the command: it winds
-// down (a save removes its temporary file, a restore rolls back its store),
-// and is stopped after a few seconds if it does not.
+// A database is a store URL (bolt:///abs/file.db, memory:///abs/file.snap,
+// ...) or the path of an existing one, recognised by its content; a file is
+// a portable snapshot file, which save writes; save, status, ls, get and
+// by-index also read a running process's database through the handler it
+// mounts (snapshot.NewHandler), given its http:// or https:// address.
+// "snapshot help" and "snapshot help <command>" tell the rest: what each
+// command does, its output formats and the exit codes. The first SIGINT or
+// SIGTERM stops a command: it winds down (a save removes its temporary
+// file, a restore rolls back its store), and is stopped after a few seconds
+// if it does not.
 package main
 
 import (
@@ -164,6 +131,18 @@ func (t *tempFiles) add(path string) {
 		t.paths = map[string]bool{}
 	}
 	t.paths[path] = true
+}
+
+// track returns a snapshot.SaveOptions.TempFile that registers the
+// temporary file, and forget, which drops it once the call that wrote it
+// has renamed or removed it.
+func (t *tempFiles) track() (add func(path string), forget func()) {
+	var part string
+	return func(path string) { part = path; t.add(path) }, func() {
+		if part != "" {
+			t.forget(part)
+		}
+	}
 }
 
 // forget drops path, which its command renamed or removed.

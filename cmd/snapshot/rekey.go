@@ -77,7 +77,7 @@ database instead.`,
 				}
 			}
 			for _, info := range infos {
-				if len(stores) > 0 && !contains(stores, info.Name) {
+				if len(stores) > 0 && !slices.Contains(stores, info.Name) {
 					continue
 				}
 				inner := storedCodec{name: strings.TrimSuffix(info.Codec, encryptedSuffix), typ: info.Type}
@@ -98,13 +98,4 @@ database instead.`,
 	cmd.Flags().StringArrayVar(&old, "old-key", nil, "file with a key records may still be sealed under (repeatable)")
 	cmd.Flags().StringArrayVar(&stores, "store", nil, "store to rekey (repeatable; default all)")
 	return cmd
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

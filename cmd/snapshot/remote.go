@@ -102,20 +102,14 @@ func saveRemote(cmd *cobra.Command, src, file string, stores []string) error {
 	if err != nil {
 		return err
 	}
-	var part string
-	o.TempFile = func(path string) { part = path; temps.add(path) }
+	var forget func()
+	o.TempFile, forget = temps.track()
 	m, err := snapshot.Fetch(cmd.Context(), file, src, o)
-	if part != "" {
-		temps.forget(part)
-	}
+	forget()
 	if err != nil {
 		return err
 	}
-	var n int64
-	for _, s := range m.Stores {
-		n += s.Objects
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Saved %d stores, %d objects, from %s to %s (%d bytes).\n", len(m.Stores), n, src, file, m.Size)
+	fmt.Fprintf(cmd.OutOrStdout(), "Saved %d stores, %d objects, from %s to %s (%d bytes).\n", len(m.Stores), objectCount(m), src, file, m.Size)
 	return nil
 }
 
@@ -161,12 +155,10 @@ func localCopy(cmd *cobra.Command, target, store string) (path string, done func
 		done()
 		return "", nil, fmt.Errorf("fetch %s: %w", target, err)
 	}
-	var part string
-	o.TempFile = func(p string) { part = p; temps.add(p) }
+	var forget func()
+	o.TempFile, forget = temps.track()
 	_, err = snapshot.Fetch(cmd.Context(), path, target, o)
-	if part != "" {
-		temps.forget(part)
-	}
+	forget()
 	if err != nil {
 		done()
 		return "", nil, err

@@ -125,23 +125,14 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 				return usageError{fmt.Errorf("save: %s is a snapshot file already; save reads a database (a bolt file, a badger directory or a store URL)", a[0])}
 			}
 			p := newProgress(cmd, g, "save")
-			var part string
-			m, err := snapshot.SaveURL(cmd.Context(), a[1], src.target, &snapshot.SaveOptions{
-				Stores: stores, Progress: p.report,
-				TempFile: func(path string) { part = path; temps.add(path) },
-			})
-			if part != "" {
-				temps.forget(part)
-			}
+			track, forget := temps.track()
+			m, err := snapshot.SaveURL(cmd.Context(), a[1], src.target, &snapshot.SaveOptions{Stores: stores, Progress: p.report, TempFile: track})
+			forget()
 			p.done()
 			if err != nil {
 				return err
 			}
-			var n int64
-			for _, s := range m.Stores {
-				n += s.Objects
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Saved %d stores, %d objects, to %s (%d bytes).\n", len(m.Stores), n, a[1], m.Size)
+			fmt.Fprintf(cmd.OutOrStdout(), "Saved %d stores, %d objects, to %s (%d bytes).\n", len(m.Stores), objectCount(m), a[1], m.Size)
 			return nil
 		},
 	}
@@ -180,11 +171,7 @@ informer relist on its next start. A new database is named by its store URL
 			if err != nil {
 				return err
 			}
-			var n int64
-			for _, s := range m.Stores {
-				n += s.Objects
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Restored %d stores, %d objects, into %s.\n", len(m.Stores), n, m.Source)
+			fmt.Fprintf(cmd.OutOrStdout(), "Restored %d stores, %d objects, into %s.\n", len(m.Stores), objectCount(m), m.Source)
 			return nil
 		},
 	}
@@ -233,7 +220,7 @@ the error, and the others are still described (exit 3).`,
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&format, "write-out", "w", "simple", "output format: simple, json or table")
+	addFormat(cmd, &format)
 	return cmd
 }
 
@@ -287,7 +274,7 @@ temporary directory ($TMPDIR). Any damage is exit code 3.`,
 			return printManifest(cmd.OutOrStdout(), format, m)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "write-out", "w", "simple", "output format: simple, json or table")
+	addFormat(cmd, &format)
 	return cmd
 }
 
@@ -325,6 +312,20 @@ may write).`,
 	}
 	cmd.Flags().DurationVar(&timeout, "lock-timeout", time.Second, "how long to wait for another process's lock")
 	return cmd
+}
+
+// objectCount is the number of objects of m's stores.
+func objectCount(m *snapshot.Manifest) int64 {
+	var n int64
+	for _, s := range m.Stores {
+		n += s.Objects
+	}
+	return n
+}
+
+// addFormat adds -w, the format of status and verify.
+func addFormat(cmd *cobra.Command, format *string) {
+	cmd.Flags().StringVarP(format, "write-out", "w", "simple", "output format: simple, json or table")
 }
 
 func checkFormat(f string) error {

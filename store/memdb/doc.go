@@ -17,45 +17,22 @@
 // than package indexer's shared one. Its file mode (URLs, locking,
 // snapshots) is the memory backend's.
 //
-// # URLs
+// # URLs, files and durability
 //
 //	memdb://                                   a store that lives as long as the process
 //	memdb:///abs/path/cache.snap               loaded from the file on Open, saved on Close
 //	memdb:///abs/path/cache.snap?snapshot_interval=30s   also saved every 30s
 //
-// snapshot_interval overrides store.Options.SnapshotInterval and
-// lock_timeout store.Options.LockTimeout; both need a file. Other
-// parameters, a host, a relative path, or a path ending in a slash (which
-// names a directory) are errors wrapping store.ErrInvalid. [New] and
-// [NewFile] are the direct constructors.
-//
-// One file holds any number of stores, one per Options.Name, in the snapshot
-// format of package store/internal/snapfile (the memory backend's). One
-// process at a time has a file open: the first store of a file locks it
-// (flock of cache.snap.lock beside it, which stays in place), and another
-// process's Open waits up to Options.LockTimeout, then fails with
-// store.ErrLocked (or with the error of Open's context, if that ends
-// first); the lock is released when the file's last store closes. A file
-// store needs Options.Codec: every put is encoded when it is written, and
-// Open decodes the objects and computes their index entries again, which is
-// also how a changed index set is rebuilt.
-//
-// # Durability
-//
-// Without a file, nothing survives the process, the resume point included,
-// so the informer lists again on start.
-//
-// With a file, what survives is the last snapshot: the one written by Close,
-// or the last periodic one. Each store's section of a snapshot is read from
-// one read transaction, so its objects and resume point are those of one
-// commit, and snapfile writes a temporary file, fsyncs it and renames it over
-// the old one: kill -9 or a power loss at any instant leaves the old snapshot
-// or the new one, never a resume point ahead of its objects. Commits after
-// the last snapshot are lost by a crash; the informer then resumes from the
-// older resume point and receives them again. A snapshot that fails (a full
-// disk) leaves the previous one: a periodic one logs the error, Close
-// returns it (the store is closed all the same). Options.Durability does not
-// apply: commits never wait for the disk.
+// Everything about files is as package store/memory documents it, memdb://
+// for memory://: the parameters, the snapshot file of any number of stores
+// (the format of package store/internal/snapfile), its lock against other
+// processes, Options.Codec being required, what survives a crash (the last
+// snapshot, written atomically, never a resume point ahead of its objects),
+// and that Options.Durability does not apply. [New] is the direct
+// constructor of a store without a file. One difference: each store's section of a snapshot
+// is read from one read transaction, so its objects and resume point are
+// those of one commit, but the stores of one file are not snapshotted at
+// one common instant.
 //
 // # Concurrency
 //
@@ -82,19 +59,11 @@
 // operation, and leaves the store unchanged. An unknown index is
 // store.ErrNotFound, a taken index name store.ErrIndexExists, and every
 // method of a closed store returns store.ErrClosed (methods without an error
-// result return empty values). In file mode, an object the codec cannot
-// encode is store.ErrInvalid; a truncated or damaged file fails Open with
-// store.ErrCorrupt naming the file; a file written with another codec,
-// object type or key function fails it with store.ErrIncompatible; a
-// changed Options.Scope empties the store (Info().Reset says why); opening a
-// name that is already open in the process, until its Close returns, is
-// store.ErrInUse.
+// result return empty values). File errors are the memory backend's.
 //
 // # Caveats
 //
-//   - The sections of one snapshot are each consistent, but the stores of
-//     one file are not snapshotted at one common instant. Every snapshot
-//     rewrites the whole file.
+//   - Every snapshot rewrites the whole file.
 //   - Reads are slower than the memory backend's: a Get is a radix tree walk
 //     plus go-memdb's per-lookup allocations, where client-go's indexer does
 //     one map lookup. Writes copy the radix nodes on the path to every
@@ -104,6 +73,4 @@
 //     nodes. BENCHMARKS.md has the measurements. Pick the memory backend for
 //     speed, this one for reads that must see one consistent state.
 //   - File mode keeps each object's encoding besides the decoded object.
-//   - On platforms without flock (not Unix) the file is not locked: two
-//     processes must not open one file there.
 package memdb

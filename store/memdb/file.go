@@ -1,7 +1,6 @@
 package memdb
 
 import (
-	"context"
 	"fmt"
 	"iter"
 	"slices"
@@ -11,15 +10,6 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
-
-// NewFile opens the store named opts.Name in the snapshot file at path (an
-// absolute path), creating the file on the first snapshot: the objects and
-// resume point of the file's last snapshot are loaded, and a new snapshot is
-// written on Close and every opts.SnapshotInterval. opts.Codec is required.
-// The store is safe for concurrent use.
-func NewFile(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
-	return backend.NewFile(ctx, path, opts)
-}
 
 // load returns the store o.Name of a snapshot file holding l (see
 // snapfile.Backend.Load), filled in one transaction. Snapshots read its

@@ -16,7 +16,6 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
-	"github.com/informerdb/informerdb/store/memdb"
 )
 
 func podCodec(t testing.TB) store.Codec {
@@ -237,7 +236,7 @@ func TestFileSnapshotsAreOneState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The snapshot of Close holds the last commit.
-	s2, err := memdb.NewFile(t.Context(), path, fileOptions(t, "pods"))
+	s2, err := store.Open(t.Context(), "memdb://"+path, fileOptions(t, "pods"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,17 +28,9 @@ const FormatVersion = 1
 // backend holds the snapshot files this process has open, and opens URLs.
 var backend = &snapfile.Backend{Scheme: Scheme, FormatVersion: FormatVersion, New: New, Load: load}
 
-// rawDriver is the driver registered for Scheme.
-var rawDriver = backend.RawDriver()
-
 func init() {
-	store.Register(Scheme, rawDriver)
+	store.Register(Scheme, backend.RawDriver())
 }
-
-// Raw returns the memdb driver with record-level access (store.RawDriver)
-// to snapshot files, for the snapshot tool; see snapfile.RawDriver. Its Open
-// is the registered driver's.
-func Raw() store.RawDriver { return rawDriver }
 
 // New returns an empty store kept in a go-memdb database, without a file.
 // opts may be nil. The store is safe for concurrent use; see the package
@@ -350,18 +342,26 @@ func forEachEntry(txn *memdb.Txn, index, value string, withValue bool, fn func(*
 	}
 }
 
-func unknownIndex(op, name string) error {
-	return fmt.Errorf("store: %s: index %q does not exist: %w", op, name, store.ErrNotFound)
+// indexRead returns the read transaction of the last commit, its index set
+// and the position in it of the index name, which must exist.
+func (s *memStore) indexRead(op, name string) (*memdb.Txn, *indexer.IndexSet, int, error) {
+	txn, ok := s.readTxn()
+	if !ok {
+		return nil, nil, 0, s.closedErr(op)
+	}
+	set := metaOf(txn).set
+	i, ok := set.Position(name)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("store: %s: index %q does not exist: %w", op, name, store.ErrNotFound)
+	}
+	return txn, set, i, nil
 }
 
 // ByIndex implements cache.Indexer.
 func (s *memStore) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	txn, ok := s.readTxn()
-	if !ok {
-		return nil, s.closedErr("by index")
-	}
-	if _, ok := metaOf(txn).set.Position(indexName); !ok {
-		return nil, unknownIndex("by index", indexName)
+	txn, _, _, err := s.indexRead("by index", indexName)
+	if err != nil {
+		return nil, err
 	}
 	list := []interface{}{}
 	forEachEntry(txn, indexName, indexedValue, true, func(e *entryRow) { list = append(list, e.obj) })
@@ -370,12 +370,9 @@ func (s *memStore) ByIndex(indexName, indexedValue string) ([]interface{}, error
 
 // IndexKeys implements cache.Indexer. The keys are sorted, as client-go's.
 func (s *memStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	txn, ok := s.readTxn()
-	if !ok {
-		return nil, s.closedErr("index keys")
-	}
-	if _, ok := metaOf(txn).set.Position(indexName); !ok {
-		return nil, unknownIndex("index keys", indexName)
+	txn, _, _, err := s.indexRead("index keys", indexName)
+	if err != nil {
+		return nil, err
 	}
 	keys := []string{}
 	forEachEntry(txn, indexName, indexedValue, true, func(e *entryRow) { keys = append(keys, e.key) })
@@ -385,14 +382,9 @@ func (s *memStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
 // Index implements cache.Indexer: the objects that share at least one value
 // of the named index with obj, each once.
 func (s *memStore) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	txn, ok := s.readTxn()
-	if !ok {
-		return nil, s.closedErr("index")
-	}
-	set := metaOf(txn).set
-	i, ok := set.Position(indexName)
-	if !ok {
-		return nil, unknownIndex("index", indexName)
+	txn, set, i, err := s.indexRead("index", indexName)
+	if err != nil {
+		return nil, err
 	}
 	if typednil.Is(obj) {
 		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)

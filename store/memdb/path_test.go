@@ -9,5 +9,5 @@ import (
 
 // TestTrailingSlashRefused: see snapfiletest.CheckTrailingSlash.
 func TestTrailingSlashRefused(t *testing.T) {
-	snapfiletest.CheckTrailingSlash(t, memdb.Scheme, memdb.NewFile)
+	snapfiletest.CheckTrailingSlash(t, memdb.Scheme)
 }

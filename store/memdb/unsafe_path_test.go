@@ -11,5 +11,5 @@ import (
 
 // TestUnsafePathsRefused: see snapfiletest.CheckUnsafePaths.
 func TestUnsafePathsRefused(t *testing.T) {
-	snapfiletest.CheckUnsafePaths(t, memdb.Scheme, memdb.NewFile)
+	snapfiletest.CheckUnsafePaths(t, memdb.Scheme)
 }

@@ -206,16 +206,8 @@ func putRow(txn *memdb.Txn, names []string, old *objectRow, p *indexer.Prepared)
 		return nil, err
 	}
 	if old != nil {
-		for i, vs := range old.vals {
-			for j, v := range vs {
-				// Values an index function repeats have one entry.
-				if slices.Contains(vs[:j], v) || slices.Contains(p.Values[i], v) {
-					continue
-				}
-				if err := txn.Delete(tableEntries, &entryRow{id: entryID(names[i], v, p.Key)}); err != nil {
-					return nil, fmt.Errorf("delete entry %q=%q of %s: %w", names[i], v, p.Key, err)
-				}
-			}
+		if err := deleteEntries(txn, names, p.Key, old.vals, p.Values); err != nil {
+			return nil, err
 		}
 	}
 	// Entries carry the object, so even unchanged values are rewritten.
@@ -244,13 +236,20 @@ func deleteRow(txn *memdb.Txn, names []string, r *objectRow) error {
 	if err := txn.Delete(tableObjects, r); err != nil {
 		return fmt.Errorf("delete %s: %w", r.key, err)
 	}
-	for i, vs := range r.vals {
+	return deleteEntries(txn, names, r.key, r.vals, nil)
+}
+
+// deleteEntries deletes the entries of key for its values vals, but for the
+// values keep (aligned with vals, when not nil) still holds. Values an index
+// function repeats have one entry.
+func deleteEntries(txn *memdb.Txn, names []string, key string, vals, keep [][]string) error {
+	for i, vs := range vals {
 		for j, v := range vs {
-			if slices.Contains(vs[:j], v) {
+			if slices.Contains(vs[:j], v) || keep != nil && slices.Contains(keep[i], v) {
 				continue
 			}
-			if err := txn.Delete(tableEntries, &entryRow{id: entryID(names[i], v, r.key)}); err != nil {
-				return fmt.Errorf("delete entry %q=%q of %s: %w", names[i], v, r.key, err)
+			if err := txn.Delete(tableEntries, &entryRow{id: entryID(names[i], v, key)}); err != nil {
+				return fmt.Errorf("delete entry %q=%q of %s: %w", names[i], v, key, err)
 			}
 		}
 	}

@@ -11,8 +11,8 @@
 // snapshot_interval overrides store.Options.SnapshotInterval and
 // lock_timeout store.Options.LockTimeout; both need a file. Other
 // parameters, and a file path that is relative or ends in a slash (which
-// names a directory), are rejected with store.ErrInvalid. [New] and
-// [NewFile] are the direct constructors.
+// names a directory), are rejected with store.ErrInvalid. [New] is the
+// direct constructor of a store without a file.
 //
 // One file holds any number of stores, one per Options.Name; the stores of
 // one file opened in one process share its state, and a snapshot written by

@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"context"
-
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
@@ -18,17 +16,9 @@ const FormatVersion = 1
 // backend holds the snapshot files this process has open, and opens URLs.
 var backend = &snapfile.Backend{Scheme: Scheme, FormatVersion: FormatVersion, New: New, Load: load}
 
-// rawDriver is the driver registered for Scheme.
-var rawDriver = backend.RawDriver()
-
 func init() {
-	store.Register(Scheme, rawDriver)
+	store.Register(Scheme, backend.RawDriver())
 }
-
-// Raw returns the memory driver with record-level access (store.RawDriver)
-// to snapshot files, for the snapshot tool; see snapfile.RawDriver. Its Open
-// is the registered driver's.
-func Raw() store.RawDriver { return rawDriver }
 
 // New returns an empty memory store that lives as long as the process.
 // opts may be nil.
@@ -41,14 +31,6 @@ func New(opts *store.Options) (store.Store, error) {
 	// A memory store keeps objects as given; encoding them would only cost.
 	o.Codec = nil
 	return indexer.NewBase(indexer.BaseConfig{Info: info, Options: o})
-}
-
-// NewFile opens the store named opts.Name in the snapshot file at path,
-// creating it on the first snapshot: the objects and resume point of the
-// file's last snapshot are loaded, and a new snapshot is written on Close and
-// every opts.SnapshotInterval. opts.Codec is required.
-func NewFile(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
-	return backend.NewFile(ctx, path, opts)
 }
 
 func baseInfo(o store.Options) store.Info {

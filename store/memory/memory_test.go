@@ -64,6 +64,7 @@ func TestOpenErrors(t *testing.T) {
 		says      string
 	}{
 		{"host instead of path", "memory://somehost/x.snap", podOptions(t), store.ErrInvalid, "three slashes"},
+		{"relative path", "memory:relative/x.snap", podOptions(t), store.ErrInvalid, "three slashes"},
 		{"interval without file", "memory://?snapshot_interval=1s", podOptions(t), store.ErrInvalid, "needs a file"},
 		{"lock timeout without file", "memory://?lock_timeout=1s", podOptions(t), store.ErrInvalid, "lock_timeout needs a file"},
 		{"bad lock timeout", "memory://" + dir + "/a.snap?lock_timeout=soon", podOptions(t), store.ErrInvalid, "lock_timeout"},
@@ -83,16 +84,13 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := memory.NewFile(t.Context(), "relative/x.snap", podOptions(t)); !errors.Is(err, store.ErrInvalid) {
-		t.Errorf("NewFile with a relative path: %v; want ErrInvalid", err)
-	}
 }
 
 // TestCorruptFile: a damaged snapshot fails Open with ErrCorrupt naming the
 // file, and is left as it was for inspection.
 func TestCorruptFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.snap")
-	s, err := memory.NewFile(t.Context(), path, podOptions(t))
+	s, err := store.Open(t.Context(), "memory://"+path, podOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/informerdb/informerdb/store/memory"
+	"github.com/informerdb/informerdb/store"
+	_ "github.com/informerdb/informerdb/store/memory"
 )
 
 // TestOpenRemovesInterruptedSnapshotParts: a snapshot interrupted by a
@@ -16,7 +17,7 @@ import (
 func TestOpenRemovesInterruptedSnapshotParts(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.snap")
-	s, err := memory.NewFile(t.Context(), path, podOptions(t))
+	s, err := store.Open(t.Context(), "memory://"+path, podOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestOpenRemovesInterruptedSnapshotParts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err = memory.NewFile(t.Context(), path, podOptions(t))
+	s, err = store.Open(t.Context(), "memory://"+path, podOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,5 +9,5 @@ import (
 
 // TestTrailingSlashRefused: see snapfiletest.CheckTrailingSlash.
 func TestTrailingSlashRefused(t *testing.T) {
-	snapfiletest.CheckTrailingSlash(t, memory.Scheme, memory.NewFile)
+	snapfiletest.CheckTrailingSlash(t, memory.Scheme)
 }

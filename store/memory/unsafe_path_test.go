@@ -11,5 +11,5 @@ import (
 
 // TestUnsafePathsRefused: see snapfiletest.CheckUnsafePaths.
 func TestUnsafePathsRefused(t *testing.T) {
-	snapfiletest.CheckUnsafePaths(t, memory.Scheme, memory.NewFile)
+	snapfiletest.CheckUnsafePaths(t, memory.Scheme)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,10 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/badger"
-	"github.com/informerdb/informerdb/store/bolt"
-	"github.com/informerdb/informerdb/store/memdb"
-	"github.com/informerdb/informerdb/store/memory"
 	"github.com/informerdb/informerdb/store/snapshot"
 )
 
@@ -155,15 +150,14 @@ func TestRestoreFailureLeavesTarget(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		url  func(testing.TB) string
-		d    store.RawDriver
 	}{
-		{"bolt", boltURL, bolt.Raw()},
-		{"badger", badgerURL, badger.Raw()},
-		{"memory", memoryURL, memory.Raw()},
-		{"memdb", memdbURL, memdb.Raw()},
+		{"bolt", boltURL},
+		{"badger", badgerURL},
+		{"memory", memoryURL},
+		{"memdb", memdbURL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dst, d := tc.url(t), tc.d
+			dst := tc.url(t)
 			ctx := t.Context()
 			fill(t, dst, 10, 0, "5")
 			before, err := snapshot.Status(ctx, dst, nil)
@@ -185,11 +179,7 @@ func TestRestoreFailureLeavesTarget(t *testing.T) {
 			}
 			boom := errors.New("source failed")
 			i := 0
-			u, err := url.Parse(dst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = d.Import(ctx, u, info, func() (store.Record, error) {
+			err = store.Import(ctx, dst, info, func() (store.Record, error) {
 				if i == 30 {
 					return store.Record{}, boom
 				}
@@ -208,7 +198,7 @@ func TestRestoreFailureLeavesTarget(t *testing.T) {
 			}
 			// And a complete one replaces it.
 			i = 0
-			err = d.Import(ctx, u, info, func() (store.Record, error) {
+			err = store.Import(ctx, dst, info, func() (store.Record, error) {
 				if i == len(recs) {
 					return store.Record{}, io.EOF
 				}

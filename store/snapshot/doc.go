@@ -38,31 +38,16 @@
 // allocating, so a hostile file cannot make them allocate more than the
 // file's size.
 //
-// # URLs
+// # URLs and durability
 //
 // Databases are named by the URLs store.Open takes ("bolt:///abs/file.db",
-// "badger:///abs/dir", "memory:///abs/file.snap", "memdb:///abs/file.snap").
-// A backend's record-level driver is the store.RawDriver it registers with
-// package store.
-//
-// # Durability
-//
-// Save writes a temporary file beside path (path+".part-" and a random
-// suffix, mode 0600), fsyncs it, renames it over path and fsyncs the
-// directory: a crash leaves the previous file or the new one.
-// Restore verifies the whole file (structure, checksum, counts, content
-// hashes) before it writes anything, refuses stores that hold objects or a
-// resume point unless forced, and replaces each store through the backend's
-// atomic Import: a failed restore leaves every store as it was, or empty
-// without a resume point, so its informer relists. RestoreOptions.DropResumePoint
-// restores objects without their resume point, which makes the next start
-// relist.
-//
-// Bolt and badger databases are locked by the process that opens them. The
-// command reads offline databases. A process that holds its database saves
-// it online with SaveURL (the raw drivers share the process's open database,
-// and each store is read in one read transaction while the informer keeps
-// writing) or with SaveStores for stores that implement store.Exporter.
+// "memory:///abs/file.snap", ...). Save never leaves a part of a file at its
+// path, and Restore verifies the whole file before it writes anything and
+// replaces each store atomically (see each function). Bolt and badger
+// databases are locked by the process that opens them: the command reads
+// offline databases, and a process that holds its database saves it online
+// with SaveURL (each store read in one read transaction while the informer
+// keeps writing) or SaveStores.
 //
 // # Serving a running process
 //
@@ -77,9 +62,9 @@
 //
 // Functions are safe for concurrent use on different files and databases.
 // Saves to one path may overlap: each writes its own temporary file, and
-// the last rename wins (each file is whole). Restores into one database must not overlap with each other
-// or with stores open on it (backends refuse an Import into a store open in
-// the same process with store.ErrInUse).
+// the last rename wins (each file is whole). Restores into one database must
+// not overlap with each other or with stores open on it (backends refuse an
+// Import into a store open in the same process with store.ErrInUse).
 //
 // # Errors
 //
@@ -92,17 +77,13 @@
 //
 // # Caveats
 //
-// Restore reads the file twice (to verify it, then to import it), through
-// one open file, so a file renamed over the path meanwhile is not read. A
-// file changed in place between the two reads is detected per store, by its
-// records' count, bytes and content hash, before the backend commits the
-// store: that store's Import rolls back, and the restore fails with
-// store.ErrCorrupt (stores before it are already replaced).
-//
-// Atomicity is per store: a restore of several stores that fails on the
-// second has already replaced the first. Every store is still whole (the
-// old contents or the new), and rerunning the restore with --force
-// finishes it.
+// Restore reads the file twice (to verify it, then to import it) through
+// one open file. A file changed in place between the two reads is detected
+// per store (count, bytes, content hash) before the backend commits it:
+// that store's Import rolls back, and the restore fails with
+// store.ErrCorrupt. Atomicity is per store: a restore that fails on the
+// second store has already replaced the first (every store is whole, the
+// old contents or the new), and rerunning it with --force finishes it.
 //
 // A Handler's view of a bolt database is a read transaction, held while
 // the snapshot streams: bbolt does not reuse the pages that commits free

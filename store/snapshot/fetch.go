@@ -11,10 +11,10 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
 // FetchOptions tune Fetch and FetchStatus. The zero value is fine. They
@@ -113,8 +113,8 @@ func (w *wrapped) Unwrap() error { return w.err }
 // Fetch saves the snapshot that the Handler at rawURL (the prefix it is
 // mounted under, or its snapshot endpoint) serves to path, as Save would,
 // and returns its manifest: the stream is written to a temporary file
-// beside path, fsynced, verified in full as Read verifies a file
-// (structure, checksum, counts, content hashes), and only then renamed
+// beside path, verified in full as Read verifies a file (structure,
+// checksum, counts, content hashes), fsynced, and only then renamed
 // over path, so that a stream cut short (a dropped connection, a server
 // that failed half way, which it tells in ErrorTrailer) never replaces
 // path. The Handler's errors wrap the sentinel errors of package store
@@ -133,48 +133,23 @@ func Fetch(ctx context.Context, path, rawURL string, o *FetchOptions) (m *Manife
 		return nil, err
 	}
 	defer resp.Body.Close()
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".part-*")
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s to %s: create temporary file: %w", addr, path, err)
-	}
-	part := f.Name()
-	if o.TempFile != nil {
-		o.TempFile(part)
-	}
-	defer func() {
-		f.Close()
-		if err != nil {
-			os.Remove(part)
+	err = snapfile.WriteFile(path, "snapshot: fetch "+addr+" to "+path, o.TempFile, func(f *os.File) error {
+		n, err := io.Copy(f, resp.Body)
+		// The trailer is there once the body has been read to its end.
+		if msg := resp.Trailer.Get(ErrorTrailer); msg != "" {
+			return fmt.Errorf("snapshot: fetch %s: the server stopped the snapshot after %d bytes: %s", addr, n, msg)
 		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s to %s: chmod: %w", addr, path, err)
-	}
-	n, err := io.Copy(f, resp.Body)
-	// The trailer is there once the body has been read to its end.
-	if msg := resp.Trailer.Get(ErrorTrailer); msg != "" {
-		return nil, fmt.Errorf("snapshot: fetch %s: the server stopped the snapshot after %d bytes: %s", addr, n, msg)
-	}
+		if err != nil {
+			return fmt.Errorf("snapshot: fetch %s: the stream broke after %d bytes: %w", addr, n, err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("snapshot: fetch %s to %s: %w", addr, path, err)
+		}
+		m, err = ReadFrom(ctx, addr, f, n, nil)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s: the stream broke after %d bytes: %w", addr, n, err)
-	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s to %s: fsync: %w", addr, path, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s to %s: %w", addr, path, err)
-	}
-	if m, err = ReadFrom(ctx, addr, f, n, nil); err != nil {
 		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s to %s: close: %w", addr, path, err)
-	}
-	if err := os.Rename(part, path); err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s to %s: rename: %w", addr, path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("snapshot: fetch %s to %s: %w", addr, path, err)
 	}
 	m.Source = path
 	return m, nil

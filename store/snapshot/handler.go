@@ -173,9 +173,7 @@ func (h *handler) fail(w http.ResponseWriter, code int, err error) {
 	for _, k := range []string{"Trailer", "Content-Disposition", "Content-Length"} {
 		hdr.Del(k)
 	}
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(errorOf(err))
 }
@@ -238,20 +236,18 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		names, err := pick(entries, want, h.source)
+		names, err := pick(entries, want, "snapshot", h.source, "save the other stores with store= parameters")
 		if err != nil {
 			return err
 		}
-		hdr := w.Header()
-		hdr.Set("Content-Type", ContentType)
-		hdr.Set("Content-Disposition", `attachment; filename="informerdb.snap"`)
-		hdr.Set("Cache-Control", "no-store")
-		hdr.Set("X-Content-Type-Options", "nosniff")
+		names = slices.Compact(names) // store=a&store=a
+		setContentType(w, ContentType)
+		w.Header().Set("Content-Disposition", `attachment; filename="informerdb.snap"`)
 		if r.Method == http.MethodHead {
 			w.WriteHeader(http.StatusOK)
 			return nil
 		}
-		hdr.Set("Trailer", ErrorTrailer)
+		w.Header().Set("Trailer", ErrorTrailer)
 		sources := make([]Source, 0, len(names))
 		for _, name := range names {
 			sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
@@ -273,10 +269,12 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(ErrorTrailer, headerSafe(err.Error()))
 }
 
-// pick returns the names of the stores of entries to save: want, or every
-// store that is not gone, as SaveURL picks them. A store to save that this
-// build cannot read fails it.
-func pick(entries []store.StoreEntry, want []string, source string) ([]string, error) {
+// pick returns the names, sorted, of the stores of entries to save: want,
+// or every store that is not gone. A store to save that this build cannot
+// read fails it: after a downgrade, the stores this build reads can still
+// be saved. op starts the errors, source names the database in them, and
+// hint says how to save the others.
+func pick(entries []store.StoreEntry, want []string, op, source, hint string) ([]string, error) {
 	var names []string
 	for _, e := range entries {
 		if !e.Gone() {
@@ -286,16 +284,15 @@ func pick(entries []store.StoreEntry, want []string, source string) ([]string, e
 	if len(want) > 0 {
 		for _, n := range want {
 			if !slices.Contains(names, n) {
-				return nil, fmt.Errorf("snapshot: no store %q in %s (it has %q): %w", n, source, names, store.ErrNotFound)
+				return nil, fmt.Errorf("%s: no store %q in %s (it has %q): %w", op, n, source, names, store.ErrNotFound)
 			}
 		}
 		names = slices.Clone(want)
 	}
 	slices.Sort(names)
-	names = slices.Compact(names)
 	for _, e := range entries {
 		if e.Err != nil && slices.Contains(names, e.Info.Name) {
-			return nil, fmt.Errorf("snapshot: %w (save the other stores with store= parameters)", e.Err)
+			return nil, fmt.Errorf("%s: %w (%s)", op, e.Err, hint)
 		}
 	}
 	return names, nil
@@ -321,28 +318,17 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		for _, uerr := range unreadable {
 			resp.Unreadable = append(resp.Unreadable, errorOf(uerr))
 		}
-		for _, si := range infos {
-			var hs hasher
-			info, err := v.Export(ctx, si.Name, func(rec store.Record) error {
-				hs.add(rec)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			resp.Stores = append(resp.Stores, hs.header(info))
-		}
-		return nil
+		return hashStores(ctx, v.Export, infos, "status", nil, nil, func(info store.Info, h *hasher) error {
+			resp.Stores = append(resp.Stores, h.header(info))
+			return nil
+		})
 	})
 	if err != nil {
 		h.failView(w, err)
 		return
 	}
 	resp.Size = diskSize(h.rawURL)
-	hdr := w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, "application/json")
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -350,6 +336,15 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(resp)
+}
+
+// setContentType sets the Content-Type of every answer, and the headers
+// that keep caches and browsers from keeping or sniffing it.
+func setContentType(w http.ResponseWriter, ctype string) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", ctype)
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
 }
 
 // sentWriter records whether anything was written through it.

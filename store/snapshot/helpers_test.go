@@ -18,6 +18,10 @@ import (
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
 	"github.com/informerdb/informerdb/store/snapshot"
+
+	// The tests read and write every backend's databases.
+	_ "github.com/informerdb/informerdb/store/memdb"
+	_ "github.com/informerdb/informerdb/store/memory"
 )
 
 func TestMain(m *testing.M) {

@@ -2,16 +2,11 @@ package snapshot_test
 
 import (
 	"errors"
-	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/badger"
-	"github.com/informerdb/informerdb/store/bolt"
-	"github.com/informerdb/informerdb/store/memdb"
-	"github.com/informerdb/informerdb/store/memory"
 	"github.com/informerdb/informerdb/store/snapshot"
 	"github.com/informerdb/informerdb/store/storetest"
 )
@@ -19,14 +14,13 @@ import (
 var rawBackends = []struct {
 	name string
 	url  func(testing.TB) string
-	d    store.RawDriver
 	// values says whether the backend keeps index values.
 	values bool
 }{
-	{"bolt", boltURL, bolt.Raw(), true},
-	{"badger", badgerURL, badger.Raw(), true},
-	{"memory", memoryURL, memory.Raw(), false},
-	{"memdb", memdbURL, memdb.Raw(), false},
+	{"bolt", boltURL, true},
+	{"badger", badgerURL, true},
+	{"memory", memoryURL, false},
+	{"memdb", memdbURL, false},
 }
 
 func TestRawImportRejectsBadInput(t *testing.T) {
@@ -65,11 +59,7 @@ func TestRawImportRejectsBadInput(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					u, err := url.Parse(dst)
-					if err != nil {
-						t.Fatal(err)
-					}
-					err = be.d.Import(ctx, u, tc.info, storetest.Records(tc.recs...))
+					err = store.Import(ctx, dst, tc.info, storetest.Records(tc.recs...))
 					if !errors.Is(err, store.ErrInvalid) {
 						t.Fatalf("Import: %v, want ErrInvalid", err)
 					}
@@ -96,11 +86,7 @@ func TestRawImportRefusesOpenStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			u, err := url.Parse(dst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = be.d.Import(ctx, u, store.Info{Name: podsName}, storetest.Records())
+			err = store.Import(ctx, dst, store.Info{Name: podsName}, storetest.Records())
 			if !errors.Is(err, store.ErrInUse) {
 				t.Errorf("Import into an open store: %v, want ErrInUse", err)
 			}
@@ -111,14 +97,11 @@ func TestRawImportRefusesOpenStore(t *testing.T) {
 func TestRawMissingDatabase(t *testing.T) {
 	for _, be := range rawBackends {
 		t.Run(be.name, func(t *testing.T) {
-			u, err := url.Parse(be.url(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := be.d.Stores(t.Context(), u); !errors.Is(err, store.ErrNotFound) {
+			u := be.url(t)
+			if _, err := store.Stores(t.Context(), u); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("Stores of a missing database: %v, want ErrNotFound", err)
 			}
-			if _, err := be.d.Export(t.Context(), u, podsName, func(store.Record) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+			if _, err := store.Export(t.Context(), u, podsName, func(store.Record) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("Export of a missing database: %v, want ErrNotFound", err)
 			}
 		})

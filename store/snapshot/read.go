@@ -278,17 +278,18 @@ func readAll(ctx context.Context, fr *fileReader, path string, fn func(name stri
 				}
 			}
 		}
-		got := h.header(fr.last.Info)
-		if err := checkHeader(fr.last, got, len(fr.last.Info.Indexes), h.misaligned(len(fr.last.Info.Indexes))); err != nil {
+		if err := h.check(fr.last); err != nil {
 			return nil, fr.r.corrupt("store %q: %v", name, err)
 		}
 		m.Stores = append(m.Stores, fr.last)
 	}
 }
 
-// checkHeader compares a store's recorded header with the one computed from
-// its records.
-func checkHeader(recorded, computed StoreHeader, nIndexes int, badValues string) error {
+// check compares a store's recorded header with the one computed from the
+// records h was given.
+func (h *hasher) check(recorded StoreHeader) error {
+	computed, nIndexes := h.header(recorded.Info), len(recorded.Info.Indexes)
+	badValues := h.misaligned(nIndexes)
 	switch {
 	case computed.ContentHash == "":
 		return fmt.Errorf("duplicate key")

@@ -150,8 +150,7 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 		err = store.Import(ctx, rawURL, info, func() (store.Record, error) {
 			rec, err := fr.nextRecord()
 			if errors.Is(err, io.EOF) {
-				got := h.header(sh.Info)
-				if err := checkHeader(*sh, got, len(sh.Info.Indexes), h.misaligned(len(sh.Info.Indexes))); err != nil {
+				if err := h.check(*sh); err != nil {
 					return store.Record{}, fmt.Errorf("the records differ from those verified (%w): the file changed during the restore: %w", err, store.ErrCorrupt)
 				}
 				verified = true

@@ -2,17 +2,16 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
 // Progress reports how far a long operation got. It is a plain value.
@@ -73,51 +72,23 @@ func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m
 	if o.Now != nil {
 		now = o.Now
 	}
-	// A temporary file of a name of its own, created with O_EXCL: saves
-	// to one path do not write into each other's file, and a symbolic
-	// link planted at a predictable name is not followed.
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".part-*")
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: create temporary file: %w", path, err)
-	}
-	part := f.Name()
-	if o.TempFile != nil {
-		o.TempFile(part)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(part)
+	err = snapfile.WriteFile(path, "snapshot: save "+path, o.TempFile, func(f *os.File) error {
+		var done int64
+		if m, done, err = write(ctx, f, path, now().UTC(), sources, o.Progress); err != nil {
+			return err
 		}
-	}()
-	// CreateTemp already makes it 0600; say so explicitly, whatever it
-	// does in later Go releases.
-	if err := f.Chmod(0o600); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: chmod: %w", path, err)
-	}
-	m, done, err := write(ctx, f, path, now().UTC(), sources, o.Progress)
+		if o.Progress != nil {
+			o.Progress(Progress{Op: "save", Done: done, Total: done})
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("snapshot: save %s: %w", path, err)
+		}
+		m.Size = fi.Size()
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if o.Progress != nil {
-		o.Progress(Progress{Op: "save", Done: done, Total: done})
-	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: fsync: %w", path, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
-	}
-	m.Size = fi.Size()
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: close: %w", path, err)
-	}
-	if err := os.Rename(part, path); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: rename: %w", path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
 	}
 	return m, nil
 }
@@ -203,33 +174,17 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	if overwritesDatabase(path, rawURL) {
 		return nil, fmt.Errorf("snapshot: save %s: the snapshot would replace the database %s that it saves, or a file of it: choose another file: %w", path, redact(rawURL), store.ErrInvalid)
 	}
-	// A store this build cannot read (another format version, damaged
-	// metadata) fails the save only if it is one to save: after a
-	// downgrade, the stores this build reads can still be backed up.
 	entries, err := store.ListStores(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: save %s: %w", path, err)
 	}
-	var names []string
-	for _, e := range entries {
-		if !e.Gone() {
-			names = append(names, e.Info.Name)
-		}
+	var want []string
+	if o != nil {
+		want = o.Stores
 	}
-	if o != nil && len(o.Stores) > 0 {
-		for _, n := range o.Stores {
-			if !slices.Contains(names, n) {
-				return nil, fmt.Errorf("snapshot: save %s: no store %q in %s (it has %q): %w", path, n, redact(rawURL), names, store.ErrNotFound)
-			}
-		}
-		// o is the caller's, and only read.
-		names = slices.Clone(o.Stores)
-	}
-	slices.Sort(names)
-	for _, e := range entries {
-		if e.Err != nil && slices.Contains(names, e.Info.Name) {
-			return nil, fmt.Errorf("snapshot: save %s: %w (save the other stores with --store / SaveOptions.Stores, or drop this one)", path, e.Err)
-		}
+	names, err := pick(entries, want, "snapshot: save "+path, redact(rawURL), "save the other stores with --store / SaveOptions.Stores, or drop this one")
+	if err != nil {
+		return nil, err
 	}
 	sources := make([]Source, 0, len(names))
 	for _, name := range names {
@@ -265,20 +220,4 @@ func overwritesDatabase(path, rawURL string) bool {
 	a, errA := os.Stat(path)
 	b, errB := os.Stat(u.Path)
 	return errA == nil && errB == nil && os.SameFile(a, b)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
 }

@@ -39,12 +39,12 @@ func Status(ctx context.Context, target string, progress func(Progress)) (*Manif
 	}
 	infos, unreadable := readable(entries)
 	m := &Manifest{Source: redact(target)}
-	err = eachStore(ctx, target, infos, "status", progress, func(info store.Info, h *hasher) error {
+	err = hashStores(ctx, exportFrom(target), infos, "status", progress, nil, func(info store.Info, h *hasher) error {
 		m.Stores = append(m.Stores, h.header(info))
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("snapshot: status %s: %w", redact(target), err)
 	}
 	m.Size = diskSize(target)
 	if unreadable != nil {
@@ -70,15 +70,37 @@ func readable(entries []store.StoreEntry) (infos []store.Info, unreadable []erro
 	return infos, unreadable
 }
 
-// eachStore exports the stores infos of the database at rawURL, in the
-// order given (ListStores': by name), feeding each record to a hasher, then
-// calls done.
-func eachStore(ctx context.Context, rawURL string, infos []store.Info, op string, progress func(Progress), done func(store.Info, *hasher) error) error {
+// exportFunc exports the store named name of one database, as
+// store.Export and store.RawView.Export do.
+type exportFunc func(ctx context.Context, name string, fn func(store.Record) error) (store.Info, error)
+
+// exportFrom is store.Export of the database at rawURL.
+func exportFrom(rawURL string) exportFunc {
+	return func(ctx context.Context, name string, fn func(store.Record) error) (store.Info, error) {
+		return store.Export(ctx, rawURL, name, fn)
+	}
+}
+
+// hashStores exports the stores infos in the order given (ListStores': by
+// name), feeding each record to a hasher and to the function visit returns
+// for its store (when visit is not nil), then calls done. progress, when
+// not nil, is told every progressEvery records. Export errors are returned
+// as they are.
+func hashStores(ctx context.Context, export exportFunc, infos []store.Info, op string, progress func(Progress),
+	visit func(store.Info) (func(store.Record), error), done func(store.Info, *hasher) error) error {
 	var n int64
 	for _, si := range infos {
 		var h hasher
-		info, err := store.Export(ctx, rawURL, si.Name, func(rec store.Record) error {
+		each := func(store.Record) {}
+		if visit != nil {
+			var err error
+			if each, err = visit(si); err != nil {
+				return err
+			}
+		}
+		info, err := export(ctx, si.Name, func(rec store.Record) error {
 			h.add(rec)
+			each(rec)
 			n++
 			if progress != nil && n%progressEvery == 0 {
 				progress(Progress{Op: op, Store: si.Name, Done: n})
@@ -86,7 +108,7 @@ func eachStore(ctx context.Context, rawURL string, infos []store.Info, op string
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("snapshot: %s %s: %w", op, redact(rawURL), err)
+			return err
 		}
 		if err := done(info, &h); err != nil {
 			return err
@@ -150,25 +172,20 @@ type VerifyOptions struct {
 const maxProblems = 10
 
 // Verify checks target, a snapshot file or a database URL, and never
-// changes it. For a file: its
-// structure, checksum, record counts and content hashes, and that every
-// record's index values are aligned with its store's indexes, and that
-// every key is one a restore takes (driver.CheckKey; otherwise the error
-// wraps store.ErrIncompatible). For a database: every record's checksum
-// (the backends check them as they read), that keys are unique and
-// index values aligned, that every object decodes when o.Decoder is set,
-// and, when
-// o.Entries has a reader for its scheme, that every index agrees with the
-// objects: for every index name and value, the keys of its entries are
+// changes it. For a file: its structure, checksum, record counts and
+// content hashes, that every record's index values are aligned with its
+// store's indexes, and that every key is one a restore takes
+// (driver.CheckKey; otherwise the error wraps store.ErrIncompatible). For
+// a database: every record's checksum (the backends check them as they
+// read), that keys are unique and index values aligned, that every object
+// decodes when o.Decoder is set, and, when o.Entries has a reader for its
+// scheme, that for every index name and value the keys of its entries are
 // exactly the keys of the records having that value. A failed check is an
-// error wrapping store.ErrCorrupt that lists the first problems. A store of
-// a database that this build cannot read does not keep the others from
-// being verified: as with Status, the error (returned with the manifest of
-// the others) names it and wraps its store.ErrIncompatible or
-// store.ErrCorrupt. A database whose reads would change its files (badger
-// replays its logs and truncates a damaged value log when it opens) is
-// read through a view that leaves them as they are (store.FrozenView: for
-// badger, a private copy in the temporary directory). o may be nil.
+// error wrapping store.ErrCorrupt that lists the first problems. A store
+// this build cannot read does not keep the others from being verified: as
+// with Status, the error (returned with the manifest of the others) names
+// it. A database whose reads would change its files (badger replays its
+// logs when it opens) is read through store.FrozenView. o may be nil.
 func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, err error) {
 	if o == nil {
 		o = &VerifyOptions{}
@@ -205,10 +222,6 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
 	var problems []string
-	// want holds, per store, every (index, value, key) triple the records
-	// say should be indexed.
-	var want map[string]struct{}
-	var idxNames []string
 	// A store this build cannot read does not keep the others from being
 	// verified; it is named in the error, as by Status.
 	listed, err := store.ListStores(ctx, view)
@@ -217,19 +230,20 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 	}
 	infos, unreadable := readable(listed)
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
-	var n int64
-	for _, si := range infos {
-		var h hasher
-		want = map[string]struct{}{}
+	// want holds, per store, every (index, value, key) triple the records
+	// say should be indexed.
+	var want map[string]struct{}
+	var undecodable int
+	visit := func(si store.Info) (func(store.Record), error) {
+		want, undecodable = map[string]struct{}{}, 0
 		var decode func([]byte) error
 		if o.Decoder != nil {
+			var err error
 			if decode, err = o.Decoder(si); err != nil {
-				return nil, fmt.Errorf("snapshot: verify %s: store %s: %w", redact(target), si.Name, err)
+				return nil, fmt.Errorf("store %s: %w", si.Name, err)
 			}
 		}
-		undecodable := 0
-		info, err := store.Export(ctx, view, si.Name, func(rec store.Record) error {
-			h.add(rec)
+		return func(rec store.Record) {
 			if decode != nil {
 				if err := decode(rec.Data); err != nil {
 					if undecodable++; undecodable <= maxProblems {
@@ -242,17 +256,11 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 					want[triple(i, v, rec.Key)] = struct{}{}
 				}
 			}
-			n++
-			if o.Progress != nil && n%progressEvery == 0 {
-				o.Progress(Progress{Op: "verify", Store: si.Name, Done: n})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
-		}
+		}, nil
+	}
+	err = hashStores(ctx, exportFrom(view), infos, "verify", o.Progress, visit, func(info store.Info, h *hasher) error {
 		if undecodable > maxProblems {
-			problems = append(problems, fmt.Sprintf("store %s: %d more objects do not decode", si.Name, undecodable-maxProblems))
+			problems = append(problems, fmt.Sprintf("store %s: %d more objects do not decode", info.Name, undecodable-maxProblems))
 		}
 		sh := h.header(info)
 		m.Stores = append(m.Stores, sh)
@@ -261,17 +269,16 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 		}
 		if k := h.misaligned(len(info.Indexes)); k != "" {
 			problems = append(problems, fmt.Sprintf("store %s: object %q has index values not aligned with the indexes %q", info.Name, k, info.Indexes))
-			continue
+			return nil
 		}
 		if entries == nil {
-			continue
+			return nil
 		}
-		idxNames = info.Indexes
 		pos := map[string]int{}
-		for i, name := range idxNames {
+		for i, name := range info.Indexes {
 			pos[name] = i
 		}
-		err = entries(ctx, viewURL, info.Name, func(index, value, key string) error {
+		err := entries(ctx, viewURL, info.Name, func(index, value, key string) error {
 			i, ok := pos[index]
 			if !ok {
 				problems = append(problems, fmt.Sprintf("store %s: entry of unknown index %q (value %q, key %q)", info.Name, index, value, key))
@@ -286,15 +293,19 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("snapshot: verify %s: store %s: index entries: %w", redact(target), info.Name, err)
+			return fmt.Errorf("store %s: index entries: %w", info.Name, err)
 		}
 		var missing []string
 		for t := range want {
 			i, v, k := splitTriple(t)
-			missing = append(missing, fmt.Sprintf("store %s: index %q value %q lacks %q, whose object has that value", info.Name, idxNames[i], v, k))
+			missing = append(missing, fmt.Sprintf("store %s: index %q value %q lacks %q, whose object has that value", info.Name, info.Indexes[i], v, k))
 		}
 		slices.Sort(missing)
 		problems = append(problems, missing...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
 	m.Size = diskSize(target)
 	var errs []error

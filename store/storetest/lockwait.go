@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,13 +36,7 @@ func CheckLockWaitBlocksNoOtherDatabase(t *testing.T, url func(path string) stri
 			release()
 		}
 	}()
-	withTimeout := func(path string) string {
-		u := url(path)
-		if strings.Contains(u, "?") {
-			return u + "&lock_timeout=1m"
-		}
-		return u + "?lock_timeout=1m"
-	}
+	withTimeout := func(path string) string { return withParam(url(path), "lock_timeout=1m") }
 	type result struct {
 		s   store.Store
 		err error

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -28,11 +27,7 @@ func seed(t *testing.T, s store.Store) []interface{} {
 		newPod("ns", "b", "2", "app=db"),
 		newPod("", "c", "3", "app=web"),
 	}
-	ops := make([]store.Op, len(objs))
-	for i, o := range objs {
-		ops[i] = store.Op{Type: store.OpPut, Object: o}
-	}
-	mustOK(t, "seed Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "5"}))
+	mustOK(t, "seed Commit", s.Commit(t.Context(), store.Batch{Ops: puts(objs...), ResourceVersion: "5"}))
 	return objs
 }
 
@@ -53,9 +48,7 @@ func testCommitApplies(t *testing.T, h *harness) {
 	mustOK(t, "Commit", err)
 	checkContents(t, s, want(t, a2, d))
 	checkRV(t, s, "8")
-	if diff := cmp.Diff([]string{"ns/d"}, indexKeys(t, s, idxApp, "web")); diff != "" {
-		t.Errorf("IndexKeys(app, web) (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/d"}, indexKeys(t, s, idxApp, "web"), "IndexKeys(app, web)")
 	CheckIndexes(t, s)
 
 	mustOK(t, "empty Commit", s.Commit(t.Context(), store.Batch{}))
@@ -115,14 +108,10 @@ func testCommitAtomic(t *testing.T, h *harness) {
 				}
 				err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "9"})
 				wantErr(t, "Commit of a batch with a bad op", err, store.ErrInvalid)
-				if diff := cmp.Diff(before, contents(t, s), cmpShortKeys); diff != "" {
-					t.Errorf("a failed Commit changed the objects (-before +after):\n%s", diff)
-				}
+				checkContents(t, s, before)
 				checkRV(t, s, "5")
 				for idx, vals := range valsBefore {
-					if diff := cmp.Diff(vals, sortedValues(s, idx)); diff != "" {
-						t.Errorf("a failed Commit changed ListIndexFuncValues(%q) (-before +after):\n%s", idx, diff)
-					}
+					checkDiff(t, vals, sortedValues(s, idx), "a failed Commit changed ListIndexFuncValues(%q)", idx)
 				}
 				CheckIndexes(t, s)
 				// The store still works after the failure.
@@ -176,9 +165,7 @@ func testCommitSameKey(t *testing.T, h *harness) {
 				t.Helper()
 				checkContents(t, s, want(t, objs...))
 				checkRV(t, s, "14")
-				if diff := cmp.Diff(values, sortedValues(s, idxApp)); diff != "" {
-					t.Errorf("ListIndexFuncValues(app) %s: values of intermediate and deleted versions must not remain (-want +got):\n%s", when, diff)
-				}
+				checkDiff(t, values, sortedValues(s, idxApp), "ListIndexFuncValues(app) %s: values of intermediate and deleted versions must not remain", when)
 				CheckIndexes(t, s)
 			}
 			check("after the Commit")
@@ -224,9 +211,7 @@ func testBadWrites(t *testing.T, h *harness) {
 				err = tc.write()
 			}()
 			wantErr(t, tc.name, err, store.ErrInvalid)
-			if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-				t.Errorf("a failed write changed the store (-before +after):\n%s", diff)
-			}
+			checkDiff(t, before, contents(t, s), "a failed write changed the store")
 			checkRV(t, s, "5")
 		})
 	}
@@ -252,9 +237,7 @@ func testResumePoint(t *testing.T, h *harness) {
 	before := contents(t, s)
 	s.Bookmark("12")
 	checkRV(t, s, "12")
-	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-		t.Errorf("Bookmark changed the objects (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, contents(t, s), "Bookmark changed the objects")
 	s.Bookmark("")
 	checkRV(t, s, "12")
 	mustOK(t, "Replace", s.Replace([]interface{}{newPod("ns", "e", "13")}, "20"))

@@ -81,21 +81,6 @@ func drop(t testing.TB, ctx context.Context, u, name string) error {
 	return err
 }
 
-// wantErrSaying checks that err wraps target and mentions every string of
-// says.
-func wantErrSaying(t testing.TB, what string, err, target error, says ...string) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Errorf("%s: error = %v; want one wrapping %q", what, err, target)
-		return
-	}
-	for _, s := range says {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("%s: error %q does not mention %q", what, err, s)
-		}
-	}
-}
-
 // checkDroppedGone checks that the store name is gone from the database
 // at u: not listed, not exported, and opened with opts empty, without a
 // resume point and without a reset reason (it is a new store).
@@ -105,7 +90,7 @@ func checkDroppedGone(t *testing.T, h *harness, u, name string, opts *store.Opti
 		t.Errorf("Stores after Drop still lists %q", name)
 	}
 	_, err := export(t, u, name)
-	wantErrSaying(t, "Export of a dropped store", err, store.ErrNotFound, name)
+	wantErr(t, "Export of a dropped store", err, store.ErrNotFound, name)
 	s := h.open(t, u, opts)
 	checkContents(t, s, map[string]string{})
 	checkRV(t, s, "")
@@ -150,16 +135,12 @@ func testDropOneOfThree(t *testing.T, h *harness) {
 
 	mustOK(t, "Drop", drop(t, t.Context(), u, gone))
 
-	if diff := cmp.Diff([]string{shorter, longer}, storeNames(t, u)); diff != "" {
-		t.Errorf("Stores after Drop (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{shorter, longer}, storeNames(t, u), "Stores after Drop")
 	for name, d := range before {
-		if diff := cmp.Diff(d, mustExport(t, u, name)); diff != "" {
-			t.Errorf("Drop changed store %q (-before +after):\n%s", name, diff)
-		}
+		checkDiff(t, d, mustExport(t, u, name), "Drop changed store %q", name)
 	}
 	// A second drop of the name finds nothing.
-	wantErrSaying(t, "second Drop", drop(t, t.Context(), u, gone), store.ErrNotFound, gone)
+	wantErr(t, "second Drop", drop(t, t.Context(), u, gone), store.ErrNotFound, gone)
 
 	// The name works as a new store, and what it writes now is all a
 	// restart finds: nothing of the dropped store comes back.
@@ -182,9 +163,7 @@ func testDropOneOfThree(t *testing.T, h *harness) {
 	checkRV(t, l, "15")
 	CheckIndexes(t, l)
 	sh = h.open(t, u, widgetOptions(t, shorter))
-	if diff := cmp.Diff(map[string]widget{w.Name: w}, widgetContents(t, sh)); diff != "" {
-		t.Errorf("store %q after Drop of %q (-want +got):\n%s", shorter, gone, diff)
-	}
+	checkDiff(t, map[string]widget{w.Name: w}, widgetContents(t, sh), "store %q after Drop of %q", shorter, gone)
 	checkRV(t, sh, "20")
 	CheckIndexes(t, sh)
 }
@@ -217,7 +196,7 @@ func pathState(t *testing.T, u string) string {
 func testDropMissing(t *testing.T, h *harness) {
 	u := h.url(t)
 	fresh := pathState(t, u)
-	wantErrSaying(t, "Drop from a database that does not exist", drop(t, t.Context(), u, "pods"), store.ErrNotFound, "pods")
+	wantErr(t, "Drop from a database that does not exist", drop(t, t.Context(), u, "pods"), store.ErrNotFound, "pods")
 	if got := pathState(t, u); got != fresh {
 		t.Errorf("Drop from a database that does not exist changed %s: %.200s, was %.200s", u, got, fresh)
 	}
@@ -233,14 +212,12 @@ func testDropMissing(t *testing.T, h *harness) {
 		file = st
 	}
 	for _, name := range []string{"nope", "pod", "pods2", "pods\x00"} {
-		wantErrSaying(t, fmt.Sprintf("Drop of %q", name), drop(t, t.Context(), u, name), store.ErrNotFound, strings.TrimSuffix(name, "\x00"))
+		wantErr(t, fmt.Sprintf("Drop of %q", name), drop(t, t.Context(), u, name), store.ErrNotFound, strings.TrimSuffix(name, "\x00"))
 	}
 	if file != "" && pathState(t, u) != file {
 		t.Errorf("a Drop of a missing store changed the database file")
 	}
-	if diff := cmp.Diff(before, mustExport(t, u, "pods")); diff != "" {
-		t.Errorf("a Drop of a missing store changed store pods (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, mustExport(t, u, "pods"), "a Drop of a missing store changed store pods")
 	s = h.open(t, u, podOptions(t, "pods"))
 	checkContents(t, s, want(t, objs...))
 	checkRV(t, s, "5")
@@ -251,7 +228,7 @@ func testDropInUse(t *testing.T, h *harness) {
 	opts := podOptions(t, "pods")
 	s := h.open(t, u, opts)
 	objs := seed(t, s)
-	wantErrSaying(t, "Drop of an open store", drop(t, t.Context(), u, "pods"), store.ErrInUse, "pods")
+	wantErr(t, "Drop of an open store", drop(t, t.Context(), u, "pods"), store.ErrInUse, "pods")
 	// The open store is whole and keeps working.
 	checkContents(t, s, want(t, objs...))
 	checkRV(t, s, "5")
@@ -274,13 +251,8 @@ func testDropCanceled(t *testing.T, h *harness) {
 	before := mustExport(t, u, "pods")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := drop(t, ctx, u, "pods")
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Drop with a canceled context = %v; want the context's error", err)
-	}
-	if diff := cmp.Diff(before, mustExport(t, u, "pods")); diff != "" {
-		t.Errorf("a canceled Drop changed the store (-before +after):\n%s", diff)
-	}
+	wantErr(t, "Drop with a canceled context", drop(t, ctx, u, "pods"), context.Canceled)
+	checkDiff(t, before, mustExport(t, u, "pods"), "a canceled Drop changed the store")
 	s = h.open(t, u, opts)
 	checkContents(t, s, want(t, objs...))
 	checkRV(t, s, "5")
@@ -338,23 +310,19 @@ func testDropConcurrent(t *testing.T, h *harness) {
 		}
 		t.Error(err)
 	}
-	if diff := cmp.Diff([]string{"s1", "s3", "s5"}, storeNames(t, u)); diff != "" {
-		t.Errorf("Stores after the drops (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"s1", "s3", "s5"}, storeNames(t, u), "Stores after the drops")
 	for name, d := range kept {
-		if diff := cmp.Diff(d, mustExport(t, u, name)); diff != "" {
-			t.Errorf("concurrent drops changed store %q (-before +after):\n%s", name, diff)
-		}
+		checkDiff(t, d, mustExport(t, u, name), "concurrent drops changed store %q", name)
 	}
 }
 
 func testDropBadInput(t *testing.T, h *harness) {
 	u := h.url(t)
-	wantErrSaying(t, "Drop of the empty name", drop(t, t.Context(), u, ""), store.ErrInvalid, "empty")
-	wantErrSaying(t, "Drop with an unknown URL parameter", drop(t, t.Context(), withParam(u, "no_such_param=1"), "pods"), store.ErrInvalid, "no_such_param")
+	wantErr(t, "Drop of the empty name", drop(t, t.Context(), u, ""), store.ErrInvalid, "empty")
+	wantErr(t, "Drop with an unknown URL parameter", drop(t, t.Context(), withParam(u, "no_such_param=1"), "pods"), store.ErrInvalid, "no_such_param")
 	if !h.b.Persistent {
 		// A store without a file lives only in its process: there is no
 		// database to drop it from.
-		wantErrSaying(t, "Drop from a database without a file", drop(t, t.Context(), u, "pods"), store.ErrInvalid)
+		wantErr(t, "Drop from a database without a file", drop(t, t.Context(), u, "pods"), store.ErrInvalid)
 	}
 }

@@ -3,10 +3,8 @@ package storetest
 import (
 	"errors"
 	"io"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
@@ -22,21 +20,6 @@ var _ = addRules(
 // function gives it the empty key. (A namespaced pod without a name has
 // the key "ns/".)
 func unnamed() interface{} { return newPod("", "", "1", "app=web") }
-
-// wantEmptyKeyErr checks that err is the refusal of an empty key and that
-// its message holds each of says.
-func wantEmptyKeyErr(t *testing.T, what string, err error, says ...string) {
-	t.Helper()
-	if !errors.Is(err, store.ErrInvalid) {
-		t.Errorf("%s: error = %v; want one wrapping %q", what, err, store.ErrInvalid)
-		return
-	}
-	for _, s := range append([]string{"empty key"}, says...) {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("%s: error %q does not say %q", what, err, s)
-		}
-	}
-}
 
 func testEmptyKey(t *testing.T, h *harness) {
 	s := h.openPods(t)
@@ -73,10 +56,8 @@ func testEmptyKey(t *testing.T, h *harness) {
 		}, []string{"op 1 of 2 (put"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantEmptyKeyErr(t, tc.name, tc.write(), tc.says...)
-			if diff := cmp.Diff(before, contents(t, s), cmpShortKeys); diff != "" {
-				t.Errorf("a refused write changed the store (-before +after):\n%s", diff)
-			}
+			wantErr(t, tc.name, tc.write(), store.ErrInvalid, append([]string{"empty key"}, tc.says...)...)
+			checkContents(t, s, before)
 			checkRV(t, s, "5")
 		})
 	}
@@ -123,7 +104,7 @@ func testEmptyKeyImport(t *testing.T, h *harness) {
 		feed = feed[1:]
 		return r, nil
 	})
-	wantEmptyKeyErr(t, "Import of a record with an empty key", err, "record 2", "import")
+	wantErr(t, "Import of a record with an empty key", err, store.ErrInvalid, "empty key", "record 2", "import")
 	s = h.open(t, u, opts)
 	checkContents(t, s, want(t, objs...))
 	checkRV(t, s, "5")
@@ -147,13 +128,8 @@ func testNoNameKey(t *testing.T, h *harness) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.write()
-			if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `"ns/"`) {
-				t.Errorf("%s of an object with a namespace and no name: %v; want ErrInvalid naming the key \"ns/\"", tc.name, err)
-			}
-			if diff := cmp.Diff(before, contents(t, s), cmpShortKeys); diff != "" {
-				t.Errorf("a refused write changed the store (-before +after):\n%s", diff)
-			}
+			wantErr(t, tc.name+" of an object with a namespace and no name", tc.write(), store.ErrInvalid, `"ns/"`)
+			checkContents(t, s, before)
 			checkRV(t, s, "5")
 		})
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
@@ -95,22 +94,12 @@ func testInfo(t *testing.T, h *harness) {
 		Indexes:         []string{idxApp, idxGuard, idxLabels, idxNamespace},
 		ResourceVersion: "42",
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Info() (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, got, "Info()")
 }
 
 func testUnknownParameter(t *testing.T, h *harness) {
 	u := withParam(h.url(t), "informerdb_no_such_parameter=1")
-	s, err := store.Open(t.Context(), u, podOptions(t, "pods"))
-	if err == nil {
-		s.Close()
-		t.Fatalf("store.Open(%q) accepted an unknown parameter", u)
-	}
-	wantErr(t, "Open with an unknown parameter", err, store.ErrInvalid)
-	if !strings.Contains(err.Error(), "informerdb_no_such_parameter") {
-		t.Errorf("error %q does not name the unknown parameter", err)
-	}
+	openFails(t, "Open with an unknown parameter", u, podOptions(t, "pods"), store.ErrInvalid, "informerdb_no_such_parameter")
 }
 
 func testBadOptions(t *testing.T, h *harness) {
@@ -124,12 +113,7 @@ func testBadOptions(t *testing.T, h *harness) {
 		{"nil index function", &store.Options{Codec: podCodec(t), Indexers: cache.Indexers{"x": nil}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := store.Open(t.Context(), h.url(t), tc.opts)
-			if err == nil {
-				s.Close()
-				t.Fatal("store.Open accepted invalid options")
-			}
-			wantErr(t, "Open", err, store.ErrInvalid)
+			openFails(t, "Open", h.url(t), tc.opts, store.ErrInvalid)
 		})
 	}
 }
@@ -182,9 +166,7 @@ func testUnusualKeys(t *testing.T, h *harness) {
 		mustOK(t, "Delete", s.Delete(o))
 	}
 	checkContents(t, s, map[string]string{})
-	if v := s.ListIndexFuncValues(idxApp); len(v) != 0 {
-		t.Errorf("ListIndexFuncValues(app) after deleting everything has %d values", len(v))
-	}
+	checkDiff(t, none, s.ListIndexFuncValues(idxApp), "ListIndexFuncValues(app) after deleting everything")
 }
 
 func testLargeObjects(t *testing.T, h *harness) {

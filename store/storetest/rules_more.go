@@ -2,14 +2,12 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
@@ -32,9 +30,7 @@ func testReplaceDuplicates(t *testing.T, h *harness) {
 	a1, a2 := newPod("ns", "a", "10", "app=first"), newPod("ns", "a", "11", "app=second")
 	mustOK(t, "Replace", s.Replace([]interface{}{a1, newPod("ns", "z", "12"), a2}, "13"))
 	checkContents(t, s, want(t, a2, newPod("ns", "z", "12")))
-	if diff := cmp.Diff([]string{"second"}, sortedValues(s, idxApp)); diff != "" {
-		t.Errorf("ListIndexFuncValues(app) (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"second"}, sortedValues(s, idxApp), "ListIndexFuncValues(app)")
 	CheckIndexes(t, s)
 }
 
@@ -52,24 +48,14 @@ func testDuplicateValues(t *testing.T, h *harness) {
 	s := h.open(t, h.url(t), o)
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "v=x", "app=")))
 	mustOK(t, "Add", s.Add(newPod("ns", "b", "1", "app=")))
-	if diff := cmp.Diff([]string{"ns/a"}, byIndexKeys(t, s, "twice", "x")); diff != "" {
-		t.Errorf("ByIndex(twice, x) (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"ns/b"}, indexKeys(t, s, "twice", "")); diff != "" {
-		t.Errorf("IndexKeys(twice, \"\") (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, "")); diff != "" {
-		t.Errorf("IndexKeys(app, \"\") (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a"}, byIndexKeys(t, s, "twice", "x"), "ByIndex(twice, x)")
+	checkDiff(t, []string{"ns/b"}, indexKeys(t, s, "twice", ""), "IndexKeys(twice, \"\")")
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, ""), "IndexKeys(app, \"\")")
 	CheckIndexes(t, s)
 	mustOK(t, "Update", s.Update(newPod("ns", "a", "2", "v=y")))
 	mustOK(t, "Delete", s.Delete(newPod("ns", "b", "")))
-	if diff := cmp.Diff([]string{"y"}, sortedValues(s, "twice")); diff != "" {
-		t.Errorf("ListIndexFuncValues(twice) (-want +got):\n%s", diff)
-	}
-	if v := s.ListIndexFuncValues(idxApp); len(v) != 0 {
-		t.Errorf("ListIndexFuncValues(app) = %q; want none", v)
-	}
+	checkDiff(t, []string{"y"}, sortedValues(s, "twice"), "ListIndexFuncValues(twice)")
+	checkDiff(t, none, s.ListIndexFuncValues(idxApp), "ListIndexFuncValues(app)")
 	CheckIndexes(t, s)
 }
 
@@ -80,12 +66,8 @@ func testCommitCanceled(t *testing.T, h *harness) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	err := s.Commit(ctx, store.Batch{ResourceVersion: "9", Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", "new", "9")}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Commit with a canceled context: %v; want context.Canceled", err)
-	}
-	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-		t.Errorf("a canceled Commit changed the store (-before +after):\n%s", diff)
-	}
+	wantErr(t, "Commit with a canceled context", err, context.Canceled)
+	checkDiff(t, before, contents(t, s), "a canceled Commit changed the store")
 	checkRV(t, s, "5")
 }
 
@@ -108,10 +90,7 @@ func testLargeBatch(t *testing.T, h *harness) {
 	checkVersions(t, s, list...)
 	checkRV(t, s, "100")
 	more := bigPods("c", 2000, 8<<10)
-	ops := make([]store.Op, 0, len(more)+1000)
-	for _, o := range more {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: o})
-	}
+	ops := puts(more...)
 	for _, o := range list[:1000] {
 		ops = append(ops, store.Op{Type: store.OpDelete, Object: o})
 	}
@@ -123,9 +102,7 @@ func testLargeBatch(t *testing.T, h *harness) {
 	before := versions(t, s)
 	bad := slices.Concat(ops[:len(more)], []store.Op{{Type: store.OpPut, Object: newPod("ns", "x", "1", labelFail+"=1")}})
 	wantErr(t, "large Commit with a bad last op", s.Commit(t.Context(), store.Batch{Ops: bad, ResourceVersion: "102"}), store.ErrInvalid)
-	if diff := cmp.Diff(before, versions(t, s)); diff != "" {
-		t.Errorf("a failed large Commit changed the store (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, versions(t, s), "a failed large Commit changed the store")
 	checkRV(t, s, "101")
 }
 
@@ -178,12 +155,8 @@ func testRestartAfterAddIndexers(t *testing.T, h *harness) {
 	withZone := podOptions(t, "pods")
 	withZone.Indexers["zone"] = labelIndex("zone")
 	s = h.reopen(t, s, u, withZone)
-	if diff := cmp.Diff([]string{"ns/a", "ns/b"}, indexKeys(t, s, "zone", "west")); diff != "" {
-		t.Errorf("IndexKeys(zone, west) after restart (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"north", "west"}, sortedValues(s, "zone")); diff != "" {
-		t.Errorf("ListIndexFuncValues(zone) after restart (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, "zone", "west"), "IndexKeys(zone, west) after restart")
+	checkDiff(t, []string{"north", "west"}, sortedValues(s, "zone"), "ListIndexFuncValues(zone) after restart")
 	checkRV(t, s, "3")
 	CheckIndexes(t, s)
 
@@ -210,11 +183,7 @@ func testRestartLargeBatch(t *testing.T, h *harness) {
 	list := bigPods("r", 1500, 8<<10)
 	mustOK(t, "Replace", s.Replace(list, "100"))
 	more := bigPods("c", 1500, 8<<10)
-	ops := make([]store.Op, 0, len(more))
-	for _, o := range more {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: o})
-	}
-	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: "101"}))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: puts(more...), ResourceVersion: "101"}))
 	mustOK(t, "Replace", s.Replace(more[:500], "102"))
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
 	checkVersions(t, s, more[:500]...)
@@ -222,13 +191,13 @@ func testRestartLargeBatch(t *testing.T, h *harness) {
 	CheckIndexes(t, s)
 }
 
-// versions returns key -> resourceVersion of every object in s: a cheaper
-// identity than fingerprints for rules with thousands of large objects, whose
+// versionsOf returns key -> resourceVersion of objs: a cheaper identity
+// than fingerprints for rules with thousands of large objects, whose
 // objects all differ in resourceVersion.
-func versions(t testing.TB, s store.Store) map[string]string {
+func versionsOf(t testing.TB, objs []interface{}) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, obj := range s.List() {
+	for _, obj := range objs {
 		m, err := metaOf(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -238,18 +207,11 @@ func versions(t testing.TB, s store.Store) map[string]string {
 	return out
 }
 
+// versions is versionsOf the objects of s.
+func versions(t testing.TB, s store.Store) map[string]string { return versionsOf(t, s.List()) }
+
 // checkVersions compares s's keys and resourceVersions with objs'.
 func checkVersions(t testing.TB, s store.Store, objs ...interface{}) {
 	t.Helper()
-	want := map[string]string{}
-	for _, o := range objs {
-		m, err := metaOf(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[keyOf(t, o)] = m.GetResourceVersion()
-	}
-	if diff := cmp.Diff(want, versions(t, s)); diff != "" {
-		t.Errorf("store contents differ (-want +got, key -> resourceVersion):\n%s", diff)
-	}
+	checkDiff(t, versionsOf(t, objs), versions(t, s), "store contents (key -> resourceVersion)")
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
@@ -30,9 +29,7 @@ func testPrepared(t *testing.T, h *harness) {
 	before := versions(t, s)
 	p, err := store.Prepare(s, batch)
 	mustOK(t, "Prepare", err)
-	if diff := cmp.Diff(before, versions(t, s)); diff != "" {
-		t.Errorf("Prepare changed the store (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, versions(t, s), "Prepare changed the store")
 	checkRV(t, s, "5")
 	// An index added between Prepare and Commit covers the batch's objects
 	// too: the batch is prepared again under the new indexes.
@@ -42,12 +39,8 @@ func testPrepared(t *testing.T, h *harness) {
 		t.Helper()
 		checkContents(t, s, want(t, a2, newPod("", "c", "3", "app=web"), d))
 		checkRV(t, s, "12")
-		if diff := cmp.Diff([]string{"ns/d"}, indexKeys(t, s, "zone", "west")); diff != "" {
-			t.Errorf("IndexKeys(zone, west) %s (-want +got):\n%s", when, diff)
-		}
-		if diff := cmp.Diff([]string{"api", "db", "web"}, sortedValues(s, idxApp)); diff != "" {
-			t.Errorf("ListIndexFuncValues(app) %s (-want +got):\n%s", when, diff)
-		}
+		checkDiff(t, []string{"ns/d"}, indexKeys(t, s, "zone", "west"), "IndexKeys(zone, west) %s", when)
+		checkDiff(t, []string{"api", "db", "web"}, sortedValues(s, idxApp), "ListIndexFuncValues(app) %s", when)
 		CheckIndexes(t, s)
 	}
 	check("after the prepared Commit")
@@ -73,9 +66,7 @@ func testPreparedInvalid(t *testing.T, h *harness) {
 	} else {
 		wantErr(t, "Prepare of a batch with an invalid object", err, store.ErrInvalid)
 	}
-	if diff := cmp.Diff(before, versions(t, s)); diff != "" {
-		t.Errorf("an invalid prepared batch changed the store (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, versions(t, s), "an invalid prepared batch changed the store")
 	checkRV(t, s, "5")
 
 	good := store.Batch{ResourceVersion: "21", Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", "g", "21")}}}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -46,9 +45,7 @@ func testRestartSurvives(t *testing.T, h *harness) {
 	s.Bookmark("8")
 	before := contents(t, s)
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
-	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-		t.Errorf("objects after restart (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, contents(t, s), "objects after restart")
 	checkRV(t, s, "8")
 	if r := s.Info().Reset; r != "" {
 		t.Errorf("Info().Reset after a plain restart = %q; want empty", r)
@@ -63,18 +60,14 @@ func testRestartSurvives(t *testing.T, h *harness) {
 		{idxLabels, "tier=back", []string{"ns/d"}},
 		{idxNamespace, "ns", []string{"ns/a", "ns/b", "ns/d"}},
 	} {
-		if diff := cmp.Diff(tc.want, indexKeys(t, s, tc.index, tc.value), nilEmpty); diff != "" {
-			t.Errorf("IndexKeys(%q, %q) after restart (-want +got):\n%s", tc.index, tc.value, diff)
-		}
+		checkDiff(t, tc.want, indexKeys(t, s, tc.index, tc.value), "IndexKeys(%q, %q) after restart", tc.index, tc.value)
 	}
 	CheckIndexes(t, s)
 	// The reopened store takes writes that survive the next restart too.
 	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "9", Ops: []store.Op{{Type: store.OpDelete, Key: "ns/b"}}}))
 	before = contents(t, s)
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
-	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-		t.Errorf("objects after the second restart (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, contents(t, s), "objects after the second restart")
 	checkRV(t, s, "9")
 	CheckIndexes(t, s)
 }
@@ -118,9 +111,7 @@ func testRestartTypes(t *testing.T, h *harness) {
 		w := widget{Name: "w/1\x00", Size: -5, Tags: []string{"a", "b"}}
 		mustOK(t, "Add", s.Add(w))
 		s = h.reopen(t, s, u, widgetOptions(t, "widgets"))
-		if diff := cmp.Diff(map[string]widget{w.Name: w}, widgetContents(t, s)); diff != "" {
-			t.Errorf("widgets after restart (-want +got):\n%s", diff)
-		}
+		checkDiff(t, map[string]widget{w.Name: w}, widgetContents(t, s), "widgets after restart")
 		CheckIndexes(t, s)
 	})
 }
@@ -165,30 +156,22 @@ func testRestartIndexSetChange(t *testing.T, h *harness) {
 	delete(changed.Indexers, idxApp)
 	changed.Indexers["zone"] = labelIndex("zone")
 	s = h.reopen(t, s, u, changed)
-	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-		t.Errorf("objects after an index set change (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, contents(t, s), "objects after an index set change")
 	checkRV(t, s, "3")
 	if r := s.Info().Reset; r != "" {
 		t.Errorf("Info().Reset = %q; an index set change must not reset the store", r)
 	}
-	if diff := cmp.Diff([]string{"ns/a", "ns/c"}, indexKeys(t, s, "zone", "east")); diff != "" {
-		t.Errorf("IndexKeys(zone, east) of the new index (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a", "ns/c"}, indexKeys(t, s, "zone", "east"), "IndexKeys(zone, east) of the new index")
 	if _, err := s.ByIndex(idxApp, "web"); err == nil {
 		t.Error("the removed index app is still queryable")
 	}
-	if diff := cmp.Diff([]string{idxGuard, idxLabels, idxNamespace, "zone"}, s.Info().Indexes); diff != "" {
-		t.Errorf("Info().Indexes (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{idxGuard, idxLabels, idxNamespace, "zone"}, s.Info().Indexes, "Info().Indexes")
 	CheckIndexes(t, s)
 	// Writes under the new set, then back to the old set: the old index is
 	// rebuilt from the objects as they are now.
 	mustOK(t, "Update", s.Update(newPod("ns", "c", "4", "app=web", "zone=west")))
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
-	if diff := cmp.Diff([]string{"ns/a", "ns/c"}, indexKeys(t, s, idxApp, "web")); diff != "" {
-		t.Errorf("IndexKeys(app, web) after switching back (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a", "ns/c"}, indexKeys(t, s, idxApp, "web"), "IndexKeys(app, web) after switching back")
 	if _, err := s.ByIndex("zone", "east"); err == nil {
 		t.Error("the removed index zone is still queryable")
 	}
@@ -205,28 +188,18 @@ func testRestartIndexFuncChange(t *testing.T, h *harness) {
 	changed := podOptions(t, "pods")
 	changed.Indexers[idxApp] = labelIndex("zone")
 	s = h.reopen(t, s, u, changed)
-	if diff := cmp.Diff(before, contents(t, s)); diff != "" {
-		t.Errorf("objects after an index function change (-before +after):\n%s", diff)
-	}
+	checkDiff(t, before, contents(t, s), "objects after an index function change")
 	checkRV(t, s, "3")
-	if diff := cmp.Diff([]string{"ns/a", "ns/c"}, indexKeys(t, s, idxApp, "east")); diff != "" {
-		t.Errorf("IndexKeys(app, east) under the new function (-want +got):\n%s", diff)
-	}
-	if keys := indexKeys(t, s, idxApp, "web"); len(keys) != 0 {
-		t.Errorf("IndexKeys(app, web) = %q: the old function's values are still served", keys)
-	}
+	checkDiff(t, []string{"ns/a", "ns/c"}, indexKeys(t, s, idxApp, "east"), "IndexKeys(app, east) under the new function")
+	checkDiff(t, none, indexKeys(t, s, idxApp, "web"), "IndexKeys(app, web), values of the old function")
 	CheckIndexes(t, s)
 	// Writes after the change move the new values, and a restart keeps
 	// them.
 	mustOK(t, "Update", s.Update(newPod("ns", "a", "4", "app=web", "zone=west")))
 	mustOK(t, "Delete", s.Delete(newPod("ns", "c", "", "")))
 	s = h.reopen(t, s, u, changed)
-	if diff := cmp.Diff([]string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, "west")); diff != "" {
-		t.Errorf("IndexKeys(app, west) after writes and a restart (-want +got):\n%s", diff)
-	}
-	if keys := indexKeys(t, s, idxApp, "east"); len(keys) != 0 {
-		t.Errorf("IndexKeys(app, east) after writes and a restart = %q; want none", keys)
-	}
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, "west"), "IndexKeys(app, west) after writes and a restart")
+	checkDiff(t, none, indexKeys(t, s, idxApp, "east"), "IndexKeys(app, east) after writes and a restart")
 	CheckIndexes(t, s)
 }
 
@@ -267,9 +240,7 @@ func testRestartKeyFuncChange(t *testing.T, h *harness) {
 	// Under the new function the store works as a new one.
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "4", "app=web")))
 	s = h.reopen(t, s, u, opts(byUID))
-	if diff := cmp.Diff([]string{"uid:ns.a"}, s.ListKeys()); diff != "" {
-		t.Errorf("keys after a write and a restart under the new function (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"uid:ns.a"}, s.ListKeys(), "keys after a write and a restart under the new function")
 	if r := s.Info().Reset; r != "" {
 		t.Errorf("Info().Reset = %q after a restart under the same function; want empty", r)
 	}
@@ -299,15 +270,7 @@ func testRestartIncompatible(t *testing.T, h *harness) {
 			closeStore(t, s)
 			o := podOptions(t, "pods")
 			tc.modify(o)
-			bad, err := store.Open(t.Context(), u, o)
-			if err == nil {
-				bad.Close()
-				t.Fatalf("reopen with another %s succeeded", tc.name)
-			}
-			wantErr(t, "reopen with another "+tc.name, err, store.ErrIncompatible)
-			if !strings.Contains(err.Error(), tc.says) {
-				t.Errorf("error %q does not say the %s differs", err, tc.says)
-			}
+			openFails(t, "reopen with another "+tc.name, u, o, store.ErrIncompatible, tc.says)
 			s = h.open(t, u, podOptions(t, "pods"))
 			checkContents(t, s, want(t, objs...))
 			checkRV(t, s, "5")
@@ -333,11 +296,7 @@ func testRestartScopeChange(t *testing.T, h *harness) {
 	if got := s.Info().Scope; got != o2.Scope {
 		t.Errorf("Info().Scope = %q; want %q", got, o2.Scope)
 	}
-	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
-		if v := s.ListIndexFuncValues(idx); len(v) != 0 {
-			t.Errorf("ListIndexFuncValues(%q) of a reset store = %q", idx, v)
-		}
-	}
+	checkNoIndexValues(t, s, "of a reset store")
 	p := newPod("ns", "new", "100", "app=b")
 	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "100", Ops: []store.Op{{Type: store.OpPut, Object: p}}}))
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
@@ -370,13 +329,9 @@ func testRestartTwoNames(t *testing.T, h *harness) {
 		t.Helper()
 		checkContents(t, a, want(t, newPod("ns", "other", "2")))
 		checkRV(t, a, "10")
-		if diff := cmp.Diff(map[string]widget{wb.Name: wb}, widgetContents(t, b)); diff != "" {
-			t.Errorf("store b (-want +got):\n%s", diff)
-		}
+		checkDiff(t, map[string]widget{wb.Name: wb}, widgetContents(t, b), "store b")
 		checkRV(t, b, "20")
-		if diff := cmp.Diff([]string{"ns/a"}, indexKeys(t, b, "tags", "web")); diff != "" {
-			t.Errorf("IndexKeys(tags, web) of b (-want +got):\n%s", diff)
-		}
+		checkDiff(t, []string{"ns/a"}, indexKeys(t, b, "tags", "web"), "IndexKeys(tags, web) of b")
 		CheckIndexes(t, a)
 		CheckIndexes(t, b)
 	}
@@ -396,12 +351,7 @@ func testRestartInUse(t *testing.T, h *harness) {
 	u := h.url(t)
 	s := h.open(t, u, podOptions(t, "pods"))
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1")))
-	second, err := store.Open(t.Context(), u, podOptions(t, "pods"))
-	if err == nil {
-		second.Close()
-		t.Fatal("opening the same name twice succeeded")
-	}
-	wantErr(t, "second Open of the same name", err, store.ErrInUse)
+	openFails(t, "second Open of the same name", u, podOptions(t, "pods"), store.ErrInUse)
 	// The first store is unaffected.
 	checkContents(t, s, want(t, newPod("ns", "a", "1")))
 	s = h.reopen(t, s, u, podOptions(t, "pods"))

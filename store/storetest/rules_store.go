@@ -2,10 +2,8 @@ package storetest
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
@@ -50,9 +48,7 @@ func testAddGetUpdateDelete(t *testing.T, h *harness) {
 	a2 := newPod("ns1", "a", "2", "app=api")
 	mustOK(t, "Update", s.Update(a2))
 	checkContents(t, s, want(t, a2))
-	if diff := cmp.Diff([]string{"ns1/a"}, indexKeys(t, s, idxApp, "api")); diff != "" {
-		t.Errorf("IndexKeys(app, api) after Update (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns1/a"}, indexKeys(t, s, idxApp, "api"), "IndexKeys(app, api) after Update")
 
 	// Add of an existing key replaces, Update of a missing key adds, as in client-go.
 	b := newPod("ns1", "b", "3")
@@ -88,13 +84,9 @@ func testListAndListKeys(t *testing.T, h *harness) {
 		mustOK(t, "Add", s.Add(p))
 	}
 	wantKeys := sortedKeys(t, objs)
-	if diff := cmp.Diff(wantKeys, sortedKeys(t, s.List())); diff != "" {
-		t.Errorf("keys of List() (-want +got):\n%s", diff)
-	}
+	checkDiff(t, wantKeys, sortedKeys(t, s.List()), "keys of List()")
 	got := append([]string(nil), s.ListKeys()...)
-	if diff := cmp.Diff(wantKeys, sortStrings(got)); diff != "" {
-		t.Errorf("ListKeys() (-want +got):\n%s", diff)
-	}
+	checkDiff(t, wantKeys, sortStrings(got), "ListKeys()")
 	checkContents(t, s, want(t, objs...))
 }
 
@@ -105,9 +97,7 @@ func testDeleteTombstone(t *testing.T, h *harness) {
 	mustOK(t, "Add b", s.Add(b))
 	mustOK(t, "Delete tombstone", s.Delete(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: a}))
 	checkContents(t, s, want(t, b))
-	if diff := cmp.Diff([]string{"ns/b"}, indexKeys(t, s, idxApp, "x")); diff != "" {
-		t.Errorf("IndexKeys(app, x) after deleting a tombstone (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/b"}, indexKeys(t, s, idxApp, "x"), "IndexKeys(app, x) after deleting a tombstone")
 	CheckIndexes(t, s)
 }
 
@@ -122,22 +112,14 @@ func testReplace(t *testing.T, h *harness) {
 	mustOK(t, "Replace", s.Replace([]interface{}{b2, d}, "10"))
 	checkContents(t, s, want(t, b2, d))
 	checkRV(t, s, "10")
-	if diff := cmp.Diff([]string{"new"}, sortedValues(s, idxApp)); diff != "" {
-		t.Errorf("ListIndexFuncValues(app) after Replace: the old value must be gone (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"ns/b", "other/d"}, byIndexKeys(t, s, idxApp, "new")); diff != "" {
-		t.Errorf("ByIndex(app, new) after Replace (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"new"}, sortedValues(s, idxApp), "ListIndexFuncValues(app) after Replace: the old value must be gone")
+	checkDiff(t, []string{"ns/b", "other/d"}, byIndexKeys(t, s, idxApp, "new"), "ByIndex(app, new) after Replace")
 	CheckIndexes(t, s)
 
 	mustOK(t, "Replace with an empty list", s.Replace(nil, "11"))
 	checkContents(t, s, map[string]string{})
 	checkRV(t, s, "11")
-	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
-		if v := s.ListIndexFuncValues(idx); len(v) != 0 {
-			t.Errorf("ListIndexFuncValues(%q) after Replace(nil) = %q; want none", idx, v)
-		}
-	}
+	checkNoIndexValues(t, s, "after Replace(nil)")
 
 	e := newPod("ns", "e", "12", "app=new")
 	mustOK(t, "Replace without a resourceVersion", s.Replace([]interface{}{e}, ""))
@@ -162,18 +144,12 @@ func testMultiValue(t *testing.T, h *harness) {
 		{"tier=none", nil},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, indexKeys(t, s, idxLabels, tc.value), nilEmpty); diff != "" {
-				t.Errorf("IndexKeys (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.want, byIndexKeys(t, s, idxLabels, tc.value), nilEmpty); diff != "" {
-				t.Errorf("ByIndex (-want +got):\n%s", diff)
-			}
+			checkDiff(t, tc.want, indexKeys(t, s, idxLabels, tc.value), "IndexKeys")
+			checkDiff(t, tc.want, byIndexKeys(t, s, idxLabels, tc.value), "ByIndex")
 		})
 	}
 	wantVals := []string{"app=web", "team=x", "tier=back", "tier=front"}
-	if diff := cmp.Diff(wantVals, sortedValues(s, idxLabels)); diff != "" {
-		t.Errorf("ListIndexFuncValues(labels) (-want +got):\n%s", diff)
-	}
+	checkDiff(t, wantVals, sortedValues(s, idxLabels), "ListIndexFuncValues(labels)")
 	CheckIndexes(t, s)
 }
 
@@ -186,25 +162,13 @@ func testDeleteRemovesEntries(t *testing.T, h *harness) {
 		mustOK(t, "Add", s.Add(o))
 	}
 	mustOK(t, "Delete a", s.Delete(a))
-	if diff := cmp.Diff([]string{"shared"}, sortedValues(s, idxApp)); diff != "" {
-		t.Errorf("ListIndexFuncValues(app) after deleting the only object with app=solo (-want +got):\n%s", diff)
-	}
-	if keys := indexKeys(t, s, idxApp, "solo"); len(keys) != 0 {
-		t.Errorf("IndexKeys(app, solo) after delete = %q; want none", keys)
-	}
-	if keys := indexKeys(t, s, idxLabels, "x=1"); len(keys) != 0 {
-		t.Errorf("IndexKeys(labels, x=1) after delete = %q; want none", keys)
-	}
+	checkDiff(t, []string{"shared"}, sortedValues(s, idxApp), "ListIndexFuncValues(app) after deleting the only object with app=solo")
+	checkDiff(t, none, indexKeys(t, s, idxApp, "solo"), "IndexKeys(app, solo) after delete")
+	checkDiff(t, none, indexKeys(t, s, idxLabels, "x=1"), "IndexKeys(labels, x=1) after delete")
 	mustOK(t, "Delete b", s.Delete(b))
-	if diff := cmp.Diff([]string{"ns/c"}, indexKeys(t, s, idxApp, "shared")); diff != "" {
-		t.Errorf("IndexKeys(app, shared) after deleting b (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/c"}, indexKeys(t, s, idxApp, "shared"), "IndexKeys(app, shared) after deleting b")
 	mustOK(t, "Delete c by key only", s.Commit(t.Context(), store.Batch{Ops: []store.Op{{Type: store.OpDelete, Key: "ns/c"}}}))
-	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
-		if v := s.ListIndexFuncValues(idx); len(v) != 0 {
-			t.Errorf("ListIndexFuncValues(%q) of an emptied store = %q; want none", idx, v)
-		}
-	}
+	checkNoIndexValues(t, s, "of an emptied store")
 	CheckIndexes(t, s)
 }
 
@@ -223,18 +187,12 @@ func testUpdateMovesEntries(t *testing.T, h *harness) {
 		{idxLabels, "gone=soon", nil},
 		{idxLabels, "new=here", []string{"ns/a"}},
 	} {
-		if diff := cmp.Diff(tc.want, indexKeys(t, s, tc.index, tc.value), nilEmpty); diff != "" {
-			t.Errorf("IndexKeys(%q, %q) after Update (-want +got):\n%s", tc.index, tc.value, diff)
-		}
+		checkDiff(t, tc.want, indexKeys(t, s, tc.index, tc.value), "IndexKeys(%q, %q) after Update", tc.index, tc.value)
 	}
-	if diff := cmp.Diff([]string{"app=v1", "app=v2", "keep=yes", "new=here"}, sortedValues(s, idxLabels)); diff != "" {
-		t.Errorf("ListIndexFuncValues(labels) after Update (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"app=v1", "app=v2", "keep=yes", "new=here"}, sortedValues(s, idxLabels), "ListIndexFuncValues(labels) after Update")
 	// Losing the label altogether removes the entry.
 	mustOK(t, "Update", s.Update(newPod("ns", "a", "3")))
-	if diff := cmp.Diff([]string{"v1"}, sortedValues(s, idxApp)); diff != "" {
-		t.Errorf("ListIndexFuncValues(app) after the label was removed (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"v1"}, sortedValues(s, idxApp), "ListIndexFuncValues(app) after the label was removed")
 	CheckIndexes(t, s)
 }
 
@@ -264,9 +222,7 @@ func testIndexOfObject(t *testing.T, h *harness) {
 			if err != nil {
 				t.Fatalf("Index(%q): %v", tc.index, err)
 			}
-			if diff := cmp.Diff(tc.want, sortedKeys(t, objs), nilEmpty); diff != "" {
-				t.Errorf("Index(%q) (-want +got):\n%s", tc.index, diff)
-			}
+			checkDiff(t, tc.want, sortedKeys(t, objs), "Index(%q)", tc.index)
 		})
 	}
 }
@@ -295,23 +251,15 @@ func testAddIndexersBackfills(t *testing.T, h *harness) {
 		mustOK(t, "Add", s.Add(o))
 	}
 	mustOK(t, "AddIndexers", s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}))
-	if diff := cmp.Diff([]string{"ns/a"}, indexKeys(t, s, "zone", "east")); diff != "" {
-		t.Errorf("IndexKeys(zone, east) after AddIndexers (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"east", "west"}, sortedValues(s, "zone")); diff != "" {
-		t.Errorf("ListIndexFuncValues(zone) after AddIndexers (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a"}, indexKeys(t, s, "zone", "east"), "IndexKeys(zone, east) after AddIndexers")
+	checkDiff(t, []string{"east", "west"}, sortedValues(s, "zone"), "ListIndexFuncValues(zone) after AddIndexers")
 	mustOK(t, "Update", s.Update(newPod("ns", "c", "2", "zone=east")))
 	mustOK(t, "Delete", s.Delete(a))
-	if diff := cmp.Diff([]string{"ns/c"}, indexKeys(t, s, "zone", "east")); diff != "" {
-		t.Errorf("IndexKeys(zone, east) after writes (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/c"}, indexKeys(t, s, "zone", "east"), "IndexKeys(zone, east) after writes")
 	if _, ok := s.GetIndexers()["zone"]; !ok {
 		t.Error("GetIndexers lacks the added index")
 	}
-	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace, "zone"}, s.Info().Indexes); diff != "" {
-		t.Errorf("Info().Indexes after AddIndexers (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{idxApp, idxGuard, idxLabels, idxNamespace, "zone"}, s.Info().Indexes, "Info().Indexes after AddIndexers")
 	CheckIndexes(t, s)
 }
 
@@ -331,9 +279,7 @@ func testAddIndexersNone(t *testing.T, h *harness) {
 	if n := codec.Decodes.Load() - before; n != 0 {
 		t.Errorf("AddIndexers with no index decoded %d objects; want none", n)
 	}
-	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace}, s.Info().Indexes); diff != "" {
-		t.Errorf("Info().Indexes after AddIndexers with no index (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{idxApp, idxGuard, idxLabels, idxNamespace}, s.Info().Indexes, "Info().Indexes after AddIndexers with no index")
 	if len(s.GetIndexers()) != 4 {
 		t.Errorf("GetIndexers after AddIndexers with no index: %d indexes; want 4", len(s.GetIndexers()))
 	}
@@ -344,17 +290,12 @@ func testAddIndexersConflict(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=web", "zone=east")))
 	err := s.AddIndexers(cache.Indexers{idxApp: labelIndex("zone"), "zone": labelIndex("zone")})
-	wantErr(t, "AddIndexers with an existing name", err, store.ErrIndexExists)
-	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		// Callers match client-go's text (Kubernetes' scheduler tests do).
-		t.Errorf("AddIndexers with an existing name: %q does not say \"indexer conflict\", as client-go's error does", err)
-	}
+	// Callers match client-go's text (Kubernetes' scheduler tests do).
+	wantErr(t, "AddIndexers with an existing name", err, store.ErrIndexExists, "indexer conflict")
 	if _, ok := s.GetIndexers()["zone"]; ok {
 		t.Error("a failed AddIndexers added the other index anyway")
 	}
-	if diff := cmp.Diff([]string{"ns/a"}, indexKeys(t, s, idxApp, "web")); diff != "" {
-		t.Errorf("the existing index changed after a failed AddIndexers (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ns/a"}, indexKeys(t, s, idxApp, "web"), "the existing index changed after a failed AddIndexers")
 	CheckIndexes(t, s)
 }
 
@@ -386,7 +327,5 @@ func testGetIndexers(t *testing.T, h *harness) {
 	for name := range s.GetIndexers() {
 		got = append(got, name)
 	}
-	if diff := cmp.Diff([]string{idxApp, idxGuard, idxLabels, idxNamespace}, sortStrings(got)); diff != "" {
-		t.Errorf("GetIndexers names (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{idxApp, idxGuard, idxLabels, idxNamespace}, sortStrings(got), "GetIndexers names")
 }

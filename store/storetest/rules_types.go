@@ -73,9 +73,7 @@ func testUnstructured(t *testing.T, h *harness) {
 	checkContents(t, s, want(t, a, b))
 	checkUnstructured(t, s, "ns/a", 3)
 	checkUnstructured(t, s, "b", 1<<53+1)
-	if diff := cmp.Diff([]string{"b", "ns/a"}, indexKeys(t, s, idxApp, "web")); diff != "" {
-		t.Errorf("IndexKeys(app, web) (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"b", "ns/a"}, indexKeys(t, s, idxApp, "web"), "IndexKeys(app, web)")
 	CheckIndexes(t, s)
 }
 
@@ -136,12 +134,8 @@ func testPlainStruct(t *testing.T, h *harness) {
 	mustOK(t, "Add", s.Add(w2))
 	mustOK(t, "Update", s.Update(widget{Name: "w1", Size: 10, Tags: []string{"blue"}}))
 	want := map[string]widget{"w1": {Name: "w1", Size: 10, Tags: []string{"blue"}}, "w2": w2}
-	if diff := cmp.Diff(want, widgetContents(t, s)); diff != "" {
-		t.Errorf("widgets (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"w2"}, indexKeys(t, s, "tags", "red")); diff != "" {
-		t.Errorf("IndexKeys(tags, red) (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, widgetContents(t, s), "widgets")
+	checkDiff(t, []string{"w2"}, indexKeys(t, s, "tags", "red"), "IndexKeys(tags, red)")
 	wantErr(t, "Add of a pointer to a widget (the key function rejects it)", s.Add(&w1), store.ErrInvalid)
 	CheckIndexes(t, s)
 }

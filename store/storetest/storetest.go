@@ -98,6 +98,18 @@ func (h *harness) open(t *testing.T, url string, opts *store.Options) store.Stor
 	return s
 }
 
+// openFails checks that store.Open of url with opts fails with an error
+// wrapping target and mentioning says (see wantErr).
+func openFails(t *testing.T, what, url string, opts *store.Options, target error, says ...string) {
+	t.Helper()
+	s, err := store.Open(t.Context(), url, opts)
+	if err == nil {
+		s.Close()
+		t.Fatalf("%s: store.Open(%q) succeeded", what, url)
+	}
+	wantErr(t, what, err, target, says...)
+}
+
 // openPods opens a fresh database with one pod store.
 func (h *harness) openPods(t *testing.T) store.Store {
 	t.Helper()
@@ -323,6 +335,35 @@ func sortedValues(s store.Store, index string) []string {
 	return v
 }
 
+// puts returns an OpPut of each object.
+func puts(objs ...interface{}) []store.Op {
+	ops := make([]store.Op, len(objs))
+	for i, o := range objs {
+		ops[i] = store.Op{Type: store.OpPut, Object: o}
+	}
+	return ops
+}
+
+// checkDiff reports how got differs from want; what, formatted with args,
+// says what was compared. Nil and empty slices are equal.
+func checkDiff(t testing.TB, want, got any, what string, args ...any) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, nilEmpty); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", fmt.Sprintf(what, args...), diff)
+	}
+}
+
+// none is the empty list checkDiff expects.
+var none []string
+
+// checkNoIndexValues checks that the pod indexes have no value left.
+func checkNoIndexValues(t testing.TB, s store.Store, when string) {
+	t.Helper()
+	for _, idx := range []string{idxNamespace, idxApp, idxLabels} {
+		checkDiff(t, none, s.ListIndexFuncValues(idx), "ListIndexFuncValues(%q) %s", idx, when)
+	}
+}
+
 // mustOK fails the test if err is not nil.
 func mustOK(t testing.TB, what string, err error) {
 	t.Helper()
@@ -331,11 +372,17 @@ func mustOK(t testing.TB, what string, err error) {
 	}
 }
 
-// wantErr checks that err wraps target.
-func wantErr(t testing.TB, what string, err, target error) {
+// wantErr checks that err wraps target and mentions every string of says.
+func wantErr(t testing.TB, what string, err, target error, says ...string) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Errorf("%s: error = %v; want one wrapping %q", what, err, target)
+		return
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%s: error %q does not mention %q", what, err, s)
+		}
 	}
 }
 

@@ -140,21 +140,6 @@ func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (sto
 	return b.openFile(ctx, path, opts)
 }
 
-// NewFile is the backend's NewFile: it opens the store named opts.Name in
-// the snapshot file at path (absolute), creating the file on the first
-// snapshot. opts may be nil, but a store of a file needs opts.Codec.
-func (b *Backend) NewFile(ctx context.Context, path string, opts *store.Options) (store.Store, error) {
-	o, err := opts.WithDefaults()
-	if err != nil {
-		return nil, err
-	}
-	clean, err := filePath(b.Scheme, path)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	return b.openFile(ctx, clean, o)
-}
-
 // RawDriver returns the backend's driver with record-level access to its
 // files; its Open is b.Open.
 func (b *Backend) RawDriver() *RawDriver {

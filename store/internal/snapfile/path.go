@@ -10,8 +10,8 @@ import (
 	"github.com/informerdb/informerdb/store/driver"
 )
 
-// filePath checks the snapshot file path of a scheme:///path URL or a
-// direct constructor and returns it cleaned. The path must be absolute, and
+// filePath checks the snapshot file path of a scheme:///path URL and
+// returns it cleaned. The path must be absolute, and
 // must not end in a slash: such a path names a directory, where these
 // backends want a file, and cleaning it silently would make
 // memory:///var/cache/ and memory:///var/cache name one file, created where

@@ -69,13 +69,34 @@ func Write(path string, sections []Section) (err error) {
 		}
 		seen[s.Name] = true
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fail("create directory", err)
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".part-*")
+	return WriteFile(path, "snapfile: write "+path, nil, func(f *os.File) error {
+		if err := encode(f, sections); err != nil {
+			return fail("write", err)
+		}
+		return nil
+	})
+}
+
+// WriteFile writes the file at path atomically: write fills a new temporary
+// file beside it (path+".part-" and a random suffix, created with O_EXCL, so
+// that writers do not share it and a planted symbolic link is not followed,
+// and mode 0600), which is then fsynced, renamed over path, and its
+// directory fsynced. A crash leaves the old file or the new one, never a
+// part of one. created, when not nil, is called with the temporary file's
+// path once it exists. On an error the temporary file is removed; write's
+// errors are returned as they are, those of the other steps prefixed with
+// op.
+func WriteFile(path, op string, created func(part string), write func(f *os.File) error) (err error) {
+	fail := func(what string, err error) error { return fmt.Errorf("%s: %s: %w", op, what, err) }
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".part-*")
 	if err != nil {
 		return fail("create temporary file", err)
+	}
+	if created != nil {
+		created(f.Name())
 	}
 	defer func() {
 		if err != nil {
@@ -86,8 +107,8 @@ func Write(path string, sections []Section) (err error) {
 	if err := f.Chmod(0o600); err != nil {
 		return fail("chmod", err)
 	}
-	if err := encode(f, sections); err != nil {
-		return fail("write", err)
+	if err := write(f); err != nil {
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		return fail("fsync", err)
@@ -98,7 +119,12 @@ func Write(path string, sections []Section) (err error) {
 	if err := os.Rename(f.Name(), path); err != nil {
 		return fail("rename", err)
 	}
-	return syncDir(dir)
+	// Some file systems cannot fsync a directory (EINVAL): nothing more
+	// can be done there.
+	if err := syncDir(filepath.Dir(path)); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fail("fsync directory", err)
+	}
+	return nil
 }
 
 // encode writes the snapshot of sections, checksum included, to w.
@@ -142,13 +168,13 @@ func encode(dst io.Writer, sections []Section) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("snapfile: open directory %s: %w", dir, err)
+		return err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("snapfile: fsync directory %s: %w", dir, err)
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
-	return nil
+	return err
 }
 
 type writer struct {
@@ -190,11 +216,7 @@ func Read(path string, fn func(h *Header, key string, data []byte) error) ([]Hea
 	return read(path, f, st.Size(), fn)
 }
 
-// ReadFrom is Read over the size bytes of r; name goes into errors.
-func ReadFrom(name string, r io.ReaderAt, size int64, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
-	return read(name, r, size, fn)
-}
-
+// read is Read over the size bytes of r; name goes into errors.
 func read(name string, r io.ReaderAt, size int64, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
 	corrupt := func(format string, args ...interface{}) error {
 		return fmt.Errorf("snapfile: read %s: %s: %w", name, fmt.Sprintf(format, args...), store.ErrCorrupt)

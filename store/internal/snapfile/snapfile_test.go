@@ -218,7 +218,7 @@ func TestReadBitFlips(t *testing.T) {
 	for i := range len(full) * 8 {
 		b := bytes.Clone(full)
 		b[i/8] ^= 1 << (i % 8)
-		_, err := ReadFrom("flipped", bytes.NewReader(b), int64(len(b)), nil)
+		_, err := read("flipped", bytes.NewReader(b), int64(len(b)), nil)
 		// A flip in the version field is caught by the checksum too.
 		if !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("bit %d flipped: %v; want ErrCorrupt", i, err)
@@ -262,7 +262,7 @@ func TestReadMalformed(t *testing.T) {
 		{"empty", nil, store.ErrCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadFrom("test.snap", bytes.NewReader(tc.file), int64(len(tc.file)), func(*Header, string, []byte) error { return nil })
+			_, err := read("test.snap", bytes.NewReader(tc.file), int64(len(tc.file)), func(*Header, string, []byte) error { return nil })
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "test.snap") {
 				t.Errorf("error = %v; want %v naming the file", err, tc.want)
 			}
@@ -271,7 +271,7 @@ func TestReadMalformed(t *testing.T) {
 	// The sealed builder itself makes valid files.
 	ok := seal(1, cat(uv(1), hdr, uv(1), lp("k"), lp("v")))
 	var got []record
-	if _, err := ReadFrom("ok", bytes.NewReader(ok), int64(len(ok)), func(h *Header, k string, d []byte) error {
+	if _, err := read("ok", bytes.NewReader(ok), int64(len(ok)), func(h *Header, k string, d []byte) error {
 		got = append(got, record{h.Name, k, string(d)})
 		return nil
 	}); err != nil {
@@ -306,7 +306,7 @@ func FuzzRead(f *testing.F) {
 func fuzzRead(t *testing.T, b []byte) {
 	t.Helper()
 	n := 0
-	hs, err := ReadFrom("fuzz.snap", bytes.NewReader(b), int64(len(b)), func(h *Header, key string, data []byte) error {
+	hs, err := read("fuzz.snap", bytes.NewReader(b), int64(len(b)), func(h *Header, key string, data []byte) error {
 		n++
 		return nil
 	})
@@ -319,7 +319,7 @@ func fuzzRead(t *testing.T, b []byte) {
 	// What reads back must write and read back the same.
 	var secs []Section
 	var recs []record
-	if _, err := ReadFrom("fuzz.snap", bytes.NewReader(b), int64(len(b)), func(h *Header, key string, data []byte) error {
+	if _, err := read("fuzz.snap", bytes.NewReader(b), int64(len(b)), func(h *Header, key string, data []byte) error {
 		recs = append(recs, record{h.Name, key, string(data)})
 		return nil
 	}); err != nil {
@@ -339,7 +339,7 @@ func fuzzRead(t *testing.T, b []byte) {
 		t.Fatalf("rewrite of a readable file: %v", err)
 	}
 	var again []record
-	if _, err := ReadFrom("again.snap", bytes.NewReader(buf.Bytes()), int64(buf.Len()), func(h *Header, key string, data []byte) error {
+	if _, err := read("again.snap", bytes.NewReader(buf.Bytes()), int64(buf.Len()), func(h *Header, key string, data []byte) error {
 		again = append(again, record{h.Name, key, string(data)})
 		return nil
 	}); err != nil {

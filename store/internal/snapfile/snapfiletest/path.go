@@ -1,7 +1,6 @@
 package snapfiletest
 
 import (
-	"context"
 	"errors"
 	"io"
 	"os"
@@ -16,11 +15,10 @@ import (
 )
 
 // CheckTrailingSlash checks that a snapshot file path ending in a slash,
-// which names a directory, is refused with store.ErrInvalid by Open,
-// newFile (the backend's NewFile) and the raw driver, and that nothing is
-// created: such paths used to be cleaned into the file path without the
-// slash. The path without the slash opens.
-func CheckTrailingSlash(t *testing.T, scheme string, newFile func(ctx context.Context, path string, opts *store.Options) (store.Store, error)) {
+// which names a directory, is refused with store.ErrInvalid by Open and the
+// raw driver, and that nothing is created, rather than cleaned into the
+// file path without the slash. The path without the slash opens.
+func CheckTrailingSlash(t *testing.T, scheme string) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.snap")
@@ -44,7 +42,6 @@ func CheckTrailingSlash(t *testing.T, scheme string, newFile func(ctx context.Co
 	}{
 		{"Open", func() error { return closed(store.Open(t.Context(), scheme+"://"+path+"/", opts())) }},
 		{"Open root", func() error { return closed(store.Open(t.Context(), scheme+"://"+"//", opts())) }},
-		{"NewFile", func() error { return closed(newFile(t.Context(), path+"/", opts())) }},
 		{"Import", func() error {
 			return store.Import(t.Context(), scheme+"://"+path+"/", store.Info{Name: "pods", Codec: codec.Name()}, none)
 		}},
