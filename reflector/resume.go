@@ -29,7 +29,10 @@ import (
 //     do not compare (opaque resourceVersions): resume, and log that the
 //     check was skipped (invariant 6). A resource emptied while not served
 //     (ReasonGone) lists afresh (invariant 5). R equal to P has caught up
-//     already.
+//     already. The probe and the first catch-up watch may have been
+//     started before Run, while the store was opened (Options.Early,
+//     invariant 10): they count if Run resumes from the resourceVersion
+//     they started from, within one catch-up watch timeout of their start.
 //  3. Catch-up (observedLocked, catchingUp, catchUpWatchEnded, nudge). The target is reached
 //     by the first event or bookmark at or past P, or by a relist (a
 //     consistent list made after the probe is at least as new as P). Short
