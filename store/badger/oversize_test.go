@@ -107,6 +107,41 @@ func TestOversizeRecordImportIsInvalid(t *testing.T) {
 	wantOversize(t, "Import", err, "ns/huge")
 }
 
+// TestEmptyRecordImportIsInvalid: a record without data is refused, as
+// every backend refuses it, rather than stored as a record that reads as
+// damage.
+func TestEmptyRecordImportIsInvalid(t *testing.T) {
+	dir := t.TempDir()
+	u := "badger://" + (&url.URL{Path: dir}).EscapedPath()
+	s, err := store.Open(t.Context(), u, podOptions(t, "pods", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := s.Info()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sent := false
+	err = store.Import(t.Context(), u, info, func() (store.Record, error) {
+		if sent {
+			return store.Record{}, io.EOF
+		}
+		sent = true
+		return store.Record{Key: "ns/empty", Values: make([][]string, len(info.Indexes))}, nil
+	})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `"ns/empty" has no data`) {
+		t.Fatalf("Import of a record without data: %v; want ErrInvalid naming the record", err)
+	}
+	s, err = store.Open(t.Context(), u, podOptions(t, "pods", 0))
+	if err != nil {
+		t.Fatalf("Open after the refused import: %v", err)
+	}
+	defer s.Close()
+	if keys := s.ListKeys(); len(keys) != 0 {
+		t.Errorf("keys after the refused import: %v; want none", keys)
+	}
+}
+
 // TestBatchRefusesOversizeValue: a write batch refuses a value badger would
 // refuse, whatever record it is, as invalid input and without taking it for
 // a failed write, which would stop every write of the database.

@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -201,6 +202,16 @@ func quoteAll(s []string) []string {
 		out[i] = strconv.Quote(v)
 	}
 	return out
+}
+
+// AbsPath returns the cleaned path of u, which must name a database by an
+// absolute path (scheme:///abs/path, three slashes), or an error wrapping
+// store.ErrInvalid that shows want, the form the backend takes.
+func AbsPath(u *url.URL, want string) (string, error) {
+	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
+		return "", fmt.Errorf("want %s (three slashes): %w", want, store.ErrInvalid)
+	}
+	return filepath.Clean(u.Path), nil
 }
 
 // redact drops user info from a URL before it goes into an error.
