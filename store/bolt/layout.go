@@ -559,7 +559,7 @@ func prefixEnd(p []byte) []byte {
 }
 
 // A key record (encodeKeyRecord) is the object's sequence number followed
-// by an index values record (encodeRecord).
+// by an index values record (appendRecord).
 //
 // Index values records start with a flag: recordInline, or recordFullKey
 // followed by the length and text of the object key whose bbolt key is a
@@ -569,115 +569,52 @@ const (
 	recordFullKey = 1
 )
 
-// encodeRecord encodes an object's index values record: the flag (and full
-// key), the number of indexes, then per index the number of values and each
-// value with its length. vals is aligned with an IndexSet's names.
-func encodeRecord(key string, vals [][]string) []byte {
-	return appendRecord(make([]byte, 0, recordSize(key, vals)), key, vals)
-}
-
 // recordSize bounds the length of the index values record of (key, vals).
 func recordSize(key string, vals [][]string) int {
-	n := 1 + 2*binary.MaxVarintLen64
+	n := 1 + binary.MaxVarintLen64 + varint.ValuesSize(vals)
 	if len(key) > maxInline {
 		n += len(key)
-	}
-	for _, vs := range vals {
-		n += binary.MaxVarintLen64
-		for _, v := range vs {
-			n += binary.MaxVarintLen64 + len(v)
-		}
 	}
 	return n
 }
 
-// appendRecord appends the index values record of (key, vals) to out.
+// appendRecord appends the index values record of (key, vals) to out: the
+// flag (and full key), then the values as varint.AppendValues writes them.
+// vals is aligned with an IndexSet's names.
 func appendRecord(out []byte, key string, vals [][]string) []byte {
 	if len(key) > maxInline {
-		out = append(out, recordFullKey)
-		out = binary.AppendUvarint(out, uint64(len(key)))
-		out = append(out, key...)
+		out = varint.AppendString(append(out, recordFullKey), key)
 	} else {
 		out = append(out, recordInline)
 	}
-	out = binary.AppendUvarint(out, uint64(len(vals)))
-	for _, vs := range vals {
-		out = binary.AppendUvarint(out, uint64(len(vs)))
-		for _, v := range vs {
-			out = binary.AppendUvarint(out, uint64(len(v)))
-			out = append(out, v...)
-		}
-	}
-	return out
+	return varint.AppendValues(out, vals)
 }
 
-// decodeRecord decodes encodeRecord's output, copying the strings out of
+// decodeRecord decodes appendRecord's output, copying the strings out of
 // data (which may be memory-mapped), and checks that it has want indexes.
 // fullKey is "" for records of inline keys.
 func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err error) {
 	bad := func(why string) (string, [][]string, error) {
 		return "", nil, fmt.Errorf("malformed index values record (%s): %w", why, store.ErrCorrupt)
 	}
-	next := func() (uint64, bool) {
-		n, w := varint.Uvarint(data)
-		if w <= 0 {
-			return 0, false
-		}
-		data = data[w:]
-		return n, true
-	}
 	if len(data) == 0 {
 		return bad("empty")
 	}
-	flag := data[0]
-	data = data[1:]
-	switch flag {
+	switch data[0] {
 	case recordInline:
+		data = data[1:]
 	case recordFullKey:
-		l, ok := next()
-		if !ok || l > uint64(len(data)) {
-			return bad("key length")
+		var n int
+		if fullKey, n, err = decodeRecordKey(data); err != nil {
+			return "", nil, err
 		}
-		if l <= maxInline {
-			// Only a key too long for bbolt is kept in its record.
-			return bad(fmt.Sprintf("full key of %d bytes", l))
-		}
-		fullKey = string(data[:l])
-		data = data[l:]
+		data = data[n:]
 	default:
-		return bad(fmt.Sprintf("flag %d", flag))
+		return bad(fmt.Sprintf("flag %d", data[0]))
 	}
-	n, ok := next()
-	if !ok {
-		return bad("no index count")
-	}
-	if n != uint64(want) {
-		return bad(fmt.Sprintf("%d indexes, want %d", n, want))
-	}
-	if n > 0 {
-		vals = make([][]string, n)
-	}
-	for i := range vals {
-		m, ok := next()
-		if !ok || m > uint64(len(data)) {
-			return bad("value count")
-		}
-		if m == 0 {
-			continue
-		}
-		vs := make([]string, m)
-		for j := range vs {
-			l, ok := next()
-			if !ok || l > uint64(len(data)) {
-				return bad("value length")
-			}
-			vs[j] = string(data[:l])
-			data = data[l:]
-		}
-		vals[i] = vs
-	}
-	if len(data) != 0 {
-		return bad("trailing bytes")
+	vals, err = varint.Values(data, want)
+	if err != nil {
+		return bad(err.Error())
 	}
 	return fullKey, vals, nil
 }
@@ -754,16 +691,21 @@ func recordIdentity(k, rec []byte) (string, uint64, error) {
 	return key, seq, err
 }
 
-// decodeRecordKey decodes only the full key of an index values record.
+// decodeRecordKey decodes only the full key of an index values record, and
+// returns it with the length of the record's part it read.
 func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
 		return "", 0, fmt.Errorf("key record of a long key lacks the key: %w", store.ErrCorrupt)
 	}
-	l, w := varint.Uvarint(rec[1:])
-	if w <= 0 || l > uint64(len(rec)-1-w) {
+	key, rest, ok := varint.String(rec[1:])
+	if !ok {
 		return "", 0, fmt.Errorf("key record: bad key length: %w", store.ErrCorrupt)
 	}
-	return string(rec[1+w : 1+w+int(l)]), 1 + w + int(l), nil
+	if len(key) <= maxInline {
+		// Only a key too long for bbolt is kept in its record.
+		return "", 0, fmt.Errorf("malformed index values record (full key of %d bytes): %w", len(key), store.ErrCorrupt)
+	}
+	return key, len(rec) - len(rest), nil
 }
 
 // objectOf returns the encoded object numbered seq, whose key is key.

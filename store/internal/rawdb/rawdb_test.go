@@ -105,7 +105,7 @@ func TestRecords(t *testing.T) {
 	}
 	t.Run("source error", func(t *testing.T) {
 		boom := errors.New("boom")
-		if _, err := NewRecords(info, 3, func() (store.Record, error) { return store.Record{}, boom }); err != boom {
+		if _, err := NewRecords(info, 3, func() (store.Record, error) { return store.Record{}, boom }); !errors.Is(err, boom) || err.Error() != boom.Error() {
 			t.Errorf("NewRecords: %v; want the source's error as it is", err)
 		}
 	})
@@ -220,7 +220,7 @@ func TestViewListStores(t *testing.T) {
 func TestViewExport(t *testing.T) {
 	v := &View{Tx: &fakeTx{stores: map[string]error{"ok": nil}}, Backend: "fake", Where: "fake:///db"}
 	stop := errors.New("stop")
-	if _, err := v.Export(t.Context(), "ok", func(store.Record) error { return stop }); err != stop {
+	if _, err := v.Export(t.Context(), "ok", func(store.Record) error { return stop }); !errors.Is(err, stop) || err.Error() != stop.Error() {
 		t.Errorf("Export: %v; want fn's error as it is", err)
 	}
 	_, err := v.Export(t.Context(), "missing", func(store.Record) error { return nil })
