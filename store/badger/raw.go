@@ -127,26 +127,31 @@ func otherDurability(d store.Durability) store.Durability {
 
 // Stores implements store.RawDriver: a store this build cannot read fails
 // the call (ListStores names it beside the others).
-func (d rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return driver.StoreInfos(d.ListStores(ctx, u))
+func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
+	return rawdb.Reader(readView).Stores(ctx, u)
 }
 
 // ListStores implements store.RawDriver: one read transaction.
-func (rawDriver) ListStores(ctx context.Context, u *url.URL) (entries []store.StoreEntry, err error) {
-	err = readView(ctx, "list stores", u, func(v *rawdb.View) error {
-		entries, err = v.ListStores(ctx)
-		return err
-	})
-	return entries, err
+func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	return rawdb.Reader(readView).ListStores(ctx, u)
 }
 
 // Export implements store.RawDriver: one read transaction.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (info store.Info, err error) {
-	err = readView(ctx, "export "+name, u, func(v *rawdb.View) error {
-		info, err = v.Export(ctx, name, fn)
-		return err
-	})
-	return info, err
+func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	return rawdb.Reader(readView).Export(ctx, u, name, fn)
+}
+
+// IndexEntries calls fn with every index entry (index name, indexed value,
+// object key) of the current generation of the store name in the database
+// at u, in one read transaction, as a bounded-mode open would serve them:
+// what the snapshot tool's verify compares with the objects' index values.
+// Its signature is snapshot.IndexEntries. A store last opened in the
+// default mode keeps no index entries (its meta record's Entries is false;
+// any entries left by a crashed drop are never read): it yields those its
+// value records imply, so that verify still checks the persisted index
+// values against the objects.
+func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
+	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
 }
 
 // readView runs fn on a view of the database at u in one read transaction.
@@ -279,6 +284,19 @@ func (t rawTxn) Export(ctx context.Context, name string, fn func(store.Record) e
 		return store.Info{}, err
 	}
 	return info, nil
+}
+
+// IndexEntries implements rawdb.Tx.
+func (t rawTxn) IndexEntries(ctx context.Context, name string, fn func(index, value, key string) error) error {
+	_, m, err := rawInfo(t.txn, name)
+	if err != nil {
+		return err
+	}
+	k := newKeys(name, m.Generation)
+	if !m.Entries {
+		return eachImpliedEntry(ctx, t.txn, k, m.Indexes, fn)
+	}
+	return eachStoredEntry(ctx, t.txn, k, fn)
 }
 
 // Export implements store.Exporter: one read transaction, so records and
@@ -516,34 +534,6 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		return fmt.Errorf("delete the meta record (the store is dropped; a later Drop of the name deletes it): %w", err)
 	}
 	return nil
-}
-
-// IndexEntries calls fn with every persisted index entry (index name,
-// indexed value, object key) of the current generation of the store name in
-// the database at u, in one read transaction: what the snapshot tool's
-// verify compares with the objects' index values. Its signature is
-// snapshot.IndexEntries.
-//
-// A store last opened in the default mode keeps no index entries (its
-// meta record's Entries is false; any entries left by a crashed drop are
-// never read): then the entries its value records imply are reported
-// instead, one per index value of each record, so that verify still checks
-// the persisted index values against the objects. Either way fn sees the
-// index as a bounded-mode open would serve it.
-func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
-	return withDB(ctx, "index entries of "+name, u, "", false, func(sh *sharedDB) error {
-		return sh.db.View(func(txn *badger.Txn) error {
-			_, m, err := rawInfo(txn, name)
-			if err != nil {
-				return err
-			}
-			k := newKeys(name, m.Generation)
-			if !m.Entries {
-				return eachImpliedEntry(ctx, txn, k, m.Indexes, fn)
-			}
-			return eachStoredEntry(ctx, txn, k, fn)
-		})
-	})
 }
 
 // eachStoredEntry calls fn with every index entry (index name, value,

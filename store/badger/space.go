@@ -14,6 +14,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // space is one named store's part of a shared database: it knows the key
@@ -481,14 +482,7 @@ func (s *space) buildEntries(ctx context.Context) error {
 // names, read in txn: the entries a store keeps when it keeps them.
 func eachImpliedEntry(ctx context.Context, txn *badger.Txn, k keys, names []string, fn func(index, value, key string) error) error {
 	return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
-		for i, index := range names {
-			for _, v := range vals[i] {
-				if err := fn(index, v, key); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return rawdb.ImpliedEntries(names, key, vals, fn)
 	})
 }
 

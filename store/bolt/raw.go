@@ -132,26 +132,29 @@ func viewFile(f *file, where string, fn func(v *rawdb.View) error) (err error) {
 
 // Stores implements store.RawDriver: a store this build cannot read fails
 // the call (ListStores names it beside the others).
-func (d rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return driver.StoreInfos(d.ListStores(ctx, u))
+func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
+	return rawdb.Reader(readView).Stores(ctx, u)
 }
 
 // ListStores implements store.RawDriver: one read transaction.
-func (rawDriver) ListStores(ctx context.Context, u *url.URL) (entries []store.StoreEntry, err error) {
-	err = readView(ctx, "list stores", u, func(v *rawdb.View) error {
-		entries, err = v.ListStores(ctx)
-		return err
-	})
-	return entries, err
+func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	return rawdb.Reader(readView).ListStores(ctx, u)
 }
 
 // Export implements store.RawDriver: one read transaction.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (info store.Info, err error) {
-	err = readView(ctx, "export "+name, u, func(v *rawdb.View) error {
-		info, err = v.Export(ctx, name, fn)
-		return err
-	})
-	return info, err
+func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	return rawdb.Reader(readView).Export(ctx, u, name, fn)
+}
+
+// IndexEntries calls fn with every index entry (index name, indexed value,
+// object key) of the store name in the database at u, in one read
+// transaction, as a bounded-mode open would serve them: what the snapshot
+// tool's verify compares with the objects' index values. Its signature is
+// snapshot.IndexEntries. A store that keeps no entries on disk (one last
+// written in the default mode, see layout.go) yields those of its key
+// records' index values, from which its in-memory index is built.
+func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
+	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
 }
 
 // Export implements store.Exporter for an open bounded store: one read
@@ -227,19 +230,50 @@ func (t rawTx) Export(ctx context.Context, name string, fn func(store.Record) er
 	return info, nil
 }
 
-// corruptHint is what every ErrCorrupt of this backend advises.
-const corruptHint = "(delete the file to start over; informers relist)"
-
-// rawError names op and u in an ErrCorrupt or ErrIncompatible (a store of
-// another format version), and gives an ErrCorrupt corruptHint, once: errors
-// from opening the file carry it already. Other errors (the context's, the
-// caller's callback's) pass as they are.
-func rawError(op string, u *url.URL, err error) error {
-	if err == nil || !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrIncompatible) {
+// IndexEntries implements rawdb.Tx.
+func (t rawTx) IndexEntries(ctx context.Context, name string, fn func(index, value, key string) error) error {
+	info, b, err := rawInfo(t.tx, name)
+	if err != nil {
 		return err
 	}
-	return withHint(fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err))
+	if !b.entries {
+		return eachKeyRecord(b, len(info.Indexes), func(key string, _ uint64, vals [][]string) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return rawdb.ImpliedEntries(info.Indexes, key, vals, fn)
+		})
+	}
+	return b.index.ForEachBucket(func(idx []byte) error {
+		pos := slices.Index(info.Indexes, string(idx))
+		c := b.index.Bucket(idx).Cursor()
+		for k, kv := c.First(); k != nil; k, kv = c.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			vf, _, err := splitIndexEntry(k)
+			if err != nil {
+				return err
+			}
+			if kv, err = b.open("index entry", k, kv); err != nil {
+				return err
+			}
+			key, value := string(kv), string(vf)
+			if isDigest(vf) {
+				if value, err = longValue(b, key, pos, len(info.Indexes), vf); err != nil {
+					return err
+				}
+			}
+			if err := fn(string(idx), value, key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
+
+// corruptHint is what every ErrCorrupt of this backend advises.
+const corruptHint = "(delete the file to start over; informers relist)"
 
 // hinted is an error that ends in corruptHint. Wrapped further, it still
 // tells withHint not to give the hint again.
@@ -571,83 +605,6 @@ func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 		}
 	}
 	return nil
-}
-
-// IndexEntries calls fn with every persisted index entry (index name,
-// indexed value, object key) of the store name in the database at u, in one
-// read transaction: what the snapshot tool's verify compares with the
-// objects' index values. Its signature is snapshot.IndexEntries. A store
-// that keeps no entries on disk (one last written in the default mode, see
-// layout.go) yields those of its key records' index values, from which its
-// in-memory index is built.
-func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
-	return withFile(ctx, "index entries of "+name, u, false, func(f *file) error {
-		var fnErr error
-		err := guard(func() error {
-			return f.db.View(func(tx *bbolt.Tx) error {
-				info, b, err := rawInfo(tx, name)
-				if err != nil {
-					return err
-				}
-				if !b.entries {
-					return recordEntries(ctx, b, info.Indexes, func(index, value, key string) error {
-						fnErr = fn(index, value, key)
-						return fnErr
-					})
-				}
-				return b.index.ForEachBucket(func(idx []byte) error {
-					pos := slices.Index(info.Indexes, string(idx))
-					c := b.index.Bucket(idx).Cursor()
-					for k, kv := c.First(); k != nil; k, kv = c.Next() {
-						if err := ctx.Err(); err != nil {
-							return err
-						}
-						vf, _, err := splitIndexEntry(k)
-						if err != nil {
-							return err
-						}
-						if kv, err = b.open("index entry", k, kv); err != nil {
-							return err
-						}
-						key := string(kv)
-						value := string(vf)
-						if isDigest(vf) {
-							if value, err = longValue(b, key, pos, len(info.Indexes), vf); err != nil {
-								return err
-							}
-						}
-						if err := fn(string(idx), value, key); err != nil {
-							fnErr = err
-							return err
-						}
-					}
-					return nil
-				})
-			})
-		})
-		if fnErr != nil {
-			return fnErr
-		}
-		return rawError("index entries of "+name, u, err)
-	})
-}
-
-// recordEntries calls fn with the index entries the key records of b
-// imply, for indexes names, and stops at fn's first error.
-func recordEntries(ctx context.Context, b *buckets, names []string, fn func(index, value, key string) error) error {
-	return eachKeyRecord(b, len(names), func(key string, _ uint64, vals [][]string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for i, vs := range vals {
-			for _, v := range vs {
-				if err := fn(names[i], v, key); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
 }
 
 // compactTxSize bounds the bytes Compact copies per transaction.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -31,6 +32,49 @@ type Tx interface {
 	// Export calls fn for every record of the store name, and returns
 	// its Info. A store it does not hold is store.ErrNotFound.
 	Export(ctx context.Context, name string, fn func(store.Record) error) (store.Info, error)
+	// IndexEntries calls fn with every index entry (index name, value,
+	// object key) of the store name as a bounded-mode open would serve
+	// it: the entries the store keeps or, for a store that keeps none (last
+	// written in the default mode), those its objects' index values imply
+	// (see ImpliedEntries).
+	IndexEntries(ctx context.Context, name string, fn func(index, value, key string) error) error
+}
+
+// Reader runs fn on a view of the database at u in one read transaction;
+// op names the operation in the errors Reader makes itself (opening the
+// database). A backend's raw driver reads through its Reader.
+type Reader func(ctx context.Context, op string, u *url.URL, fn func(v *View) error) error
+
+// Stores implements store.RawDriver.Stores: ListStores, failing on a store
+// that cannot be read.
+func (r Reader) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
+	return driver.StoreInfos(r.ListStores(ctx, u))
+}
+
+// ListStores implements store.RawDriver.ListStores (see View.ListStores).
+func (r Reader) ListStores(ctx context.Context, u *url.URL) (entries []store.StoreEntry, err error) {
+	err = r(ctx, "list stores", u, func(v *View) error {
+		entries, err = v.ListStores(ctx)
+		return err
+	})
+	return entries, err
+}
+
+// Export implements store.RawDriver.Export (see View.Export).
+func (r Reader) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (info store.Info, err error) {
+	err = r(ctx, "export "+name, u, func(v *View) error {
+		info, err = v.Export(ctx, name, fn)
+		return err
+	})
+	return info, err
+}
+
+// IndexEntries reads the index entries of the store name (see
+// View.IndexEntries).
+func (r Reader) IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
+	return r(ctx, "index entries of "+name, u, func(v *View) error {
+		return v.IndexEntries(ctx, name, fn)
+	})
 }
 
 // View is a store.RawView over a Tx: the reads of a backend's raw driver
@@ -112,6 +156,40 @@ func (v *View) Export(ctx context.Context, name string, fn func(store.Record) er
 		return store.Info{}, v.fail("export "+name+" from", err)
 	}
 	return info, nil
+}
+
+// IndexEntries calls fn with every index entry of the store name (see
+// Tx.IndexEntries): what the snapshot tool's verify compares with the
+// objects' index values. An error of fn is returned as it is.
+func (v *View) IndexEntries(ctx context.Context, name string, fn func(index, value, key string) error) error {
+	var fnErr error
+	err := v.run(func() error {
+		return v.Tx.IndexEntries(ctx, name, func(index, value, key string) error {
+			fnErr = fn(index, value, key)
+			return fnErr
+		})
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return v.fail("index entries of "+name+" from", err)
+	}
+	return nil
+}
+
+// ImpliedEntries calls fn with the index entries that vals, the index
+// values of the object key aligned with the index names, imply: one per
+// value. It stops at fn's first error.
+func ImpliedEntries(names []string, key string, vals [][]string, fn func(index, value, key string) error) error {
+	for i, vs := range vals {
+		for _, v := range vs {
+			if err := fn(names[i], v, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // CheckName refuses a store name a Drop or an Import cannot take: empty,

@@ -172,6 +172,13 @@ func (f *fakeTx) Export(ctx context.Context, name string, fn func(store.Record) 
 	return store.Info{Backend: "fake", Name: name}, nil
 }
 
+func (f *fakeTx) IndexEntries(ctx context.Context, name string, fn func(index, value, key string) error) error {
+	if _, ok := f.stores[name]; !ok {
+		return fmt.Errorf("store %q: %w", name, store.ErrNotFound)
+	}
+	return ImpliedEntries([]string{"app", "node"}, "ns/a", [][]string{{"web", "db"}, {"n1"}}, fn)
+}
+
 func TestViewListStores(t *testing.T) {
 	tx := &fakeTx{
 		stores: map[string]error{
@@ -238,5 +245,31 @@ func TestViewExport(t *testing.T) {
 	_, err = v.Export(t.Context(), "ok", func(store.Record) error { panic("damage") })
 	if !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("Export whose read panics: %v; want ErrCorrupt from Guard", err)
+	}
+}
+
+func TestViewIndexEntries(t *testing.T) {
+	v := &View{Tx: &fakeTx{stores: map[string]error{"ok": nil}}, Backend: "fake", Where: "fake:///db"}
+	var got []string
+	err := v.IndexEntries(t.Context(), "ok", func(index, value, key string) error {
+		got = append(got, index+"="+value+" "+key)
+		return nil
+	})
+	want := []string{"app=web ns/a", "app=db ns/a", "node=n1 ns/a"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("IndexEntries: %q, %v; want %q", got, err, want)
+	}
+	stop := errors.New("stop")
+	n := 0
+	err = v.IndexEntries(t.Context(), "ok", func(string, string, string) error {
+		n++
+		return stop
+	})
+	if !errors.Is(err, stop) || err.Error() != stop.Error() || n != 1 {
+		t.Errorf("IndexEntries whose fn fails: %v after %d calls; want fn's error as it is, after one", err, n)
+	}
+	err = v.IndexEntries(t.Context(), "missing", func(string, string, string) error { return nil })
+	if !errors.Is(err, store.ErrNotFound) || !strings.HasPrefix(err.Error(), "store: index entries of missing from fake:///db: ") {
+		t.Errorf("IndexEntries of a missing store: %v; want ErrNotFound naming the operation and the database", err)
 	}
 }
