@@ -38,45 +38,33 @@ import (
 // Nothing else is at the top level: a file without stores/ but with
 // anything other than snapshot-import/ is damaged (see rootBucket).
 //
-// Every record of a store (objects, key records, index entries, the meta,
-// rv and seq records) is framed by recsum: its value is followed by the
+// Every record of a store is framed by recsum: its value is followed by the
 // CRC32C of its bbolt key and value, checked whenever the record is read
-// (see buckets.open), so that a damaged record, or a record a damaged page
-// shows under another key, is store.ErrCorrupt naming the store and key,
-// never another object. bbolt checksums only its meta pages. Format version
-// 3 was this layout without the frames: it is read as it is (raw exports,
-// snapshots) and framed, in one transaction, when a store of it is opened.
+// (buckets.open), so that a damaged record, or one a damaged page shows
+// under another key, is store.ErrCorrupt naming the store and key, never
+// another object; bbolt checksums only its meta pages. A store of format
+// version 3 (no frames) is read as it is and framed, in one transaction,
+// when it is opened.
 //
-// Every store persists each object's index values, in its key record, in the
-// transaction that writes the object. The inverted index (index/, value ->
-// objects) is kept on disk only while a bounded-mode store uses it: the
-// default mode holds the inverted index in memory, built at open from the
-// key records, and never reads index/, so writing it would only cost (a
-// Commit of new objects dirties a page per index value it touches: with
-// three indexes, half the time and bytes of the Commit). The "entries"
-// record says whether index/ is current; nothing reads index/ otherwise.
-// Opening a store in the bounded mode without it builds the entries from the
-// key records (no decoding) and writes the record, in one transaction;
-// opening one in the default mode with it empties index/ and deletes the
-// record, in one transaction. Format version 2 was this layout with index/
-// always current: it opens as version 3 with the record.
+// Each object's index values are in its key record, written with the
+// object. The inverted index (index/) is kept only while a bounded-mode
+// store reads it: the default mode builds its index in memory from the key
+// records, and writing index/ would cost it half the time and bytes of a
+// Commit of new objects. The "entries" record says whether index/ is
+// current; a bounded-mode open without it builds the entries from the key
+// records (no decoding), a default-mode open with it empties index/, each
+// in one transaction with the record. Format version 2 (index/ always
+// current) opens as version 3 with the record.
 //
-// Why sequence numbers: bbolt rewrites, whole, every page a transaction
-// dirties, and a new object keyed by its (random) object key dirties a page
-// at a random place of every bucket. A new object takes the next sequence
-// number instead (kept in meta, written in the same transaction), so new
-// objects are appended at the end of objects/ (a Commit of many new objects
-// adds a few full pages there), and their entries at the end of each
-// value's range in every index (a Commit dirties one page per value it
-// touches, not one per new object). Only keys/, whose records are small,
-// takes one random insert per new object. An update keeps its sequence
-// number and rewrites its object in place; a delete removes its record,
-// object and entries, and an object created again gets a new number.
-//
-// The key records let updates and deletes find an object's number and remove
-// its old index entries without decoding the old object, and let a store
-// load its indexes without running index functions. Index entries hold the
-// object key, so bounded IndexKeys reads only the index bucket.
+// Why sequence numbers: bbolt rewrites every page a transaction dirties,
+// and an object filed under its random key dirties a page at a random
+// place of every bucket. A new object takes the next sequence number (kept
+// in meta), so it is appended to objects/, and its entries to the end of
+// their values' ranges: a Commit dirties a page per value it touches, not
+// one per new object. Only keys/ takes a random insert per new object. An
+// update keeps its number and rewrites its object in place; an object
+// deleted and created again gets a new number. The key records let writes
+// find an object's number and old index values without decoding it.
 var (
 	bucketStores  = []byte("stores")
 	bucketMeta    = []byte("meta")
@@ -94,11 +82,9 @@ var (
 // fillAppend is the FillPercent of objects/, where new objects are
 // appended: a page splits when full rather than half full, since later
 // objects go after it. Index buckets keep bbolt's default (half full): a
-// Commit appends to the end of each value's range, hundreds of places in
-// the middle of the bucket, and a page split in halves takes the next
-// Commits' entries without splitting again; measured with BenchmarkCommit,
-// full index pages wrote 8% more bytes per object and were slower. See
-// BENCHMARKS.md, section 6.
+// Commit appends in the middle of the bucket, at the end of each value's
+// range, and a half-full page takes the next Commits' entries without
+// splitting again (BENCHMARKS.md, section 6).
 const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
