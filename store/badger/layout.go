@@ -224,6 +224,30 @@ func storePrefix(name string) []byte {
 	return appendLP([]byte{tagStore}, name)
 }
 
+// eachStoreName calls fn with the name of every store that has keys in
+// txn, in key order (not the names' order: keys start with the length of
+// the name), one seek per store, and stops at fn's first error. A key that
+// does not start with a name is an error wrapping errBadRecord.
+func eachStoreName(txn *badger.Txn, fn func(name string) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
+	defer it.Close()
+	for it.Seek([]byte{tagStore}); it.Valid(); {
+		name, _, err := readLP(it.Item().Key()[1:])
+		if err != nil {
+			return fmt.Errorf("key %q: %w", shortKey(it.Item().Key()), err)
+		}
+		if err := fn(name); err != nil {
+			return err
+		}
+		end := prefixEnd(storePrefix(name))
+		if end == nil {
+			return nil
+		}
+		it.Seek(end)
+	}
+	return nil
+}
+
 // keys builds the keys of one store generation.
 type keys struct {
 	store []byte // storePrefix(name)

@@ -185,29 +185,20 @@ type rawTxn struct{ txn *badger.Txn }
 // EachStore implements rawdb.Tx. It skips the generations of a store
 // without a meta record: garbage of a store whose creation did not finish.
 func (t rawTxn) EachStore(ctx context.Context, fn func(name string, info store.Info, err error) error) error {
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
-	defer it.Close()
-	for it.Seek([]byte{tagStore}); it.Valid(); {
+	err := eachStoreName(t.txn, func(name string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		name, _, err := readLP(it.Item().Key()[1:])
-		if err != nil {
-			return fmt.Errorf("key %q: %w: %w", it.Item().Key(), store.ErrCorrupt, err)
-		}
 		info, _, err := rawInfo(t.txn, name)
-		if !errors.Is(err, store.ErrNotFound) || errors.Is(err, errDropped) {
-			if err := fn(name, info, err); err != nil {
-				return err
-			}
+		if errors.Is(err, store.ErrNotFound) && !errors.Is(err, errDropped) {
+			return nil
 		}
-		end := prefixEnd(storePrefix(name))
-		if end == nil {
-			break
-		}
-		it.Seek(end)
+		return fn(name, info, err)
+	})
+	if errors.Is(err, errBadRecord) {
+		return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 	}
-	return nil
+	return err
 }
 
 // errDropped is wrapped by the errors of rawInfo for a store whose Drop was
@@ -365,10 +356,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	if err != nil {
 		return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 	}
-	s.nextGen = s.rec.Generation + 1
-	for _, g := range gens {
-		s.nextGen = max(s.nextGen, g+1)
-	}
+	s.nextGen = pastGens(gens, s.rec.Generation+1)
 	recs, err := rawdb.NewRecords(info, FormatVersion, next)
 	if err != nil {
 		return err
@@ -500,10 +488,7 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 			return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 		}
 		m.Dropped = true
-		m.Generation++
-		for _, g := range gens {
-			m.Generation = max(m.Generation, g+1)
-		}
+		m.Generation = pastGens(gens, m.Generation+1)
 		m.ResourceVersion = ""
 		if err := s.writeMeta(m); err != nil {
 			return fmt.Errorf("mark the store dropped: %w", err)

@@ -154,13 +154,7 @@ func writeStoresFile(dir string, names map[string]bool) error {
 func storeNames(db *badger.DB) (present, live map[string]bool, err error) {
 	present, live = map[string]bool{}, map[string]bool{}
 	err = db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
-		defer it.Close()
-		for it.Seek([]byte{tagStore}); it.Valid(); {
-			name, _, err := readLP(it.Item().Key()[1:])
-			if err != nil {
-				return fmt.Errorf("key %q: %w", shortKey(it.Item().Key()), err)
-			}
+		return eachStoreName(txn, func(name string) error {
 			mk := newKeys(name, 0).meta()
 			item, err := txn.Get(mk)
 			switch {
@@ -177,13 +171,8 @@ func storeNames(db *badger.DB) (present, live map[string]bool, err error) {
 			case !errors.Is(err, badger.ErrKeyNotFound):
 				return err
 			}
-			end := prefixEnd(storePrefix(name))
-			if end == nil {
-				break
-			}
-			it.Seek(end)
-		}
-		return nil
+			return nil
+		})
 	})
 	return present, live, err
 }

@@ -134,9 +134,8 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 	if err != nil {
 		return nil, reopen, s.corrupt("list generations", err)
 	}
-	s.nextGen = rec.Generation + 1
+	s.nextGen = pastGens(gens, rec.Generation+1)
 	for _, g := range gens {
-		s.nextGen = max(s.nextGen, g+1)
 		if g != rec.Generation {
 			// Left by a large write that crashed before its switch, or
 			// by one that switched but crashed before deleting the old
@@ -205,10 +204,7 @@ func (s *space) create(want driver.Meta, entries bool) error {
 	if err != nil {
 		return s.corrupt("list generations", err)
 	}
-	gen := uint64(1)
-	for _, g := range gens {
-		gen = max(gen, g+1)
-	}
+	gen := pastGens(gens, 1)
 	s.rec = metaRecord{Meta: want, Generation: gen, Entries: entries}
 	s.k = s.k.withGen(gen)
 	s.nextGen = gen + 1
@@ -239,7 +235,8 @@ func (sh *sharedDB) named(name string) error {
 	return sh.stores.add(name)
 }
 
-// generations lists the generation numbers that have keys.
+// generations lists the generation numbers that have keys: one seek per
+// generation.
 func (s *space) generations() ([]uint64, error) {
 	var gens []uint64
 	prefix := append(append([]byte(nil), s.k.store...), tagGen)
@@ -251,10 +248,9 @@ func (s *space) generations() ([]uint64, error) {
 			if len(key) < len(prefix)+8 {
 				return fmt.Errorf("key %q: %w", key, errBadRecord)
 			}
-			g := s.k.genPrefix(0)
-			copy(g[len(prefix):], key[len(prefix):len(prefix)+8])
-			gens = append(gens, beUint64(g[len(prefix):]))
-			end := prefixEnd(g)
+			gen := binary.BigEndian.Uint64(key[len(prefix):])
+			gens = append(gens, gen)
+			end := prefixEnd(s.k.genPrefix(gen))
 			if end == nil {
 				break
 			}
@@ -265,12 +261,14 @@ func (s *space) generations() ([]uint64, error) {
 	return gens, err
 }
 
-func beUint64(b []byte) uint64 {
-	var v uint64
-	for _, c := range b[:8] {
-		v = v<<8 | uint64(c)
+// pastGens returns the first generation number from floor on that is past
+// every one of gens: a new generation never takes a number that has keys,
+// whose objects would come back.
+func pastGens(gens []uint64, floor uint64) uint64 {
+	for _, g := range gens {
+		floor = max(floor, g+1)
 	}
-	return v
+	return floor
 }
 
 func (s *space) allocGen() uint64 {

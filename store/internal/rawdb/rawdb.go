@@ -1,8 +1,9 @@
-// Package rawdb is the record-level access (store.RawDriver, store.RawView)
-// of the backends that keep many stores in one database with per-store
-// metadata (bolt, badger): listing the stores, exporting a store in one read
-// transaction, and the checks an Import and a Drop make. A backend gives only
-// how its engine reads a store in a read transaction ([Tx]) and how it
+// Package rawdb is what the raw drivers (store.RawDriver, store.RawView) of
+// the backends that keep many stores in one database, each with its own
+// metadata (bolt, badger), have in common: listing the stores, exporting a
+// store and reading its index entries in one read transaction, with errors
+// named alike, and the checks of an Import and a Drop. A backend gives its
+// engine's read transaction ([Tx]), how it opens one ([Reader]), and how it
 // writes the records [Records] hands out.
 package rawdb
 
@@ -42,7 +43,8 @@ type Tx interface {
 
 // Reader runs fn on a view of the database at u in one read transaction;
 // op names the operation in the errors Reader makes itself (opening the
-// database). A backend's raw driver reads through its Reader.
+// database). A backend's raw driver reads through its Reader, which is
+// safe for concurrent use.
 type Reader func(ctx context.Context, op string, u *url.URL, fn func(v *View) error) error
 
 // Stores implements store.RawDriver.Stores: ListStores, failing on a store
@@ -78,7 +80,7 @@ func (r Reader) IndexEntries(ctx context.Context, u *url.URL, name string, fn fu
 }
 
 // View is a store.RawView over a Tx: the reads of a backend's raw driver
-// and of its live views.
+// and of its live views. Like its Tx, it is not safe for concurrent use.
 type View struct {
 	Tx Tx
 	// Backend is the backend's URL scheme, the Backend of the entries of

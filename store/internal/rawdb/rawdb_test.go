@@ -10,19 +10,8 @@ import (
 	"testing"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
-
-// source yields recs, then io.EOF.
-func source(recs ...store.Record) func() (store.Record, error) {
-	return func() (store.Record, error) {
-		if len(recs) == 0 {
-			return store.Record{}, io.EOF
-		}
-		r := recs[0]
-		recs = recs[1:]
-		return r, nil
-	}
-}
 
 func readAll(t *testing.T, r *Records) ([]store.Record, error) {
 	t.Helper()
@@ -43,7 +32,7 @@ func TestRecords(t *testing.T) {
 	info := store.Info{Name: "pods", Codec: "json", Indexes: []string{"a", "b"}, ResourceVersion: "7"}
 	t.Run("values", func(t *testing.T) {
 		data := []byte("{}")
-		r, err := NewRecords(info, 3, source(store.Record{Key: "ns/a", Data: data, Values: [][]string{{"x"}, nil}}))
+		r, err := NewRecords(info, 3, storetest.Records(store.Record{Key: "ns/a", Data: data, Values: [][]string{{"x"}, nil}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +52,7 @@ func TestRecords(t *testing.T) {
 		}
 	})
 	t.Run("no values", func(t *testing.T) {
-		r, err := NewRecords(info, 3, source(store.Record{Key: "ns/a", Data: []byte("{}")}))
+		r, err := NewRecords(info, 3, storetest.Records(store.Record{Key: "ns/a", Data: []byte("{}")}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +64,7 @@ func TestRecords(t *testing.T) {
 		}
 	})
 	t.Run("empty", func(t *testing.T) {
-		r, err := NewRecords(info, 3, source())
+		r, err := NewRecords(info, 3, storetest.Records())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +82,7 @@ func TestRecords(t *testing.T) {
 		{"values", []store.Record{{Key: "ns/a", Data: []byte("{}"), Values: [][]string{nil}}}, `record "ns/a" has values for 1 indexes, the store has 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewRecords(info, 3, source(tc.recs...))
+			r, err := NewRecords(info, 3, storetest.Records(tc.recs...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +99,7 @@ func TestRecords(t *testing.T) {
 		}
 	})
 	t.Run("context", func(t *testing.T) {
-		r, err := NewRecords(info, 3, source(store.Record{Key: "ns/a", Data: []byte("{}"), Values: [][]string{nil, nil}}))
+		r, err := NewRecords(info, 3, storetest.Records(store.Record{Key: "ns/a", Data: []byte("{}"), Values: [][]string{nil, nil}}))
 		if err != nil {
 			t.Fatal(err)
 		}
