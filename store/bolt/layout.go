@@ -231,18 +231,11 @@ func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, 
 		return nil, err
 	}
 	b := &buckets{store: sb, name: string(name), sealed: true}
-	for _, p := range []struct {
-		dst  **bbolt.Bucket
-		name []byte
-	}{{&b.meta, bucketMeta}, {&b.keys, bucketKeys}, {&b.objects, bucketObjects}, {&b.index, bucketIndex}} {
-		if *p.dst, err = sb.CreateBucket(p.name); err != nil {
-			return nil, err
-		}
+	if b.meta, err = sb.CreateBucket(bucketMeta); err != nil {
+		return nil, err
 	}
-	for _, idx := range m.Indexes {
-		if _, err := b.index.CreateBucket([]byte(idx)); err != nil {
-			return nil, fmt.Errorf("create index %q: %w", idx, err)
-		}
+	if err := b.clear(m.Indexes); err != nil {
+		return nil, err
 	}
 	if err := b.meta.Put(keySealed, seal(keySealed, nil)); err != nil {
 		return nil, err
@@ -254,25 +247,28 @@ func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, 
 // buckets of indexes (empty), and the meta bucket; sequence numbers start
 // over.
 func (b *buckets) clear(indexes []string) error {
-	for _, p := range []struct {
-		dst  **bbolt.Bucket
-		name []byte
-	}{{&b.keys, bucketKeys}, {&b.objects, bucketObjects}, {&b.index, bucketIndex}} {
-		if err := b.store.DeleteBucket(p.name); err != nil {
-			return err
-		}
-		nb, err := b.store.CreateBucket(p.name)
-		if err != nil {
-			return err
-		}
-		*p.dst = nb
+	var err error
+	if b.keys, err = b.renew(bucketKeys); err != nil {
+		return err
 	}
-	for _, idx := range indexes {
-		if _, err := b.index.CreateBucket([]byte(idx)); err != nil {
-			return fmt.Errorf("create index %q: %w", idx, err)
-		}
+	if b.objects, err = b.renew(bucketObjects); err != nil {
+		return err
+	}
+	if err := resetIndexBuckets(b, indexes); err != nil {
+		return err
 	}
 	return b.meta.Delete(keySeq)
+}
+
+// renew replaces the bucket name of the store, if it has one, with an empty
+// one.
+func (b *buckets) renew(name []byte) (*bbolt.Bucket, error) {
+	if b.store.Bucket(name) != nil {
+		if err := b.store.DeleteBucket(name); err != nil {
+			return nil, err
+		}
+	}
+	return b.store.CreateBucket(name)
 }
 
 func putMeta(b *buckets, m driver.Meta) error {
@@ -430,10 +426,7 @@ func markEntries(b *buckets, on bool) error {
 
 // resetIndexBuckets replaces index/ with empty buckets for names.
 func resetIndexBuckets(b *buckets, names []string) error {
-	if err := b.store.DeleteBucket(bucketIndex); err != nil {
-		return err
-	}
-	ib, err := b.store.CreateBucket(bucketIndex)
+	ib, err := b.renew(bucketIndex)
 	if err != nil {
 		return err
 	}
