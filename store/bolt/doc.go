@@ -26,9 +26,9 @@
 // Get decodes the others from the file, and ByIndex, IndexKeys and
 // ListIndexFuncValues read index entries persisted in the file, so they
 // never scan all objects. List and ListKeys read the whole store in both
-// modes. Both modes use the same file: a store written in one opens in the
-// other (the bounded mode builds its index entries from the persisted index
-// values at its first open, without decoding; the default mode drops them).
+// modes. A store written in one mode opens in the other (the bounded mode
+// builds its index entries from the persisted index values, without
+// decoding; the default mode drops them).
 //
 // # Durability
 //
@@ -59,13 +59,12 @@
 //
 // # Format
 //
-// Each store's bucket holds its meta record (identity, resume point),
-// a key record per object (sequence number and index values), the objects
-// by sequence number, and, while the bounded mode uses the store, one bucket
-// of index entries per index; layout.go has the details. Every record
-// carries a CRC32C of its key and value: a mismatch is store.ErrCorrupt
-// naming the store and key. This is format version 4; stores of versions 2
-// and 3 are upgraded when opened, version 1 opens with
+// A store's bucket holds its meta record (identity, resume point), a key
+// record per object (sequence number, index values), the objects by
+// sequence number and, while the bounded mode uses it, its index entries
+// (layout.go). Every record carries a CRC32C of its key and value: a
+// mismatch is store.ErrCorrupt naming the store and key. This is format
+// version 4; versions 2 and 3 are upgraded when opened, version 1 is
 // store.ErrIncompatible naming both versions.
 //
 // A write costs a page per page it touches: new objects are appended, so
@@ -103,9 +102,8 @@
 //
 // # Caveats
 //
-//   - The file never shrinks: freed space is reused by later writes, and a
-//     file grown by a large Replace keeps its size until Compact (`snapshot
-//     compact`).
+//   - The file never shrinks: later writes reuse freed space, and Compact
+//     (`snapshot compact`) gives it back.
 //   - bbolt memory-maps the file. Damage found while opening or reading
 //     becomes store.ErrCorrupt; when bbolt panics inside its own Open, the
 //     file is closed but its mapping leaks until the process exits.
