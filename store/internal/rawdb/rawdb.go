@@ -119,17 +119,16 @@ func (v *View) ListStores(ctx context.Context) ([]store.StoreEntry, error) {
 	var entries []store.StoreEntry
 	err := v.run(func() error {
 		return v.Tx.EachStore(ctx, func(name string, info store.Info, err error) error {
-			e := store.StoreEntry{Info: info}
 			switch {
 			case err == nil:
+				entries = append(entries, store.StoreEntry{Info: info})
+				return nil
 			case errors.Is(err, store.ErrNotFound):
-				e = store.StoreEntry{Info: store.Info{Backend: v.Backend, Name: name}, Err: v.fail("list stores", fmt.Errorf("%w (drop it again to delete the rest)", err))}
-			case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
-				e = store.StoreEntry{Info: store.Info{Backend: v.Backend, Name: name}, Err: v.fail("list stores", err)}
-			default:
+				err = fmt.Errorf("%w (drop it again to delete the rest)", err)
+			case !errors.Is(err, store.ErrIncompatible) && !errors.Is(err, store.ErrCorrupt):
 				return err
 			}
-			entries = append(entries, e)
+			entries = append(entries, store.StoreEntry{Info: store.Info{Backend: v.Backend, Name: name}, Err: v.fail("list stores", err)})
 			return nil
 		})
 	})
