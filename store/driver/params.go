@@ -86,20 +86,6 @@ func (p *Params) Int(name string, def int) int {
 	return n
 }
 
-// Bool returns the parameter as a boolean, or def.
-func (p *Params) Bool(name string, def bool) bool {
-	v, ok := p.take(name)
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		p.fail(name, v, "true or false", err)
-		return def
-	}
-	return b
-}
-
 // Duration returns the parameter as a non-negative time.Duration ("5s"), or def.
 func (p *Params) Duration(name string, def time.Duration) time.Duration {
 	v, ok := p.take(name)
