@@ -711,10 +711,10 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err != nil {
 		return fail(fmt.Errorf("create the copy %s: %w", part, err))
 	}
-	ok := false
+	renamed := false
 	defer func() {
-		if !ok {
-			dst.Close()
+		if !renamed {
+			dst.Close() // a no-op once closed
 			os.Remove(part)
 		}
 	}()
@@ -730,20 +730,17 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err := dst.Sync(); err != nil {
 		return fail(fmt.Errorf("fsync: %w", err))
 	}
-	ok = true
 	if err := dst.Close(); err != nil {
-		os.Remove(part)
 		return fail(err)
 	}
 	pi, err := os.Stat(part)
 	if err != nil {
-		os.Remove(part)
 		return fail(err)
 	}
 	if err := os.Rename(part, path); err != nil {
-		os.Remove(part)
 		return fail(err)
 	}
+	renamed = true
 	d, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return fail(err)
