@@ -74,11 +74,11 @@
 //
 // Stores are safe for concurrent use. Writes to one store are serialized;
 // stores sharing a directory write concurrently. In the bounded mode each
-// read returns the objects of one badger snapshot, from the cache only while
-// no write has begun since it began; writes cache the objects they put. Another process holding
-// the directory makes Open wait up to the lock timeout, then fail with
-// store.ErrLocked naming the directory and the timeout. Value-log GC runs in
-// one goroutine per open directory.
+// read returns the objects of one badger snapshot, from the cache only
+// while no write has begun since it began; writes cache the objects they
+// put. Another process holding the directory makes Open wait up to the lock
+// timeout, then fail with store.ErrLocked naming the directory and the
+// timeout. Value-log GC runs in one goroutine per open directory.
 //
 // # Errors
 //

@@ -217,14 +217,35 @@ func (m metaRecord) upgrade() (metaRecord, bool) {
 	return m, true
 }
 
-func appendLP(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
+func appendLP(b []byte, s string) []byte { return varint.AppendString(b, s) }
 
 // storePrefix returns the prefix of every key of the named store.
 func storePrefix(name string) []byte {
 	return appendLP([]byte{tagStore}, name)
+}
+
+// eachStoreName calls fn with the name of every store that has keys in
+// txn, in key order (not the names' order: keys start with the length of
+// the name), one seek per store, and stops at fn's first error. A key that
+// does not start with a name is an error wrapping errBadRecord.
+func eachStoreName(txn *badger.Txn, fn func(name string) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
+	defer it.Close()
+	for it.Seek([]byte{tagStore}); it.Valid(); {
+		name, _, err := readLP(it.Item().Key()[1:])
+		if err != nil {
+			return fmt.Errorf("key %q: %w", shortKey(it.Item().Key()), err)
+		}
+		if err := fn(name); err != nil {
+			return err
+		}
+		end := prefixEnd(storePrefix(name))
+		if end == nil {
+			return nil
+		}
+		it.Seek(end)
+	}
+	return nil
 }
 
 // keys builds the keys of one store generation.
@@ -367,70 +388,26 @@ var errBadRecord = errors.New("malformed record")
 
 // readLP reads one length-prefixed string from b.
 func readLP(b []byte) (string, []byte, error) {
-	n, w := varint.Uvarint(b)
-	if w <= 0 || uint64(len(b)-w) < n {
+	s, rest, ok := varint.String(b)
+	if !ok {
 		return "", nil, errBadRecord
 	}
-	return string(b[w : w+int(n)]), b[w+int(n):], nil
+	return s, rest, nil
 }
 
-// encodeValues encodes index values aligned with the store's index names:
-// uvarint(#indexes), then per index uvarint(#values) and the values, each
-// length-prefixed.
+// encodeValues encodes index values aligned with the store's index names
+// (varint.AppendValues).
 func encodeValues(vals [][]string) []byte {
-	n := binary.MaxVarintLen64
-	for _, vs := range vals {
-		n += binary.MaxVarintLen64
-		for _, v := range vs {
-			n += binary.MaxVarintLen64 + len(v)
-		}
-	}
-	b := make([]byte, 0, n)
-	b = binary.AppendUvarint(b, uint64(len(vals)))
-	for _, vs := range vals {
-		b = binary.AppendUvarint(b, uint64(len(vs)))
-		for _, v := range vs {
-			b = appendLP(b, v)
-		}
-	}
-	return b
+	return varint.AppendValues(make([]byte, 0, varint.ValuesSize(vals)), vals)
 }
 
 // decodeValues decodes encodeValues, checking there are want indexes.
 func decodeValues(b []byte, want int) ([][]string, error) {
-	n, w := varint.Uvarint(b)
-	if w <= 0 || n != uint64(want) {
-		return nil, fmt.Errorf("index values: %w", errBadRecord)
+	vals, err := varint.Values(b, want)
+	if err != nil {
+		return nil, fmt.Errorf("index values (%w): %w", err, errBadRecord)
 	}
-	b = b[w:]
-	if want == 0 {
-		if len(b) != 0 {
-			return nil, fmt.Errorf("index values: trailing bytes: %w", errBadRecord)
-		}
-		return nil, nil
-	}
-	out := make([][]string, want)
-	for i := range out {
-		c, w := varint.Uvarint(b)
-		if w <= 0 || c > uint64(len(b)) {
-			return nil, fmt.Errorf("index values: %w", errBadRecord)
-		}
-		b = b[w:]
-		vs := make([]string, 0, c)
-		for range c {
-			var v string
-			var err error
-			if v, b, err = readLP(b); err != nil {
-				return nil, fmt.Errorf("index values: %w", err)
-			}
-			vs = append(vs, v)
-		}
-		out[i] = vs
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("index values: trailing bytes: %w", errBadRecord)
-	}
-	return out, nil
+	return vals, nil
 }
 
 // encodeMeta returns the framed meta record m, stored under the key k.

@@ -9,11 +9,9 @@ import (
 // valueThreshold is the size from which badger keeps a value in the value
 // log rather than in the LSM tree (and counts only a pointer to it in a
 // transaction's size). Nearly every Kubernetes object is larger, and index
-// value records are smaller. It also bounds what one operation may cost a
-// transaction (maxBatchOps): at 1 KiB, a commit held about 1,500 objects;
-// at 256 bytes, about 3,300, so a stream of distinct objects takes half as
-// many commits (and their syncs): 9% more events per second through the
-// informer (BENCHMARKS.md section 3).
+// value records are smaller. A low threshold lets one transaction hold more
+// operations (maxBatchOps), so a stream of objects takes fewer commits and
+// syncs (BENCHMARKS.md section 3).
 const valueThreshold = 1 << 8
 
 var (

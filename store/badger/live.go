@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 )
 
 var _ store.RawLiveViewer = rawDriver{}
@@ -21,10 +19,10 @@ var _ store.RawLiveViewer = rawDriver{}
 // transaction blocks no commit; while it is open, compactions keep the
 // versions it may read, so a long view costs space, not time.
 func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) (err error) {
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return fmt.Errorf("store: view %s: want badger:///absolute/directory (three slashes): %w", u.Redacted(), store.ErrInvalid)
+	dir, err := driver.AbsPath(u, wantURL)
+	if err != nil {
+		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
 	}
-	dir := filepath.Clean(u.Path)
 	// Like a raw read, the view reserves a name of its own, so that the
 	// database stays open until it ends even if the stores close.
 	name := fmt.Sprintf("\x00live-view-%d", rawSeq.Add(1))
@@ -44,7 +42,7 @@ func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView
 	}()
 	txn := sh.db.NewTransaction(false)
 	defer txn.Discard()
-	return fn(&badgerView{u: u, txn: txn})
+	return fn(newView(txn, u.Redacted()))
 }
 
 // hasStore reports whether a store (not only raw reads, whose names start
@@ -56,36 +54,4 @@ func hasStore(sh *sharedDB) bool {
 		}
 	}
 	return false
-}
-
-// badgerView is a store.RawView on one read transaction.
-type badgerView struct {
-	u   *url.URL
-	txn *badger.Txn
-}
-
-func (v *badgerView) ListStores(ctx context.Context) (entries []store.StoreEntry, err error) {
-	defer v.recover("view", &err)
-	entries, err = listStoresTxn(ctx, "view", v.u, v.txn)
-	if err != nil {
-		return nil, fmt.Errorf("store: view %s: %w", v.u.Redacted(), err)
-	}
-	return entries, nil
-}
-
-func (v *badgerView) Export(ctx context.Context, name string, fn func(store.Record) error) (info store.Info, err error) {
-	defer v.recover("export "+name, &err)
-	info, err = exportTxn(ctx, v.txn, name, fn)
-	if err != nil {
-		return store.Info{}, fmt.Errorf("store: export %s from %s: %w", name, v.u.Redacted(), err)
-	}
-	return info, nil
-}
-
-// recover turns a panic of badger reading damaged files into ErrCorrupt,
-// as withDB does.
-func (v *badgerView) recover(op string, err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("store: %s %s: badger panicked reading the database: %w: %v", op, v.u.Redacted(), store.ErrCorrupt, r)
-	}
 }

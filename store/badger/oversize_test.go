@@ -3,12 +3,12 @@ package badger
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // wantOversize checks err is the refusal of an object too large for
@@ -84,9 +84,12 @@ func testOversizeObject(t *testing.T, cacheSize int) {
 	}
 }
 
-func TestOversizeRecordImportIsInvalid(t *testing.T) {
-	dir := t.TempDir()
-	u := "badger://" + (&url.URL{Path: dir}).EscapedPath()
+// importOne opens the store pods in a new database and closes it, then
+// imports into it the one record rec makes for its Info; it returns the
+// database's URL and Import's error.
+func importOne(t *testing.T, rec func(store.Info) store.Record) (string, error) {
+	t.Helper()
+	u := "badger://" + (&url.URL{Path: t.TempDir()}).EscapedPath()
 	s, err := store.Open(t.Context(), u, podOptions(t, "pods", 0))
 	if err != nil {
 		t.Fatal(err)
@@ -95,16 +98,35 @@ func TestOversizeRecordImportIsInvalid(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return u, store.Import(t.Context(), u, info, storetest.Records(rec(info)))
+}
+
+func TestOversizeRecordImportIsInvalid(t *testing.T) {
 	data := []byte("SECRET" + strings.Repeat("x", int(defaultDBConfig().valueLogFileSize)))
-	sent := false
-	err = store.Import(t.Context(), u, info, func() (store.Record, error) {
-		if sent {
-			return store.Record{}, io.EOF
-		}
-		sent = true
-		return store.Record{Key: "ns/huge", Data: data, Values: make([][]string, len(info.Indexes))}, nil
+	_, err := importOne(t, func(info store.Info) store.Record {
+		return store.Record{Key: "ns/huge", Data: data, Values: make([][]string, len(info.Indexes))}
 	})
 	wantOversize(t, "Import", err, "ns/huge")
+}
+
+// TestEmptyRecordImportIsInvalid: a record without data is refused, as
+// every backend refuses it, rather than stored as a record that reads as
+// damage.
+func TestEmptyRecordImportIsInvalid(t *testing.T) {
+	u, err := importOne(t, func(info store.Info) store.Record {
+		return store.Record{Key: "ns/empty", Values: make([][]string, len(info.Indexes))}
+	})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `"ns/empty" has no data`) {
+		t.Fatalf("Import of a record without data: %v; want ErrInvalid naming the record", err)
+	}
+	s, err := store.Open(t.Context(), u, podOptions(t, "pods", 0))
+	if err != nil {
+		t.Fatalf("Open after the refused import: %v", err)
+	}
+	defer s.Close()
+	if keys := s.ListKeys(); len(keys) != 0 {
+		t.Errorf("keys after the refused import: %v; want none", keys)
+	}
 }
 
 // TestBatchRefusesOversizeValue: a write batch refuses a value badger would

@@ -1,16 +1,12 @@
 package badger
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
@@ -18,6 +14,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // Raw returns the badger driver with record-level access
@@ -44,6 +41,9 @@ func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (stor
 // open in this process.
 var rawSeq atomic.Uint64
 
+// wantURL is the form of a badger URL, for errors.
+const wantURL = "badger:///absolute/directory"
+
 // rawDir checks u and returns its directory, its options and the settings
 // of a database opened for one raw access (no value-log GC).
 func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
@@ -60,10 +60,11 @@ func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
 	if err := p.Err(); err != nil {
 		return "", o, cfg, err
 	}
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return "", o, cfg, fmt.Errorf("store: %s %s: want badger:///absolute/directory (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
+	dir, err := driver.AbsPath(u, wantURL)
+	if err != nil {
+		return "", o, cfg, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
-	return filepath.Clean(u.Path), o, cfg, nil
+	return dir, o, cfg, nil
 }
 
 // withDB runs fn on the database at u, shared with the stores this process
@@ -127,76 +128,77 @@ func otherDurability(d store.Durability) store.Durability {
 // Stores implements store.RawDriver: a store this build cannot read fails
 // the call (ListStores names it beside the others).
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return driver.StoreInfos(listStores(ctx, "stores", u))
+	return rawdb.Reader(readView).Stores(ctx, u)
 }
 
-// ListStores implements store.RawDriver.
+// ListStores implements store.RawDriver: one read transaction.
 func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
-	return listStores(ctx, "list stores", u)
+	return rawdb.Reader(readView).ListStores(ctx, u)
 }
 
-// listStores reads the meta record of every store of the database at u, in
-// name order (keys start with the length-prefixed name, so their order is
-// not the names' order). A store whose record is of another format version
-// or damaged gets its error in its entry; other errors fail the call.
-func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry, error) {
-	var entries []store.StoreEntry
-	err := withDB(ctx, op, u, "", false, func(sh *sharedDB) error {
-		return sh.db.View(func(txn *badger.Txn) (err error) {
-			entries, err = listStoresTxn(ctx, op, u, txn)
-			return err
+// Export implements store.RawDriver: one read transaction.
+func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	return rawdb.Reader(readView).Export(ctx, u, name, fn)
+}
+
+// IndexEntries calls fn with every index entry (index name, indexed value,
+// object key) of the current generation of the store name in the database
+// at u, in one read transaction, as a bounded-mode open would serve them:
+// what the snapshot tool's verify compares with the objects' index values.
+// Its signature is snapshot.IndexEntries. A store last opened in the
+// default mode keeps no index entries (its meta record's Entries is false;
+// any entries left by a crashed drop are never read): it yields those its
+// value records imply, so that verify still checks the persisted index
+// values against the objects.
+func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
+	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
+}
+
+// readView runs fn on a view of the database at u in one read transaction.
+func readView(ctx context.Context, op string, u *url.URL, fn func(v *rawdb.View) error) error {
+	return withDB(ctx, op, u, "", false, func(sh *sharedDB) error {
+		return sh.db.View(func(txn *badger.Txn) error {
+			return fn(newView(txn, u.Redacted()))
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return entries, nil
 }
 
-// listStoresTxn is listStores in txn.
-func listStoresTxn(ctx context.Context, op string, u *url.URL, txn *badger.Txn) ([]store.StoreEntry, error) {
-	var entries []store.StoreEntry
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
-	defer it.Close()
-	for it.Seek([]byte{tagStore}); it.Valid(); {
+// newView returns a view of txn; where names the database in errors.
+func newView(txn *badger.Txn, where string) *rawdb.View {
+	return &rawdb.View{Tx: rawTxn{txn}, Backend: Scheme, Where: where, Guard: guard}
+}
+
+// guard runs fn, turning a panic of badger reading damaged files into
+// store.ErrCorrupt.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("badger panicked reading the database: %w: %v", store.ErrCorrupt, r)
+		}
+	}()
+	return fn()
+}
+
+// rawTxn is a read transaction as rawdb reads it.
+type rawTxn struct{ txn *badger.Txn }
+
+// EachStore implements rawdb.Tx. It skips the generations of a store
+// without a meta record: garbage of a store whose creation did not finish.
+func (t rawTxn) EachStore(ctx context.Context, fn func(name string, info store.Info, err error) error) error {
+	err := eachStoreName(t.txn, func(name string) error {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		name, _, err := readLP(it.Item().Key()[1:])
-		if err != nil {
-			return nil, fmt.Errorf("key %q: %w: %w", it.Item().Key(), store.ErrCorrupt, err)
+		info, _, err := rawInfo(t.txn, name)
+		if errors.Is(err, store.ErrNotFound) && !errors.Is(err, errDropped) {
+			return nil
 		}
-		info, _, err := rawInfo(txn, name)
-		switch {
-		case errors.Is(err, errDropped):
-			// Listed as gone (see store.StoreEntry), so that a
-			// tool that checks names against the list (snapshot
-			// drop) lets the Drop that finishes it run.
-			entries = append(entries, store.StoreEntry{
-				Info: store.Info{Backend: Scheme, Name: name},
-				Err:  fmt.Errorf("store: %s %s: %w (drop it again to delete the rest)", op, u.Redacted(), err),
-			})
-		case errors.Is(err, store.ErrNotFound):
-			// Generations without a meta record: garbage of a
-			// store whose creation did not finish.
-		case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
-			entries = append(entries, store.StoreEntry{
-				Info: store.Info{Backend: Scheme, Name: name},
-				Err:  fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err),
-			})
-		case err != nil:
-			return nil, err
-		default:
-			entries = append(entries, store.StoreEntry{Info: info})
-		}
-		end := prefixEnd(storePrefix(name))
-		if end == nil {
-			break
-		}
-		it.Seek(end)
+		return fn(name, info, err)
+	})
+	if errors.Is(err, errBadRecord) {
+		return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 	}
-	slices.SortFunc(entries, func(a, b store.StoreEntry) int { return strings.Compare(a.Info.Name, b.Info.Name) })
-	return entries, nil
+	return err
 }
 
 // errDropped is wrapped by the errors of rawInfo for a store whose Drop was
@@ -226,8 +228,6 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 		return store.Info{}, m, fmt.Errorf("store %q: format version %d, %w: %w", name, m.FormatVersion, errUnsealed, store.ErrIncompatible)
 	}
 	if m.Dropped {
-		// Its Drop did not finish: the store is gone (see Drop), but
-		// its keys are not.
 		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w: %w", name, errDropped, store.ErrNotFound)
 	}
 	// A format 1 store reads as format 2 with its entries current; it
@@ -236,45 +236,19 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	if m.FormatVersion != FormatVersion {
 		return store.Info{}, m, fmt.Errorf("store %q: format version %d, this build reads %d (and %d): %w", name, m.FormatVersion, FormatVersion, formatV1, store.ErrIncompatible)
 	}
-	return store.Info{
-		Backend:         Scheme,
-		Name:            name,
-		FormatVersion:   m.FormatVersion,
-		Codec:           m.Codec,
-		Type:            m.Type,
-		KeyFunc:         m.KeyFunc,
-		Scope:           m.Scope,
-		Indexes:         slices.Clone(m.Indexes),
-		ResourceVersion: m.ResourceVersion,
-	}, m, nil
+	return m.Info(Scheme, name, m.ResourceVersion), m, nil
 }
 
-// Export implements store.RawDriver: one read transaction.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	var info store.Info
-	err := withDB(ctx, "export "+name, u, "", false, func(sh *sharedDB) error {
-		return sh.db.View(func(txn *badger.Txn) error {
-			var err error
-			info, err = exportTxn(ctx, txn, name, fn)
-			return err
-		})
-	})
-	if err != nil {
-		return store.Info{}, fmt.Errorf("store: export %s from %s: %w", name, u.Redacted(), err)
-	}
-	return info, nil
-}
-
-// exportTxn calls fn for every record of the current generation of the
-// store name in txn.
-func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.Record) error) (store.Info, error) {
-	info, m, err := rawInfo(txn, name)
+// Export implements rawdb.Tx: the records of the current generation of
+// the store name.
+func (t rawTxn) Export(ctx context.Context, name string, fn func(store.Record) error) (store.Info, error) {
+	info, m, err := rawInfo(t.txn, name)
 	if err != nil {
 		return info, err
 	}
 	k := newKeys(name, m.Generation)
 	n := len(m.Indexes)
-	err = eachUnder(ctx, txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
+	err = eachUnder(ctx, t.txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
 		return value(item, func(v []byte) error {
 			key, data, err := parseObj(suffix, v)
 			if err != nil {
@@ -282,7 +256,7 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 			}
 			var vals [][]string
 			if n > 0 {
-				vi, err := txn.Get(k.vals(key))
+				vi, err := t.txn.Get(k.vals(key))
 				if err != nil {
 					return fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
 				}
@@ -303,6 +277,19 @@ func exportTxn(ctx context.Context, txn *badger.Txn, name string, fn func(store.
 	return info, nil
 }
 
+// IndexEntries implements rawdb.Tx.
+func (t rawTxn) IndexEntries(ctx context.Context, name string, fn func(index, value, key string) error) error {
+	_, m, err := rawInfo(t.txn, name)
+	if err != nil {
+		return err
+	}
+	k := newKeys(name, m.Generation)
+	if !m.Entries {
+		return eachImpliedEntry(ctx, t.txn, k, m.Indexes, fn)
+	}
+	return eachStoredEntry(ctx, t.txn, k, fn)
+}
+
 // Export implements store.Exporter: one read transaction, so records and
 // resume point agree while the informer writes.
 func (s *defaultStore) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
@@ -314,17 +301,12 @@ func (b *bounded) Export(ctx context.Context, fn func(store.Record) error) (stor
 	return b.sp.export(ctx, fn)
 }
 
-func (s *space) export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-	var info store.Info
-	err := s.view(func(txn *badger.Txn, _ keys, _ []string) error {
-		var err error
-		info, err = exportTxn(ctx, txn, s.name, fn)
+func (s *space) export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
+	err = s.view(func(txn *badger.Txn, _ keys, _ []string) error {
+		info, err = newView(txn, s.where()).Export(ctx, s.name, fn)
 		return err
 	})
-	if err != nil {
-		return store.Info{}, fmt.Errorf("store: export %s: %w", s.name, err)
-	}
-	return info, nil
+	return info, err
 }
 
 // Import implements store.RawDriver: the records are written into a new
@@ -336,11 +318,8 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 	fail := func(err error) error {
 		return fmt.Errorf("store: import %s into %s: %w", name, u.Redacted(), err)
 	}
-	if name == "" || len(name) > maxNameLen {
-		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
-	}
-	if !slices.IsSorted(info.Indexes) || len(slices.Compact(slices.Clone(info.Indexes))) != len(info.Indexes) {
-		return fail(fmt.Errorf("index names %q are not sorted and unique: %w", info.Indexes, store.ErrInvalid))
+	if err := rawdb.CheckImport(info, maxNameLen); err != nil {
+		return fail(err)
 	}
 	for _, idx := range info.Indexes {
 		if len(idx) > maxNameLen {
@@ -361,14 +340,10 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	k := newKeys(info.Name, 0)
 	err := sh.db.View(func(txn *badger.Txn) error {
 		_, m, err := rawInfo(txn, info.Name)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil && !errors.Is(err, store.ErrIncompatible) {
-			// A damaged meta record is replaced like any other.
-			if !errors.Is(err, store.ErrCorrupt) {
-				return err
-			}
+		// A damaged or incompatible meta record is replaced like any
+		// other.
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIncompatible) && !errors.Is(err, store.ErrCorrupt) {
+			return err
 		}
 		s.rec = m
 		return nil
@@ -381,76 +356,37 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	if err != nil {
 		return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 	}
-	s.nextGen = s.rec.Generation + 1
-	for _, g := range gens {
-		s.nextGen = max(s.nextGen, g+1)
-	}
-	// The first record says whether the records carry index values: a
-	// source that keeps none (a memory snapshot file) yields none, and the
-	// store then records no indexes, so that opening it with indexers
-	// rebuilds them from the objects.
-	first, err := next()
-	if err != nil && !errors.Is(err, io.EOF) {
+	s.nextGen = pastGens(gens, s.rec.Generation+1)
+	recs, err := rawdb.NewRecords(info, FormatVersion, next)
+	if err != nil {
 		return err
 	}
-	haveFirst := err == nil
-	meta := driver.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
-	if haveFirst && first.Values == nil {
-		meta.Indexes = nil
-	}
-	names := meta.Indexes
+	names := recs.Meta.Indexes
 	seen := map[string]struct{}{}
-	n := 0 // records read, to name one in errors
-	put := func(w writer, nk keys, rec store.Record) error {
-		n++
-		// Badger could store an empty key, but no other backend can: a
-		// store holding one could not be restored into them.
-		if err := driver.CheckKey(rec.Key); err != nil {
-			return fmt.Errorf("record %d: %w", n, err)
-		}
-		vals := rec.Values
-		if len(names) == 0 {
-			vals = nil
-		}
-		if len(vals) != len(names) {
-			return fmt.Errorf("record %q has values for %d indexes, the store has %d (%q): %w", rec.Key, len(vals), len(names), names, store.ErrInvalid)
-		}
-		if err := checkObjectSize(rec.Key, rec.Data, s.sh.cfg.valueLogFileSize); err != nil {
-			return fmt.Errorf("record %d: %w", n, err)
-		}
-		if _, dup := seen[rec.Key]; dup {
-			return fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid)
-		}
-		seen[rec.Key] = struct{}{}
-		// The write batch keeps the slices until it flushes.
-		c := indexer.Change{Prepared: indexer.Prepared{Type: store.OpPut, Key: rec.Key, Data: bytes.Clone(rec.Data), Values: vals}}
-		return writeChange(w, nk, names, true, &c)
-	}
 	err = s.rebuild(ctx, false, false, nil, func(w writer, nk keys) error {
-		if !haveFirst {
-			return nil
-		}
-		if err := put(w, nk, first); err != nil {
-			return err
-		}
 		for {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			rec, err := next()
+			rec, err := recs.Next(ctx)
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			if err := put(w, nk, rec); err != nil {
+			if err := checkObjectSize(rec.Key, rec.Data, s.sh.cfg.valueLogFileSize); err != nil {
+				return err
+			}
+			if _, dup := seen[rec.Key]; dup {
+				return rawdb.Twice(rec.Key)
+			}
+			seen[rec.Key] = struct{}{}
+			c := indexer.Change{Prepared: indexer.Prepared{Type: store.OpPut, Key: rec.Key, Data: rec.Data, Values: rec.Values}}
+			if err := writeChange(w, nk, names, true, &c); err != nil {
 				return err
 			}
 		}
 	}, func(m *metaRecord) {
-		m.Meta = meta
-		m.ResourceVersion = info.ResourceVersion
+		m.Meta = recs.Meta
+		m.ResourceVersion = recs.ResourceVersion
 		// The import wrote every entry: a bounded store reads them as
 		// they are, a default one drops them when it opens.
 		m.Entries = true
@@ -495,8 +431,8 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	fail := func(err error) error {
 		return fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err)
 	}
-	if name == "" || len(name) > maxNameLen {
-		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
+	if err := rawdb.CheckName(name, maxNameLen); err != nil {
+		return fail(err)
 	}
 	if _, _, _, err := rawDir("drop "+name, u); err != nil {
 		return err
@@ -552,10 +488,7 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 			return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 		}
 		m.Dropped = true
-		m.Generation++
-		for _, g := range gens {
-			m.Generation = max(m.Generation, g+1)
-		}
+		m.Generation = pastGens(gens, m.Generation+1)
 		m.ResourceVersion = ""
 		if err := s.writeMeta(m); err != nil {
 			return fmt.Errorf("mark the store dropped: %w", err)
@@ -586,34 +519,6 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		return fmt.Errorf("delete the meta record (the store is dropped; a later Drop of the name deletes it): %w", err)
 	}
 	return nil
-}
-
-// IndexEntries calls fn with every persisted index entry (index name,
-// indexed value, object key) of the current generation of the store name in
-// the database at u, in one read transaction: what the snapshot tool's
-// verify compares with the objects' index values. Its signature is
-// snapshot.IndexEntries.
-//
-// A store last opened in the default mode keeps no index entries (its
-// meta record's Entries is false; any entries left by a crashed drop are
-// never read): then the entries its value records imply are reported
-// instead, one per index value of each record, so that verify still checks
-// the persisted index values against the objects. Either way fn sees the
-// index as a bounded-mode open would serve it.
-func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
-	return withDB(ctx, "index entries of "+name, u, "", false, func(sh *sharedDB) error {
-		return sh.db.View(func(txn *badger.Txn) error {
-			_, m, err := rawInfo(txn, name)
-			if err != nil {
-				return err
-			}
-			k := newKeys(name, m.Generation)
-			if !m.Entries {
-				return eachImpliedEntry(ctx, txn, k, m.Indexes, fn)
-			}
-			return eachStoredEntry(ctx, txn, k, fn)
-		})
-	})
 }
 
 // eachStoredEntry calls fn with every index entry (index name, value,

@@ -154,13 +154,7 @@ func writeStoresFile(dir string, names map[string]bool) error {
 func storeNames(db *badger.DB) (present, live map[string]bool, err error) {
 	present, live = map[string]bool{}, map[string]bool{}
 	err = db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
-		defer it.Close()
-		for it.Seek([]byte{tagStore}); it.Valid(); {
-			name, _, err := readLP(it.Item().Key()[1:])
-			if err != nil {
-				return fmt.Errorf("key %q: %w", shortKey(it.Item().Key()), err)
-			}
+		return eachStoreName(txn, func(name string) error {
 			mk := newKeys(name, 0).meta()
 			item, err := txn.Get(mk)
 			switch {
@@ -177,13 +171,8 @@ func storeNames(db *badger.DB) (present, live map[string]bool, err error) {
 			case !errors.Is(err, badger.ErrKeyNotFound):
 				return err
 			}
-			end := prefixEnd(storePrefix(name))
-			if end == nil {
-				break
-			}
-			it.Seek(end)
-		}
-		return nil
+			return nil
+		})
 	})
 	return present, live, err
 }
@@ -242,31 +231,25 @@ func quoteFirst(names []string, n int) string {
 
 // add names the store name in the stores file, once its meta record is
 // durable.
-func (l *storesList) add(name string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.names[name] {
-		return nil
-	}
-	names := maps.Clone(l.names)
-	names[name] = true
-	if err := writeStoresFile(l.dir, names); err != nil {
-		return err
-	}
-	l.names = names
-	return nil
-}
+func (l *storesList) add(name string) error { return l.set(name, true) }
 
 // remove takes the store name out of the stores file, before its Drop
 // marks it dropped.
-func (l *storesList) remove(name string) error {
+func (l *storesList) remove(name string) error { return l.set(name, false) }
+
+// set rewrites the stores file with name in it or not, unless it is so.
+func (l *storesList) set(name string, in bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.names[name] {
+	if l.names[name] == in {
 		return nil
 	}
 	names := maps.Clone(l.names)
-	delete(names, name)
+	if in {
+		names[name] = true
+	} else {
+		delete(names, name)
+	}
 	if err := writeStoresFile(l.dir, names); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // space is one named store's part of a shared database: it knows the key
@@ -133,9 +134,8 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 	if err != nil {
 		return nil, reopen, s.corrupt("list generations", err)
 	}
-	s.nextGen = rec.Generation + 1
+	s.nextGen = pastGens(gens, rec.Generation+1)
 	for _, g := range gens {
-		s.nextGen = max(s.nextGen, g+1)
 		if g != rec.Generation {
 			// Left by a large write that crashed before its switch, or
 			// by one that switched but crashed before deleting the old
@@ -204,10 +204,7 @@ func (s *space) create(want driver.Meta, entries bool) error {
 	if err != nil {
 		return s.corrupt("list generations", err)
 	}
-	gen := uint64(1)
-	for _, g := range gens {
-		gen = max(gen, g+1)
-	}
+	gen := pastGens(gens, 1)
 	s.rec = metaRecord{Meta: want, Generation: gen, Entries: entries}
 	s.k = s.k.withGen(gen)
 	s.nextGen = gen + 1
@@ -238,7 +235,8 @@ func (sh *sharedDB) named(name string) error {
 	return sh.stores.add(name)
 }
 
-// generations lists the generation numbers that have keys.
+// generations lists the generation numbers that have keys: one seek per
+// generation.
 func (s *space) generations() ([]uint64, error) {
 	var gens []uint64
 	prefix := append(append([]byte(nil), s.k.store...), tagGen)
@@ -250,10 +248,9 @@ func (s *space) generations() ([]uint64, error) {
 			if len(key) < len(prefix)+8 {
 				return fmt.Errorf("key %q: %w", key, errBadRecord)
 			}
-			g := s.k.genPrefix(0)
-			copy(g[len(prefix):], key[len(prefix):len(prefix)+8])
-			gens = append(gens, beUint64(g[len(prefix):]))
-			end := prefixEnd(g)
+			gen := binary.BigEndian.Uint64(key[len(prefix):])
+			gens = append(gens, gen)
+			end := prefixEnd(s.k.genPrefix(gen))
 			if end == nil {
 				break
 			}
@@ -264,12 +261,14 @@ func (s *space) generations() ([]uint64, error) {
 	return gens, err
 }
 
-func beUint64(b []byte) uint64 {
-	var v uint64
-	for _, c := range b[:8] {
-		v = v<<8 | uint64(c)
+// pastGens returns the first generation number from floor on that is past
+// every one of gens: a new generation never takes a number that has keys,
+// whose objects would come back.
+func pastGens(gens []uint64, floor uint64) uint64 {
+	for _, g := range gens {
+		floor = max(floor, g+1)
 	}
-	return v
+	return floor
 }
 
 func (s *space) allocGen() uint64 {
@@ -481,14 +480,7 @@ func (s *space) buildEntries(ctx context.Context) error {
 // names, read in txn: the entries a store keeps when it keeps them.
 func eachImpliedEntry(ctx context.Context, txn *badger.Txn, k keys, names []string, fn func(index, value, key string) error) error {
 	return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
-		for i, index := range names {
-			for _, v := range vals[i] {
-				if err := fn(index, v, key); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return rawdb.ImpliedEntries(names, key, vals, fn)
 	})
 }
 

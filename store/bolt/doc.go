@@ -13,11 +13,10 @@
 // mode 0600, a missing directory with 0700. Parameters: durability (sync or
 // nosync), lock_timeout (how long to wait for a file another process holds,
 // default 5s) and cache (the bounded mode's size; 0 keeps every object
-// decoded). Any other parameter is an error. Each store lives in its own
-// bucket, named by Options.Name. The process keeps one bbolt database per
-// file, shared by the stores opened on it and closed with the last of them;
-// opening a store name already open in the process fails with
-// store.ErrInUse.
+// decoded); any other is an error. Each store is a bucket named by
+// Options.Name. The process keeps one bbolt database per file, closed with
+// the last store open on it; a store name already open in the process
+// fails with store.ErrInUse.
 //
 // # Modes
 //
@@ -27,9 +26,9 @@
 // Get decodes the others from the file, and ByIndex, IndexKeys and
 // ListIndexFuncValues read index entries persisted in the file, so they
 // never scan all objects. List and ListKeys read the whole store in both
-// modes. Both modes use the same file: a store written in one opens in the
-// other (the bounded mode builds its index entries from the persisted index
-// values at its first open, without decoding; the default mode drops them).
+// modes. A store written in one mode opens in the other (the bounded mode
+// builds its index entries from the persisted index values, without
+// decoding; the default mode drops them).
 //
 // # Durability
 //
@@ -60,21 +59,18 @@
 //
 // # Format
 //
-// Each store's bucket holds its meta record (identity, resume point),
-// a key record per object (sequence number and index values), the objects
-// by sequence number, and, while the bounded mode uses the store, one bucket
-// of index entries per index; layout.go has the details. Every record
-// carries a CRC32C of its key and value: a mismatch is store.ErrCorrupt
-// naming the store and key. This is format version 4; stores of versions 2
-// and 3 are upgraded when opened, version 1 opens with
+// A store's bucket holds its meta record (identity, resume point), a key
+// record per object (sequence number, index values), the objects by
+// sequence number and, while the bounded mode uses it, its index entries
+// (layout.go). Every record carries a CRC32C of its key and value: a
+// mismatch is store.ErrCorrupt naming the store and key. This is format
+// version 4; versions 2 and 3 are upgraded when opened, version 1 is
 // store.ErrIncompatible naming both versions.
 //
-// Writes cost about one page per page they touch: new objects are appended
-// in sequence order and updates rewrite their object in place, so objects
-// created together share pages and their updates share writes, while
-// updates spread over a large store pay a page each. For sustained random
-// churn badger's log-structured writes cost less. BENCHMARKS.md has the
-// measurements.
+// A write costs a page per page it touches: new objects are appended, so
+// objects created together share pages, while updates spread over a large
+// store pay a page each; for sustained random churn badger costs less
+// (BENCHMARKS.md, section 6).
 //
 // # Concurrency
 //
@@ -83,11 +79,11 @@
 // Readers never wait for a write's fsync. In the bounded mode each read
 // returns the objects of one bbolt read transaction, from the cache only
 // while no write has begun since it began; writes cache the objects they
-// put. Another process opening the file
-// waits up to the lock timeout and then fails with store.ErrLocked, naming
-// the file and the timeout; it stops waiting when Open's context ends. The
-// snapshot tool's reads share the file with the stores this process has
-// open; otherwise they open it read-only and never write to it.
+// put. Another process opening the file waits up to the lock timeout and
+// then fails with store.ErrLocked, naming the file and the timeout; it
+// stops waiting when Open's context ends. The snapshot tool's reads share
+// the file with the stores this process has open; otherwise they open it
+// read-only and never write to it.
 //
 // # Errors
 //
@@ -106,9 +102,8 @@
 //
 // # Caveats
 //
-//   - The file never shrinks: freed space is reused by later writes, and a
-//     file grown by a large Replace keeps its size until Compact (`snapshot
-//     compact`).
+//   - The file never shrinks: later writes reuse freed space, and Compact
+//     (`snapshot compact`) gives it back.
 //   - bbolt memory-maps the file. Damage found while opening or reading
 //     becomes store.ErrCorrupt; when bbolt panics inside its own Open, the
 //     file is closed but its mapping leaks until the process exits.

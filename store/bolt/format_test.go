@@ -76,7 +76,7 @@ func TestFormatVersion1Refused(t *testing.T) {
 		}
 	}
 	u := &url.URL{Scheme: Scheme, Path: path}
-	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: stores", path, "format version 1, this build reads 4") {
+	if _, err := Raw().Stores(t.Context(), u); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: list stores", path, "format version 1, this build reads 4") {
 		t.Errorf("raw Stores: error %v; want ErrIncompatible naming the operation, the file and both versions", err)
 	}
 	if _, err := Raw().Export(t.Context(), u, "pods", func(store.Record) error { return nil }); !errors.Is(err, store.ErrIncompatible) || !containsAll(err.Error(), "store: export pods", path, "format version 1") {

@@ -33,7 +33,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		{"long key", long, [][]string{{strings.Repeat("v", 70000)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := encodeRecord(tc.key, tc.vals)
+			rec := appendRecord(nil, tc.key, tc.vals)
 			gotKey, gotVals, err := decodeRecord(rec, len(tc.vals))
 			if err != nil {
 				t.Fatalf("decodeRecord: %v", err)
@@ -67,7 +67,7 @@ func short(s string) string {
 }
 
 func TestDecodeRecordRejectsDamage(t *testing.T) {
-	good := encodeRecord("ns/a", [][]string{{"x", "yy"}})
+	good := appendRecord(nil, "ns/a", [][]string{{"x", "yy"}})
 	for _, tc := range []struct {
 		name string
 		data []byte

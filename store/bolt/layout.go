@@ -38,45 +38,33 @@ import (
 // Nothing else is at the top level: a file without stores/ but with
 // anything other than snapshot-import/ is damaged (see rootBucket).
 //
-// Every record of a store (objects, key records, index entries, the meta,
-// rv and seq records) is framed by recsum: its value is followed by the
+// Every record of a store is framed by recsum: its value is followed by the
 // CRC32C of its bbolt key and value, checked whenever the record is read
-// (see buckets.open), so that a damaged record, or a record a damaged page
-// shows under another key, is store.ErrCorrupt naming the store and key,
-// never another object. bbolt checksums only its meta pages. Format version
-// 3 was this layout without the frames: it is read as it is (raw exports,
-// snapshots) and framed, in one transaction, when a store of it is opened.
+// (buckets.open), so that a damaged record, or one a damaged page shows
+// under another key, is store.ErrCorrupt naming the store and key, never
+// another object; bbolt checksums only its meta pages. A store of format
+// version 3 (no frames) is read as it is and framed, in one transaction,
+// when it is opened.
 //
-// Every store persists each object's index values, in its key record, in the
-// transaction that writes the object. The inverted index (index/, value ->
-// objects) is kept on disk only while a bounded-mode store uses it: the
-// default mode holds the inverted index in memory, built at open from the
-// key records, and never reads index/, so writing it would only cost (a
-// Commit of new objects dirties a page per index value it touches: with
-// three indexes, half the time and bytes of the Commit). The "entries"
-// record says whether index/ is current; nothing reads index/ otherwise.
-// Opening a store in the bounded mode without it builds the entries from the
-// key records (no decoding) and writes the record, in one transaction;
-// opening one in the default mode with it empties index/ and deletes the
-// record, in one transaction. Format version 2 was this layout with index/
-// always current: it opens as version 3 with the record.
+// Each object's index values are in its key record, written with the
+// object. The inverted index (index/) is kept only while a bounded-mode
+// store reads it: the default mode builds its index in memory from the key
+// records, and writing index/ would cost it half the time and bytes of a
+// Commit of new objects. The "entries" record says whether index/ is
+// current; a bounded-mode open without it builds the entries from the key
+// records (no decoding), a default-mode open with it empties index/, each
+// in one transaction with the record. Format version 2 (index/ always
+// current) opens as version 3 with the record.
 //
-// Why sequence numbers: bbolt rewrites, whole, every page a transaction
-// dirties, and a new object keyed by its (random) object key dirties a page
-// at a random place of every bucket. A new object takes the next sequence
-// number instead (kept in meta, written in the same transaction), so new
-// objects are appended at the end of objects/ (a Commit of many new objects
-// adds a few full pages there), and their entries at the end of each
-// value's range in every index (a Commit dirties one page per value it
-// touches, not one per new object). Only keys/, whose records are small,
-// takes one random insert per new object. An update keeps its sequence
-// number and rewrites its object in place; a delete removes its record,
-// object and entries, and an object created again gets a new number.
-//
-// The key records let updates and deletes find an object's number and remove
-// its old index entries without decoding the old object, and let a store
-// load its indexes without running index functions. Index entries hold the
-// object key, so bounded IndexKeys reads only the index bucket.
+// Why sequence numbers: bbolt rewrites every page a transaction dirties,
+// and an object filed under its random key dirties a page at a random
+// place of every bucket. A new object takes the next sequence number (kept
+// in meta), so it is appended to objects/, and its entries to the end of
+// their values' ranges: a Commit dirties a page per value it touches, not
+// one per new object. Only keys/ takes a random insert per new object. An
+// update keeps its number and rewrites its object in place; an object
+// deleted and created again gets a new number. The key records let writes
+// find an object's number and old index values without decoding it.
 var (
 	bucketStores  = []byte("stores")
 	bucketMeta    = []byte("meta")
@@ -94,11 +82,9 @@ var (
 // fillAppend is the FillPercent of objects/, where new objects are
 // appended: a page splits when full rather than half full, since later
 // objects go after it. Index buckets keep bbolt's default (half full): a
-// Commit appends to the end of each value's range, hundreds of places in
-// the middle of the bucket, and a page split in halves takes the next
-// Commits' entries without splitting again; measured with BenchmarkCommit,
-// full index pages wrote 8% more bytes per object and were slower. See
-// BENCHMARKS.md, section 6.
+// Commit appends in the middle of the bucket, at the end of each value's
+// range, and a half-full page takes the next Commits' entries without
+// splitting again (BENCHMARKS.md, section 6).
 const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
@@ -245,18 +231,11 @@ func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, 
 		return nil, err
 	}
 	b := &buckets{store: sb, name: string(name), sealed: true}
-	for _, p := range []struct {
-		dst  **bbolt.Bucket
-		name []byte
-	}{{&b.meta, bucketMeta}, {&b.keys, bucketKeys}, {&b.objects, bucketObjects}, {&b.index, bucketIndex}} {
-		if *p.dst, err = sb.CreateBucket(p.name); err != nil {
-			return nil, err
-		}
+	if b.meta, err = sb.CreateBucket(bucketMeta); err != nil {
+		return nil, err
 	}
-	for _, idx := range m.Indexes {
-		if _, err := b.index.CreateBucket([]byte(idx)); err != nil {
-			return nil, fmt.Errorf("create index %q: %w", idx, err)
-		}
+	if err := b.clear(m.Indexes); err != nil {
+		return nil, err
 	}
 	if err := b.meta.Put(keySealed, seal(keySealed, nil)); err != nil {
 		return nil, err
@@ -268,25 +247,28 @@ func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, 
 // buckets of indexes (empty), and the meta bucket; sequence numbers start
 // over.
 func (b *buckets) clear(indexes []string) error {
-	for _, p := range []struct {
-		dst  **bbolt.Bucket
-		name []byte
-	}{{&b.keys, bucketKeys}, {&b.objects, bucketObjects}, {&b.index, bucketIndex}} {
-		if err := b.store.DeleteBucket(p.name); err != nil {
-			return err
-		}
-		nb, err := b.store.CreateBucket(p.name)
-		if err != nil {
-			return err
-		}
-		*p.dst = nb
+	var err error
+	if b.keys, err = b.renew(bucketKeys); err != nil {
+		return err
 	}
-	for _, idx := range indexes {
-		if _, err := b.index.CreateBucket([]byte(idx)); err != nil {
-			return fmt.Errorf("create index %q: %w", idx, err)
-		}
+	if b.objects, err = b.renew(bucketObjects); err != nil {
+		return err
+	}
+	if err := resetIndexBuckets(b, indexes); err != nil {
+		return err
 	}
 	return b.meta.Delete(keySeq)
+}
+
+// renew replaces the bucket name of the store, if it has one, with an empty
+// one.
+func (b *buckets) renew(name []byte) (*bbolt.Bucket, error) {
+	if b.store.Bucket(name) != nil {
+		if err := b.store.DeleteBucket(name); err != nil {
+			return nil, err
+		}
+	}
+	return b.store.CreateBucket(name)
 }
 
 func putMeta(b *buckets, m driver.Meta) error {
@@ -444,10 +426,7 @@ func markEntries(b *buckets, on bool) error {
 
 // resetIndexBuckets replaces index/ with empty buckets for names.
 func resetIndexBuckets(b *buckets, names []string) error {
-	if err := b.store.DeleteBucket(bucketIndex); err != nil {
-		return err
-	}
-	ib, err := b.store.CreateBucket(bucketIndex)
+	ib, err := b.renew(bucketIndex)
 	if err != nil {
 		return err
 	}
@@ -559,7 +538,7 @@ func prefixEnd(p []byte) []byte {
 }
 
 // A key record (encodeKeyRecord) is the object's sequence number followed
-// by an index values record (encodeRecord).
+// by an index values record (appendRecord).
 //
 // Index values records start with a flag: recordInline, or recordFullKey
 // followed by the length and text of the object key whose bbolt key is a
@@ -569,115 +548,52 @@ const (
 	recordFullKey = 1
 )
 
-// encodeRecord encodes an object's index values record: the flag (and full
-// key), the number of indexes, then per index the number of values and each
-// value with its length. vals is aligned with an IndexSet's names.
-func encodeRecord(key string, vals [][]string) []byte {
-	return appendRecord(make([]byte, 0, recordSize(key, vals)), key, vals)
-}
-
 // recordSize bounds the length of the index values record of (key, vals).
 func recordSize(key string, vals [][]string) int {
-	n := 1 + 2*binary.MaxVarintLen64
+	n := 1 + binary.MaxVarintLen64 + varint.ValuesSize(vals)
 	if len(key) > maxInline {
 		n += len(key)
-	}
-	for _, vs := range vals {
-		n += binary.MaxVarintLen64
-		for _, v := range vs {
-			n += binary.MaxVarintLen64 + len(v)
-		}
 	}
 	return n
 }
 
-// appendRecord appends the index values record of (key, vals) to out.
+// appendRecord appends the index values record of (key, vals) to out: the
+// flag (and full key), then the values as varint.AppendValues writes them.
+// vals is aligned with an IndexSet's names.
 func appendRecord(out []byte, key string, vals [][]string) []byte {
 	if len(key) > maxInline {
-		out = append(out, recordFullKey)
-		out = binary.AppendUvarint(out, uint64(len(key)))
-		out = append(out, key...)
+		out = varint.AppendString(append(out, recordFullKey), key)
 	} else {
 		out = append(out, recordInline)
 	}
-	out = binary.AppendUvarint(out, uint64(len(vals)))
-	for _, vs := range vals {
-		out = binary.AppendUvarint(out, uint64(len(vs)))
-		for _, v := range vs {
-			out = binary.AppendUvarint(out, uint64(len(v)))
-			out = append(out, v...)
-		}
-	}
-	return out
+	return varint.AppendValues(out, vals)
 }
 
-// decodeRecord decodes encodeRecord's output, copying the strings out of
+// decodeRecord decodes appendRecord's output, copying the strings out of
 // data (which may be memory-mapped), and checks that it has want indexes.
 // fullKey is "" for records of inline keys.
 func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err error) {
 	bad := func(why string) (string, [][]string, error) {
 		return "", nil, fmt.Errorf("malformed index values record (%s): %w", why, store.ErrCorrupt)
 	}
-	next := func() (uint64, bool) {
-		n, w := varint.Uvarint(data)
-		if w <= 0 {
-			return 0, false
-		}
-		data = data[w:]
-		return n, true
-	}
 	if len(data) == 0 {
 		return bad("empty")
 	}
-	flag := data[0]
-	data = data[1:]
-	switch flag {
+	switch data[0] {
 	case recordInline:
+		data = data[1:]
 	case recordFullKey:
-		l, ok := next()
-		if !ok || l > uint64(len(data)) {
-			return bad("key length")
+		var n int
+		if fullKey, n, err = decodeRecordKey(data); err != nil {
+			return "", nil, err
 		}
-		if l <= maxInline {
-			// Only a key too long for bbolt is kept in its record.
-			return bad(fmt.Sprintf("full key of %d bytes", l))
-		}
-		fullKey = string(data[:l])
-		data = data[l:]
+		data = data[n:]
 	default:
-		return bad(fmt.Sprintf("flag %d", flag))
+		return bad(fmt.Sprintf("flag %d", data[0]))
 	}
-	n, ok := next()
-	if !ok {
-		return bad("no index count")
-	}
-	if n != uint64(want) {
-		return bad(fmt.Sprintf("%d indexes, want %d", n, want))
-	}
-	if n > 0 {
-		vals = make([][]string, n)
-	}
-	for i := range vals {
-		m, ok := next()
-		if !ok || m > uint64(len(data)) {
-			return bad("value count")
-		}
-		if m == 0 {
-			continue
-		}
-		vs := make([]string, m)
-		for j := range vs {
-			l, ok := next()
-			if !ok || l > uint64(len(data)) {
-				return bad("value length")
-			}
-			vs[j] = string(data[:l])
-			data = data[l:]
-		}
-		vals[i] = vs
-	}
-	if len(data) != 0 {
-		return bad("trailing bytes")
+	vals, err = varint.Values(data, want)
+	if err != nil {
+		return bad(err.Error())
 	}
 	return fullKey, vals, nil
 }
@@ -754,16 +670,21 @@ func recordIdentity(k, rec []byte) (string, uint64, error) {
 	return key, seq, err
 }
 
-// decodeRecordKey decodes only the full key of an index values record.
+// decodeRecordKey decodes only the full key of an index values record, and
+// returns it with the length of the record's part it read.
 func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
 		return "", 0, fmt.Errorf("key record of a long key lacks the key: %w", store.ErrCorrupt)
 	}
-	l, w := varint.Uvarint(rec[1:])
-	if w <= 0 || l > uint64(len(rec)-1-w) {
+	key, rest, ok := varint.String(rec[1:])
+	if !ok {
 		return "", 0, fmt.Errorf("key record: bad key length: %w", store.ErrCorrupt)
 	}
-	return string(rec[1+w : 1+w+int(l)]), 1 + w + int(l), nil
+	if len(key) <= maxInline {
+		// Only a key too long for bbolt is kept in its record.
+		return "", 0, fmt.Errorf("malformed index values record (full key of %d bytes): %w", len(key), store.ErrCorrupt)
+	}
+	return key, len(rec) - len(rest), nil
 }
 
 // objectOf returns the encoded object numbered seq, whose key is key.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // Raw returns the bolt driver with record-level access (store.RawDriver),
@@ -53,6 +54,9 @@ func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (stor
 	return openURL(ctx, u, opts)
 }
 
+// wantURL is the form of a bolt URL, for errors.
+const wantURL = "an absolute file path, bolt:///abs/path/file.db"
+
 // rawPath checks u and returns its options and canonical path.
 func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	o, err := (&store.Options{}).WithDefaults()
@@ -64,16 +68,17 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	if err := p.Err(); err != nil {
 		return "", o, err
 	}
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return "", o, fmt.Errorf("store: %s %s: want an absolute file path, bolt:///abs/path/file.db (three slashes): %w", op, u.Redacted(), store.ErrInvalid)
+	path, err := driver.AbsPath(u, wantURL)
+	if err == nil {
+		err = checkNoTrailingSlash(u.Path)
 	}
-	if err := checkNoTrailingSlash(u.Path); err != nil {
+	if err == nil {
+		err = driver.CheckPath(path, false)
+	}
+	if err != nil {
 		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
-	if err := driver.CheckPath(filepath.Clean(u.Path), false); err != nil {
-		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
-	}
-	return canonical(filepath.Clean(u.Path)), o, nil
+	return canonical(path), o, nil
 }
 
 // withFile runs fn on the database at u, shared with the stores this
@@ -100,80 +105,175 @@ func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f 
 	return fn(f)
 }
 
+// readView runs fn on a view of the file at u in one read transaction.
+func readView(ctx context.Context, op string, u *url.URL, fn func(v *rawdb.View) error) error {
+	return withFile(ctx, op, u, false, func(f *file) error {
+		return viewFile(f, u.Redacted(), fn)
+	})
+}
+
+// viewFile runs fn on a view of f in one read transaction; where names f
+// in errors.
+func viewFile(f *file, where string, fn func(v *rawdb.View) error) (err error) {
+	var tx *bbolt.Tx
+	if err := guard(func() (err error) {
+		tx, err = f.db.Begin(false)
+		return err
+	}); err != nil {
+		return withHint(fmt.Errorf("store: view %s: %w", where, err))
+	}
+	defer func() {
+		if rerr := tx.Rollback(); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("store: view %s: end the read transaction: %w", where, rerr))
+		}
+	}()
+	return fn(&rawdb.View{Tx: rawTx{tx}, Backend: Scheme, Where: where, Guard: guard, Wrap: withHint})
+}
+
 // Stores implements store.RawDriver: a store this build cannot read fails
 // the call (ListStores names it beside the others).
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return driver.StoreInfos(listStores(ctx, "stores", u))
+	return rawdb.Reader(readView).Stores(ctx, u)
 }
 
 // ListStores implements store.RawDriver: one read transaction.
 func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
-	return listStores(ctx, "list stores", u)
+	return rawdb.Reader(readView).ListStores(ctx, u)
 }
 
-// listStores reads the metadata of every store of the file at u, in name
-// (bucket) order. A store whose metadata is of another format version or
-// damaged, or whose buckets are incomplete, gets its error in its entry;
-// damage above the stores fails the call.
-func listStores(ctx context.Context, op string, u *url.URL) ([]store.StoreEntry, error) {
-	var entries []store.StoreEntry
-	err := withFile(ctx, op, u, false, func(f *file) error {
-		return rawError(op, u, guard(func() error {
-			return f.db.View(func(tx *bbolt.Tx) (err error) {
-				entries, err = listStoresTx(ctx, op, u, tx)
-				return err
-			})
-		}))
+// Export implements store.RawDriver: one read transaction.
+func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	return rawdb.Reader(readView).Export(ctx, u, name, fn)
+}
+
+// IndexEntries calls fn with every index entry (index name, indexed value,
+// object key) of the store name in the database at u, in one read
+// transaction, as a bounded-mode open would serve them: what the snapshot
+// tool's verify compares with the objects' index values. Its signature is
+// snapshot.IndexEntries. A store that keeps no entries on disk (one last
+// written in the default mode, see layout.go) yields those of its key
+// records' index values, from which its in-memory index is built.
+func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
+	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
+}
+
+// Export implements store.Exporter for an open bounded store: one read
+// transaction, so the records and the resume point agree while the informer
+// writes. (A default-mode store is an indexer.Base, which has no Export; its
+// process exports it through Raw, which shares the process's open file.)
+func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
+	if err := s.CheckOpen("export"); err != nil {
+		return store.Info{}, err
+	}
+	err = viewFile(s.file, Scheme+"://"+s.file.path, func(v *rawdb.View) error {
+		info, err = v.Export(ctx, s.Info().Name, fn)
+		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return entries, nil
+	return info, err
 }
 
-// listStoresTx is listStores in tx. The caller guards it.
-func listStoresTx(ctx context.Context, op string, u *url.URL, tx *bbolt.Tx) ([]store.StoreEntry, error) {
-	var entries []store.StoreEntry
-	root, err := rootBucket(tx)
+// rawTx is a read transaction as rawdb reads it. Its callers guard it.
+type rawTx struct{ tx *bbolt.Tx }
+
+// EachStore implements rawdb.Tx, in name (bucket) order. A store whose
+// buckets are incomplete is ErrCorrupt; damage above the stores fails the
+// call.
+func (t rawTx) EachStore(ctx context.Context, fn func(name string, info store.Info, err error) error) error {
+	root, err := rootBucket(t.tx)
 	if err != nil || root == nil {
-		return nil, err
+		return err
 	}
-	err = root.ForEachBucket(func(k []byte) error {
+	return root.ForEachBucket(func(k []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		name := string(k)
 		var info store.Info
 		err := guard(func() (err error) {
-			info, _, err = rawInfo(tx, name)
+			info, _, err = rawInfo(t.tx, string(k))
 			return err
 		})
-		switch {
-		case err == nil:
-			entries = append(entries, store.StoreEntry{Info: info})
-		case errors.Is(err, store.ErrIncompatible) || errors.Is(err, store.ErrCorrupt):
-			entries = append(entries, store.StoreEntry{Info: store.Info{Backend: Scheme, Name: name}, Err: rawError(op, u, err)})
-		default:
-			return err
+		return fn(string(k), info, err)
+	})
+}
+
+// Export implements rawdb.Tx.
+func (t rawTx) Export(ctx context.Context, name string, fn func(store.Record) error) (store.Info, error) {
+	info, b, err := rawInfo(t.tx, name)
+	if err != nil {
+		return store.Info{}, err
+	}
+	n := len(info.Indexes)
+	c := b.keys.Cursor()
+	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return store.Info{}, err
+		}
+		rec, err := b.open("key record", k, rec)
+		if err != nil {
+			return store.Info{}, err
+		}
+		seq, key, vals, err := decodeKeyRecord(rec, n)
+		if err != nil {
+			return store.Info{}, fmt.Errorf("object %q: %w", shorten(string(k)), err)
+		}
+		if key == "" {
+			key = string(k)
+		}
+		data, err := objectOf(b, key, seq)
+		if err != nil {
+			return store.Info{}, err
+		}
+		if err := fn(store.Record{Key: key, Data: data, Values: vals}); err != nil {
+			return store.Info{}, err
+		}
+	}
+	return info, nil
+}
+
+// IndexEntries implements rawdb.Tx.
+func (t rawTx) IndexEntries(ctx context.Context, name string, fn func(index, value, key string) error) error {
+	info, b, err := rawInfo(t.tx, name)
+	if err != nil {
+		return err
+	}
+	if !b.entries {
+		return eachKeyRecord(b, len(info.Indexes), func(key string, _ uint64, vals [][]string) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return rawdb.ImpliedEntries(info.Indexes, key, vals, fn)
+		})
+	}
+	return b.index.ForEachBucket(func(idx []byte) error {
+		pos := slices.Index(info.Indexes, string(idx))
+		c := b.index.Bucket(idx).Cursor()
+		for k, kv := c.First(); k != nil; k, kv = c.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			vf, _, err := splitIndexEntry(k)
+			if err != nil {
+				return err
+			}
+			if kv, err = b.open("index entry", k, kv); err != nil {
+				return err
+			}
+			key, value := string(kv), string(vf)
+			if isDigest(vf) {
+				if value, err = longValue(b, key, pos, len(info.Indexes), vf); err != nil {
+					return err
+				}
+			}
+			if err := fn(string(idx), value, key); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	return entries, err
 }
 
 // corruptHint is what every ErrCorrupt of this backend advises.
 const corruptHint = "(delete the file to start over; informers relist)"
-
-// rawError names op and u in an ErrCorrupt or ErrIncompatible (a store of
-// another format version), and gives an ErrCorrupt corruptHint, once: errors
-// from opening the file carry it already. Other errors (the context's, the
-// caller's callback's) pass as they are.
-func rawError(op string, u *url.URL, err error) error {
-	if err == nil || !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrIncompatible) {
-		return err
-	}
-	return withHint(fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err))
-}
 
 // hinted is an error that ends in corruptHint. Wrapped further, it still
 // tells withHint not to give the hint again.
@@ -225,103 +325,7 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 	if err != nil {
 		return store.Info{}, nil, err
 	}
-	return store.Info{
-		Backend:         Scheme,
-		Name:            name,
-		FormatVersion:   m.FormatVersion,
-		Codec:           m.Codec,
-		Type:            m.Type,
-		KeyFunc:         m.KeyFunc,
-		Scope:           m.Scope,
-		Indexes:         slices.Clone(m.Indexes),
-		ResourceVersion: rv,
-	}, b, nil
-}
-
-// Export implements store.RawDriver: one read transaction.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	var info store.Info
-	err := withFile(ctx, "export "+name, u, false, func(f *file) error {
-		var err error
-		info, err = exportDB(ctx, f.db, name, fn)
-		return rawError("export "+name, u, err)
-	})
-	if err != nil {
-		return store.Info{}, err
-	}
-	return info, nil
-}
-
-// exportDB calls fn for every record of the store name in one read
-// transaction of db.
-func exportDB(ctx context.Context, db *bbolt.DB, name string, fn func(store.Record) error) (store.Info, error) {
-	var info store.Info
-	var fnErr error
-	err := guard(func() error {
-		return db.View(func(tx *bbolt.Tx) (err error) {
-			info, err = exportTx(ctx, tx, name, fn, &fnErr)
-			return err
-		})
-	})
-	if err != nil {
-		if fnErr != nil {
-			return store.Info{}, fnErr
-		}
-		return store.Info{}, err
-	}
-	return info, nil
-}
-
-// exportTx is exportDB in tx; an error of fn is also stored in *fnErr. The
-// caller guards it.
-func exportTx(ctx context.Context, tx *bbolt.Tx, name string, fn func(store.Record) error, fnErr *error) (store.Info, error) {
-	info, b, err := rawInfo(tx, name)
-	if err != nil {
-		return store.Info{}, err
-	}
-	n := len(info.Indexes)
-	c := b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		if err := ctx.Err(); err != nil {
-			return store.Info{}, err
-		}
-		rec, err := b.open("key record", k, rec)
-		if err != nil {
-			return store.Info{}, err
-		}
-		seq, key, vals, err := decodeKeyRecord(rec, n)
-		if err != nil {
-			return store.Info{}, fmt.Errorf("object %q: %w", shorten(string(k)), err)
-		}
-		if key == "" {
-			key = string(k)
-		}
-		data, err := objectOf(b, key, seq)
-		if err != nil {
-			return store.Info{}, err
-		}
-		if err := fn(store.Record{Key: key, Data: data, Values: vals}); err != nil {
-			*fnErr = err
-			return store.Info{}, err
-		}
-	}
-	return info, nil
-}
-
-// Export implements store.Exporter for an open bounded store: one read
-// transaction, so the records and the resume point agree while the informer
-// writes. (A default-mode store is an indexer.Base, which has no Export; its
-// process exports it through Raw, which shares the process's open file.)
-func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-	if err := s.CheckOpen("export"); err != nil {
-		return store.Info{}, err
-	}
-	name := s.Info().Name
-	info, err := exportDB(ctx, s.file.db, name, fn)
-	if err != nil {
-		return store.Info{}, fmt.Errorf("store: export %s: %w", name, err)
-	}
-	return info, nil
+	return m.Info(Scheme, name, rv), b, nil
 }
 
 // Import implements store.RawDriver. The store is built under bucketImport
@@ -333,11 +337,8 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 	fail := func(err error) error {
 		return withHint(fmt.Errorf("store: import %s into %s: %w", name, u.Redacted(), err))
 	}
-	if name == "" || len(name) > maxNameLen {
-		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
-	}
-	if !slices.IsSorted(info.Indexes) || len(slices.Compact(slices.Clone(info.Indexes))) != len(info.Indexes) {
-		return fail(fmt.Errorf("index names %q are not sorted and unique: %w", info.Indexes, store.ErrInvalid))
+	if err := rawdb.CheckImport(info, maxNameLen); err != nil {
+		return fail(err)
 	}
 	return withFile(ctx, "import "+name, u, true, func(f *file) error {
 		release, ok := f.reserve(name)
@@ -345,7 +346,11 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 			return fail(fmt.Errorf("%w (close it first)", store.ErrInUse))
 		}
 		defer release()
-		if err := importDB(ctx, f, info, next); err != nil {
+		recs, err := rawdb.NewRecords(info, FormatVersion, next)
+		if err == nil {
+			err = importDB(ctx, f, []byte(name), recs)
+		}
+		if err != nil {
 			// Drop what was staged; a failure here only leaves garbage
 			// for the next import. With nothing staged, the transaction
 			// rolls back: a commit, even of nothing, writes a meta page,
@@ -396,8 +401,8 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	fail := func(err error) error {
 		return withHint(fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err))
 	}
-	if name == "" || len(name) > maxNameLen {
-		return fail(fmt.Errorf("store name must have 1 to %d bytes: %w", maxNameLen, store.ErrInvalid))
+	if err := rawdb.CheckName(name, maxNameLen); err != nil {
+		return fail(err)
 	}
 	path, _, err := rawPath("drop "+name, u)
 	if err != nil {
@@ -450,23 +455,10 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	})
 }
 
-func importDB(ctx context.Context, f *file, info store.Info, next func() (store.Record, error)) error {
-	name := []byte(info.Name)
-	// The first record says whether the records carry index values: a
-	// source that keeps none (a memory snapshot file) yields none, and the
-	// store then records no indexes, so that opening it with indexers
-	// rebuilds them from the objects.
-	first, err := next()
-	if err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	haveFirst := err == nil
-	m := driver.Meta{FormatVersion: FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)}
-	if haveFirst && first.Values == nil {
-		m.Indexes = nil
-	}
-	names := m.Indexes
-	err = guard(func() error {
+// importDB stages the store name in f with the records of recs, then moves
+// it under the stores bucket.
+func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) error {
+	err := guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
 			// A file that lost its stores bucket is refused before
 			// anything is staged: the final move would create a new one
@@ -483,40 +475,18 @@ func importDB(ctx context.Context, f *file, info store.Info, next func() (store.
 					return err
 				}
 			}
-			_, err = createStoreIn(ib, name, m)
+			_, err = createStoreIn(ib, name, recs.Meta)
 			return err
 		})
 	})
 	if err != nil {
 		return err
 	}
-	pending := []store.Record(nil)
-	n := 0 // records read, to name one in errors
-	// add checks a record read and queues it.
-	add := func(rec store.Record) error {
-		n++
-		// The rule every backend's Import applies (bbolt keys cannot be
-		// empty): refused here, naming the record, rather than by bbolt
-		// with a bare "key required".
-		if err := driver.CheckKey(rec.Key); err != nil {
-			return fmt.Errorf("record %d: %w", n, err)
-		}
-		pending = append(pending, cloneRecord(rec))
-		return nil
-	}
-	if haveFirst {
-		if err := add(first); err != nil {
-			return err
-		}
-	}
-	done := !haveFirst
-	for {
+	var pending []store.Record
+	for done := false; !done; {
 		size := 0
-		for !done && len(pending) < importBatch && size < importBatchBytes {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			rec, err := next()
+		for len(pending) < importBatch && size < importBatchBytes {
+			rec, err := recs.Next(ctx)
 			if errors.Is(err, io.EOF) {
 				done = true
 				break
@@ -524,12 +494,9 @@ func importDB(ctx context.Context, f *file, info store.Info, next func() (store.
 			if err != nil {
 				return err
 			}
-			if err := add(rec); err != nil {
-				return err
-			}
+			pending = append(pending, rec)
 			size += len(rec.Key) + len(rec.Data)
 		}
-		last := done
 		slices.SortFunc(pending, func(a, b store.Record) int { return bytes.Compare(boltKey(a.Key), boltKey(b.Key)) })
 		err := guard(func() error {
 			return f.update(func(tx *bbolt.Tx) error {
@@ -553,7 +520,7 @@ func importDB(ctx context.Context, f *file, info store.Info, next func() (store.
 					return err
 				}
 				for _, rec := range pending {
-					if err := putRecord(b, names, rec, seq); err != nil {
+					if err := putRecord(b, recs.Meta.Indexes, rec, seq); err != nil {
 						return err
 					}
 					seq++
@@ -561,44 +528,38 @@ func importDB(ctx context.Context, f *file, info store.Info, next func() (store.
 				if err := putSeq(b, seq); err != nil {
 					return err
 				}
-				if !last {
+				if !done {
 					return nil
 				}
-				return putRV(b, info.ResourceVersion)
+				return putRV(b, recs.ResourceVersion)
 			})
 		})
-		if err == nil && last {
-			// The switch runs in a transaction of its own: bbolt's
-			// MoveBucket moves a bucket as last committed, so changes
-			// made to it in the same transaction would be lost
-			// (v1.5.0).
-			err = guard(func() error {
-				return f.update(func(tx *bbolt.Tx) error {
-					ib := tx.Bucket(bucketImport)
-					if ib == nil || ib.Bucket(name) == nil {
-						return fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
-					}
-					root, err := createRoot(tx)
-					if err != nil {
-						return err
-					}
-					if root.Bucket(name) != nil {
-						if err := root.DeleteBucket(name); err != nil {
-							return err
-						}
-					}
-					return tx.MoveBucket(name, ib, root)
-				})
-			})
-		}
 		if err != nil {
 			return err
 		}
 		pending = pending[:0]
-		if last {
-			return nil
-		}
 	}
+	// The switch runs in a transaction of its own: bbolt's MoveBucket
+	// moves a bucket as last committed, so changes made to it in the same
+	// transaction would be lost (v1.5.0).
+	return guard(func() error {
+		return f.update(func(tx *bbolt.Tx) error {
+			ib := tx.Bucket(bucketImport)
+			if ib == nil || ib.Bucket(name) == nil {
+				return fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
+			}
+			root, err := createRoot(tx)
+			if err != nil {
+				return err
+			}
+			if root.Bucket(name) != nil {
+				if err := root.DeleteBucket(name); err != nil {
+					return err
+				}
+			}
+			return tx.MoveBucket(name, ib, root)
+		})
+	})
 }
 
 // bucketsIn returns the buckets of the store name under parent.
@@ -613,34 +574,22 @@ func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 	return b, b.complete(string(name))
 }
 
-// putRecord writes one imported record, numbered seq: object, key record
-// and, if b keeps them, index entries (an imported store keeps none until a
-// bounded-mode open builds them). A key given twice is an error: the first
-// would stay.
+// putRecord writes one imported record (rawdb.Records checked it), numbered
+// seq: object, key record and, if b keeps them, index entries (an imported
+// store keeps none until a bounded-mode open builds them).
 func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
-	vals := rec.Values
-	if len(names) == 0 {
-		vals = nil
-	}
-	if len(vals) != len(names) {
-		return fmt.Errorf("record %q has values for %d indexes, the store has %d (%q): %w", rec.Key, len(vals), len(names), names, store.ErrInvalid)
-	}
 	k := boltKey(rec.Key)
 	if b.keys.Get(k) != nil {
-		return fmt.Errorf("record %q given twice: %w", rec.Key, store.ErrInvalid)
-	}
-	if len(rec.Data) == 0 {
-		// No codec encodes an object in 0 bytes (see openObject).
-		return fmt.Errorf("record %q has no data: %w", rec.Key, store.ErrInvalid)
+		return rawdb.Twice(rec.Key)
 	}
 	sk := seqKey(seq)
 	if err := b.objects.Put(sk, seal(sk, rec.Data)); err != nil {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
 	}
-	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, rec.Key, vals))); err != nil {
+	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, rec.Key, rec.Values))); err != nil {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
 	}
-	for i, vs := range vals {
+	for i, vs := range rec.Values {
 		if len(vs) == 0 || !b.entries {
 			continue
 		}
@@ -656,89 +605,6 @@ func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 		}
 	}
 	return nil
-}
-
-// cloneRecord copies a record out of the caller's buffers: bbolt needs keys
-// and values to stay valid until the transaction ends.
-func cloneRecord(r store.Record) store.Record {
-	return store.Record{Key: r.Key, Data: bytes.Clone(r.Data), Values: r.Values}
-}
-
-// IndexEntries calls fn with every persisted index entry (index name,
-// indexed value, object key) of the store name in the database at u, in one
-// read transaction: what the snapshot tool's verify compares with the
-// objects' index values. Its signature is snapshot.IndexEntries. A store
-// that keeps no entries on disk (one last written in the default mode, see
-// layout.go) yields those of its key records' index values, from which its
-// in-memory index is built.
-func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
-	return withFile(ctx, "index entries of "+name, u, false, func(f *file) error {
-		var fnErr error
-		err := guard(func() error {
-			return f.db.View(func(tx *bbolt.Tx) error {
-				info, b, err := rawInfo(tx, name)
-				if err != nil {
-					return err
-				}
-				if !b.entries {
-					return recordEntries(ctx, b, info.Indexes, func(index, value, key string) error {
-						fnErr = fn(index, value, key)
-						return fnErr
-					})
-				}
-				return b.index.ForEachBucket(func(idx []byte) error {
-					pos := slices.Index(info.Indexes, string(idx))
-					c := b.index.Bucket(idx).Cursor()
-					for k, kv := c.First(); k != nil; k, kv = c.Next() {
-						if err := ctx.Err(); err != nil {
-							return err
-						}
-						vf, _, err := splitIndexEntry(k)
-						if err != nil {
-							return err
-						}
-						if kv, err = b.open("index entry", k, kv); err != nil {
-							return err
-						}
-						key := string(kv)
-						value := string(vf)
-						if isDigest(vf) {
-							if value, err = longValue(b, key, pos, len(info.Indexes), vf); err != nil {
-								return err
-							}
-						}
-						if err := fn(string(idx), value, key); err != nil {
-							fnErr = err
-							return err
-						}
-					}
-					return nil
-				})
-			})
-		})
-		if fnErr != nil {
-			return fnErr
-		}
-		return rawError("index entries of "+name, u, err)
-	})
-}
-
-// recordEntries calls fn with the index entries the key records of b
-// imply, for indexes names, and stops at fn's first error.
-func recordEntries(ctx context.Context, b *buckets, names []string, fn func(index, value, key string) error) error {
-	return eachKeyRecord(b, len(names), func(key string, _ uint64, vals [][]string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for i, vs := range vals {
-			for _, v := range vs {
-				if err := fn(names[i], v, key); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
 }
 
 // compactTxSize bounds the bytes Compact copies per transaction.
@@ -845,10 +711,10 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err != nil {
 		return fail(fmt.Errorf("create the copy %s: %w", part, err))
 	}
-	ok := false
+	renamed := false
 	defer func() {
-		if !ok {
-			dst.Close()
+		if !renamed {
+			dst.Close() // a no-op once closed
 			os.Remove(part)
 		}
 	}()
@@ -864,20 +730,17 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err := dst.Sync(); err != nil {
 		return fail(fmt.Errorf("fsync: %w", err))
 	}
-	ok = true
 	if err := dst.Close(); err != nil {
-		os.Remove(part)
 		return fail(err)
 	}
 	pi, err := os.Stat(part)
 	if err != nil {
-		os.Remove(part)
 		return fail(err)
 	}
 	if err := os.Rename(part, path); err != nil {
-		os.Remove(part)
 		return fail(err)
 	}
+	renamed = true
 	d, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return fail(err)

@@ -17,9 +17,10 @@
 //  1. reads its URL parameters with [NewParams] ([Params.Common] for
 //     durability, lock_timeout and cache) and returns [Params.Err], which
 //     refuses a parameter the driver did not ask for;
-//  2. for a database with a path, calls [CheckPath] before it creates or
-//     reads anything (store.ErrUnsafe for a path other users could
-//     tamper with), and creates directories 0700 and files 0600;
+//  2. for a database with a path, takes it from the URL with [AbsPath] and
+//     calls [CheckPath] before it creates or reads anything
+//     (store.ErrUnsafe for a path other users could tamper with), and
+//     creates directories 0700 and files 0600;
 //  3. locks the database against other processes: store.ErrLocked once
 //     Options.LockTimeout has passed, the message ending with
 //     [LockTimeoutHint]; a name already open in this process is

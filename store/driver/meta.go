@@ -78,3 +78,19 @@ func CompareMeta(name, where string, stored, want Meta) (Reopen, error) {
 	}
 	return r, nil
 }
+
+// Info returns the store.Info of the store name of backend (its URL
+// scheme), recorded with m and the resume point rv.
+func (m Meta) Info(backend, name, rv string) store.Info {
+	return store.Info{
+		Backend:         backend,
+		Name:            name,
+		FormatVersion:   m.FormatVersion,
+		Codec:           m.Codec,
+		Type:            m.Type,
+		KeyFunc:         m.KeyFunc,
+		Scope:           m.Scope,
+		Indexes:         slices.Clone(m.Indexes),
+		ResourceVersion: rv,
+	}
+}

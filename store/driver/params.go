@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,20 +84,6 @@ func (p *Params) Int(name string, def int) int {
 		return def
 	}
 	return n
-}
-
-// Bool returns the parameter as a boolean, or def.
-func (p *Params) Bool(name string, def bool) bool {
-	v, ok := p.take(name)
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		p.fail(name, v, "true or false", err)
-		return def
-	}
-	return b
 }
 
 // Duration returns the parameter as a non-negative time.Duration ("5s"), or def.
@@ -201,6 +188,16 @@ func quoteAll(s []string) []string {
 		out[i] = strconv.Quote(v)
 	}
 	return out
+}
+
+// AbsPath returns the cleaned path of u, which must name a database by an
+// absolute path (scheme:///abs/path, three slashes), or an error wrapping
+// store.ErrInvalid that shows want, the form the backend takes.
+func AbsPath(u *url.URL, want string) (string, error) {
+	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
+		return "", fmt.Errorf("want %s (three slashes): %w", want, store.ErrInvalid)
+	}
+	return filepath.Clean(u.Path), nil
 }
 
 // redact drops user info from a URL before it goes into an error.

@@ -52,3 +52,53 @@ func FuzzUvarint(f *testing.F) {
 		}
 	})
 }
+
+func TestValuesRoundTrip(t *testing.T) {
+	for _, vals := range [][][]string{nil, {nil}, {{"a"}}, {{"web", "db"}, nil, {""}}, {{"\x00", "long" + string(make([]byte, 300))}}} {
+		b := AppendValues(nil, vals)
+		if len(b) > ValuesSize(vals) {
+			t.Errorf("AppendValues(%q) wrote %d bytes, more than ValuesSize %d", vals, len(b), ValuesSize(vals))
+		}
+		got, err := Values(b, len(vals))
+		if err != nil {
+			t.Fatalf("Values(AppendValues(%q)): %v", vals, err)
+		}
+		if len(got) != len(vals) {
+			t.Fatalf("Values(AppendValues(%q)) = %q", vals, got)
+		}
+		for i := range vals {
+			if len(got[i]) != len(vals[i]) || (got[i] == nil) != (len(vals[i]) == 0) {
+				t.Fatalf("Values(AppendValues(%q)) = %q; want the same, nil for no values", vals, got)
+			}
+			for j := range vals[i] {
+				if got[i][j] != vals[i][j] {
+					t.Fatalf("Values(AppendValues(%q)) = %q", vals, got)
+				}
+			}
+		}
+	}
+}
+
+func TestValuesRejectsMalformed(t *testing.T) {
+	good := AppendValues(nil, [][]string{{"x", "yy"}})
+	for _, tc := range []struct {
+		in   []byte
+		want int
+	}{
+		{nil, 1},
+		{good, 2},                     // another number of indexes
+		{good[:len(good)-1], 1},       // cut in a value
+		{append(good, 0), 1},          // trailing byte
+		{[]byte{1, 0x80, 0x00}, 1},    // a value count in two bytes
+		{[]byte{1, 5, 1, 'a'}, 1},     // more values than bytes
+		{[]byte{1, 1, 0x80, 0x00}, 1}, // a value length in two bytes
+		{[]byte{0x80, 0x00}, 0},       // the index count in two bytes
+	} {
+		if vals, err := Values(tc.in, tc.want); err == nil {
+			t.Errorf("Values(%q, %d) = %q; want an error", tc.in, tc.want, vals)
+		}
+	}
+	if _, _, ok := String([]byte{3, 'a'}); ok {
+		t.Error("String of a cut string succeeded")
+	}
+}
