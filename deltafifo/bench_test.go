@@ -53,7 +53,7 @@ func benchAddPop(b *testing.B, add func(interface{}) error, pop func() int) {
 
 func BenchmarkFIFOAddPop(b *testing.B) {
 	b.Run("impl=informerdb", func(b *testing.B) {
-		q := deltafifo.New(deltafifo.Options{KnownObjects: cache.NewStore(cache.MetaNamespaceKeyFunc)})
+		q := deltafifo.New(&deltafifo.Options{KnownObjects: cache.NewStore(cache.MetaNamespaceKeyFunc)})
 		ctx := context.Background()
 		benchAddPop(b, q.Add, func() int {
 			var n int
@@ -83,7 +83,7 @@ func BenchmarkFIFOAddPop(b *testing.B) {
 
 func BenchmarkDeltaFIFOAddPop(b *testing.B) {
 	b.Run("impl=informerdb", func(b *testing.B) {
-		q := deltafifo.NewDeltaFIFO(deltafifo.Options{KnownObjects: cache.NewStore(cache.MetaNamespaceKeyFunc)})
+		q := deltafifo.NewDeltaFIFO(&deltafifo.Options{KnownObjects: cache.NewStore(cache.MetaNamespaceKeyFunc)})
 		ctx := context.Background()
 		benchAddPop(b, q.Add, func() int {
 			var n int
@@ -141,7 +141,7 @@ func relistKnown() cache.Store {
 
 func BenchmarkFIFORelist(b *testing.B) {
 	b.Run("impl=informerdb", func(b *testing.B) {
-		q := deltafifo.New(deltafifo.Options{KnownObjects: relistKnown(), EmitDeltaTypeReplaced: true})
+		q := deltafifo.New(&deltafifo.Options{KnownObjects: relistKnown(), EmitDeltaTypeReplaced: true})
 		ctx := context.Background()
 		benchRelist(b, func(l []interface{}) error { return q.Replace(l, "100") }, func() {
 			for q.Len() > 0 {
@@ -167,7 +167,7 @@ func BenchmarkFIFORelist(b *testing.B) {
 
 func BenchmarkDeltaFIFORelist(b *testing.B) {
 	b.Run("impl=informerdb", func(b *testing.B) {
-		q := deltafifo.NewDeltaFIFO(deltafifo.Options{KnownObjects: relistKnown(), EmitDeltaTypeReplaced: true})
+		q := deltafifo.NewDeltaFIFO(&deltafifo.Options{KnownObjects: relistKnown(), EmitDeltaTypeReplaced: true})
 		ctx := context.Background()
 		benchRelist(b, func(l []interface{}) error { return q.Replace(l, "100") }, func() {
 			for q.Len() > 0 {

@@ -120,7 +120,11 @@ var _ Queue = (*DeltaFIFO)(nil)
 
 // NewDeltaFIFO returns an empty DeltaFIFO configured by opts (see Options
 // for the defaults; MaxBatch is ignored).
-func NewDeltaFIFO(opts Options) *DeltaFIFO {
+func NewDeltaFIFO(options *Options) *DeltaFIFO {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	f := &DeltaFIFO{items: make(map[string]pending)}
 	f.init(opts)
 	return f

@@ -37,7 +37,7 @@ func runScenarios(t *testing.T, newQueue func(deltafifo.Options) deltafifo.Queue
 	}
 }
 
-func newDeltaFIFOQueue(o deltafifo.Options) deltafifo.Queue { return deltafifo.NewDeltaFIFO(o) }
+func newDeltaFIFOQueue(o deltafifo.Options) deltafifo.Queue { return deltafifo.NewDeltaFIFO(&o) }
 
 func deltas(ds ...cache.Delta) cache.Deltas { return ds }
 
@@ -263,13 +263,14 @@ func stripRV(obj interface{}) (interface{}, error) {
 func TestDeltaFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
 	calls := 0
 	k := newKnown(cm("a", "1", "a1"), cm("b", "2", "b1"))
-	q := deltafifo.NewDeltaFIFO(deltafifo.Options{
+	q := deltafifo.NewDeltaFIFO(&deltafifo.Options{
 		KnownObjects: k,
 		Transformer: func(obj interface{}) (interface{}, error) {
 			calls++
 			return obj, nil
 		},
 	})
+
 	must(t, q.Resync())
 	must(t, q.Delete(tomb("a", cm("a", "1", "a1"))))
 	must(t, q.Replace(nil, "10"))
@@ -279,7 +280,7 @@ func TestDeltaFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
 
 func TestDeltaFIFOHasSynced(t *testing.T) {
 	k := newKnown(cm("c", "1", "c1"))
-	q := deltafifo.NewDeltaFIFO(deltafifo.Options{KnownObjects: k})
+	q := deltafifo.NewDeltaFIFO(&deltafifo.Options{KnownObjects: k})
 	diff(t, "HasSynced before anything", false, q.HasSynced())
 	must(t, q.Replace([]interface{}{cm("a", "2", "a1"), cm("b", "3", "b1")}, "10"))
 	must(t, q.Add(cm("d", "11", "d1"))) // after the initial list: not part of it
@@ -296,8 +297,8 @@ func TestDeltaFIFOHasSynced(t *testing.T) {
 
 func TestHasSyncedWhenAddComesFirst(t *testing.T) {
 	for name, q := range map[string]deltafifo.Queue{
-		"impl=FIFO":      deltafifo.New(deltafifo.Options{}),
-		"impl=DeltaFIFO": deltafifo.NewDeltaFIFO(deltafifo.Options{}),
+		"impl=FIFO":      deltafifo.New(nil),
+		"impl=DeltaFIFO": deltafifo.NewDeltaFIFO(nil),
 	} {
 		t.Run(name, func(t *testing.T) {
 			must(t, q.Add(cm("a", "1", "a1")))
@@ -318,7 +319,7 @@ func initialFlags(bs []deltafifo.Batch) []bool {
 }
 
 func TestDeltaFIFOReadMethods(t *testing.T) {
-	q := deltafifo.NewDeltaFIFO(deltafifo.Options{})
+	q := deltafifo.NewDeltaFIFO(nil)
 	a1, a2, b1 := cm("a", "1", "a1"), cm("a", "2", "a2"), cm("b", "3", "b1")
 	must(t, q.Add(a1))
 	must(t, q.Add(b1))
@@ -364,8 +365,8 @@ func TestHasSyncedAfterEmptyFirstReplace(t *testing.T) {
 			queues := map[string]queue{
 				"client-go DeltaFIFO": cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KnownObjects: newKnown(tc.known...)}),
 				"client-go RealFIFO":  cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KnownObjects: newKnown(tc.known...)}),
-				"DeltaFIFO":           deltafifo.NewDeltaFIFO(deltafifo.Options{KnownObjects: newKnown(tc.known...)}),
-				"FIFO":                deltafifo.New(deltafifo.Options{KnownObjects: newKnown(tc.known...)}),
+				"DeltaFIFO":           deltafifo.NewDeltaFIFO(&deltafifo.Options{KnownObjects: newKnown(tc.known...)}),
+				"FIFO":                deltafifo.New(&deltafifo.Options{KnownObjects: newKnown(tc.known...)}),
 			}
 			for name, q := range queues {
 				must(t, q.Replace(nil, "10"))
@@ -396,7 +397,7 @@ func TestHasSyncedAfterEmptyFirstReplace(t *testing.T) {
 func TestDeltaFIFORelistDone(t *testing.T) {
 	a1, b1, c1 := cm("a", "1", "a1"), cm("b", "2", "b1"), cm("c", "3", "c1")
 	a2, d1 := cm("a", "8", "a2"), cm("d", "9", "d1")
-	q := deltafifo.NewDeltaFIFO(deltafifo.Options{EmitDeltaTypeReplaced: true})
+	q := deltafifo.NewDeltaFIFO(&deltafifo.Options{EmitDeltaTypeReplaced: true})
 	must(t, q.Replace([]interface{}{a1, b1}, "4"))
 	diff(t, "first pop", deltafifo.Batch{Deltas: deltas(d(cache.Replaced, a1)), InInitialList: true, RelistPending: true}, pop(t, q))
 	// b is still queued: the second relist touches it and c.

@@ -41,7 +41,7 @@ type deltaPair struct {
 
 func newDeltaPair(emitReplaced bool) *deltaPair {
 	p := &deltaPair{kOurs: newKnown(), kTheirs: newKnown()}
-	p.ours = deltafifo.NewDeltaFIFO(deltafifo.Options{KnownObjects: p.kOurs, EmitDeltaTypeReplaced: emitReplaced})
+	p.ours = deltafifo.NewDeltaFIFO(&deltafifo.Options{KnownObjects: p.kOurs, EmitDeltaTypeReplaced: emitReplaced})
 	p.theirs = cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KnownObjects: p.kTheirs, EmitDeltaTypeReplaced: emitReplaced})
 	p.theirs.Close() // Pop never waits; see the top of this file.
 	return p
@@ -200,7 +200,7 @@ type realPair struct {
 func newRealPair(maxBatch int) *realPair {
 	p := &realPair{kOurs: newKnown(), kTheirs: newKnown()}
 	// RealFIFO always emits Replaced.
-	p.ours = deltafifo.New(deltafifo.Options{KnownObjects: p.kOurs, EmitDeltaTypeReplaced: true, MaxBatch: maxBatch})
+	p.ours = deltafifo.New(&deltafifo.Options{KnownObjects: p.kOurs, EmitDeltaTypeReplaced: true, MaxBatch: maxBatch})
 	p.theirs = cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KnownObjects: p.kTheirs})
 	p.theirs.Close() // Pop never waits; see the top of this file.
 	return p

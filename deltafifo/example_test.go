@@ -23,7 +23,7 @@ func podKeyFunc(obj interface{}) (string, error) { return obj.(pod).Name, nil }
 // A DeltaFIFO used standalone, as client-go's: deltas accumulate per key and
 // one Pop hands out everything that happened to one key.
 func ExampleDeltaFIFO() {
-	df := deltafifo.NewDeltaFIFO(deltafifo.Options{KeyFunction: podKeyFunc})
+	df := deltafifo.NewDeltaFIFO(&deltafifo.Options{KeyFunction: podKeyFunc})
 	pod1 := pod{Name: "pod1", Value: 1}
 	_ = df.Add(pod1)
 	_ = df.Add(pod{Name: "pod2", Value: 2})
@@ -57,7 +57,7 @@ func ExampleDeltaFIFO() {
 // The in-order FIFO as an informer uses it: each batch comes with the
 // resourceVersion to persist in the same commit as its deltas.
 func ExampleFIFO() {
-	q := deltafifo.New(deltafifo.Options{})
+	q := deltafifo.New(nil)
 	obj := func(name, rv string) *v1.ConfigMap {
 		return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
@@ -89,7 +89,7 @@ func ExampleDeltaFIFO_resumePoint() {
 	obj := func(name, rv string) *v1.ConfigMap {
 		return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
-	q := deltafifo.NewDeltaFIFO(deltafifo.Options{EmitDeltaTypeReplaced: true})
+	q := deltafifo.NewDeltaFIFO(&deltafifo.Options{EmitDeltaTypeReplaced: true})
 	_ = q.Add(obj("b", "11"))
 	_ = q.Add(obj("a", "12"))
 	_ = q.Update(obj("b", "13"))

@@ -84,7 +84,11 @@ var _ Queue = (*FIFO)(nil)
 
 // New returns an empty in-order FIFO configured by opts (see Options for the
 // defaults).
-func New(opts Options) *FIFO {
+func New(options *Options) *FIFO {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	f := &FIFO{}
 	f.init(opts)
 	// A consumer that keeps up pops up to MaxBatch deltas at a time, and

@@ -13,7 +13,7 @@ import (
 	"github.com/informerdb/informerdb/deltafifo"
 )
 
-func newFIFOQueue(o deltafifo.Options) deltafifo.Queue { return deltafifo.New(o) }
+func newFIFOQueue(o deltafifo.Options) deltafifo.Queue { return deltafifo.New(&o) }
 
 // plain is a struct without Kubernetes metadata, keyed by a custom function.
 type plain struct {
@@ -176,7 +176,7 @@ func TestFIFOBehaviour(t *testing.T) {
 
 func TestFIFOHasSynced(t *testing.T) {
 	k := newKnown(cm("c", "1", "c1"))
-	q := deltafifo.New(deltafifo.Options{KnownObjects: k})
+	q := deltafifo.New(&deltafifo.Options{KnownObjects: k})
 	must(t, q.Bookmark("5"))
 	must(t, q.Replace([]interface{}{cm("a", "2", "a1")}, "10"))
 	must(t, q.Add(cm("d", "11", "d1")))
@@ -191,13 +191,14 @@ func TestFIFOHasSynced(t *testing.T) {
 
 func TestFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
 	calls := 0
-	q := deltafifo.New(deltafifo.Options{
+	q := deltafifo.New(&deltafifo.Options{
 		KnownObjects: newKnown(cm("a", "1", "a1"), cm("b", "2", "b1")),
 		Transformer: func(obj interface{}) (interface{}, error) {
 			calls++
 			return obj, nil
 		},
 	})
+
 	must(t, q.Resync())
 	must(t, q.Delete(tomb("a", cm("a", "1", "a1"))))
 	must(t, q.Replace(nil, "10"))
@@ -211,7 +212,7 @@ func TestFIFOTransformerSkipsResyncAndTombstones(t *testing.T) {
 // backlog fills and its spares, and once drained, its spares only.
 func TestFIFOBacklogHoldsWhatItQueues(t *testing.T) {
 	const backlog, perRound, rounds = 3000, 50, 400
-	q := deltafifo.New(deltafifo.Options{MaxBatch: perRound})
+	q := deltafifo.New(&deltafifo.Options{MaxBatch: perRound})
 	pushed, popped := 0, 0
 	push := func(n int) {
 		for range n {
@@ -257,7 +258,7 @@ func TestFIFOBacklogHoldsWhatItQueues(t *testing.T) {
 // when the queue closes fails with ErrClosed; Replace and Bookmark never
 // wait.
 func TestFIFOMaxQueued(t *testing.T) {
-	q := deltafifo.New(deltafifo.Options{MaxQueued: 3, MaxBatch: 1})
+	q := deltafifo.New(&deltafifo.Options{MaxQueued: 3, MaxBatch: 1})
 	full := make(chan struct{}, 10)
 	defer deltafifo.SetFullHook(func() { full <- struct{}{} })()
 	for i := range 3 {
@@ -332,7 +333,7 @@ func TestFIFOKeepsBookmarks(t *testing.T) {
 	}
 	diff(t, "client-go's RealFIFO: first pop", []cache.DeltaType{cache.Added}, refGot)
 
-	q := deltafifo.New(deltafifo.Options{})
+	q := deltafifo.New(nil)
 	must(t, q.Bookmark("5"))
 	must(t, q.Add(a))
 	diff(t, "FIFO: batches", []deltafifo.Batch{

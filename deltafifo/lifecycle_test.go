@@ -301,7 +301,7 @@ func TestKeyOfAndIsClosed(t *testing.T) {
 }
 
 func TestDeltaFIFOGetRejectsBadObject(t *testing.T) {
-	q := deltafifo.NewDeltaFIFO(deltafifo.Options{})
+	q := deltafifo.NewDeltaFIFO(nil)
 	_, exists, err := q.Get(nil)
 	if !errors.Is(err, deltafifo.ErrInvalid) || !strings.HasPrefix(err.Error(), "deltafifo: get: ") {
 		t.Errorf("Get(nil): got %v, want a \"deltafifo: get: \" error wrapping ErrInvalid", err)

@@ -142,9 +142,9 @@ func (c *consumer) pop(q deltafifo.Queue) {
 func newQueue(fifo bool, k *known) deltafifo.Queue {
 	opts := deltafifo.Options{KnownObjects: k, EmitDeltaTypeReplaced: true, MaxBatch: 2}
 	if fifo {
-		return deltafifo.New(opts)
+		return deltafifo.New(&opts)
 	}
-	return deltafifo.NewDeltaFIFO(opts)
+	return deltafifo.NewDeltaFIFO(&opts)
 }
 
 func queueEvent(q deltafifo.Queue, e serverEvent) error {

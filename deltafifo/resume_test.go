@@ -93,9 +93,9 @@ func newHarness(t *testing.T, fifo bool, maxBatch int, emitReplaced bool, seed u
 	}
 	opts := deltafifo.Options{KnownObjects: h.known, EmitDeltaTypeReplaced: emitReplaced, MaxBatch: maxBatch}
 	if fifo {
-		h.q = deltafifo.New(opts)
+		h.q = deltafifo.New(&opts)
 	} else {
-		h.q = deltafifo.NewDeltaFIFO(opts)
+		h.q = deltafifo.NewDeltaFIFO(&opts)
 	}
 	return h
 }

@@ -243,7 +243,7 @@ func BenchmarkPipeline(b *testing.B) {
 					}
 					o.Metrics = m
 				}
-				return New(lw, &corev1.ConfigMap{}, s, o)
+				return New(lw, &corev1.ConfigMap{}, s, &o)
 			})
 			// Closed first, so that nothing of the store runs during
 			// client-go's run.

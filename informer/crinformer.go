@@ -434,7 +434,7 @@ func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, ob
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	inf, err := New(lw, obj, s, iopts)
+	inf, err := New(lw, obj, s, &iopts)
 	if err != nil {
 		iopts.Reflector.Early.Stop()
 		closeAll(s, iopts.Tombstones)

@@ -26,7 +26,7 @@ func deltaFIFOOptions() Options {
 }
 
 func TestQueueOptionUnknown(t *testing.T) {
-	_, err := New(newFakeLW(), nil, openStore(t, "memory://"), Options{Queue: QueueKind(7)})
+	_, err := New(newFakeLW(), nil, openStore(t, "memory://"), &Options{Queue: QueueKind(7)})
 	if err == nil {
 		t.Fatal("New with Queue 7: no error")
 	}

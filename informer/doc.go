@@ -4,7 +4,7 @@
 // persisted resourceVersion instead of listing every object again.
 //
 //	s, err := store.Open(ctx, "bolt:///var/lib/ctrl/cache.db", &store.Options{Name: "v1/configmaps", Codec: codec})
-//	inf, err := informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{})
+//	inf, err := informer.New(lw, &corev1.ConfigMap{}, s, nil)
 //	reg, err := inf.AddEventHandler(handler)
 //	go inf.RunWithContext(ctx)
 //	lister := listersv1.NewConfigMapLister(inf.GetIndexer())

@@ -38,7 +38,7 @@ func runController(src *fcache.FakeControllerSource, dbURL string) {
 	defer s.Close()
 	var opts informer.Options
 	opts.Reflector.WatchList = ptr.To(false) // the fake serves no streaming lists
-	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, opts)
+	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, &opts)
 	if err != nil {
 		panic(err)
 	}

@@ -37,7 +37,7 @@ func ExampleInformer_CheckCommits() {
 	defer s.Close()
 	var opts informer.Options
 	opts.Reflector.WatchList = ptr.To(false)
-	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, opts)
+	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, &opts)
 	if err != nil {
 		panic(err)
 	}

@@ -45,7 +45,7 @@ func ExampleNewMetrics() {
 	defer s.Close()
 	opts := informer.Options{Metrics: metrics} // Name defaults to the store's
 	opts.Reflector.WatchList = ptr.To(false)
-	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, opts)
+	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, &opts)
 	if err != nil {
 		panic(err)
 	}

@@ -34,7 +34,7 @@ func Example() {
 
 	var opts informer.Options
 	opts.Reflector.WatchList = ptr.To(false) // the fake serves no streaming lists
-	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, opts)
+	inf, err := informer.New(cache.ToListerWatcherWithContext(src), &corev1.ConfigMap{}, s, &opts)
 	if err != nil {
 		panic(err)
 	}

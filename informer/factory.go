@@ -488,7 +488,7 @@ func (f *Factory) makeInformer(ctx context.Context, key factoryKey, name string)
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	inf, err := New(lw, example, s, iopts)
+	inf, err := New(lw, example, s, &iopts)
 	if err != nil {
 		iopts.Reflector.Early.Stop()
 		closeAll(s, iopts.Tombstones)

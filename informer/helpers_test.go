@@ -267,7 +267,7 @@ func (f *fakeLW) values() map[string]string {
 
 func newInformer(t *testing.T, lw cache.ListerWatcherWithContext, s store.Store, opts Options) *Informer {
 	t.Helper()
-	inf, err := New(lw, &corev1.ConfigMap{}, s, opts)
+	inf, err := New(lw, &corev1.ConfigMap{}, s, &opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -172,7 +172,11 @@ type commitFailure struct {
 // New returns an informer that lists and watches through lw the objects of
 // exampleObject's type, keeps them in s and notifies its handlers. Nothing
 // happens until Run.
-func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s store.Store, opts Options) (*Informer, error) {
+func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s store.Store, options *Options) (*Informer, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if lw == nil {
 		return nil, fmt.Errorf("informer: new: nil ListerWatcher")
 	}
@@ -336,7 +340,7 @@ func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Q
 	if ropts.Clock == nil {
 		ropts.Clock = inf.opts.Clock
 	}
-	src, err := reflector.New(inf.lw, &bookmarkCounter{Queue: q, arrived: &inf.bookmarkArrived}, ropts)
+	src, err := reflector.New(inf.lw, &bookmarkCounter{Queue: q, arrived: &inf.bookmarkArrived}, &ropts)
 	if err != nil {
 		inf.started, inf.stopped = true, true
 		return nil, nil, fmt.Errorf("informer: run: %w", err)

@@ -361,18 +361,18 @@ func TestGeneratedListerOnIndexer(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	s := openStore(t, "memory://")
 	t.Run("nil ListerWatcher", func(t *testing.T) {
-		if _, err := New(nil, &corev1.ConfigMap{}, s, Options{}); err == nil {
+		if _, err := New(nil, &corev1.ConfigMap{}, s, nil); err == nil {
 			t.Errorf("New(nil lw) succeeded")
 		}
 	})
 	t.Run("nil store", func(t *testing.T) {
-		if _, err := New(newFakeLW(), &corev1.ConfigMap{}, nil, Options{}); err == nil {
+		if _, err := New(newFakeLW(), &corev1.ConfigMap{}, nil, nil); err == nil {
 			t.Errorf("New(nil store) succeeded")
 		}
 	})
 	t.Run("negative options", func(t *testing.T) {
 		for _, o := range []Options{{ResyncPeriod: -1}, {MaxBatchSize: -1}} {
-			if _, err := New(newFakeLW(), &corev1.ConfigMap{}, s, o); err == nil {
+			if _, err := New(newFakeLW(), &corev1.ConfigMap{}, s, &o); err == nil {
 				t.Errorf("New(%+v) succeeded", o)
 			}
 		}

@@ -346,7 +346,7 @@ func TestTombstoneWithoutObject(t *testing.T) {
 	inf2 := newInformer(t, lw, s, testOptions())
 	h := newRecorder()
 	addHandler(t, inf2, h)
-	q := deltafifo.New(deltafifo.Options{KnownObjects: inf2.view, EmitDeltaTypeReplaced: true})
+	q := deltafifo.New(&deltafifo.Options{KnownObjects: inf2.view, EmitDeltaTypeReplaced: true})
 	for _, key := range []string{"ns/never-seen", "ns/a"} {
 		if err := q.Delete(cache.DeletedFinalStateUnknown{Key: key}); err != nil {
 			t.Fatal(err)

@@ -387,15 +387,15 @@ func TestNewMetricsErrors(t *testing.T) {
 	lw := newFakeLW()
 	o := testOptions()
 	o.Metrics, o.Name = m, "same"
-	if _, err := New(lw, &corev1.ConfigMap{}, openStore(t, "memory://"), o); err != nil {
+	if _, err := New(lw, &corev1.ConfigMap{}, openStore(t, "memory://"), &o); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(lw, &corev1.ConfigMap{}, openStore(t, "memory://"), o); !errors.Is(err, errDuplicateName) || !strings.Contains(err.Error(), "same") {
+	if _, err := New(lw, &corev1.ConfigMap{}, openStore(t, "memory://"), &o); !errors.Is(err, errDuplicateName) || !strings.Contains(err.Error(), "same") {
 		t.Errorf("second informer named %q on one Metrics: %v, want errDuplicateName", o.Name, err)
 	}
 	// Without Options.Name, the store's name labels the informer.
 	o.Name = ""
-	inf, err := New(lw, &corev1.ConfigMap{}, openStore(t, "memory://"), o)
+	inf, err := New(lw, &corev1.ConfigMap{}, openStore(t, "memory://"), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,11 +540,11 @@ func TestMetricsStoreSize(t *testing.T) {
 	}
 	o := testOptions()
 	o.Metrics, o.Name = m, "plain"
-	if _, err := New(lw, &corev1.ConfigMap{}, s, o); err != nil {
+	if _, err := New(lw, &corev1.ConfigMap{}, s, &o); err != nil {
 		t.Fatal(err)
 	}
 	o.Name = "sized"
-	if _, err := New(lw, &corev1.ConfigMap{}, sizedStore{Store: s, size: 12345}, o); err != nil {
+	if _, err := New(lw, &corev1.ConfigMap{}, sizedStore{Store: s, size: 12345}, &o); err != nil {
 		t.Fatal(err)
 	}
 	checkMetrics(t, reg, "plain", map[string]float64{MetricStoreObjects: 2, MetricStoreBytes: -1})

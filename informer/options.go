@@ -338,7 +338,7 @@ func (inf *Informer) newQueue() queue {
 	}
 	if inf.opts.Queue == DeltaFIFOQueue {
 		// One key per pop; MaxBatch and MaxQueued do not apply.
-		return deltafifo.NewDeltaFIFO(o)
+		return deltafifo.NewDeltaFIFO(&o)
 	}
-	return deltafifo.New(o)
+	return deltafifo.New(&o)
 }

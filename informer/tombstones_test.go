@@ -366,7 +366,7 @@ func TestNegativeRetentionKeepsNoTombstones(t *testing.T) {
 // tombstone store would delete and re-add its objects.
 func TestTombstonesMustBeAStoreOfTheirOwn(t *testing.T) {
 	s := openStore(t, "memory://")
-	_, err := New(newFakeLW(), &corev1.ConfigMap{}, s, Options{Tombstones: s})
+	_, err := New(newFakeLW(), &corev1.ConfigMap{}, s, &Options{Tombstones: s})
 	if err == nil {
 		t.Fatal("New with Options.Tombstones = the informer's store: no error")
 	}

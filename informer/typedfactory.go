@@ -391,7 +391,7 @@ func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, i
 	if iopts.Reflector.Name == "" {
 		iopts.Reflector.Name = name
 	}
-	inf, err := New(lw, obj, s, iopts)
+	inf, err := New(lw, obj, s, &iopts)
 	if err != nil {
 		iopts.Reflector.Early.Stop()
 		closeAll(s, iopts.Tombstones)

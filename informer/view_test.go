@@ -65,7 +65,7 @@ func TestViewListKeysWhileCommitLands(t *testing.T) {
 		go v.committed(ops, seq)
 	}
 
-	q := deltafifo.New(deltafifo.Options{KnownObjects: v, EmitDeltaTypeReplaced: true})
+	q := deltafifo.New(&deltafifo.Options{KnownObjects: v, EmitDeltaTypeReplaced: true})
 	// Relist: ns/new was deleted on the server meanwhile.
 	if err := q.Replace(nil, "9"); err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestColdReason(t *testing.T) {
 }
 
 func TestColdReasonInvalid(t *testing.T) {
-	_, err := New(&fakeLW{n: newNotifier()}, &fakeQueue{n: newNotifier()}, Options{ColdReason: ReasonExpired})
+	_, err := New(&fakeLW{n: newNotifier()}, &fakeQueue{n: newNotifier()}, &Options{ColdReason: ReasonExpired})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `ColdReason "expired"`) {
 		t.Errorf("New with ColdReason expired: %v, want ErrInvalid naming it", err)
 	}

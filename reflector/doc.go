@@ -4,7 +4,7 @@
 // a restarted reflector watches from there instead of listing every object
 // again.
 //
-//	r, err := reflector.New(lw, fifo, reflector.Options{
+//	r, err := reflector.New(lw, fifo, &reflector.Options{
 //		Name:         "v1/configmaps",
 //		ExpectedType: &corev1.ConfigMap{},
 //		ResumeFrom:   st.ResourceVersion(),

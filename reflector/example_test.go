@@ -42,11 +42,12 @@ func Example_resume() {
 	// The store was written after "a" (resourceVersion 1); "b" and "c"
 	// were created while the process was down.
 	off := false
-	r, err := reflector.New(cache.ToListerWatcherWithContext(source), printQueue{}, reflector.Options{
+	r, err := reflector.New(cache.ToListerWatcherWithContext(source), printQueue{}, &reflector.Options{
 		Name:       "configmaps",
 		ResumeFrom: "1",
 		WatchList:  &off,
 	})
+
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -299,7 +299,7 @@ func newHarness(t *testing.T, opts Options, lists []listResult, watches []watchR
 		h.rec.mu.Unlock()
 		h.n.notify()
 	}
-	r, err := New(h.lw, h.q, opts)
+	r, err := New(h.lw, h.q, &opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -31,7 +31,7 @@ func TestRelistThroughFIFOTurnsGoneObjectsIntoTombstones(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fifo := deltafifo.New(deltafifo.Options{KnownObjects: persisted, EmitDeltaTypeReplaced: true})
+	fifo := deltafifo.New(&deltafifo.Options{KnownObjects: persisted, EmitDeltaTypeReplaced: true})
 	t.Cleanup(fifo.Close)
 
 	n := newNotifier()
@@ -43,8 +43,9 @@ func TestRelistThroughFIFOTurnsGoneObjectsIntoTombstones(t *testing.T) {
 		watches: []watchResult{{w: watcher(true, errEvent(expiredErr()))}},
 	}
 	off := false
-	r, err := New(lw, fifo, Options{ResumeFrom: "100", WatchList: &off,
+	r, err := New(lw, fifo, &Options{ResumeFrom: "100", WatchList: &off,
 		WatchErrorHandler: func(context.Context, *cache.Reflector, error) {}})
+
 	if err != nil {
 		t.Fatal(err)
 	}

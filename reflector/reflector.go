@@ -185,7 +185,11 @@ type Reflector struct {
 }
 
 // New returns a Reflector that lists and watches through lw and feeds q.
-func New(lw cache.ListerWatcherWithContext, q Queue, opts Options) (*Reflector, error) {
+func New(lw cache.ListerWatcherWithContext, q Queue, options *Options) (*Reflector, error) {
+	var opts Options
+	if options != nil {
+		opts = *options
+	}
 	if typednil.Is(lw) {
 		return nil, fmt.Errorf("reflector: new: ListerWatcher is nil: %w", ErrInvalid)
 	}

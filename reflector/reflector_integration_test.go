@@ -32,7 +32,7 @@ func runReal(t *testing.T, lw cache.ListerWatcherWithContext, q *fakeQueue, opts
 		rec.mu.Unlock()
 		rec.n.notify()
 	}
-	r, err := New(lw, q, opts)
+	r, err := New(lw, q, &opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -106,9 +106,9 @@ func TestNewRejectsBadInput(t *testing.T) {
 			var r *Reflector
 			var err error
 			if tc.lw == nil {
-				r, err = New(nil, tc.q, tc.opts)
+				r, err = New(nil, tc.q, &tc.opts)
 			} else {
-				r, err = New(tc.lw, tc.q, tc.opts)
+				r, err = New(tc.lw, tc.q, &tc.opts)
 			}
 			if err == nil {
 				t.Fatalf("New = %v, nil error; want an error mentioning %q", r, tc.want)

@@ -318,7 +318,7 @@ func TestRejectedWatchBacksOffAndIsReported(t *testing.T) {
 // negative CatchUpDeadline (never give the resume up), which the harness
 // and users rely on; it is not an invalid argument.
 func TestNegativeCatchUpDeadlineIsAccepted(t *testing.T) {
-	r, err := New(&fakeLW{n: newNotifier()}, &fakeQueue{n: newNotifier()}, Options{CatchUpDeadline: -time.Nanosecond})
+	r, err := New(&fakeLW{n: newNotifier()}, &fakeQueue{n: newNotifier()}, &Options{CatchUpDeadline: -time.Nanosecond})
 	if err != nil {
 		t.Fatalf("New with a negative CatchUpDeadline: %v", err)
 	}

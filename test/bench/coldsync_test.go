@@ -94,7 +94,7 @@ func coldSyncInformerDB(b *testing.B, url string, codec store.Codec, changedEver
 				return nil, err
 			}
 		}
-		return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{})
+		return informer.New(lw, &corev1.ConfigMap{}, s, nil)
 	})
 	// What the store still does after the sync (badger deletes the replaced
 	// generation) must not slow client-go's run: Close waits for it.

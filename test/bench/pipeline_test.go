@@ -480,7 +480,7 @@ func benchmarkPipeline(b *testing.B, variant string, allKeys bool, newFeed func(
 					if s, err = openPipelineStore(b, be.url, codec); err != nil {
 						return nil, err
 					}
-					return informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{MaxBatchSize: maxBatchSize(b)})
+					return informer.New(lw, &corev1.ConfigMap{}, s, &informer.Options{MaxBatchSize: maxBatchSize(b)})
 				})
 				// Closed first, so that what the store does in the
 				// background (badger's compactions) does not slow

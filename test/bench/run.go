@@ -253,7 +253,7 @@ func RunInformerDB(ctx context.Context, cl *Cluster, name, url, ns string, state
 		}
 		iopts.StateCatchUp = informer.MetadataStateLister(mc, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, nil)
 	}
-	inf, err := informer.New(cache.ToListerWatcherWithContext(listWatch(cl, ns)), &corev1.ConfigMap{}, s, iopts)
+	inf, err := informer.New(cache.ToListerWatcherWithContext(listWatch(cl, ns)), &corev1.ConfigMap{}, s, &iopts)
 	if err != nil {
 		_ = s.Close()
 		return Phase{}, fmt.Errorf("bench: %s: %w", name, err)

@@ -184,19 +184,18 @@ func child() int {
 		return exitFailed
 	}
 	lw := cache.ToListerWatcherWithContext(cache.NewFilteredListWatchFromClient(c.CoreV1().RESTClient(), "configmaps", ns, func(*metav1.ListOptions) {}))
-	inf, err := informer.New(lw, &corev1.ConfigMap{}, s, informer.Options{
+	inf, err := informer.New(lw, &corev1.ConfigMap{}, s, &informer.Options{
 		Reflector: reflector.Options{
 			Name: "crash-configmaps",
-			// Full lists are plain LISTs, so the parent tells a relist
-			// from a resume by the API server's LIST count alone.
+
 			WatchList: ptr.To(false),
-			// Small pages: a relist spans several LISTs, so kills land
-			// in the middle of one (DESIGN invariant 2).
+
 			PageSize:            16,
 			CatchUpWatchTimeout: 3 * time.Second,
 			Backoff:             reflector.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
 		},
 	})
+
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child: informer:", err)
 		return exitFailed

@@ -220,11 +220,10 @@ func (s *holdStore) Commit(ctx context.Context, b store.Batch) error {
 func startBackpressureInformer(t *testing.T, srv *apiserver.Server, s store.Store, sel selection) (*running, *eventLog[string]) {
 	t.Helper()
 	errs := newEventLog[string]()
-	inf, err := informer.New(sel.listWatch(srv.Client()), &corev1.ConfigMap{}, s, informer.Options{
+	inf, err := informer.New(sel.listWatch(srv.Client()), &corev1.ConfigMap{}, s, &informer.Options{
 		MaxBatchSize: bpMaxBatch,
 		MaxQueued:    bpMaxQueued,
-		// MaxBatchDelay stays at its default, as on a durable store: while
-		// a commit is held, the next group grows to MaxBatchSize keys.
+
 		WatchErrorHandler: func(_ context.Context, _ *cache.Reflector, err error) {
 			errs.record(fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
 		},
@@ -233,6 +232,7 @@ func startBackpressureInformer(t *testing.T, srv *apiserver.Server, s store.Stor
 			Backoff: reflector.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
 		},
 	})
+
 	if err != nil {
 		t.Fatalf("informer.New: %v", err)
 	}

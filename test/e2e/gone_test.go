@@ -121,13 +121,14 @@ func startWidgetInformer(t *testing.T, url string, dyn dynamic.Interface) *widge
 			return ri.Watch(ctx, o)
 		},
 	}
-	inf, err := informer.New(lw, &unstructured.Unstructured{}, s, informer.Options{
+	inf, err := informer.New(lw, &unstructured.Unstructured{}, s, &informer.Options{
 		Reflector: reflector.Options{
 			Name:                "e2e-widgets",
 			CatchUpWatchTimeout: 3 * time.Second,
 			Backoff:             reflector.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
 		},
 	})
+
 	if err != nil {
 		t.Fatalf("informer.New: %v", err)
 	}

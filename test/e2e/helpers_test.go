@@ -253,15 +253,15 @@ func startInformer(t *testing.T, srv *apiserver.Server, url string, sel selectio
 
 func startInformerOn(t *testing.T, srv *apiserver.Server, s store.Store, sel selection) *running {
 	t.Helper()
-	inf, err := informer.New(sel.listWatch(srv.Client()), &corev1.ConfigMap{}, s, informer.Options{
+	inf, err := informer.New(sel.listWatch(srv.Client()), &corev1.ConfigMap{}, s, &informer.Options{
 		Reflector: reflector.Options{
 			Name: "e2e-configmaps",
-			// The shortest catch-up watch: a resumed informer syncs on
-			// the API server's pre-deadline bookmark, about 1-2s in.
+
 			CatchUpWatchTimeout: 3 * time.Second,
 			Backoff:             reflector.Backoff{Initial: 100 * time.Millisecond, Max: time.Second},
 		},
 	})
+
 	if err != nil {
 		t.Fatalf("informer.New: %v", err)
 	}
