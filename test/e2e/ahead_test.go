@@ -11,7 +11,6 @@ import (
 
 	"github.com/informerdb/informerdb/informer"
 	"github.com/informerdb/informerdb/reflector"
-	"github.com/informerdb/informerdb/test/apiserver"
 )
 
 // TestMultiNamespaceCacheResumesTogether: a controller-runtime cache of two
@@ -29,18 +28,8 @@ import (
 // nothing was relisted.
 func TestMultiNamespaceCacheResumesTogether(t *testing.T) {
 	t.Parallel()
-	srv := apiserver.Start(t, apiserver.Options{})
+	srv, nss, url := liveNamespaces(t, "ahead", 100)
 	c := srv.Client()
-	nss := []string{"ahead-a", "ahead-b"}
-	const n = 100 // per namespace
-	for _, ns := range append([]string{"ahead-lease", "ahead-elsewhere"}, nss...) {
-		createNamespace(t, c, ns)
-	}
-	for _, ns := range nss {
-		createConfigMaps(t, c, ns, n)
-	}
-	srv.RenewLease(t, "ahead-lease")
-	url := "bolt://" + t.TempDir() + "/cache.db"
 	opts := &informer.ConstructorOptions{Cluster: "e2e"}
 
 	r := startCRCache(t, srv, url, nss, opts, nil)
@@ -126,18 +115,8 @@ func checkLateHandler(t *testing.T, round int, ns string, rec *recorder, changes
 // down included, and nothing was relisted.
 func TestMultiNamespaceCacheTransformsPerNamespace(t *testing.T) {
 	t.Parallel()
-	srv := apiserver.Start(t, apiserver.Options{})
+	srv, nss, url := liveNamespaces(t, "transform", 50)
 	c := srv.Client()
-	nss := []string{"transform-a", "transform-b"}
-	const n = 50
-	for _, ns := range append([]string{"transform-lease", "transform-elsewhere"}, nss...) {
-		createNamespace(t, c, ns)
-	}
-	for _, ns := range nss {
-		createConfigMaps(t, c, ns, n)
-	}
-	srv.RenewLease(t, "transform-lease")
-	url := "bolt://" + t.TempDir() + "/cache.db"
 	opts := &informer.ConstructorOptions{Cluster: "e2e"}
 	const mark = "e2e.informerdb.io/transformed-for"
 	transform := func(ns string) cache.TransformFunc {

@@ -34,18 +34,8 @@ import (
 // nothing was relisted.
 func TestStateCatchUpMultiNamespaceCache(t *testing.T) {
 	t.Parallel()
-	srv := apiserver.Start(t, apiserver.Options{})
+	srv, nss, url := liveNamespaces(t, "state", 200)
 	c := srv.Client()
-	nss := []string{"state-a", "state-b"}
-	const n = 200 // per namespace
-	for _, ns := range append([]string{"state-lease", "state-elsewhere"}, nss...) {
-		createNamespace(t, c, ns)
-	}
-	for _, ns := range nss {
-		createConfigMaps(t, c, ns, n)
-	}
-	srv.RenewLease(t, "state-lease")
-	url := "bolt://" + t.TempDir() + "/cache.db"
 
 	r := startStateCache(t, srv, url, nss)
 	r.waitSynced(t)
@@ -78,6 +68,26 @@ func TestStateCatchUpMultiNamespaceCache(t *testing.T) {
 		}
 		r.stop(t)
 	}
+}
+
+// liveNamespaces starts an API server in a live cluster's conditions for a
+// multi-namespace cache: namespaces <prefix>-a and <prefix>-b of n
+// ConfigMaps each, a lease renewed every second in <prefix>-lease, and
+// <prefix>-elsewhere for writes outside the watched namespaces. It returns
+// the server, the two namespaces and the URL of a new bolt database.
+func liveNamespaces(t *testing.T, prefix string, n int) (*apiserver.Server, []string, string) {
+	t.Helper()
+	srv := apiserver.Start(t, apiserver.Options{})
+	c := srv.Client()
+	nss := []string{prefix + "-a", prefix + "-b"}
+	for _, ns := range append([]string{prefix + "-lease", prefix + "-elsewhere"}, nss...) {
+		createNamespace(t, c, ns)
+	}
+	for _, ns := range nss {
+		createConfigMaps(t, c, ns, n)
+	}
+	srv.RenewLease(t, prefix+"-lease")
+	return srv, nss, "bolt://" + t.TempDir() + "/cache.db"
 }
 
 // stateCache is a controller-runtime cache started by startCRCache.
