@@ -9,7 +9,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
-	shared "github.com/informerdb/informerdb/store/internal/bounded"
+	shared "github.com/informerdb/informerdb/store/internal/engine"
 )
 
 // bounded is the store of the bounded mode (Options.CacheSize > 0): the
@@ -60,7 +60,7 @@ func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.I
 // it: the store has seen what its resume point says (a reset empties it).
 func newBounded(sp *space, o store.Options, set *indexer.IndexSet, info store.Info) *bounded {
 	return &bounded{
-		Store: shared.New(&engine{sp: sp, codec: o.Codec}, shared.Config{
+		Store: shared.New(&engine{sp: sp, codec: o.Codec, entries: true}, shared.Config{
 			Info:            info,
 			Options:         o,
 			Indexes:         set,

@@ -813,29 +813,6 @@ func writeIndexes(w writer, k keys, names []string, entries bool, key string, ol
 	return nil
 }
 
-// loadValues reads every value record of the current generation, keyed by
-// the c(key) part of their keys (the object key itself may be hashed).
-func (s *space) loadValues() (map[string][][]string, error) {
-	out := map[string][][]string{}
-	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
-		if len(names) == 0 {
-			return nil
-		}
-		return eachUnder(context.Background(), txn, k.valsPrefix(), func(item *badger.Item, suffix []byte) error {
-			err := value(item, func(b []byte) error {
-				vals, err := decodeValues(b, len(names))
-				out[string(suffix)] = vals
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("object %q: %w", suffix, err)
-			}
-			return nil
-		})
-	})
-	return out, err
-}
-
 // scanObjects calls fn with the key, the c(key) part of the badger key and
 // the encoding of every object of the current generation. data is only valid
 // during the call.

@@ -6,8 +6,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/driver"
-	shared "github.com/informerdb/informerdb/store/internal/bounded"
+	shared "github.com/informerdb/informerdb/store/internal/engine"
 )
 
 // bounded is the store of the bounded mode (Options.CacheSize > 0): the
@@ -30,9 +29,8 @@ func openBounded(f *file, o store.Options, set *indexer.IndexSet) (store.Store, 
 	if keyReset != "" {
 		rv, reset = "", keyReset
 	}
-	eng := &engine{file: f, name: o.Name, codec: o.Codec, meta: driver.MetaFor(o, FormatVersion)}
 	return &bounded{
-		Store: shared.New(eng, shared.Config{
+		Store: shared.New(newEngine(f, o), shared.Config{
 			Info:            storeInfo(o, "", reset),
 			Options:         o,
 			Indexes:         set,
@@ -105,10 +103,28 @@ func checkSample(f *file, o store.Options, set *indexer.IndexSet) (keyReset stri
 		return "", fileError(f.path, o, fmt.Errorf("check store %q: %w", o.Name, err))
 	}
 	if r := keys.Reset(o.KeyFuncName); r != "" {
-		return r, emptyStore(f, o, set, r)
+		return r, emptyStore(f, o.Name, set.Names(), r)
 	}
 	if stale := check.Stale(); stale != nil {
-		return "", rewriteValues(f, o, set, nil, stale)
+		return "", rebuildStale(f, o, set, stale)
 	}
 	return "", nil
+}
+
+// rebuildStale recomputes and stores every object's index values (and index
+// entries), decoding them in one transaction, when the sample found stale
+// ones; the store's metadata stays as it is.
+func rebuildStale(f *file, o store.Options, set *indexer.IndexSet, stale []string) error {
+	indexer.LogStale(o.Name, f.path, stale)
+	err := updateStore(f, o.Name, func(b *buckets) error {
+		m, err := getMeta(b)
+		if err != nil {
+			return err
+		}
+		return rebuildIndexes(b, set, o.Codec, nil, m)
+	})
+	if err != nil {
+		return fmt.Errorf("store: open %s in %s: store the index values of changed index functions: %w", o.Name, f.path, err)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package bounded
+package engine
 
 import (
 	"context"
@@ -244,8 +244,12 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 	if err != nil {
 		return err
 	}
+	cs := make([]indexer.Change, len(ps))
+	for i := range ps {
+		cs[i].Prepared = ps[i]
+	}
 	s.seq.Add(1) // odd: readers from now on bypass the cache (see seq)
-	err = s.eng.Commit(ctx, ps, set, rv, replace)
+	err = s.eng.Commit(ctx, cs, false, set, rv, replace)
 	if err == nil && s.afterCommit != nil {
 		s.afterCommit()
 	}

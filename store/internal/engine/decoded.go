@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// DecodedConfig is what Load and NewDecoded need besides the engine.
+type DecodedConfig struct {
+	// Info describes the store (NewDecoded); its ResourceVersion is the
+	// stored resume point, once opening settled it.
+	Info store.Info
+	// Options are the store's options, with defaults applied.
+	Options store.Options
+	// Indexes is the store's index set.
+	Indexes *indexer.IndexSet
+	// Where names the database in errors and logs (a path, a URL).
+	Where string
+	// Rebuild says the stored index values are not those of Indexes (the
+	// index set changed): Load computes every object's and stores them.
+	Rebuild bool
+	// SelfDiffing says the engine's Commit reads what each change
+	// replaces from its storage (see Engine.Commit): the store then does
+	// not look it up in its cache.
+	SelfDiffing bool
+	// CheckData, when set, refuses encodings the engine cannot store
+	// (see indexer.DataChecker).
+	CheckData func(key string, data []byte) error
+	// OpenError turns a failure to read or decode the stored objects
+	// into the error of the open, naming the store and the database the
+	// backend's way.
+	OpenError func(err error) error
+}
+
+// NewDecoded returns the decoded-mode store over eng, serving every read
+// from c, the objects Load read: an indexer.Base whose writes the engine
+// commits.
+func NewDecoded(eng Engine, c *indexer.Cache, cfg DecodedConfig) (*indexer.Base, error) {
+	return indexer.NewBase(indexer.BaseConfig{
+		Info:    cfg.Info,
+		Options: cfg.Options,
+		Cache:   c,
+		Persister: &persister{
+			eng: eng, set: cfg.Indexes, diffed: !cfg.SelfDiffing, check: cfg.CheckData,
+		},
+		SelfDiffing: cfg.SelfDiffing,
+		// Engine.Commit keeps no reference to the changes' data.
+		CopiesData: true,
+	})
+}
+
+// persister is indexer.Base's Persister over an engine. Base serializes its
+// calls.
+type persister struct {
+	eng    Engine
+	set    *indexer.IndexSet // the index set of the values committed; follows PersistIndexes
+	diffed bool
+	check  func(key string, data []byte) error
+}
+
+// Persist implements indexer.Persister.
+func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
+	return p.eng.Commit(ctx, changes, p.diffed, p.set, rv, replace)
+}
+
+// PersistIndexes implements indexer.Persister.
+func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
+	if err := p.eng.SetIndexes(ctx, set, values); err != nil {
+		return err
+	}
+	p.set = set
+	return nil
+}
+
+// CheckData implements indexer.DataChecker.
+func (p *persister) CheckData(key string, data []byte) error {
+	if p.check == nil {
+		return nil
+	}
+	return p.check(key, data)
+}
+
+// Close implements indexer.Persister.
+func (p *persister) Close() error { return p.eng.Close() }
+
+// Load reads and decodes every object of the store into a new Cache, with
+// the index values cfg.Indexes' functions compute, in one read transaction.
+// It checks them against what is stored: a key the key function no longer
+// computes empties the store (Engine.Empty) and returns an empty cache and
+// why (reset); index values that differ from the stored ones (a function
+// changed under the same name: see indexer.ValueCheck), or cfg.Rebuild, are
+// stored (Engine.SetIndexes), so that the store serves what the functions
+// compute. An object that cannot be read or decoded is store.ErrCorrupt,
+// never an object or a store that looks empty; an index function that
+// fails on a stored object fails the open.
+//
+// Decoding is most of a resume's cost (about 11 us per Pod with protobuf),
+// so it runs on every CPU, while the engine reads the next records.
+func Load(ctx context.Context, eng Engine, cfg DecodedConfig) (c *indexer.Cache, reset string, err error) {
+	o, set := cfg.Options, cfg.Indexes
+	l := &loader{
+		codec:   o.Codec,
+		set:     set,
+		rebuild: cfg.Rebuild,
+		cache:   indexer.NewCache(set),
+		check:   indexer.NewValueCheck(set),
+		keys:    indexer.NewKeyCheck(o.KeyFunc),
+	}
+	var loadErr error
+	err = eng.View("open", func(tx Tx) error {
+		loadErr = l.run(ctx, tx)
+		return loadErr
+	})
+	if loadErr != nil {
+		return nil, "", cfg.OpenError(loadErr)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if why := l.keys.Reset(o.KeyFuncName); why != "" {
+		if err := eng.Empty(why); err != nil {
+			return nil, "", err
+		}
+		return indexer.NewCache(set), why, nil
+	}
+	var what string
+	if stale := l.check.Stale(); stale != nil {
+		indexer.LogStale(o.Name, cfg.Where, stale)
+		what = "store the index values of changed index functions"
+	} else if cfg.Rebuild {
+		what = "rebuild indexes"
+	} else {
+		return l.cache, "", nil
+	}
+	vals := make(map[string][][]string, l.cache.Len())
+	for _, key := range l.cache.ListKeys() {
+		vals[key], _ = l.cache.IndexValues(key)
+	}
+	if err := eng.SetIndexes(ctx, set, vals); err != nil {
+		return nil, "", fmt.Errorf("store: open %s in %s: %s: %w", o.Name, cfg.Where, what, err)
+	}
+	return l.cache, "", nil
+}
+
+// loader decodes the records of a Load.
+type loader struct {
+	codec   store.Codec
+	set     *indexer.IndexSet
+	rebuild bool
+	cache   *indexer.Cache
+	check   *indexer.ValueCheck
+	keys    *indexer.KeyCheck
+}
+
+// errStopped ends a read whose decoding failed.
+var errStopped = errors.New("decoding failed")
+
+// run reads every record of tx and decodes them on one goroutine per CPU,
+// which are done before it returns (the records are valid only in tx). It
+// returns the first error, a decoding's before the read's.
+func (l *loader) run(ctx context.Context, tx Tx) (err error) {
+	n := runtime.GOMAXPROCS(0)
+	work := make(chan []Record, 2*n)
+	stop := make(chan struct{})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error // guarded by mu
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+			close(stop)
+		}
+	}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rs := range work {
+				select {
+				case <-stop:
+					continue // drained
+				default:
+				}
+				if err := l.decode(rs); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	// Deferred: a panic of the engine's read (damage, which the engine
+	// turns into an error) must not leave the workers running.
+	defer func() {
+		close(work)
+		wg.Wait()
+		if firstErr != nil {
+			err = firstErr
+		}
+	}()
+	return tx.All(ctx, !l.rebuild, func(rs []Record) error {
+		select {
+		case work <- rs:
+			return nil
+		case <-stop:
+			return errStopped
+		}
+	})
+}
+
+// decode decodes rs into the cache. A panic (a codec's or an index
+// function's on damaged data) or a memory fault (a page of a memory-mapped
+// file that is not there) is store.ErrCorrupt.
+func (l *loader) decode(rs []Record) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: decoding panicked: %v", store.ErrCorrupt, r)
+		}
+	}()
+	ps := make([]indexer.Prepared, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		obj, err := indexer.Decode(l.codec, r.Data)
+		if err != nil {
+			if !errors.Is(err, indexer.ErrUnknownKey) { // a key ring lacking the key is no damage
+				err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+			}
+			return fmt.Errorf("decode object %q with %s codec: %w", r.Key, l.codec.Name(), err)
+		}
+		l.keys.Check(r.Key, obj)
+		var vals [][]string
+		switch {
+		case l.rebuild:
+			if vals, err = l.set.Values(r.Key, obj); err != nil {
+				return fmt.Errorf("rebuild indexes: %w", err)
+			}
+		case l.set.Len() > 0:
+			if vals, err = l.check.Values(r.Key, obj, r.Values); err != nil {
+				return err
+			}
+		}
+		ps[i] = indexer.Prepared{Type: store.OpPut, Key: r.Key, Object: obj, Values: vals}
+	}
+	l.cache.Apply(ps)
+	return nil
+}
