@@ -111,22 +111,7 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		return openBounded(ctx, sp, o, set, info, reopen.RebuildIndexes)
 	}
 	eng := &engine{sp: sp, codec: o.Codec}
-	cfg := shared.DecodedConfig{
-		Options:   o,
-		Indexes:   set,
-		Where:     sp.where(),
-		Rebuild:   reopen.RebuildIndexes,
-		CheckData: sp.CheckData,
-		OpenError: func(err error) error {
-			if !errors.Is(err, store.ErrCorrupt) && (errors.Is(err, store.ErrInvalid) ||
-				errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-				// An index function that fails on a stored object, or
-				// the open's context.
-				return fmt.Errorf("store: open %s in %s: %w", o.Name, sp.where(), err)
-			}
-			return sp.corrupt("read objects", err)
-		},
-	}
+	cfg := openConfig(sp, o, set, reopen.RebuildIndexes)
 	c, keyReset, err := shared.Load(ctx, eng, cfg)
 	if err != nil {
 		return nil, err
@@ -149,6 +134,27 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		return nil, err
 	}
 	return &defaultStore{Base: base, sp: sp}, nil
+}
+
+// openConfig is what the shared store needs to open the store o.Name of
+// sp; rebuild says its index set changed.
+func openConfig(sp *space, o store.Options, set *indexer.IndexSet, rebuild bool) shared.OpenConfig {
+	return shared.OpenConfig{
+		Options:   o,
+		Indexes:   set,
+		Where:     sp.where(),
+		Rebuild:   rebuild,
+		CheckData: sp.CheckData,
+		OpenError: func(err error) error {
+			if !errors.Is(err, store.ErrCorrupt) && (errors.Is(err, store.ErrInvalid) ||
+				errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				// An index function that fails on a stored object, or
+				// the open's context.
+				return fmt.Errorf("store: open %s in %s: %w", o.Name, sp.where(), err)
+			}
+			return sp.corrupt("read objects", err)
+		},
+	}
 }
 
 // defaultStore is the store of the default mode: the shared decoded store,

@@ -106,41 +106,6 @@ func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) 
 	return vals, nil
 }
 
-// AddIndexes implements shared.Engine: every stored object is decoded to
-// compute its values, which are written with their entries in a new
-// generation. The objects the bounded store has decoded are not used:
-// badger reads them in one pass anyway.
-func (e *engine) AddIndexes(set *indexer.IndexSet, _ func(key string) (interface{}, bool)) error {
-	// As Open does: the store could not be opened again with the index
-	// set it would record.
-	if err := checkIndexNames(set.Indexers()); err != nil {
-		return err
-	}
-	vals, err := computeValues(e.sp, e.codec, set)
-	if err != nil {
-		return fmt.Errorf("backfill: %w", err)
-	}
-	return e.sp.PersistIndexes(context.Background(), set, vals)
-}
-
-// computeValues decodes every stored object and computes its values under set.
-func computeValues(sp *space, codec store.Codec, set *indexer.IndexSet) (map[string][][]string, error) {
-	vals := map[string][][]string{}
-	err := sp.scanObjects(func(key, _ string, data []byte) error {
-		obj, err := indexer.Decode(codec, data)
-		if err != nil {
-			return fmt.Errorf("decode object %q with %s codec: %w: %w", key, codec.Name(), store.ErrCorrupt, err)
-		}
-		v, err := set.Values(key, obj)
-		if err != nil {
-			return err
-		}
-		vals[key] = v
-		return nil
-	})
-	return vals, err
-}
-
 // SetIndexes implements shared.Engine: the value records (and the index
 // entries, if the mode keeps them) are rewritten for set, in a new
 // generation.
@@ -319,6 +284,37 @@ func (t *badgerTx) Values(index string, fn func(value string) error) error {
 	}
 	return nil
 }
+
+// Sample implements shared.Tx, in the order of the badger keys.
+func (t *badgerTx) Sample(n int, fn func(r shared.Record) error) error {
+	i := 0
+	err := eachUnder(context.Background(), t.txn, t.k.objPrefix(), func(item *badger.Item, suffix []byte) error {
+		if i == n {
+			return errSampled
+		}
+		i++
+		var r shared.Record
+		err := value(item, func(v []byte) error {
+			key, data, err := parseObj(suffix, v)
+			r.Key, r.Data = key, bytes.Clone(data)
+			return err
+		})
+		if err != nil {
+			return nil
+		}
+		if len(t.names) > 0 {
+			r.Values, _ = readValues(t.txn, t.k, r.Key, len(t.names))
+		}
+		return fn(r)
+	})
+	if errors.Is(err, errSampled) {
+		return nil
+	}
+	return err
+}
+
+// errSampled ends Sample's iteration.
+var errSampled = errors.New("sampled")
 
 // allBatch is how many records All hands over at a time.
 const allBatch = 256

@@ -162,7 +162,7 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	}
 	var s store.Store
 	if o.CacheSize > 0 {
-		s, err = openBounded(f, o, set)
+		s, err = openBounded(ctx, f, o, set)
 	} else {
 		s, err = openDefault(ctx, f, o, set)
 	}
@@ -179,20 +179,9 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 // shared decoded store over the store's buckets in the file (engine).
 func openDefault(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
 	eng := newEngine(f, o)
-	cfg := shared.DecodedConfig{
-		Options: o,
-		Indexes: set,
-		Where:   f.path,
-		// writeOps reads each key's old record from the file.
-		SelfDiffing: true,
-		OpenError: func(err error) error {
-			if errors.Is(err, store.ErrInvalid) {
-				// An index function that fails on a stored object.
-				return fmt.Errorf("store: open %s in %s: %w", o.Name, f.path, err)
-			}
-			return fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
-		},
-	}
+	cfg := openConfig(f, o, set)
+	// writeOps reads each key's old record from the file.
+	cfg.SelfDiffing = true
 	var (
 		c        *indexer.Cache
 		keyReset string
@@ -214,6 +203,22 @@ func openDefault(ctx context.Context, f *file, o store.Options, set *indexer.Ind
 		return nil, err
 	}
 	return &defaultStore{Base: base, file: f}, nil
+}
+
+// openConfig is what the shared store needs to open the store o.Name of f.
+func openConfig(f *file, o store.Options, set *indexer.IndexSet) shared.OpenConfig {
+	return shared.OpenConfig{
+		Options: o,
+		Indexes: set,
+		Where:   f.path,
+		OpenError: func(err error) error {
+			if errors.Is(err, store.ErrInvalid) {
+				// An index function that fails on a stored object.
+				return fmt.Errorf("store: open %s in %s: %w", o.Name, f.path, err)
+			}
+			return fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
+		},
+	}
 }
 
 // defaultStore is a default-mode store: an indexer.Base, which serves every

@@ -25,8 +25,7 @@ type engine struct {
 	file  *file
 	name  string
 	codec store.Codec
-	// meta is the recorded identity; Indexes follows AddIndexes and
-	// SetIndexes.
+	// meta is the recorded identity; Indexes follows SetIndexes.
 	meta driver.Meta
 }
 
@@ -78,22 +77,6 @@ func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *ind
 		}
 		return nil
 	})
-}
-
-// AddIndexes implements shared.Engine: every key record is rewritten with
-// its values under set, and the index buckets with its entries, in one
-// transaction.
-func (e *engine) AddIndexes(set *indexer.IndexSet, cached func(key string) (interface{}, bool)) error {
-	meta := e.meta
-	meta.Indexes = append([]string(nil), set.Names()...)
-	err := updateStore(e.file, e.name, func(b *buckets) error {
-		return rebuildIndexes(b, set, e.codec, cached, meta)
-	})
-	if err != nil {
-		return err
-	}
-	e.meta = meta
-	return nil
 }
 
 // SetIndexes implements shared.Engine: every key record is rewritten with
@@ -335,6 +318,39 @@ func (t boltTx) Values(index string, fn func(value string) error) error {
 			break
 		}
 		k, key = c.Seek(end)
+	}
+	return nil
+}
+
+// Sample implements shared.Tx, in key order.
+func (t boltTx) Sample(n int, fn func(r shared.Record) error) error {
+	m, err := getMeta(t.b)
+	if err != nil {
+		return err
+	}
+	c := t.b.keys.Cursor()
+	i := 0
+	for k, rec := c.First(); k != nil && i < n; k, rec = c.Next() {
+		i++
+		rec, err := t.b.open("key record", k, rec)
+		if err != nil {
+			continue
+		}
+		seq, long, vals, err := decodeKeyRecord(rec, len(m.Indexes))
+		if err != nil {
+			continue
+		}
+		key, err := keyOf(k, long)
+		if err != nil {
+			continue
+		}
+		data, err := objectOf(t.b, key, seq)
+		if err != nil {
+			continue
+		}
+		if err := fn(shared.Record{Key: key, Values: vals, Data: data}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// DecodedConfig is what Load and NewDecoded need besides the engine.
-type DecodedConfig struct {
+// OpenConfig is what opening a store needs besides the engine (Load and
+// NewDecoded in the decoded mode, Settle in the bounded mode).
+type OpenConfig struct {
 	// Info describes the store (NewDecoded); its ResourceVersion is the
 	// stored resume point, once opening settled it.
 	Info store.Info
@@ -24,7 +25,7 @@ type DecodedConfig struct {
 	// Where names the database in errors and logs (a path, a URL).
 	Where string
 	// Rebuild says the stored index values are not those of Indexes (the
-	// index set changed): Load computes every object's and stores them.
+	// index set changed): every object's are computed and stored.
 	Rebuild bool
 	// SelfDiffing says the engine's Commit reads what each change
 	// replaces from its storage (see Engine.Commit): the store then does
@@ -34,15 +35,15 @@ type DecodedConfig struct {
 	// (see indexer.DataChecker).
 	CheckData func(key string, data []byte) error
 	// OpenError turns a failure to read or decode the stored objects
-	// into the error of the open, naming the store and the database the
-	// backend's way.
+	// (Load, Settle) into the error of the open, naming the store and the
+	// database the backend's way.
 	OpenError func(err error) error
 }
 
 // NewDecoded returns the decoded-mode store over eng, serving every read
 // from c, the objects Load read: an indexer.Base whose writes the engine
 // commits.
-func NewDecoded(eng Engine, c *indexer.Cache, cfg DecodedConfig) (*indexer.Base, error) {
+func NewDecoded(eng Engine, c *indexer.Cache, cfg OpenConfig) (*indexer.Base, error) {
 	return indexer.NewBase(indexer.BaseConfig{
 		Info:    cfg.Info,
 		Options: cfg.Options,
@@ -103,7 +104,7 @@ func (p *persister) Close() error { return p.eng.Close() }
 //
 // Decoding is most of a resume's cost (about 11 us per Pod with protobuf),
 // so it runs on every CPU, while the engine reads the next records.
-func Load(ctx context.Context, eng Engine, cfg DecodedConfig) (c *indexer.Cache, reset string, err error) {
+func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, reset string, err error) {
 	o, set := cfg.Options, cfg.Indexes
 	l := &loader{
 		codec:   o.Codec,
@@ -159,8 +160,18 @@ type loader struct {
 	keys    *indexer.KeyCheck
 }
 
-// errStopped ends a read whose decoding failed.
-var errStopped = errors.New("decoding failed")
+// errStopped ends a read whose processing failed.
+var errStopped = errors.New("stopped")
+
+// decodeErr is the error of a stored object that codec failed to decode
+// (err): store.ErrCorrupt, unless the codec's key ring lacks the key, which
+// is no damage.
+func decodeErr(key string, codec store.Codec, err error) error {
+	if !errors.Is(err, indexer.ErrUnknownKey) {
+		err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+	}
+	return fmt.Errorf("decode object %q with %s codec: %w", key, codec.Name(), err)
+}
 
 // run reads every record of tx and decodes them on one goroutine per CPU,
 // which are done before it returns (the records are valid only in tx). It
@@ -232,10 +243,7 @@ func (l *loader) decode(rs []Record) (err error) {
 		r := &rs[i]
 		obj, err := indexer.Decode(l.codec, r.Data)
 		if err != nil {
-			if !errors.Is(err, indexer.ErrUnknownKey) { // a key ring lacking the key is no damage
-				err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
-			}
-			return fmt.Errorf("decode object %q with %s codec: %w", r.Key, l.codec.Name(), err)
+			return decodeErr(r.Key, l.codec, err)
 		}
 		l.keys.Check(r.Key, obj)
 		var vals [][]string
@@ -253,4 +261,115 @@ func (l *loader) decode(rs []Record) (err error) {
 	}
 	l.cache.Apply(ps)
 	return nil
+}
+
+// sampleSize is how many objects Settle decodes to check the functions
+// against what is stored.
+const sampleSize = 256
+
+// Settle makes the index values of a store about to open in the bounded
+// mode (New) those of cfg.Indexes' functions. With cfg.Rebuild, it computes
+// every object's and stores them (Engine.SetIndexes). Otherwise it checks,
+// on a sample of the objects (Tx.Sample), that the index functions and the
+// key function still compute the values and keys stored with them: the
+// bounded mode does not decode every object when it opens, as the decoded
+// mode does (Load), so a sample is how it notices a function that changed
+// under the same name. Values that differ make it recompute and store every
+// object's; a key that differs empties the store (Engine.Empty) and returns
+// why (reset). A change that alters no object of the sample goes unnoticed.
+// rebuilt reports whether it stored every object's values.
+func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebuilt bool, err error) {
+	o, set := cfg.Options, cfg.Indexes
+	what := "rebuild indexes"
+	if !cfg.Rebuild {
+		check := indexer.NewValueCheck(set)
+		keys := indexer.NewKeyCheck(o.KeyFunc)
+		var sampleErr error
+		err := eng.View("open", func(tx Tx) error {
+			sampleErr = tx.Sample(sampleSize, func(r Record) error {
+				obj, err := indexer.Decode(o.Codec, r.Data)
+				if errors.Is(err, indexer.ErrUnknownKey) {
+					// Not damage to one object: the key ring lacks
+					// the key (a wrong key, a rotation's old key not
+					// loaded), and the decoded mode would fail its
+					// open on it too, rather than serve lists that
+					// are empty.
+					return fmt.Errorf("object %q: %w", r.Key, err)
+				}
+				if err != nil {
+					return nil // as before the check: reading it fails, not the open
+				}
+				keys.Check(r.Key, obj)
+				if set.Len() > 0 && r.Values != nil {
+					// An index function that fails on the object
+					// fails its next write instead.
+					_, _ = check.Values(r.Key, obj, r.Values)
+				}
+				return nil
+			})
+			return sampleErr
+		})
+		if sampleErr != nil {
+			return "", false, cfg.OpenError(sampleErr)
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if why := keys.Reset(o.KeyFuncName); why != "" {
+			return why, false, eng.Empty(why)
+		}
+		stale := check.Stale()
+		if stale == nil {
+			return "", false, nil
+		}
+		indexer.LogStale(o.Name, cfg.Where, stale)
+		what = "store the index values of changed index functions"
+	}
+	vals, err := indexValues(eng, "open", o.Codec, set, nil)
+	if err == nil {
+		err = eng.SetIndexes(ctx, set, vals)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("store: open %s in %s: %s: %w", o.Name, cfg.Where, what, err)
+	}
+	return "", true, nil
+}
+
+// indexValues computes the index values under set of every stored object,
+// read in one transaction of eng, decoded with codec unless cached has it.
+// The error of the store operation op is an index function's, or the
+// engine's.
+func indexValues(eng Engine, op string, codec store.Codec, set *indexer.IndexSet, cached func(key string) (interface{}, bool)) (map[string][][]string, error) {
+	vals := map[string][][]string{}
+	var fnErr error
+	err := eng.View(op, func(tx Tx) error {
+		return tx.Objects(func(key string, load Loader) error {
+			obj, ok := interface{}(nil), false
+			if cached != nil {
+				obj, ok = cached(key)
+			}
+			if !ok {
+				err := load(func(data []byte) (err error) {
+					if obj, err = indexer.Decode(codec, data); err != nil {
+						return decodeErr(key, codec, err)
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			v, err := set.Values(key, obj)
+			if err != nil {
+				fnErr = err
+				return errStopped
+			}
+			vals[key] = v
+			return nil
+		})
+	})
+	if fnErr != nil {
+		return nil, fnErr
+	}
+	return vals, err
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // Engine is one store's storage. The store serializes the writes it makes
-// (Commit, AddIndexes, SetIndexes, Empty, Close); View may run concurrently
+// (Commit, SetIndexes, Empty, Close); View may run concurrently
 // with anything, Close included.
 type Engine interface {
 	// View runs fn in a read transaction: every read of tx sees one
@@ -40,16 +40,10 @@ type Engine interface {
 	// their Data, once it returns. An error may come after the commit
 	// landed (a failed sync): the caller assumes it may have.
 	Commit(ctx context.Context, cs []indexer.Change, diffed bool, set *indexer.IndexSet, rv string, replace bool) error
-	// AddIndexes computes the values of every stored object under set,
-	// the current indexes and new ones, and persists them with their
-	// index entries and the index names in one commit. cached returns an
-	// object known to be the stored one, sparing its decoding. (The
-	// bounded mode's AddIndexers.)
-	AddIndexes(set *indexer.IndexSet, cached func(key string) (interface{}, bool)) error
 	// SetIndexes records set as the store's index set and values (by
 	// object key) as the index values of every stored object under it,
-	// in one commit. (The decoded mode's AddIndexers, and an open that
-	// found the stored values stale.)
+	// in one commit, with their index entries if the store keeps them.
+	// (AddIndexers, and an open that found the stored values stale.)
 	SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error
 	// Empty drops every object and the resume point in one commit,
 	// because of why (the key function no longer computes the stored
@@ -87,6 +81,12 @@ type Tx interface {
 	// ends: fn may hand them to other goroutines, which must be done with
 	// them before fn's View returns. (The decoded mode's Load.)
 	All(ctx context.Context, values bool, fn func(rs []Record) error) error
+	// Sample calls fn with at most n stored objects, the first in the
+	// engine's order, each with the index values stored with it (aligned
+	// with the index names the store records; nil if they cannot be
+	// read). An object that cannot be read is left out, but counts.
+	// (The bounded mode's check of its functions: see Settle.)
+	Sample(n int, fn func(r Record) error) error
 }
 
 // Loader reads the encoding of one object and calls use with it.
