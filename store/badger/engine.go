@@ -299,13 +299,13 @@ func (t *badgerTx) Sample(n int, fn func(r shared.Record) error) error {
 			r.Key, r.Data = key, bytes.Clone(data)
 			return err
 		})
-		if err != nil {
-			return nil
+		if err == nil { // else left out (see shared.Tx)
+			if len(t.names) > 0 {
+				r.Values, _ = readValues(t.txn, t.k, r.Key, len(t.names))
+			}
+			return fn(r)
 		}
-		if len(t.names) > 0 {
-			r.Values, _ = readValues(t.txn, t.k, r.Key, len(t.names))
-		}
-		return fn(r)
+		return nil
 	})
 	if errors.Is(err, errSampled) {
 		return nil

@@ -125,25 +125,6 @@ func emptyStore(f *file, name string, names []string, why string) error {
 // Close implements shared.Engine.
 func (e *engine) Close() error { return e.file.release(e.name) }
 
-// viewStore runs fn on the buckets of the store name in one read
-// transaction of f, turning bbolt's panics on damaged files into
-// ErrCorrupt (guard). A store that is not in the file is ErrCorrupt: its
-// caller opened it.
-func viewStore(f *file, name string, fn func(b *buckets) error) error {
-	return guard(func() error {
-		return f.db.View(func(tx *bbolt.Tx) error {
-			b, err := storeBuckets(tx, name)
-			if err != nil {
-				return err
-			}
-			if b == nil {
-				return fmt.Errorf("store %q vanished: %w", name, store.ErrCorrupt)
-			}
-			return fn(b)
-		})
-	})
-}
-
 // updateStore runs fn on the buckets of the store name in one read-write
 // transaction of f (see file.update).
 func updateStore(f *file, name string, fn func(b *buckets) error) error {

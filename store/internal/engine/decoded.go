@@ -296,14 +296,15 @@ func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebu
 					// are empty.
 					return fmt.Errorf("object %q: %w", r.Key, err)
 				}
-				if err != nil {
-					return nil // as before the check: reading it fails, not the open
-				}
-				keys.Check(r.Key, obj)
-				if set.Len() > 0 && r.Values != nil {
-					// An index function that fails on the object
-					// fails its next write instead.
-					_, _ = check.Values(r.Key, obj, r.Values)
+				// An object that cannot be decoded is skipped: as
+				// before the check, reading it fails, not the open.
+				if err == nil {
+					keys.Check(r.Key, obj)
+					if set.Len() > 0 && r.Values != nil {
+						// An index function that fails on the
+						// object fails its next write instead.
+						_, _ = check.Values(r.Key, obj, r.Values)
+					}
 				}
 				return nil
 			})
