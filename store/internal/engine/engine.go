@@ -8,7 +8,7 @@
 //   - the bounded mode, New: at most a fixed number of decoded objects (the
 //     most recently used) are kept, and everything else is read from the
 //     engine, objects by key and index lookups from the persisted index
-//     entries.
+//     entries; Settle checks a sample of the objects when it opens.
 //
 // The backend does the rest of opening (its lock, its format, the store's
 // recorded identity) and adds what is its own (export, disk size); it never
