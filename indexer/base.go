@@ -43,15 +43,6 @@ type Persister interface {
 	Close() error
 }
 
-// DataChecker is implemented by a Persister that cannot store every
-// encoding (badger: none larger than a value-log file). CheckData returns
-// an error wrapping store.ErrInvalid, and naming key, for an encoding the
-// persister would refuse: Base's Prepare then refuses the operation before
-// anything is written, which tells a batch's writer which operation it was.
-type DataChecker interface {
-	CheckData(key string, data []byte) error
-}
-
 // Base implements store.Store over a Persister, serving every read from a
 // Cache of decoded objects. It is safe for concurrent use.
 type Base struct {
@@ -111,6 +102,12 @@ type BaseConfig struct {
 	Options   store.Options
 	// Cache holds the objects loaded from the backend; nil means empty.
 	Cache *Cache
+	// CheckData, when set, refuses the encodings the Persister cannot
+	// store (badger: none larger than a value-log file) with an error
+	// wrapping store.ErrInvalid and naming key: Prepare then refuses the
+	// operation before anything is written, which tells a batch's writer
+	// which operation it was.
+	CheckData func(key string, data []byte) error
 
 	// The fast paths a Persister allows; each is off unless its backend
 	// sets it, which is always correct, only slower.
@@ -151,9 +148,7 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 	}
 	// Without a persister nothing reads what a change replaces.
 	b.selfDiffing = cfg.Persister == nil || cfg.SelfDiffing
-	if dc, ok := cfg.Persister.(DataChecker); ok {
-		b.prep.CheckData = dc.CheckData
-	}
+	b.prep.CheckData = cfg.CheckData
 	if cfg.Persister != nil && cfg.CopiesData {
 		b.prep.bufs = &encodeBuffers{}
 	}

@@ -37,7 +37,7 @@ type Preparer struct {
 	// Codec encodes objects for puts; nil skips encoding (memory backends).
 	Codec store.Codec
 	// CheckData, when set, refuses the encodings the backend cannot store
-	// (see DataChecker) with an error wrapping store.ErrInvalid.
+	// (see BaseConfig.CheckData) with an error wrapping store.ErrInvalid.
 	CheckData func(key string, data []byte) error
 	// bufs, when set (by Base, with BaseConfig.CopiesData), holds the buffers
 	// a Codec that is a store.AppendEncoder encodes into.

@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,21 +11,23 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
-	shared "github.com/informerdb/informerdb/store/internal/bounded"
+	shared "github.com/informerdb/informerdb/store/internal/engine"
 )
 
-// engine is the bounded mode's storage: the store's space, read in badger
-// read transactions of its current generation, whose index entries it
-// keeps. The bounded store serializes its writes.
+// engine is a store's storage, in either mode: the store's space, read in
+// badger read transactions of its current generation. entries says whether
+// the mode keeps index entries (the bounded mode reads them). The shared
+// store serializes its writes.
 type engine struct {
-	sp    *space
-	codec store.Codec
+	sp      *space
+	codec   store.Codec
+	entries bool
 }
 
 // View implements shared.Engine.
 func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 	err := e.sp.view(func(txn *badger.Txn, k keys, names []string) error {
-		return fn(&badgerTx{txn: txn, k: k})
+		return fn(&badgerTx{txn: txn, k: k, names: names})
 	})
 	switch {
 	case err == nil:
@@ -37,32 +40,32 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 	return fmt.Errorf("store: %s %s: badger: %w", op, e.sp.name, err)
 }
 
-// Commit implements shared.Engine: it reads the index values the changes
-// replace, then persists them (space.Persist).
-func (e *engine) Commit(ctx context.Context, ps []indexer.Prepared, set *indexer.IndexSet, rv string, replace bool) error {
-	changes, err := e.changes(ps, replace)
-	if err != nil {
-		return fmt.Errorf("read the index values the write replaces: %w", err)
+// Commit implements shared.Engine: unless diffed, it reads the index values
+// the changes replace, then persists them (space.Persist).
+func (e *engine) Commit(ctx context.Context, cs []indexer.Change, diffed bool, _ *indexer.IndexSet, rv string, replace bool) error {
+	if !diffed {
+		if err := e.diff(cs, replace); err != nil {
+			return fmt.Errorf("read the index values the write replaces: %w", err)
+		}
 	}
-	return e.sp.Persist(ctx, changes, rv, replace)
+	return e.sp.Persist(ctx, cs, rv, replace)
 }
 
-// changes pairs prepared ops with the stored state they replace, following
-// earlier ops of the same batch, as indexer.Base does from its cache.
-func (e *engine) changes(ps []indexer.Prepared, replace bool) ([]indexer.Change, error) {
-	out := make([]indexer.Change, len(ps))
+// diff sets what each change replaces: that of an earlier change of the
+// same batch, or else the stored state (nothing, with replace), as
+// indexer.Base does from its cache.
+func (e *engine) diff(cs []indexer.Change, replace bool) error {
 	type state struct {
 		exists bool
 		vals   [][]string
 	}
-	overlay := make(map[string]state, len(ps))
-	err := e.sp.view(func(txn *badger.Txn, k keys, names []string) error {
-		for i := range ps {
-			p := &ps[i]
-			out[i].Prepared = *p
-			cur, ok := overlay[p.Key]
+	overlay := make(map[string]state, len(cs))
+	return e.sp.view(func(txn *badger.Txn, k keys, names []string) error {
+		for i := range cs {
+			c := &cs[i]
+			cur, ok := overlay[c.Key]
 			if !ok && !replace {
-				_, err := txn.Get(k.obj(p.Key))
+				_, err := txn.Get(k.obj(c.Key))
 				switch {
 				case errors.Is(err, badger.ErrKeyNotFound):
 				case err != nil:
@@ -70,22 +73,21 @@ func (e *engine) changes(ps []indexer.Prepared, replace bool) ([]indexer.Change,
 				default:
 					cur.exists = true
 					if len(names) > 0 {
-						if cur.vals, err = readValues(txn, k, p.Key, len(names)); err != nil {
+						if cur.vals, err = readValues(txn, k, c.Key, len(names)); err != nil {
 							return err
 						}
 					}
 				}
 			}
-			out[i].Existed, out[i].OldValues = cur.exists, cur.vals
-			if p.Type == store.OpPut {
-				overlay[p.Key] = state{exists: true, vals: p.Values}
+			c.Existed, c.OldValues = cur.exists, cur.vals
+			if c.Type == store.OpPut {
+				overlay[c.Key] = state{exists: true, vals: c.Values}
 			} else {
-				overlay[p.Key] = state{}
+				overlay[c.Key] = state{}
 			}
 		}
 		return nil
 	})
-	return out, err
 }
 
 func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) {
@@ -104,49 +106,31 @@ func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) 
 	return vals, nil
 }
 
-// AddIndexes implements shared.Engine: every stored object is decoded to
-// compute its values, which are written with their entries in a new
-// generation. The objects the bounded store has decoded are not used:
-// badger reads them in one pass anyway.
-func (e *engine) AddIndexes(set *indexer.IndexSet, _ func(key string) (interface{}, bool)) error {
+// SetIndexes implements shared.Engine: the value records (and the index
+// entries, if the mode keeps them) are rewritten for set, in a new
+// generation.
+func (e *engine) SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
 	// As Open does: the store could not be opened again with the index
 	// set it would record.
 	if err := checkIndexNames(set.Indexers()); err != nil {
 		return err
 	}
-	vals, err := computeValues(e.sp, e.codec, set)
-	if err != nil {
-		return fmt.Errorf("backfill: %w", err)
-	}
-	return e.sp.PersistIndexes(context.Background(), set, vals)
+	return e.sp.reindex(ctx, set.Names(), values, e.entries)
 }
 
-// computeValues decodes every stored object and computes its values under set.
-func computeValues(sp *space, codec store.Codec, set *indexer.IndexSet) (map[string][][]string, error) {
-	vals := map[string][][]string{}
-	err := sp.scanObjects(func(key, _ string, data []byte) error {
-		obj, err := indexer.Decode(codec, data)
-		if err != nil {
-			return fmt.Errorf("decode object %q with %s codec: %w: %w", key, codec.Name(), store.ErrCorrupt, err)
-		}
-		v, err := set.Values(key, obj)
-		if err != nil {
-			return err
-		}
-		vals[key] = v
-		return nil
-	})
-	return vals, err
-}
+// Empty implements shared.Engine.
+func (e *engine) Empty(why string) error { return e.sp.emptyForKeys(e.entries, why) }
 
 // Close implements shared.Engine.
 func (e *engine) Close() error { return e.sp.Close() }
 
 // badgerTx implements shared.Tx over a read transaction of the store's
-// current generation, whose keys are k.
+// current generation, whose keys are k and whose value records are aligned
+// with names.
 type badgerTx struct {
-	txn *badger.Txn
-	k   keys
+	txn   *badger.Txn
+	k     keys
+	names []string
 }
 
 // Object implements shared.Tx.
@@ -299,6 +283,89 @@ func (t *badgerTx) Values(index string, fn func(value string) error) error {
 		it.Seek(end)
 	}
 	return nil
+}
+
+// Sample implements shared.Tx, in the order of the badger keys.
+func (t *badgerTx) Sample(n int, fn func(r shared.Record) error) error {
+	i := 0
+	err := eachUnder(context.Background(), t.txn, t.k.objPrefix(), func(item *badger.Item, suffix []byte) error {
+		if i == n {
+			return errSampled
+		}
+		i++
+		var r shared.Record
+		err := value(item, func(v []byte) error {
+			key, data, err := parseObj(suffix, v)
+			r.Key, r.Data = key, bytes.Clone(data)
+			return err
+		})
+		if err == nil { // else left out (see shared.Tx)
+			if len(t.names) > 0 {
+				r.Values, _ = readValues(t.txn, t.k, r.Key, len(t.names))
+			}
+			return fn(r)
+		}
+		return nil
+	})
+	if errors.Is(err, errSampled) {
+		return nil
+	}
+	return err
+}
+
+// errSampled ends Sample's iteration.
+var errSampled = errors.New("sampled")
+
+// allBatch is how many records All hands over at a time.
+const allBatch = 256
+
+// All implements shared.Tx: the value records first, then the objects, in
+// the order of their badger keys, each copied out of badger (its values are
+// valid only during a callback).
+func (t *badgerTx) All(ctx context.Context, values bool, fn func(rs []shared.Record) error) error {
+	var vals map[string][][]string
+	if values && len(t.names) > 0 {
+		vals = map[string][][]string{}
+		err := eachValues(ctx, t.txn, t.k, len(t.names), func(key string, v [][]string) error {
+			vals[key] = v
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read index values: %w", err)
+		}
+	}
+	rs := make([]shared.Record, 0, allBatch)
+	err := eachUnder(ctx, t.txn, t.k.objPrefix(), func(item *badger.Item, suffix []byte) error {
+		var r shared.Record
+		err := value(item, func(v []byte) error {
+			key, data, err := parseObj(suffix, v)
+			if err != nil {
+				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+			}
+			r.Key, r.Data = key, bytes.Clone(data)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if vals != nil {
+			var ok bool
+			if r.Values, ok = vals[r.Key]; !ok {
+				return fmt.Errorf("object %q has no index values: %w: %w", r.Key, store.ErrCorrupt, errBadRecord)
+			}
+		}
+		if rs = append(rs, r); len(rs) == allBatch {
+			if err := fn(rs); err != nil {
+				return err
+			}
+			rs = make([]shared.Record, 0, allBatch)
+		}
+		return nil
+	})
+	if err == nil && len(rs) > 0 {
+		err = fn(rs)
+	}
+	return err
 }
 
 var _ shared.Engine = (*engine)(nil)

@@ -18,11 +18,11 @@ import (
 )
 
 // space is one named store's part of a shared database: it knows the key
-// layout and writes changes in badger transactions. It implements
-// indexer.Persister for the default mode and serves the bounded mode's reads.
+// layout and writes changes in badger transactions: the storage of the
+// shared store's engine (engine.go), in either mode.
 //
-// Writes (Persist, PersistIndexes, reindex) must not overlap; both store
-// implementations call them with their write lock held. Reads of the current
+// Writes (Persist, reindex) must not overlap; the shared store makes them
+// with its write lock held. Reads of the current
 // generation (snapshot) may come from any goroutine.
 type space struct {
 	sh   *sharedDB
@@ -522,8 +522,9 @@ func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key
 	})
 }
 
-// Persist implements indexer.Persister: one transaction when it fits, else
-// a new generation switched to in one final transaction.
+// Persist writes changes, and the resume point rv unless it is empty (see
+// shared.Engine.Commit): one transaction when it fits, else a new
+// generation switched to in one final transaction.
 func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -590,14 +591,6 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 			m.ResourceVersion = rv
 		}
 	})
-}
-
-// PersistIndexes implements indexer.Persister: the value records (and the
-// index entries, if the store keeps them) are rewritten for the new set, in
-// a new generation.
-func (s *space) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
-	_, _, entries := s.snapshot()
-	return s.reindex(ctx, set.Names(), values, entries)
 }
 
 // reindex writes a generation with the current objects and the index values
@@ -691,12 +684,7 @@ func (s *space) copyPrefix(ctx context.Context, w writer, prefix []byte, oldLen 
 	})
 }
 
-var _ interface {
-	indexer.Persister
-	indexer.DataChecker
-} = (*space)(nil)
-
-// CheckData implements indexer.DataChecker (see checkObjectSize).
+// CheckData refuses what badger cannot store (see checkObjectSize).
 func (s *space) CheckData(key string, data []byte) error {
 	return checkObjectSize(key, data, s.sh.cfg.valueLogFileSize)
 }
@@ -805,47 +793,7 @@ func writeIndexes(w writer, k keys, names []string, entries bool, key string, ol
 	return nil
 }
 
-// loadValues reads every value record of the current generation, keyed by
-// the c(key) part of their keys (the object key itself may be hashed).
-func (s *space) loadValues() (map[string][][]string, error) {
-	out := map[string][][]string{}
-	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
-		if len(names) == 0 {
-			return nil
-		}
-		return eachUnder(context.Background(), txn, k.valsPrefix(), func(item *badger.Item, suffix []byte) error {
-			err := value(item, func(b []byte) error {
-				vals, err := decodeValues(b, len(names))
-				out[string(suffix)] = vals
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("object %q: %w", suffix, err)
-			}
-			return nil
-		})
-	})
-	return out, err
-}
-
-// scanObjects calls fn with the key, the c(key) part of the badger key and
-// the encoding of every object of the current generation. data is only valid
-// during the call.
-func (s *space) scanObjects(fn func(key, suffix string, data []byte) error) error {
-	return s.view(func(txn *badger.Txn, k keys, _ []string) error {
-		return eachUnder(context.Background(), txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
-			return value(item, func(v []byte) error {
-				key, data, err := parseObj(suffix, v)
-				if err != nil {
-					return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
-				}
-				return fn(key, string(suffix), data)
-			})
-		})
-	})
-}
-
-// Close implements indexer.Persister.
+// Close releases the store's name and, with the last store, the database.
 func (s *space) Close() error {
 	s.closeMu.Lock()
 	s.mu.Lock()

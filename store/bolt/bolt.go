@@ -22,6 +22,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
+	shared "github.com/informerdb/informerdb/store/internal/engine"
 	"github.com/informerdb/informerdb/store/internal/writeback"
 )
 
@@ -161,9 +162,9 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	}
 	var s store.Store
 	if o.CacheSize > 0 {
-		s, err = openBounded(f, o, set)
+		s, err = openBounded(ctx, f, o, set)
 	} else {
-		s, err = openDefault(f, o, set)
+		s, err = openDefault(ctx, f, o, set)
 	}
 	if err != nil {
 		if rerr := f.release(o.Name); rerr != nil {
@@ -172,6 +173,93 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 		return nil, err
 	}
 	return s, nil
+}
+
+// openDefault opens a store that keeps every object decoded in memory: the
+// shared decoded store over the store's buckets in the file (engine).
+func openDefault(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
+	eng := newEngine(f, o)
+	cfg := openConfig(f, o, set)
+	// writeOps reads each key's old record from the file.
+	cfg.SelfDiffing = true
+	var (
+		c        *indexer.Cache
+		keyReset string
+	)
+	rv, reset, err := prepareStore(f, o, set, func() (err error) {
+		c, keyReset, err = shared.Load(ctx, eng, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if keyReset != "" {
+		// As a scope change (prepareStore): Load emptied the store.
+		rv, reset = "", keyReset
+	}
+	cfg.Info = storeInfo(o, rv, reset)
+	base, err := shared.NewDecoded(eng, c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &defaultStore{Base: base, file: f}, nil
+}
+
+// bounded is the store of the bounded mode (Options.CacheSize > 0): the
+// shared bounded store over the store's buckets in the file (engine), with
+// what is bolt's own (Export, DiskSize). It is safe for concurrent use.
+type bounded struct {
+	*shared.Store
+	file *file
+}
+
+func openBounded(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
+	eng := newEngine(f, o)
+	var keyReset string
+	rv, reset, err := prepareStore(f, o, set, func() (err error) {
+		// prepareStore rebuilt the values if the index set changed.
+		keyReset, _, err = shared.Settle(ctx, eng, openConfig(f, o, set))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if keyReset != "" {
+		rv, reset = "", keyReset
+	}
+	return &bounded{
+		Store: shared.New(eng, shared.Config{
+			Info:            storeInfo(o, "", reset),
+			Options:         o,
+			Indexes:         set,
+			ResourceVersion: rv,
+		}),
+		file: f,
+	}, nil
+}
+
+// openConfig is what the shared store needs to open the store o.Name of f.
+func openConfig(f *file, o store.Options, set *indexer.IndexSet) shared.OpenConfig {
+	return shared.OpenConfig{
+		Options: o,
+		Indexes: set,
+		Where:   f.path,
+		OpenError: func(err error) error {
+			if errors.Is(err, store.ErrInvalid) {
+				// An index function that fails on a stored object.
+				return fmt.Errorf("store: open %s in %s: %w", o.Name, f.path, err)
+			}
+			return fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
+		},
+	}
+}
+
+// defaultStore is a default-mode store: an indexer.Base, which serves every
+// read from memory, together with its file, for what needs the file itself
+// (record-level export). It is safe for concurrent use.
+type defaultStore struct {
+	*indexer.Base
+	file *file
 }
 
 // canonical resolves symbolic links in path where it exists, so that two

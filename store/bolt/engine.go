@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -14,18 +15,22 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
-	shared "github.com/informerdb/informerdb/store/internal/bounded"
+	shared "github.com/informerdb/informerdb/store/internal/engine"
 )
 
-// engine is the bounded mode's storage: one store's buckets in the file,
-// read in bbolt read transactions and written in bbolt write transactions
-// (layout.go). The bounded store serializes its writes.
+// engine is a store's storage, in either mode: its buckets in the file, read
+// in bbolt read transactions and written in bbolt write transactions
+// (layout.go). The shared store serializes its writes.
 type engine struct {
 	file  *file
 	name  string
 	codec store.Codec
-	// meta is the recorded identity; Indexes follows AddIndexes.
+	// meta is the recorded identity; Indexes follows SetIndexes.
 	meta driver.Meta
+}
+
+func newEngine(f *file, o store.Options) *engine {
+	return &engine{file: f, name: o.Name, codec: o.Codec, meta: driver.MetaFor(o, FormatVersion)}
 }
 
 // View implements shared.Engine.
@@ -52,11 +57,13 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 	return hinted{fmt.Errorf("store: %s %s: bolt %s: %w", op, e.name, e.file.path, err)}
 }
 
-// Commit implements shared.Engine.
-func (e *engine) Commit(_ context.Context, ps []indexer.Prepared, set *indexer.IndexSet, rv string, replace bool) error {
+// Commit implements shared.Engine. It reads what each change replaces from
+// the file (writeOps), whether or not diffed, so the file stays
+// self-consistent even if it were ever to disagree with a cache.
+func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *indexer.IndexSet, rv string, replace bool) error {
 	return updateStore(e.file, e.name, func(b *buckets) error {
 		var err error
-		ops := keyOps(len(ps), func(i int) *indexer.Prepared { return &ps[i] })
+		ops := keyOps(len(cs), func(i int) *indexer.Prepared { return &cs[i].Prepared })
 		if replace {
 			err = replaceAll(b, set.Names(), ops)
 		} else {
@@ -72,14 +79,20 @@ func (e *engine) Commit(_ context.Context, ps []indexer.Prepared, set *indexer.I
 	})
 }
 
-// AddIndexes implements shared.Engine: every key record is rewritten with
-// its values under set, and the index buckets with its entries, in one
-// transaction.
-func (e *engine) AddIndexes(set *indexer.IndexSet, cached func(key string) (interface{}, bool)) error {
+// SetIndexes implements shared.Engine: every key record is rewritten with
+// its values under set, and the index buckets with its entries if the store
+// keeps them, in one transaction.
+func (e *engine) SetIndexes(_ context.Context, set *indexer.IndexSet, values map[string][][]string) error {
 	meta := e.meta
 	meta.Indexes = append([]string(nil), set.Names()...)
 	err := updateStore(e.file, e.name, func(b *buckets) error {
-		return rebuildIndexes(b, set, e.codec, cached, meta)
+		return writeIndexes(b, set, func(key string, _ uint64) ([][]string, error) {
+			v, ok := values[key]
+			if !ok {
+				return nil, fmt.Errorf("object %q is stored but has no index values: %w", shorten(key), store.ErrCorrupt)
+			}
+			return v, nil
+		}, meta)
 	})
 	if err != nil {
 		return err
@@ -88,8 +101,57 @@ func (e *engine) AddIndexes(set *indexer.IndexSet, cached func(key string) (inte
 	return nil
 }
 
+// Empty implements shared.Engine.
+func (e *engine) Empty(why string) error {
+	return emptyStore(e.file, e.name, e.meta.Indexes, why)
+}
+
+// emptyStore empties the store name, whose indexes are names, and its
+// resume point, in one transaction, because of why.
+func emptyStore(f *file, name string, names []string, why string) error {
+	indexer.LogKeyReset(name, f.path, why)
+	err := updateStore(f, name, func(b *buckets) error {
+		if err := b.clear(names); err != nil {
+			return err
+		}
+		return putRV(b, "")
+	})
+	if err != nil {
+		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", name, f.path, why, err)
+	}
+	return nil
+}
+
 // Close implements shared.Engine.
 func (e *engine) Close() error { return e.file.release(e.name) }
+
+// updateStore runs fn on the buckets of the store name in one read-write
+// transaction of f (see file.update).
+func updateStore(f *file, name string, fn func(b *buckets) error) error {
+	err := guard(func() error {
+		return f.update(func(tx *bbolt.Tx) error {
+			b, err := storeBuckets(tx, name)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				return fmt.Errorf("store %q vanished from the file: %w", name, store.ErrCorrupt)
+			}
+			return fn(b)
+		})
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
+		return fmt.Errorf("%s: %w", f.path, store.ErrClosed)
+	case errors.Is(err, berrors.ErrKeyTooLarge), errors.Is(err, berrors.ErrValueTooLarge), errors.Is(err, berrors.ErrKeyRequired):
+		return fmt.Errorf("bolt %s: %w: %w", f.path, store.ErrInvalid, err)
+	case errors.Is(err, store.ErrCorrupt):
+		return withHint(fmt.Errorf("bolt %s: %w", f.path, err))
+	}
+	return fmt.Errorf("bolt %s: %w", f.path, err)
+}
 
 // boltTx implements shared.Tx over a store's buckets in a read transaction.
 type boltTx struct{ b *buckets }
@@ -239,6 +301,153 @@ func (t boltTx) Values(index string, fn func(value string) error) error {
 		k, key = c.Seek(end)
 	}
 	return nil
+}
+
+// Sample implements shared.Tx, in key order.
+func (t boltTx) Sample(n int, fn func(r shared.Record) error) error {
+	m, err := getMeta(t.b)
+	if err != nil {
+		return err
+	}
+	c := t.b.keys.Cursor()
+	i := 0
+	for k, rec := c.First(); k != nil && i < n; k, rec = c.Next() {
+		i++
+		rec, err := t.b.open("key record", k, rec)
+		if err != nil {
+			continue
+		}
+		seq, long, vals, err := decodeKeyRecord(rec, len(m.Indexes))
+		if err != nil {
+			continue
+		}
+		key, err := keyOf(k, long)
+		if err != nil {
+			continue
+		}
+		data, err := objectOf(t.b, key, seq)
+		if err != nil {
+			continue
+		}
+		if err := fn(shared.Record{Key: key, Values: vals, Data: data}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allBatch is how many records All hands over at a time.
+const allBatch = 256
+
+// All implements shared.Tx: it joins keys/ and objects/ (joinRecords),
+// then hands the records over in sequence-number order, which is the order
+// of objects/ in the file. The objects are read straight from the memory
+// map, valid until the transaction ends. The key records always hold the
+// index values, aligned with the store's recorded index names.
+func (t boltTx) All(_ context.Context, _ bool, fn func(rs []shared.Record) error) error {
+	items, err := joinRecords(t.b)
+	if err != nil {
+		return err
+	}
+	m, err := getMeta(t.b)
+	if err != nil {
+		return err
+	}
+	nindexes := len(m.Indexes)
+	for lo := 0; lo < len(items); lo += allBatch {
+		rs := make([]shared.Record, min(allBatch, len(items)-lo))
+		for i := range rs {
+			it := &items[lo+i]
+			_, long, vals, err := decodeKeyRecord(it.rec, nindexes)
+			if err != nil {
+				return fmt.Errorf("object %q: %w", shorten(string(it.key)), err)
+			}
+			key, err := keyOf(it.key, long)
+			if err != nil {
+				return err
+			}
+			rs[i] = shared.Record{Key: key, Values: vals, Data: it.data}
+		}
+		if err := fn(rs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// joined is a key record with its object, as joinRecords reads them:
+// memory-mapped, valid during the read transaction.
+type joined struct {
+	key  []byte
+	rec  []byte // the key record
+	seq  uint64
+	data []byte // the object
+}
+
+// joinRecords returns every key record of b with its object, in sequence
+// number order: the key records, sorted by sequence number, walk objects/
+// in its order (sequential pages). A record without its object, or an
+// object without a record, is ErrCorrupt.
+func joinRecords(b *buckets) ([]joined, error) {
+	var items []joined
+	kc := b.keys.Cursor()
+	for k, rec := kc.First(); k != nil; k, rec = kc.Next() {
+		rec, err := b.open("key record", k, rec)
+		if err != nil {
+			return nil, err
+		}
+		seq, err := recordSeq(rec)
+		if err != nil {
+			return nil, fmt.Errorf("object %q: %w", shorten(string(k)), err)
+		}
+		items = append(items, joined{key: k, rec: rec, seq: seq})
+	}
+	// Replace numbers objects in key order: then this is sorted already.
+	bySeq := func(a, b joined) int { return cmp.Compare(a.seq, b.seq) }
+	if !slices.IsSortedFunc(items, bySeq) {
+		slices.SortFunc(items, bySeq)
+	}
+	// A damaged record usually has a wrong number: report the key of the
+	// first record without its object before an object without a record.
+	var orphan error
+	missing := -1
+	i := 0
+	oc := b.objects.Cursor()
+	for sk, data := oc.First(); sk != nil; sk, data = oc.Next() {
+		if len(sk) != seqLen {
+			return nil, fmt.Errorf("malformed object key %q: %w", sk, store.ErrCorrupt)
+		}
+		seq := binary.BigEndian.Uint64(sk)
+		for i < len(items) && items[i].seq < seq {
+			if missing < 0 {
+				missing = i
+			}
+			i++
+		}
+		if i == len(items) || items[i].seq > seq {
+			if orphan == nil {
+				orphan = fmt.Errorf("object %d has no key record: %w", seq, store.ErrCorrupt)
+			}
+			continue
+		}
+		it := &items[i]
+		var err error
+		if it.data, err = b.openObject(string(it.key), sk, data); err != nil {
+			return nil, err
+		}
+		i++
+	}
+	if missing < 0 && i < len(items) {
+		missing = i
+	}
+	if missing >= 0 {
+		it := items[missing]
+		return nil, fmt.Errorf("object %q: its object %d is missing: %w", shorten(string(it.key)), it.seq, store.ErrCorrupt)
+	}
+	if orphan != nil {
+		return nil, orphan
+	}
+	return items, nil
 }
 
 var _ shared.Engine = (*engine)(nil)

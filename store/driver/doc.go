@@ -38,12 +38,13 @@
 //   - indexer.Persister, given to indexer.NewBase: the backend commits a
 //     batch of changes with its resume point, and a new index set, each
 //     atomically; Base keeps every object decoded in memory and serves the
-//     reads (bolt and badger by default, memory with a snapshot file).
-//   - bounded.Engine and bounded.Tx of store/internal/bounded, given to
-//     bounded.New: the backend also reads objects by key, all objects, and
-//     index entries, in a read transaction; the store keeps only the
-//     recently used objects decoded (the bounded mode of bolt and badger,
-//     Options.CacheSize > 0). The package is internal to this module.
+//     reads (memory with a snapshot file).
+//   - engine.Engine and engine.Tx of store/internal/engine: the backend
+//     also reads objects by key, all objects, and index entries, in a read
+//     transaction. engine.Load and engine.NewDecoded make the default mode
+//     (every object decoded in memory), engine.New the bounded mode (only
+//     the recently used objects decoded, Options.CacheSize > 0), of bolt and
+//     badger. The package is internal to this module.
 //
 // Writes are validated by indexer.Preparer, which refuses the keys
 // [CheckKey] refuses, so that every backend refuses the same ones.

@@ -1,4 +1,4 @@
-package bounded_test
+package engine_test
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package bounded
+package engine
 
 import (
 	"context"
@@ -244,8 +244,12 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 	if err != nil {
 		return err
 	}
+	cs := make([]indexer.Change, len(ps))
+	for i := range ps {
+		cs[i].Prepared = ps[i]
+	}
 	s.seq.Add(1) // odd: readers from now on bypass the cache (see seq)
-	err = s.eng.Commit(ctx, ps, set, rv, replace)
+	err = s.eng.Commit(ctx, cs, false, set, rv, replace)
 	if err == nil && s.afterCommit != nil {
 		s.afterCommit()
 	}
@@ -529,8 +533,8 @@ func (s *Store) GetIndexers() cache.Indexers {
 }
 
 // AddIndexers implements cache.Indexer: the new indexes are computed for
-// every stored object (decoding those not cached) and persisted in one
-// commit before they become visible.
+// every stored object (decoding those not cached), read in one transaction,
+// and persisted in one commit before they become visible.
 func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -545,9 +549,13 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
-	// With writeMu held, no write runs: the cache holds stored objects.
-	err = s.eng.AddIndexes(nset, func(key string) (interface{}, bool) { return s.lru.Get(key) })
+	// With writeMu held, no write runs: the cache holds stored objects,
+	// and nothing changes between the read and the commit.
+	vals, err := indexValues(s.eng, "add indexers", s.codec, nset, func(key string) (interface{}, bool) { return s.lru.Get(key) })
 	if err != nil {
+		return fmt.Errorf("store: add indexers: %w", err)
+	}
+	if err := s.eng.SetIndexes(context.Background(), nset, vals); err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
 	s.mu.Lock()

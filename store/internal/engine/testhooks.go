@@ -1,4 +1,4 @@
-package bounded
+package engine
 
 // The methods below are for the backends' tests, which reach into the
 // windows the consistency protocol guards (see Store.seq).

@@ -1,0 +1,387 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// OpenConfig is what opening a store needs besides the engine (Load and
+// NewDecoded in the decoded mode, Settle in the bounded mode).
+type OpenConfig struct {
+	// Info describes the store (NewDecoded); its ResourceVersion is the
+	// stored resume point, once opening settled it.
+	Info store.Info
+	// Options are the store's options, with defaults applied.
+	Options store.Options
+	// Indexes is the store's index set.
+	Indexes *indexer.IndexSet
+	// Where names the database in errors and logs (a path, a URL).
+	Where string
+	// Rebuild says the stored index values are not those of Indexes (the
+	// index set changed): every object's are computed and stored.
+	Rebuild bool
+	// SelfDiffing says the engine's Commit reads what each change
+	// replaces from its storage (see Engine.Commit): the store then does
+	// not look it up in its cache.
+	SelfDiffing bool
+	// CheckData, when set, refuses encodings the engine cannot store
+	// (see indexer.BaseConfig).
+	CheckData func(key string, data []byte) error
+	// OpenError turns a failure to read or decode the stored objects
+	// (Load, Settle) into the error of the open, naming the store and the
+	// database the backend's way.
+	OpenError func(err error) error
+}
+
+// NewDecoded returns the decoded-mode store over eng, serving every read
+// from c, the objects Load read: an indexer.Base whose writes the engine
+// commits.
+func NewDecoded(eng Engine, c *indexer.Cache, cfg OpenConfig) (*indexer.Base, error) {
+	return indexer.NewBase(indexer.BaseConfig{
+		Info:        cfg.Info,
+		Options:     cfg.Options,
+		Cache:       c,
+		Persister:   &persister{eng: eng, set: cfg.Indexes, diffed: !cfg.SelfDiffing},
+		CheckData:   cfg.CheckData,
+		SelfDiffing: cfg.SelfDiffing,
+		// Engine.Commit keeps no reference to the changes' data.
+		CopiesData: true,
+	})
+}
+
+// persister is indexer.Base's Persister over an engine. Base serializes its
+// calls.
+type persister struct {
+	eng    Engine
+	set    *indexer.IndexSet // the index set of the values committed; follows PersistIndexes
+	diffed bool
+}
+
+// Persist implements indexer.Persister.
+func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
+	return p.eng.Commit(ctx, changes, p.diffed, p.set, rv, replace)
+}
+
+// PersistIndexes implements indexer.Persister.
+func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
+	if err := p.eng.SetIndexes(ctx, set, values); err != nil {
+		return err
+	}
+	p.set = set
+	return nil
+}
+
+// Close implements indexer.Persister.
+func (p *persister) Close() error { return p.eng.Close() }
+
+// Load reads and decodes every object of the store into a new Cache, with
+// the index values cfg.Indexes' functions compute, in one read transaction.
+// It checks them against what is stored: a key the key function no longer
+// computes empties the store (Engine.Empty) and returns an empty cache and
+// why (reset); index values that differ from the stored ones (a function
+// changed under the same name: see indexer.ValueCheck), or cfg.Rebuild, are
+// stored (Engine.SetIndexes), so that the store serves what the functions
+// compute. An object that cannot be read or decoded is store.ErrCorrupt,
+// never an object or a store that looks empty; an index function that
+// fails on a stored object fails the open.
+//
+// Decoding is most of a resume's cost (about 11 us per Pod with protobuf),
+// so it runs on every CPU, while the engine reads the next records.
+func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, reset string, err error) {
+	o, set := cfg.Options, cfg.Indexes
+	l := &loader{
+		codec:   o.Codec,
+		set:     set,
+		rebuild: cfg.Rebuild,
+		cache:   indexer.NewCache(set),
+		check:   indexer.NewValueCheck(set),
+		keys:    indexer.NewKeyCheck(o.KeyFunc),
+	}
+	var loadErr error
+	err = eng.View("open", func(tx Tx) error {
+		loadErr = l.run(ctx, tx)
+		return loadErr
+	})
+	if loadErr != nil {
+		return nil, "", cfg.OpenError(loadErr)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if why := l.keys.Reset(o.KeyFuncName); why != "" {
+		if err := eng.Empty(why); err != nil {
+			return nil, "", err
+		}
+		return l.cache, why, nil // empty
+	}
+	l.fill()
+	var what string
+	if stale := l.check.Stale(); stale != nil {
+		indexer.LogStale(o.Name, cfg.Where, stale)
+		what = "store the index values of changed index functions"
+	} else if cfg.Rebuild {
+		what = "rebuild indexes"
+	} else {
+		return l.cache, "", nil
+	}
+	vals := make(map[string][][]string, l.cache.Len())
+	for _, key := range l.cache.ListKeys() {
+		vals[key], _ = l.cache.IndexValues(key)
+	}
+	if err := eng.SetIndexes(ctx, set, vals); err != nil {
+		return nil, "", fmt.Errorf("store: open %s in %s: %s: %w", o.Name, cfg.Where, what, err)
+	}
+	return l.cache, "", nil
+}
+
+// loader decodes the records of a Load.
+type loader struct {
+	codec   store.Codec
+	set     *indexer.IndexSet
+	rebuild bool
+	cache   *indexer.Cache
+	check   *indexer.ValueCheck
+	keys    *indexer.KeyCheck
+
+	mu     sync.Mutex
+	chunks [][]indexer.Prepared // decoded, guarded by mu
+	n      int                  // objects in chunks, guarded by mu
+}
+
+// fill puts what the workers decoded into the cache at once, sized for it
+// (Cache.Replace): a cache grown while the workers decoded, whose maps the
+// garbage collector then scanned over and over, made BenchmarkOpen of bolt
+// spend about a third more CPU.
+func (l *loader) fill() {
+	ps := make([]indexer.Prepared, 0, l.n)
+	for _, c := range l.chunks {
+		ps = append(ps, c...)
+	}
+	l.chunks = nil
+	l.cache.Replace(ps)
+}
+
+// errStopped ends a read whose processing failed.
+var errStopped = errors.New("stopped")
+
+// decodeErr is the error of a stored object that codec failed to decode
+// (err): store.ErrCorrupt, unless the codec's key ring lacks the key, which
+// is no damage.
+func decodeErr(key string, codec store.Codec, err error) error {
+	if !errors.Is(err, indexer.ErrUnknownKey) {
+		err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+	}
+	return fmt.Errorf("decode object %q with %s codec: %w", key, codec.Name(), err)
+}
+
+// run reads every record of tx and decodes them on one goroutine per CPU,
+// which are done before it returns (the records are valid only in tx). It
+// returns the first error, a decoding's before the read's.
+func (l *loader) run(ctx context.Context, tx Tx) (err error) {
+	n := runtime.GOMAXPROCS(0)
+	work := make(chan []Record, 2*n)
+	stop := make(chan struct{})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error // guarded by mu
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+			close(stop)
+		}
+	}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rs := range work {
+				select {
+				case <-stop:
+					continue // drained
+				default:
+				}
+				if err := l.decode(rs); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	// Deferred: a panic of the engine's read (damage, which the engine
+	// turns into an error) must not leave the workers running.
+	defer func() {
+		close(work)
+		wg.Wait()
+		if firstErr != nil {
+			err = firstErr
+		}
+	}()
+	return tx.All(ctx, !l.rebuild, func(rs []Record) error {
+		select {
+		case work <- rs:
+			return nil
+		case <-stop:
+			return errStopped
+		}
+	})
+}
+
+// decode decodes rs into the cache. A panic (a codec's or an index
+// function's on damaged data) or a memory fault (a page of a memory-mapped
+// file that is not there) is store.ErrCorrupt.
+func (l *loader) decode(rs []Record) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: decoding panicked: %v", store.ErrCorrupt, r)
+		}
+	}()
+	ps := make([]indexer.Prepared, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		obj, err := indexer.Decode(l.codec, r.Data)
+		if err != nil {
+			return decodeErr(r.Key, l.codec, err)
+		}
+		l.keys.Check(r.Key, obj)
+		var vals [][]string
+		switch {
+		case l.rebuild:
+			if vals, err = l.set.Values(r.Key, obj); err != nil {
+				return fmt.Errorf("rebuild indexes: %w", err)
+			}
+		case l.set.Len() > 0:
+			if vals, err = l.check.Values(r.Key, obj, r.Values); err != nil {
+				return err
+			}
+		}
+		ps[i] = indexer.Prepared{Type: store.OpPut, Key: r.Key, Object: obj, Values: vals}
+	}
+	l.mu.Lock()
+	l.chunks = append(l.chunks, ps)
+	l.n += len(ps)
+	l.mu.Unlock()
+	return nil
+}
+
+// sampleSize is how many objects Settle decodes to check the functions
+// against what is stored.
+const sampleSize = 256
+
+// Settle makes the index values of a store about to open in the bounded
+// mode (New) those of cfg.Indexes' functions. With cfg.Rebuild, it computes
+// every object's and stores them (Engine.SetIndexes). Otherwise it checks,
+// on a sample of the objects (Tx.Sample), that the index functions and the
+// key function still compute the values and keys stored with them: the
+// bounded mode does not decode every object when it opens, as the decoded
+// mode does (Load), so a sample is how it notices a function that changed
+// under the same name. Values that differ make it recompute and store every
+// object's; a key that differs empties the store (Engine.Empty) and returns
+// why (reset). A change that alters no object of the sample goes unnoticed.
+// rebuilt reports whether it stored every object's values.
+func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebuilt bool, err error) {
+	o, set := cfg.Options, cfg.Indexes
+	what := "rebuild indexes"
+	if !cfg.Rebuild {
+		check := indexer.NewValueCheck(set)
+		keys := indexer.NewKeyCheck(o.KeyFunc)
+		var sampleErr error
+		err := eng.View("open", func(tx Tx) error {
+			sampleErr = tx.Sample(sampleSize, func(r Record) error {
+				obj, err := indexer.Decode(o.Codec, r.Data)
+				if errors.Is(err, indexer.ErrUnknownKey) {
+					// Not damage to one object: the key ring lacks
+					// the key (a wrong key, a rotation's old key not
+					// loaded), and the decoded mode would fail its
+					// open on it too, rather than serve lists that
+					// are empty.
+					return fmt.Errorf("object %q: %w", r.Key, err)
+				}
+				// An object that cannot be decoded is skipped: as
+				// before the check, reading it fails, not the open.
+				if err == nil {
+					keys.Check(r.Key, obj)
+					if set.Len() > 0 && r.Values != nil {
+						// An index function that fails on the
+						// object fails its next write instead.
+						_, _ = check.Values(r.Key, obj, r.Values)
+					}
+				}
+				return nil
+			})
+			return sampleErr
+		})
+		if sampleErr != nil {
+			return "", false, cfg.OpenError(sampleErr)
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if why := keys.Reset(o.KeyFuncName); why != "" {
+			return why, false, eng.Empty(why)
+		}
+		stale := check.Stale()
+		if stale == nil {
+			return "", false, nil
+		}
+		indexer.LogStale(o.Name, cfg.Where, stale)
+		what = "store the index values of changed index functions"
+	}
+	vals, err := indexValues(eng, "open", o.Codec, set, nil)
+	if err == nil {
+		err = eng.SetIndexes(ctx, set, vals)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("store: open %s in %s: %s: %w", o.Name, cfg.Where, what, err)
+	}
+	return "", true, nil
+}
+
+// indexValues computes the index values under set of every stored object,
+// read in one transaction of eng, decoded with codec unless cached has it.
+// The error of the store operation op is an index function's, or the
+// engine's.
+func indexValues(eng Engine, op string, codec store.Codec, set *indexer.IndexSet, cached func(key string) (interface{}, bool)) (map[string][][]string, error) {
+	vals := map[string][][]string{}
+	var fnErr error
+	err := eng.View(op, func(tx Tx) error {
+		return tx.Objects(func(key string, load Loader) error {
+			obj, ok := interface{}(nil), false
+			if cached != nil {
+				obj, ok = cached(key)
+			}
+			if !ok {
+				err := load(func(data []byte) (err error) {
+					if obj, err = indexer.Decode(codec, data); err != nil {
+						return decodeErr(key, codec, err)
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			v, err := set.Values(key, obj)
+			if err != nil {
+				fnErr = err
+				return errStopped
+			}
+			vals[key] = v
+			return nil
+		})
+	})
+	if fnErr != nil {
+		return nil, fnErr
+	}
+	return vals, err
+}
