@@ -175,7 +175,7 @@ func (c *InformerConstructor) startAhead(ctx context.Context, lw cache.ListerWat
 		fail(fmt.Errorf("the informer constructor is closed"))
 		return
 	}
-	ah.inf, ah.cancel = inf, cancel
+	ah.inf = inf
 	close(ah.ready)
 	c.wg.Go(func() { inf.RunWithContext(runCtx) })
 	c.wg.Go(func() {
