@@ -26,10 +26,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 		logger.Info("Listing", append([]interface{}{"reason", reason}, st.relistKV...)...)
 		st.relistLogged = true
 	}
-	if st.pending != nil {
-		st.pending.Stop()
-		st.pending = nil
-	}
+	st.dropPending()
 
 	var (
 		items []interface{}

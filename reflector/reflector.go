@@ -293,11 +293,7 @@ func (r *Reflector) Run(ctx context.Context) error {
 
 	st := &runState{delay: r.opts.Backoff.delayFunc(r.opts.Clock), mayHoldObjects: r.opts.ResumeFrom != ""}
 	r.count(func(s *Stats) { s.StartedAt = r.opts.Clock.Now() })
-	defer func() {
-		if st.pending != nil {
-			st.pending.Stop()
-		}
-	}()
+	defer st.dropPending()
 	if !r.begin(ctx, st) {
 		return nil
 	}
@@ -377,4 +373,16 @@ func (r *Reflector) count(f func(*Stats)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f(&r.stats)
+}
+
+// dropPending stops the watch left pending, and ends the requests of the
+// Early it came from.
+func (st *runState) dropPending() {
+	switch {
+	case st.pendingEarly != nil:
+		st.pendingEarly.release()
+	case st.pending != nil:
+		st.pending.Stop()
+	}
+	st.pending, st.pendingEarly = nil, nil
 }
