@@ -868,7 +868,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 				if err := markEntries(b, wantEntries); err != nil {
 					return err
 				}
-				return rebuildIndexes(b, set, o.Codec, nil, want)
+				return rebuildIndexes(b, set, o.Codec, want)
 			}
 			if err := setEntries(b, want.Indexes, wantEntries); err != nil {
 				return err

@@ -1027,23 +1027,16 @@ func putSortedEntries(b *buckets, names []string, entries [][]entry) error {
 }
 
 // rebuildIndexes recomputes every index entry and index value of b under set
-// from the stored objects, decoding them with codec (or taking them from
-// get, when it has them), and records meta.
-func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, get func(key string) (interface{}, bool), meta driver.Meta) error {
+// from the stored objects, decoding them with codec, and records meta.
+func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, meta driver.Meta) error {
 	return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
-		var obj interface{}
-		ok := false
-		if get != nil {
-			obj, ok = get(key)
+		data, err := objectOf(b, key, seq)
+		if err != nil {
+			return nil, err
 		}
-		if !ok {
-			data, err := objectOf(b, key, seq)
-			if err != nil {
-				return nil, err
-			}
-			if obj, err = indexer.Decode(codec, data); err != nil {
-				return nil, fmt.Errorf("decode %s: %w", key, err)
-			}
+		obj, err := indexer.Decode(codec, data)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", key, err)
 		}
 		return set.Values(key, obj)
 	}, meta)
