@@ -182,27 +182,23 @@ func (t boltTx) Object(key string, use func(data []byte) error) (bool, error) {
 func (t boltTx) Objects(fn func(key string, load shared.Loader) error) error {
 	var key string
 	var seq uint64
-	load := func(use func([]byte) error) error {
-		data, err := objectOf(t.b, key, seq)
+	load := t.loaderOf(&key, &seq)
+	return eachIdentity(t.b, func(_ []byte, k string, s uint64) error {
+		key, seq = k, s
+		return fn(key, load)
+	})
+}
+
+// loaderOf returns the Loader of the object *key, *seq name when it is
+// called: one Loader for a walk over many objects, not one each.
+func (t boltTx) loaderOf(key *string, seq *uint64) shared.Loader {
+	return func(use func([]byte) error) error {
+		data, err := objectOf(t.b, *key, *seq)
 		if err != nil {
 			return err
 		}
 		return use(data)
 	}
-	c := t.b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		rec, err := t.b.open("key record", k, rec)
-		if err != nil {
-			return err
-		}
-		if key, seq, err = recordIdentity(k, rec); err != nil {
-			return err
-		}
-		if err := fn(key, load); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Keys implements shared.Tx, in key order.
@@ -234,13 +230,7 @@ func (t boltTx) Indexed(index, value string, fn func(key string, load shared.Loa
 	}
 	var key string
 	var seq uint64
-	load := func(use func([]byte) error) error {
-		data, err := objectOf(t.b, key, seq)
-		if err != nil {
-			return err
-		}
-		return use(data)
-	}
+	load := t.loaderOf(&key, &seq)
 	prefix := indexEntryPrefix(value)
 	c := ib.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {

@@ -670,6 +670,27 @@ func recordIdentity(k, rec []byte) (string, uint64, error) {
 	return key, seq, err
 }
 
+// eachIdentity calls fn with the bucket key, the object key and the
+// sequence number of every key record of b, in key order, and stops at fn's
+// first error. k is valid during the call only.
+func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) error {
+	c := b.keys.Cursor()
+	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+		rec, err := b.open("key record", k, rec)
+		if err != nil {
+			return err
+		}
+		key, seq, err := recordIdentity(k, rec)
+		if err != nil {
+			return err
+		}
+		if err := fn(k, key, seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeRecordKey decodes only the full key of an index values record, and
 // returns it with the length of the record's part it read.
 func decodeRecordKey(rec []byte) (string, int, error) {
@@ -1052,16 +1073,7 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 	}
 	entries := make([][]entry, len(names))
 	var keys, recs [][]byte
-	c := b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		rec, err := b.open("key record", k, rec)
-		if err != nil {
-			return err
-		}
-		key, seq, err := recordIdentity(k, rec)
-		if err != nil {
-			return err
-		}
+	err := eachIdentity(b, func(k []byte, key string, seq uint64) error {
 		v, err := valuesOf(key, seq)
 		if err != nil {
 			return err
@@ -1071,6 +1083,10 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 		if b.entries {
 			addEntries(entries, key, seq, v)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for i := range keys {
 		if err := b.keys.Put(keys[i], recs[i]); err != nil {
