@@ -47,7 +47,6 @@ func (m *Manifest) Store(name string) *StoreHeader {
 // fileReader reads a snapshot file block by block. It is not safe for
 // concurrent use.
 type fileReader struct {
-	c   io.Closer // nil for streams that need no closing
 	r   *reader
 	hdr fileHeader
 	// in a store's records: its name, and its header once read
@@ -99,22 +98,6 @@ func (sf *snapFile) reader() (*fileReader, error) {
 
 func (sf *snapFile) Close() error { return sf.f.Close() }
 
-// openFile opens path and reads up to the first block. The caller closes
-// the reader, which closes the file.
-func openFile(path string) (*fileReader, error) {
-	sf, err := openSnapFile(path)
-	if err != nil {
-		return nil, err
-	}
-	fr, err := sf.reader()
-	if err != nil {
-		sf.Close()
-		return nil, err
-	}
-	fr.c = sf
-	return fr, nil
-}
-
 // newFileReader reads the start of a snapshot of size bytes from r; name
 // goes into errors.
 func newFileReader(name string, r io.Reader, size int64) (*fileReader, error) {
@@ -128,13 +111,6 @@ func newFileReader(name string, r io.Reader, size int64) (*fileReader, error) {
 		return nil, err
 	}
 	return fr, nil
-}
-
-func (fr *fileReader) Close() error {
-	if fr.c == nil {
-		return nil
-	}
-	return fr.c.Close()
 }
 
 // nextStore moves to the next store's records and returns its name, or
@@ -223,11 +199,15 @@ func (fr *fileReader) nextRecord() (store.Record, error) {
 // checking each store against the first pass before acting on it (Restore
 // does). fn must not retain rec.Data.
 func Read(ctx context.Context, path string, fn func(name string, rec store.Record) error) (*Manifest, error) {
-	fr, err := openFile(path)
+	sf, err := openSnapFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer fr.Close()
+	defer sf.Close()
+	fr, err := sf.reader()
+	if err != nil {
+		return nil, err
+	}
 	return readAll(ctx, fr, path, fn)
 }
 
