@@ -13,9 +13,8 @@ import (
 var _ store.RawLiveViewer = (*RawDriver)(nil)
 
 // LiveView implements store.RawLiveViewer: the committed state of every
-// store of the file, as the backend's Live copies it for the file's next
-// snapshot (the backend documents its unit of consistency), which the view
-// reads without holding any lock. It blocks no commit beyond that copy.
+// store of the file, as the backend's Live copies it for the next snapshot,
+// read without a lock: it blocks no commit beyond that copy.
 func (d *RawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) error {
 	if u.Host != "" || u.Opaque != "" {
 		return fmt.Errorf("store: view %s: want %s:///absolute/path/file.snap (three slashes): %w", u.Redacted(), d.Scheme, store.ErrInvalid)
