@@ -381,11 +381,7 @@ func Records(ctx context.Context, target, name string, fn func(rec store.Record)
 		return store.Info{}, err
 	}
 	defer sf.Close()
-	fr, err := sf.reader()
-	if err != nil {
-		return store.Info{}, err
-	}
-	m, err := readAll(ctx, fr, target, nil)
+	m, err := sf.read(ctx, nil)
 	if err != nil {
 		return store.Info{}, err
 	}
@@ -393,10 +389,7 @@ func Records(ctx context.Context, target, name string, fn func(rec store.Record)
 	if sh == nil {
 		return store.Info{}, fmt.Errorf("snapshot: read %s: no store %q: %w", target, name, store.ErrNotFound)
 	}
-	if fr, err = sf.reader(); err != nil {
-		return store.Info{}, err
-	}
-	_, err = readAll(ctx, fr, target, func(n string, rec store.Record) error {
+	_, err = sf.read(ctx, func(n string, rec store.Record) error {
 		if n != name {
 			return nil
 		}
