@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"errors"
-	"io"
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
@@ -78,32 +77,19 @@ func testEmptyKeyImport(t *testing.T, h *harness) {
 	objs := seed(t, s)
 	// Closed: an import refuses a store open in this process.
 	closeStore(t, s)
-	var recs []store.Record
-	info, err := store.Export(t.Context(), u, "pods", func(r store.Record) error {
-		r.Data = append([]byte(nil), r.Data...)
-		recs = append(recs, r)
-		return nil
-	})
+	d, err := export(t, u, "pods")
 	if errors.Is(err, store.ErrInvalid) {
 		t.Skipf("the backend cannot export this URL record by record: %v", err)
 	}
 	mustOK(t, "Export", err)
-	if len(recs) == 0 {
+	if len(d.Records) == 0 {
 		t.Fatal("Export of a seeded store returned no records")
 	}
 	// A valid record first, so that the refusal comes mid-stream, after
 	// the backend has started writing.
-	bad := recs[0]
+	bad := d.Records[0]
 	bad.Key = ""
-	feed := []store.Record{recs[0], bad}
-	err = store.Import(t.Context(), u, info, func() (store.Record, error) {
-		if len(feed) == 0 {
-			return store.Record{}, io.EOF
-		}
-		r := feed[0]
-		feed = feed[1:]
-		return r, nil
-	})
+	err = store.Import(t.Context(), u, d.Info, Records(d.Records[0], bad))
 	wantErr(t, "Import of a record with an empty key", err, store.ErrInvalid, "empty key", "record 2", "import")
 	s = h.open(t, u, opts)
 	checkContents(t, s, want(t, objs...))
