@@ -134,25 +134,21 @@ func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (sto
 }
 
 // RawDriver returns the backend's driver with record-level access to its
-// files; its Open is b.Open.
-func (b *Backend) RawDriver() *RawDriver {
-	return &RawDriver{
-		Scheme:         b.Scheme,
-		FormatVersion:  b.FormatVersion,
-		OpenStore:      b.Open,
-		WithFileLocked: b.withFileLocked,
-		Live:           b.live,
-	}
-}
+// files.
+func (b *Backend) RawDriver() *RawDriver { return &RawDriver{Backend: b} }
 
-// withFileLocked is RawDriver.WithFileLocked.
+// withFileLocked runs f with b's registry of open files locked, telling it
+// whether path is open in this process, so that no store opens the file
+// while f rewrites it.
 func (b *Backend) withFileLocked(path string, f func(open bool) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return f(b.files[path] != nil || b.opening.Busy(path))
 }
 
-// live is RawDriver.Live.
+// live returns the committed state of every store of the file at path as
+// its next snapshot would write it, or false when no store of this process
+// has the file open.
 func (b *Backend) live(path string) ([]Section, bool) {
 	b.mu.Lock()
 	f := b.files[path]

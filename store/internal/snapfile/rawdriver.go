@@ -22,33 +22,16 @@ import (
 // Snapshot files keep no index entries or values (a store rebuilds them
 // when it loads the file), so exported records have no Values and the
 // stores' Info lists no indexes. URLs without a path (a store without a
-// file, which no other process can read) are refused. A RawDriver is safe
-// for concurrent use.
+// file, which no other process can read) are refused. Its Open is the
+// Backend's. A RawDriver is safe for concurrent use.
 type RawDriver struct {
-	// Scheme and FormatVersion are the backend's.
-	Scheme        string
-	FormatVersion int
-	// OpenStore is the backend's registered Open.
-	OpenStore func(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error)
-	// WithFileLocked runs f with the backend's registry of open files
-	// locked, telling it whether path is open in this process, so that no
-	// store opens the file while Import rewrites it.
-	WithFileLocked func(path string, f func(open bool) error) error
-	// LockTimeout bounds Import's wait for a file another process holds
-	// (see Lock); 0 means store.DefaultLockTimeout.
+	*Backend
+	// LockTimeout bounds Import's and Drop's wait for a file another
+	// process holds (see Lock); 0 means store.DefaultLockTimeout.
 	LockTimeout time.Duration
-	// Live, when set, returns the committed state of every store of the
-	// file at path as the file's next snapshot would write it, or false
-	// when no store of this process has the file open (see LiveView).
-	Live func(path string) ([]Section, bool)
 }
 
 var _ store.RawDriver = (*RawDriver)(nil)
-
-// Open implements store.Driver.
-func (d *RawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	return d.OpenStore(ctx, u, opts)
-}
 
 // rawPath checks u and returns its file path.
 func (d *RawDriver) rawPath(op string, u *url.URL) (string, error) {
@@ -215,7 +198,7 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 // before the lock, which would create the directory and the lock file.
 // fail wraps the refusals.
 func (d *RawDriver) exclusive(ctx context.Context, path string, create bool, fail func(error) error, fn func() error) error {
-	return d.WithFileLocked(path, func(open bool) error {
+	return d.withFileLocked(path, func(open bool) error {
 		// First: a store open here may not have written its file yet.
 		if open {
 			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
