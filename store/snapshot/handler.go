@@ -237,13 +237,7 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		w.Header().Set("Trailer", ErrorTrailer)
-		sources := make([]Source, 0, len(names))
-		for _, name := range names {
-			sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-				return v.Export(ctx, name, fn)
-			}})
-		}
-		_, _, err = write(ctx, out, h.source, time.Now().UTC(), sources, nil)
+		_, _, err = write(ctx, out, h.source, time.Now().UTC(), sourcesOf(names, v.Export), nil)
 		return err
 	})
 	if err == nil {

@@ -183,13 +183,18 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	if err != nil {
 		return nil, err
 	}
+	return Save(ctx, path, sourcesOf(names, exportFrom(rawURL)), o)
+}
+
+// sourcesOf returns the Sources of the stores names, exported by export.
+func sourcesOf(names []string, export exportFunc) []Source {
 	sources := make([]Source, 0, len(names))
 	for _, name := range names {
 		sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-			return store.Export(ctx, rawURL, name, fn)
+			return export(ctx, name, fn)
 		}})
 	}
-	return Save(ctx, path, sources, o)
+	return sources
 }
 
 // overwritesDatabase reports whether writing path would replace the file of

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -211,12 +210,11 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 	}
 	infos, unreadable := readable(listed)
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
-	// want holds, per store, every (index, value, key) triple the records
-	// say should be indexed.
-	var want map[string]struct{}
+	// want holds, per store, every entry the records say should be indexed.
+	var want map[triple]struct{}
 	var undecodable int
 	visit := func(si store.Info) (func(store.Record), error) {
-		want, undecodable = map[string]struct{}{}, 0
+		want, undecodable = map[triple]struct{}{}, 0
 		var decode func([]byte) error
 		if o.Decoder != nil {
 			var err error
@@ -234,7 +232,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 			}
 			for i, vs := range rec.Values {
 				for _, v := range vs {
-					want[triple(i, v, rec.Key)] = struct{}{}
+					want[triple{i, v, rec.Key}] = struct{}{}
 				}
 			}
 		}, nil
@@ -265,7 +263,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 				problems = append(problems, fmt.Sprintf("store %s: entry of unknown index %q (value %q, key %q)", info.Name, index, value, key))
 				return nil
 			}
-			t := triple(i, value, key)
+			t := triple{i, value, key}
 			if _, ok := want[t]; !ok {
 				problems = append(problems, fmt.Sprintf("store %s: index %q value %q lists %q, whose object does not have that value", info.Name, index, value, key))
 				return nil
@@ -278,8 +276,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 		}
 		var missing []string
 		for t := range want {
-			i, v, k := splitTriple(t)
-			missing = append(missing, fmt.Sprintf("store %s: index %q value %q lacks %q, whose object has that value", info.Name, info.Indexes[i], v, k))
+			missing = append(missing, fmt.Sprintf("store %s: index %q value %q lacks %q, whose object has that value", info.Name, info.Indexes[t.index], t.value, t.key))
 		}
 		slices.Sort(missing)
 		problems = append(problems, missing...)
@@ -305,21 +302,10 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 	return m, errors.Join(errs...)
 }
 
-// triple encodes (index position, value, key) as one map key.
-func triple(i int, value, key string) string {
-	b := binary.AppendUvarint(nil, uint64(i))
-	b = binary.AppendUvarint(b, uint64(len(value)))
-	b = append(b, value...)
-	return string(append(b, key...))
-}
-
-func splitTriple(t string) (int, string, string) {
-	b := []byte(t)
-	i, w := binary.Uvarint(b)
-	b = b[w:]
-	l, w := binary.Uvarint(b)
-	b = b[w:]
-	return int(i), string(b[:l]), string(b[l:])
+// triple is an index entry: (index position, value, key).
+type triple struct {
+	index      int
+	value, key string
 }
 
 // Stores returns the Info of every store of target, a snapshot file (read
