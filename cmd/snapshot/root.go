@@ -91,13 +91,12 @@ func absURL(target string) (string, error) {
 		return target, nil
 	}
 	for _, scheme := range []string{"bolt", "badger", "memory", "memdb"} {
-		prefix := scheme + "://"
-		if len(target) > len(prefix) && target[:len(prefix)] == prefix && target[len(prefix)] != '/' {
-			abs, err := filepath.Abs(target[len(prefix):])
+		if p, ok := strings.CutPrefix(target, scheme+"://"); ok && p != "" && p[0] != '/' {
+			abs, err := filepath.Abs(p)
 			if err != nil {
 				return "", usageError{err}
 			}
-			return prefix + abs, nil
+			return scheme + "://" + abs, nil
 		}
 	}
 	return target, nil
@@ -287,8 +286,8 @@ may write).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			path := a[0]
-			if len(path) > len("bolt://") && path[:len("bolt://")] == "bolt://" {
-				path = path[len("bolt://"):]
+			if p, ok := strings.CutPrefix(path, "bolt://"); ok && p != "" {
+				path = p
 				if strings.Contains(path, "?") {
 					return usageError{fmt.Errorf("compact: %s: a bolt URL with parameters; give the file, and the lock timeout with --lock-timeout", a[0])}
 				}
