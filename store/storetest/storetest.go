@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -301,9 +301,7 @@ func indexKeys(t testing.TB, s store.Store, index, value string) []string {
 	if err != nil {
 		t.Fatalf("IndexKeys(%q, %q): %v", index, short(value), err)
 	}
-	keys = append([]string(nil), keys...)
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(slices.Values(keys))
 }
 
 // byIndexKeys returns the sorted keys of ByIndex's objects.
@@ -322,14 +320,12 @@ func sortedKeys(t testing.TB, objs []interface{}) []string {
 	for _, o := range objs {
 		keys = append(keys, keyOf(t, o))
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 
 func sortedValues(s store.Store, index string) []string {
-	v := append([]string(nil), s.ListIndexFuncValues(index)...)
-	sort.Strings(v)
-	return v
+	return slices.Sorted(slices.Values(s.ListIndexFuncValues(index)))
 }
 
 // puts returns an OpPut of each object.
@@ -411,9 +407,4 @@ func labelIndex(key string) cache.IndexFunc {
 		}
 		return nil, nil
 	}
-}
-
-func sortStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }
