@@ -212,9 +212,7 @@ func testDropMissing(t *testing.T, h *harness) {
 		t.Errorf("a Drop of a missing store changed the database file")
 	}
 	checkDiff(t, before, mustExport(t, u, "pods"), "a Drop of a missing store changed store pods")
-	s = h.open(t, u, podOptions(t, "pods"))
-	checkContents(t, s, want(t, objs...))
-	checkRV(t, s, "5")
+	h.checkSeeded(t, u, objs)
 }
 
 func testDropInUse(t *testing.T, h *harness) {
@@ -247,9 +245,7 @@ func testDropCanceled(t *testing.T, h *harness) {
 	cancel()
 	wantErr(t, "Drop with a canceled context", drop(t, ctx, u, "pods"), context.Canceled)
 	checkDiff(t, before, mustExport(t, u, "pods"), "a canceled Drop changed the store")
-	s = h.open(t, u, opts)
-	checkContents(t, s, want(t, objs...))
-	checkRV(t, s, "5")
+	h.checkSeeded(t, u, objs)
 }
 
 func testDropConcurrent(t *testing.T, h *harness) {

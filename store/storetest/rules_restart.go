@@ -268,10 +268,7 @@ func testRestartIncompatible(t *testing.T, h *harness) {
 			o := podOptions(t, "pods")
 			tc.modify(o)
 			openFails(t, "reopen with another "+tc.name, u, o, store.ErrIncompatible, tc.says)
-			s = h.open(t, u, podOptions(t, "pods"))
-			checkContents(t, s, want(t, objs...))
-			checkRV(t, s, "5")
-			CheckIndexes(t, s)
+			h.checkSeeded(t, u, objs)
 		})
 	}
 }
