@@ -14,16 +14,8 @@
 //	snapshot rekey <database> --key FILE [--old-key FILE]... [--store name]...
 //	snapshot drop <database> --store name [--store name]...
 //
-// A database is a store URL (bolt:///abs/file.db, memory:///abs/file.snap,
-// ...) or the path of an existing one, recognised by its content; a file is
-// a portable snapshot file, which save writes; save, status, ls, get and
-// by-index also read a running process's database through the handler it
-// mounts (snapshot.NewHandler), given its http:// or https:// address.
-// "snapshot help" and "snapshot help <command>" tell the rest: what each
-// command does, its output formats and the exit codes. The first SIGINT or
-// SIGTERM stops a command: it winds down (a save removes its temporary
-// file, a restore rolls back its store), and is stopped after a few seconds
-// if it does not.
+// "snapshot help" and "snapshot help <command>" tell what each command
+// does, what its arguments may be, its output formats and the exit codes.
 package main
 
 import (
@@ -59,17 +51,14 @@ func main() {
 // stopGrace is how long the command has, after the first SIGINT or
 // SIGTERM cancelled its context, to wind down on its own (a restore rolls
 // back its store, a save removes its temporary file) before it is stopped
-// anyway. A command stuck where the context does not reach (a database
-// that does not close) is stopped then, after its temporary files are
-// removed.
+// anyway, its temporary files removed.
 const stopGrace = 3 * time.Second
 
 // runMain runs the command line args as main does, with signal handling:
 // the first SIGINT or SIGTERM cancels the command's context, and the
 // command stops, by itself or after stopGrace, with the signal's exit code
-// (128 + its number, as shells report a process a signal ended) unless it
-// had succeeded; a second signal stops it at once. Either way the
-// temporary files it registered are removed (tempFiles).
+// unless it had succeeded; a second signal stops it at once, its temporary
+// files removed.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -106,7 +95,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// signalExit is the exit code of a command a signal stopped.
+// signalExit is the exit code of a command a signal stopped, as shells
+// report it.
 func signalExit(sig os.Signal) int {
 	if s, ok := sig.(syscall.Signal); ok {
 		return 128 + int(s)
@@ -114,9 +104,8 @@ func signalExit(sig os.Signal) int {
 	return exitError
 }
 
-// tempFiles are the temporary files the running command writes (a save's
-// <file>.part-*), which runMain removes when it stops the command before
-// the command removed or renamed them itself.
+// tempFiles are the temporary files the running command writes, which
+// runMain removes when it stops the command.
 type tempFiles struct {
 	mu    sync.Mutex // guards paths
 	paths map[string]bool
@@ -134,8 +123,7 @@ func (t *tempFiles) add(path string) {
 }
 
 // track returns a snapshot.SaveOptions.TempFile that registers the
-// temporary file, and forget, which drops it once the call that wrote it
-// has renamed or removed it.
+// temporary file, and forget, which drops it once renamed or removed.
 func (t *tempFiles) track() (add func(path string), forget func()) {
 	var part string
 	return func(path string) { part = path; t.add(path) }, func() {
@@ -152,8 +140,8 @@ func (t *tempFiles) forget(path string) {
 	delete(t.paths, path)
 }
 
-// removeAll removes every registered file. It keeps the lock, so that no
-// command registers a file meanwhile.
+// removeAll removes every registered file, keeping the lock so that none
+// is registered meanwhile.
 func (t *tempFiles) removeAll() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -167,8 +155,8 @@ func (t *tempFiles) removeAll() error {
 	return errors.Join(errs...)
 }
 
-// run executes the command line args and returns the exit code. Errors are
-// printed to stderr.
+// run executes the command line args, printing errors to stderr, and
+// returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)

@@ -221,12 +221,11 @@ func readObjects(cmd *cobra.Command, f *objectFlags, op, arg string, all bool, k
 	if err := f.check(); err != nil {
 		return err
 	}
-	src, err := openSource(cmd, op, arg)
+	src, err := openSource(op, arg)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	target, done, err := localCopy(cmd, src.target, f.store)
+	target, done, err := localCopy(cmd, src.ref, f.store)
 	if err != nil {
 		return err
 	}

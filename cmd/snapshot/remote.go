@@ -16,18 +16,14 @@ import (
 )
 
 // Sources at http:// and https:// addresses are the snapshot handlers of
-// running processes (snapshot.NewHandler): save, status, ls and get read
-// them, which is how an operator looks at a controller's cache while the
-// controller holds its database (kubectl port-forward, then
-// snapshot save http://localhost:PORT/debug/informerdb/ cache.idb).
+// running processes (snapshot.NewHandler), which hold their databases.
 
 const (
 	insecureFlag  = "insecure-skip-tls-verify"
 	tokenFileFlag = "token-file"
 )
 
-// addRemoteFlags adds the flags of http(s) sources to root, for every
-// command.
+// addRemoteFlags adds the flags of http(s) sources to every command.
 func addRemoteFlags(root *cobra.Command) {
 	root.PersistentFlags().Bool(insecureFlag, false, "do not verify the certificate of an https:// source (for a self-signed one)")
 	root.PersistentFlags().String(tokenFileFlag, "", "send the bearer token in this file to an http(s):// source (a metrics server that authenticates, as controller-runtime's can)")
@@ -45,8 +41,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// fetchOptions returns the options of requests to a handler, per the
-// command's flags.
+// fetchOptions returns the options of requests to a handler.
 func fetchOptions(cmd *cobra.Command, stores []string) (*snapshot.FetchOptions, error) {
 	insecure, err := cmd.Flags().GetBool(insecureFlag)
 	if err != nil {
@@ -75,9 +70,8 @@ func fetchOptions(cmd *cobra.Command, stores []string) (*snapshot.FetchOptions, 
 	return &snapshot.FetchOptions{Client: &http.Client{Transport: rt}, Stores: stores}, nil
 }
 
-// liveHint returns advice for a command of args that failed with err, or
-// "": a command that reads a database another process holds can read it
-// through that process's handler instead.
+// liveHint returns, for a command of args that failed as another process
+// holds its database, how to read it through that process's handler.
 func liveHint(args []string, err error) string {
 	if !errors.Is(err, store.ErrLocked) {
 		return ""
@@ -125,8 +119,7 @@ func remoteStatus(cmd *cobra.Command, src string) (*snapshot.Manifest, error) {
 
 // localCopy returns target, or, for a handler's address, a temporary
 // snapshot file fetched from it (only store, when not empty), which done
-// removes. Commands that read objects (ls, get, by-index) read that file
-// as any other.
+// removes.
 func localCopy(cmd *cobra.Command, target, store string) (path string, done func(), err error) {
 	if !snapshot.IsHTTP(target) {
 		return target, func() {}, nil

@@ -91,13 +91,12 @@ func absURL(target string) (string, error) {
 		return target, nil
 	}
 	for _, scheme := range []string{"bolt", "badger", "memory", "memdb"} {
-		prefix := scheme + "://"
-		if len(target) > len(prefix) && target[:len(prefix)] == prefix && target[len(prefix)] != '/' {
-			abs, err := filepath.Abs(target[len(prefix):])
+		if p, ok := strings.CutPrefix(target, scheme+"://"); ok && p != "" && p[0] != '/' {
+			abs, err := filepath.Abs(p)
 			if err != nil {
 				return "", usageError{err}
 			}
-			return prefix + abs, nil
+			return scheme + "://" + abs, nil
 		}
 	}
 	return target, nil
@@ -113,20 +112,19 @@ to <file> (as a new temporary file <file>.part-*, fsynced, then renamed; mode
 0600).`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			src, err := openSource(cmd, "save", a[0])
+			src, err := openSource("save", a[0])
 			if err != nil {
 				return err
 			}
-			defer src.Close()
-			if snapshot.IsHTTP(src.target) {
-				return saveRemote(cmd, src.target, a[1], stores)
+			if snapshot.IsHTTP(src.ref) {
+				return saveRemote(cmd, src.ref, a[1], stores)
 			}
 			if src.file {
 				return usageError{fmt.Errorf("save: %s is a snapshot file already; save reads a database (a bolt file, a badger directory or a store URL)", a[0])}
 			}
 			p := newProgress(cmd, g, "save")
 			track, forget := temps.track()
-			m, err := snapshot.SaveURL(cmd.Context(), a[1], src.target, &snapshot.SaveOptions{Stores: stores, Progress: p.report, TempFile: track})
+			m, err := snapshot.SaveURL(cmd.Context(), a[1], src.ref, &snapshot.SaveOptions{Stores: stores, Progress: p.report, TempFile: track})
 			forget()
 			p.done()
 			if err != nil {
@@ -152,11 +150,10 @@ informer relist on its next start. A new database is named by its store URL
 (bolt:///abs/file.db), which says its backend.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			src, err := openSource(cmd, "restore", a[0])
+			src, err := openSource("restore", a[0])
 			if err != nil {
 				return err
 			}
-			defer src.Close()
 			if !src.file {
 				return usageError{fmt.Errorf("restore: %s is a database, not a snapshot file; save it to a file first (snapshot save %s FILE)", a[0], a[0])}
 			}
@@ -166,7 +163,7 @@ informer relist on its next start. A new database is named by its store URL
 			}
 			p := newProgress(cmd, g, "restore")
 			o.Progress = p.report
-			m, err := snapshot.Restore(cmd.Context(), src.target, dst, &o)
+			m, err := snapshot.Restore(cmd.Context(), src.ref, dst, &o)
 			p.done()
 			if err != nil {
 				return err
@@ -196,17 +193,16 @@ the error, and the others are still described (exit 3).`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			src, err := openSource(cmd, "status", a[0])
+			src, err := openSource("status", a[0])
 			if err != nil {
 				return err
 			}
-			defer src.Close()
 			p := newProgress(cmd, g, "status")
 			var m *snapshot.Manifest
-			if snapshot.IsHTTP(src.target) {
-				m, err = remoteStatus(cmd, src.target)
+			if snapshot.IsHTTP(src.ref) {
+				m, err = remoteStatus(cmd, src.ref)
 			} else {
-				m, err = snapshot.Status(cmd.Context(), src.target, p.report)
+				m, err = snapshot.Status(cmd.Context(), src.ref, p.report)
 			}
 			p.done()
 			if m == nil {
@@ -239,13 +235,12 @@ temporary directory ($TMPDIR). Any damage is exit code 3.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			src, err := openSource(cmd, "verify", a[0])
+			src, err := openSource("verify", a[0])
 			if err != nil {
 				return err
 			}
-			defer src.Close()
 			p := newProgress(cmd, g, "verify")
-			m, err := snapshot.Verify(cmd.Context(), src.target, &snapshot.VerifyOptions{
+			m, err := snapshot.Verify(cmd.Context(), src.ref, &snapshot.VerifyOptions{
 				Entries: indexEntries, Progress: p.report,
 				Decoder: func(info store.Info) (func([]byte) error, error) {
 					dec, err := decoderFor(info)
@@ -291,8 +286,8 @@ may write).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			path := a[0]
-			if len(path) > len("bolt://") && path[:len("bolt://")] == "bolt://" {
-				path = path[len("bolt://"):]
+			if p, ok := strings.CutPrefix(path, "bolt://"); ok && p != "" {
+				path = p
 				if strings.Contains(path, "?") {
 					return usageError{fmt.Errorf("compact: %s: a bolt URL with parameters; give the file, and the lock timeout with --lock-timeout", a[0])}
 				}

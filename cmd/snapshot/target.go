@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/spf13/cobra"
-
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
 	"github.com/informerdb/informerdb/store/bolt"
@@ -32,58 +30,33 @@ import (
 // Anything else is refused (usage, exit 2) with what to type instead. A new
 // database has no content to recognise: it is named by a URL.
 
-// storeURLs lists the store URLs, for the errors of arguments a command
-// cannot use.
+// storeURLs lists the store URLs, for errors.
 const storeURLs = "bolt:///abs/file.db, badger:///abs/dir, memory:///abs/file.snap, memdb:///abs/file.snap"
 
 // urlHelp says what an argument may be.
 const urlHelp = "give a snapshot file, a database's path (a bolt file or a badger directory), or a store URL: " + storeURLs
 
-// source is what a command reads, opened by openSource.
-type source struct {
-	// target is what package snapshot reads: a store URL, or the path of
-	// a portable snapshot file.
-	target string
-	// file tells that target is a portable snapshot file.
-	file bool
-	// release, when set, gives back what openSource took for the source.
-	release func() error
-}
-
-// Close releases what openSource took for s.
-func (s *source) Close() error {
-	if s.release == nil {
-		return nil
-	}
-	return s.release()
-}
-
 // openSource resolves the argument naming what a command reads (the
 // database save copies, the file restore reads, the target of status,
-// verify, ls, get and by-index) into a store URL or a snapshot file. Every
-// command opens its source here, so that a new kind of source is one
-// change in one place. op names the command in errors. The caller closes
-// the source.
-func openSource(_ *cobra.Command, op, arg string) (*source, error) {
+// verify, ls, get and by-index): a store URL, a snapshot file or a
+// handler's address. Every command resolves its source here, so that a new
+// kind of source is one change in one place. op names the command in
+// errors.
+func openSource(op, arg string) (target, error) {
 	if snapshot.IsHTTP(arg) {
 		// A running process's handler (remote.go): save and status ask it
 		// directly, the commands that read objects through localCopy.
 		if op == "restore" || op == "verify" {
-			return nil, usageError{fmt.Errorf("%s: %s is a running process's handler; save, status, ls, get and by-index read it: save it to a file first (save verifies what it fetches)", op, arg)}
+			return target{}, usageError{fmt.Errorf("%s: %s is a running process's handler; save, status, ls, get and by-index read it: save it to a file first (save verifies what it fetches)", op, arg)}
 		}
-		return &source{target: arg}, nil
+		return target{ref: arg}, nil
 	}
-	t, err := resolve(op, arg)
-	if err != nil {
-		return nil, err
-	}
-	return &source{target: t.ref, file: t.file}, nil
+	return resolve(op, arg)
 }
 
 // databaseURL resolves the argument naming the database a command writes
 // (restore, rekey, drop) into a store URL. A snapshot file is refused, and
-// so is a path that does not exist: a new database is named by its URL,
-// which says its backend.
+// so is a path that does not exist: a new database is named by its URL.
 func databaseURL(op, arg string) (string, error) {
 	if !snapshot.IsURL(arg) && arg != "" {
 		if _, err := os.Stat(arg); errors.Is(err, fs.ErrNotExist) {
@@ -103,7 +76,7 @@ func databaseURL(op, arg string) (string, error) {
 
 // target is a resolved argument.
 type target struct {
-	ref  string // a store URL, or the path of a portable snapshot file
+	ref  string // a store URL, a handler's address, or the path of a portable snapshot file
 	file bool   // ref is a portable snapshot file
 }
 
@@ -157,22 +130,19 @@ func absOr(path string) string {
 const (
 	portableMagic = "IDBPORT\n" // store/snapshot's format
 	memoryMagic   = "IDBSNAP\n" // the memory and memdb backends' snapshot files
-	// boltMagic is bbolt's, in its first meta page, after the 16-byte page
-	// header (id, flags, count, overflow); bbolt writes it in the
-	// machine's byte order.
+	// bbolt's, after the first meta page's 16-byte header, in the machine's
+	// byte order.
 	boltMagic      = 0xED0CDAED
 	boltMagicAt    = 16
 	boltMetaFlagAt = 8
 	boltMetaFlag   = 0x04
 )
 
-// badgerFiles are names only a badger directory holds (badger's own, and
-// the list of stores informerdb's badger backend keeps beside them).
+// badgerFiles are names only a badger directory holds.
 var badgerFiles = []string{"MANIFEST", "KEYREGISTRY", "INFORMERDB-STORES"}
 
 // recognise tells what path holds by its content: "file" for a portable
-// snapshot file, a backend's scheme for a database, or "" for none of
-// them. A path that cannot be read is an error.
+// snapshot file, a backend's scheme for a database, or "" for none.
 func recognise(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -24,9 +24,9 @@
 // A store's header follows its records because an online export learns the
 // resume point of its view only once it has read it. The index values of a
 // record are aligned with its store's index names; a record without values
-// comes from a backend that keeps none (memory and memdb snapshot files
-// rebuild their indexes when they load), and restoring it records no index
-// names, so a store opened with indexers rebuilds them.
+// comes from a backend that keeps none (memory and memdb snapshot files),
+// and restoring it records no index names, so a store opened with indexers
+// rebuilds them. Verify of such a file or database checks records only.
 //
 // The content hash of a store is the SHA-256 of its records sorted by key,
 // each as lp(key) followed by the SHA-256 of the encoded object: the same
@@ -43,11 +43,9 @@
 // Databases are named by the URLs store.Open takes ("bolt:///abs/file.db",
 // "memory:///abs/file.snap", ...). Save never leaves a part of a file at its
 // path, and Restore verifies the whole file before it writes anything and
-// replaces each store atomically (see each function). Bolt and badger
-// databases are locked by the process that opens them: the command reads
-// offline databases, and a process that holds its database saves it online
-// with SaveURL (each store read in one read transaction while the informer
-// keeps writing) or SaveStores.
+// replaces each store atomically (see each function). A process that holds
+// its database (bolt and badger lock theirs) saves it online with SaveURL
+// or SaveStores, each store read in one read transaction.
 //
 // # Serving a running process
 //
@@ -88,13 +86,7 @@
 // A Handler's view of a bolt database is a read transaction, held while
 // the snapshot streams: bbolt does not reuse the pages that commits free
 // meanwhile (the file grows instead), and a commit that makes the file
-// outgrow its memory map (1 GiB, then doubling) waits for the view to end.
-// HandlerOptions.Timeout bounds how long a request holds its view. A memdb
-// file's stores are each viewed at a point of their own (memdb commits
-// each store on its own), taken together under the file's lock.
-//
-// Memory and memdb snapshot files keep no index values: their records are
-// exported without Values, and a store restored from them records no index
-// names, so the informer's store rebuilds its indexes when it opens.
-// Verify of such a file or database checks records only.
+// outgrow its memory map waits for the view to end. HandlerOptions.Timeout
+// bounds how long a request holds its view. A memdb file's stores are each
+// viewed at a point of their own, taken together under the file's lock.
 package snapshot

@@ -17,8 +17,8 @@ import (
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
-// FetchOptions tune Fetch and FetchStatus. The zero value is fine. They
-// only read them.
+// FetchOptions tune Fetch and FetchStatus, which only read them. The zero
+// value is fine.
 type FetchOptions struct {
 	// Client makes the requests. Default http.DefaultClient.
 	Client *http.Client
@@ -112,14 +112,12 @@ func (w *wrapped) Unwrap() error { return w.err }
 
 // Fetch saves the snapshot that the Handler at rawURL (the prefix it is
 // mounted under, or its snapshot endpoint) serves to path, as Save would,
-// and returns its manifest: the stream is written to a temporary file
-// beside path, verified in full as Read verifies a file (structure,
-// checksum, counts, content hashes), fsynced, and only then renamed
-// over path, so that a stream cut short (a dropped connection, a server
-// that failed half way, which it tells in ErrorTrailer) never replaces
-// path. The Handler's errors wrap the sentinel errors of package store
-// they wrapped in the serving process (store.ErrClosed while it has no
-// store open, store.ErrNotFound for an unknown store). o may be nil.
+// and returns its manifest: the stream is written to a temporary file,
+// verified in full as by Read, fsynced, and only then renamed over path,
+// so that a stream cut short never replaces path. The Handler's errors
+// wrap the store sentinel errors they wrapped in the serving process
+// (store.ErrClosed while it has no store open, store.ErrNotFound for an
+// unknown store). o may be nil.
 func Fetch(ctx context.Context, path, rawURL string, o *FetchOptions) (m *Manifest, err error) {
 	if o == nil {
 		o = &FetchOptions{}
@@ -156,12 +154,9 @@ func Fetch(ctx context.Context, path, rawURL string, o *FetchOptions) (m *Manife
 }
 
 // FetchStatus returns the status that the Handler at rawURL (the prefix it
-// is mounted under, or one of its endpoints) serves: the manifest of the
-// database it serves, as Status describes a database. As with Status, a
-// store the serving process cannot read does not hide the others: the
-// manifest describes them, and the error, returned with it, names each such
-// store and wraps their store.ErrIncompatible or store.ErrCorrupt. o may be
-// nil.
+// is mounted under, or one of its endpoints) serves: the manifest of its
+// database, with the error of the stores it cannot read, as Status
+// returns them. o may be nil.
 func FetchStatus(ctx context.Context, rawURL string, o *FetchOptions) (*Manifest, error) {
 	addr, err := endpoint(rawURL, "status", nil)
 	if err != nil {

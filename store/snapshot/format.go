@@ -28,9 +28,7 @@ const (
 	tagFinish = 'Z' // no more stores; the checksum follows
 )
 
-// Bounds on what a file may declare, so that a damaged or hostile length
-// fails cleanly instead of asking for absurd allocations. Every length is
-// also checked against the bytes left before the checksum trailer.
+// Bounds on what a file may declare (see the package doc).
 const (
 	MaxHeaderLen = 16 << 20
 	MaxKeyLen    = 16 << 20
@@ -49,9 +47,8 @@ type fileHeader struct {
 	Source  string    `json:"source,omitempty"`
 }
 
-// StoreHeader describes one store of a snapshot. In the file it follows the
-// store's records, because an online Export reports the resume point of its
-// view only when the view has been read. It is a plain value.
+// StoreHeader describes one store of a snapshot (see the package doc). It
+// is a plain value.
 type StoreHeader struct {
 	// Info is the store's identity and resume point, as exported.
 	Info store.Info `json:"info"`

@@ -36,10 +36,9 @@ const DefaultHandlerTimeout = 10 * time.Minute
 // reads them.
 type HandlerOptions struct {
 	// Timeout bounds each request, and so how long a snapshot keeps its
-	// view of the database: a client that stops reading cannot hold a
-	// bolt read transaction for longer (see Caveats in the package
-	// documentation). 0 means DefaultHandlerTimeout. A server's own
-	// WriteTimeout, if shorter, ends large snapshots first.
+	// view of the database (see Caveats in the package documentation).
+	// 0 means DefaultHandlerTimeout. A shorter server WriteTimeout ends
+	// large snapshots first.
 	Timeout time.Duration
 }
 
@@ -60,30 +59,24 @@ type HandlerOptions struct {
 //   - <prefix>/snapshot streams a snapshot of every store (or of those
 //     named by store= query parameters) in the format of Save, with
 //     Content-Type ContentType, from one view of the whole database (see
-//     store.RawLiveViewer: one read transaction for bolt and badger, one
-//     copy of the committed state for memory files, one read transaction
-//     per store for memdb files). A stream that fails after it started
-//     ends without the format's checksum and with the cause in the
+//     store.RawLiveViewer). A stream that fails after it started ends
+//     without the format's checksum and with the cause in the
 //     ErrorTrailer trailer. Fetch saves one to a file.
-//   - <prefix>/status answers JSON: the Manifest Status computes (per
-//     store its identity, resume point, object count, bytes and content
-//     hash), from one view, with an "unreadable" list of the stores this
-//     build cannot read. FetchStatus reads it.
+//   - <prefix>/status answers JSON: the Manifest Status computes, from one
+//     view, with an "unreadable" list of the stores this build cannot
+//     read. FetchStatus reads it.
 //
 // Failures are JSON objects {"error": message, "reason": kind}, with 503
-// while no store of the process has the database open (before the
-// informers start, after they shut down), 404 for an unknown path or
-// store, 400 for unknown query parameters. Nothing it serves can change
-// the database: it has no write path.
+// while no store of the process has the database open, 404 for an unknown
+// path or store, 400 for unknown query parameters. It has no write path.
 //
-// The snapshot holds every object of the cache, Secrets included: the
-// handler is off unless mounted, and must be mounted only behind
-// authentication and authorization (as pprof must be).
+// The snapshot holds every object of the cache, Secrets included: mount
+// the handler only behind authentication and authorization (as pprof).
 //
-// NewHandler checks rawURL: a URL no registered backend serves, or whose
-// backend cannot serve a live view (a memory:// store without a file), is
-// refused with store.ErrInvalid. The handler is safe for concurrent use;
-// each request reads its own view. o may be nil.
+// NewHandler refuses with store.ErrInvalid a URL no registered backend
+// serves, or whose backend cannot serve a live view (memory:// without a
+// file). The handler is safe for concurrent use; each request reads its
+// own view. o may be nil.
 func NewHandler(rawURL string, o *HandlerOptions) (http.Handler, error) {
 	h := &handler{rawURL: rawURL, source: redact(rawURL), timeout: DefaultHandlerTimeout}
 	if o != nil {
@@ -111,11 +104,9 @@ type handler struct {
 }
 
 // httpError is the JSON body of a failure, and an unreadable store of a
-// status.
+// status. Reason names the sentinel error it wraps, if any (see reasons).
 type httpError struct {
-	Error string `json:"error"`
-	// Reason names the store package's sentinel error the failure wraps,
-	// if any (see reasons).
+	Error  string `json:"error"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -144,10 +135,10 @@ func errorOf(err error) httpError {
 	return e
 }
 
-// statusResponse is the JSON a status request answers.
+// statusResponse is the JSON a status request answers; Unreadable are the
+// stores this build cannot read (see Status).
 type statusResponse struct {
 	*Manifest
-	// Unreadable are the stores this build cannot read (see Status).
 	Unreadable []httpError `json:"unreadable,omitempty"`
 }
 
@@ -211,13 +202,11 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 }
 
 // deadline bounds r by h.timeout: its context, and the writes of its
-// response where the ResponseWriter supports deadlines, so that a client
-// that stops reading cannot keep a view open.
+// response where the ResponseWriter supports deadlines (elsewhere the
+// context still ends the view, at the next record), so that a client that
+// stops reading cannot keep a view open.
 func (h *handler) deadline(w http.ResponseWriter, r *http.Request) (context.Context, context.CancelFunc) {
-	rc := http.NewResponseController(w)
-	// Not every ResponseWriter supports it (a test recorder, some
-	// middleware): the context still ends the view, at the next record.
-	_ = rc.SetWriteDeadline(time.Now().Add(h.timeout))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.timeout))
 	return context.WithTimeout(r.Context(), h.timeout)
 }
 
@@ -248,13 +237,7 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		w.Header().Set("Trailer", ErrorTrailer)
-		sources := make([]Source, 0, len(names))
-		for _, name := range names {
-			sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-				return v.Export(ctx, name, fn)
-			}})
-		}
-		_, _, err = write(ctx, out, h.source, time.Now().UTC(), sources, nil)
+		_, _, err = write(ctx, out, h.source, time.Now().UTC(), sourcesOf(names, v.Export), nil)
 		return err
 	})
 	if err == nil {
@@ -271,9 +254,8 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 
 // pick returns the names, sorted, of the stores of entries to save: want,
 // or every store that is not gone. A store to save that this build cannot
-// read fails it: after a downgrade, the stores this build reads can still
-// be saved. op starts the errors, source names the database in them, and
-// hint says how to save the others.
+// read fails it, with hint saying how to save the others. op starts the
+// errors, source names the database in them.
 func pick(entries []store.StoreEntry, want []string, op, source, hint string) ([]string, error) {
 	var names []string
 	for _, e := range entries {

@@ -19,7 +19,7 @@ import (
 )
 
 // Manifest describes the stores of a snapshot file or of a database. It is
-// a plain value: safe for concurrent reads, not for concurrent changes.
+// a plain value.
 type Manifest struct {
 	// Source is the file path or the database URL.
 	Source string `json:"source"`
@@ -47,7 +47,6 @@ func (m *Manifest) Store(name string) *StoreHeader {
 // fileReader reads a snapshot file block by block. It is not safe for
 // concurrent use.
 type fileReader struct {
-	c   io.Closer // nil for streams that need no closing
 	r   *reader
 	hdr fileHeader
 	// in a store's records: its name, and its header once read
@@ -59,10 +58,9 @@ type fileReader struct {
 
 // snapFile is a snapshot file open for reading, which can be read more
 // than once: a caller that acts on records (Restore, Records) verifies the
-// file in a first pass and acts in a second one, through the same open
-// file, so that a file renamed over the path meanwhile (a periodic save to
-// the same path) is not read in the second pass instead of the verified one.
-// It is not safe for concurrent use.
+// file in a first pass and acts in a second one through the same open
+// file, not one renamed over the path meanwhile. It is not safe for
+// concurrent use.
 type snapFile struct {
 	path string
 	f    *os.File
@@ -97,23 +95,16 @@ func (sf *snapFile) reader() (*fileReader, error) {
 	return newFileReader(sf.path, sf.f, sf.size)
 }
 
-func (sf *snapFile) Close() error { return sf.f.Close() }
-
-// openFile opens path and reads up to the first block. The caller closes
-// the reader, which closes the file.
-func openFile(path string) (*fileReader, error) {
-	sf, err := openSnapFile(path)
-	if err != nil {
-		return nil, err
-	}
+// read reads and verifies the file from its start, as Read does.
+func (sf *snapFile) read(ctx context.Context, fn func(name string, rec store.Record) error) (*Manifest, error) {
 	fr, err := sf.reader()
 	if err != nil {
-		sf.Close()
 		return nil, err
 	}
-	fr.c = sf
-	return fr, nil
+	return readAll(ctx, fr, sf.path, fn)
 }
+
+func (sf *snapFile) Close() error { return sf.f.Close() }
 
 // newFileReader reads the start of a snapshot of size bytes from r; name
 // goes into errors.
@@ -128,13 +119,6 @@ func newFileReader(name string, r io.Reader, size int64) (*fileReader, error) {
 		return nil, err
 	}
 	return fr, nil
-}
-
-func (fr *fileReader) Close() error {
-	if fr.c == nil {
-		return nil
-	}
-	return fr.c.Close()
 }
 
 // nextStore moves to the next store's records and returns its name, or
@@ -217,18 +201,16 @@ func (fr *fileReader) nextRecord() (store.Record, error) {
 
 // Read reads and verifies the snapshot at path: its structure, its checksum,
 // and each store's record count and content hash against its header. fn,
-// when not nil, is called for every record of every store with the store's
-// name before the checksum is known, so callers that act on records must
-// verify the file first, and act in a second pass over the same open file,
-// checking each store against the first pass before acting on it (Restore
-// does). fn must not retain rec.Data.
+// when not nil, is called for every record with its store's name before the
+// checksum is known: callers that act on records verify the file first, as
+// Restore does. fn must not retain rec.Data.
 func Read(ctx context.Context, path string, fn func(name string, rec store.Record) error) (*Manifest, error) {
-	fr, err := openFile(path)
+	sf, err := openSnapFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer fr.Close()
-	return readAll(ctx, fr, path, fn)
+	defer sf.Close()
+	return sf.read(ctx, fn)
 }
 
 // ReadFrom is Read for a snapshot of size bytes in r; name goes into
@@ -305,11 +287,9 @@ func (h *hasher) check(recorded StoreHeader) error {
 	return nil
 }
 
-// hasher computes a store's object count, byte count and content hash. The
-// content hash is independent of record order, backend and index values:
-// SHA-256 over the records sorted by key, each as its key's length and
-// text followed by the SHA-256 of its data. It holds one key and digest per
-// record, not the data. It is not safe for concurrent use.
+// hasher computes a store's object count, byte count and content hash (see
+// the package doc), holding one key and digest per record, not the data. It
+// is not safe for concurrent use.
 type hasher struct {
 	entries []hashEntry
 	bytes   int64

@@ -22,9 +22,8 @@ type RestoreOptions struct {
 	// Force replaces stores that hold objects or a resume point.
 	Force bool
 	// DropResumePoint restores the objects without their resume point, so
-	// that the informer relists on its next start instead of resuming its
-	// watch: for a snapshot too old for the API server's watch cache, or
-	// restored into another cluster's informer.
+	// that the informer relists on its next start (a snapshot too old for
+	// the API server's watch cache, or another cluster's).
 	DropResumePoint bool
 	// Stores, when not empty, selects the stores to restore by name.
 	Stores []string
@@ -33,13 +32,11 @@ type RestoreOptions struct {
 }
 
 // Restore writes the stores of the snapshot at path into the database at
-// rawURL, which may be of any backend that implements store.RawDriver. The
-// whole file is verified (structure, checksum, counts, content hashes, and
-// that every key is one all backends take: driver.CheckKey) before anything
-// is written. Each store is replaced atomically by the backend's Import: a
-// failed or interrupted restore leaves each store as it was, or empty
-// without a resume point. Stores of the database that are not
-// in the snapshot are left alone. o may be nil.
+// rawURL, of any backend that implements store.RawDriver. The whole file is
+// verified (as by Verify) before anything is written. Each store is
+// replaced atomically by the backend's Import: a failed or interrupted
+// restore leaves each store as it was, or empty without a resume point.
+// Stores of the database not in the snapshot are left alone. o may be nil.
 func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Manifest, error) {
 	if o == nil {
 		o = &RestoreOptions{}
@@ -56,17 +53,12 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
 	}
 	defer sf.Close()
-	fr, err := sf.reader()
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
-	}
 	var checked int64 // records read in all
 	var keys keyCheck
-	m, err := readAll(ctx, fr, path, func(name string, rec store.Record) error {
+	m, err := sf.read(ctx, func(name string, rec store.Record) error {
 		checked++
-		// Every backend's Import refuses a key driver.CheckKey refuses:
-		// found here, before anything is written, the restore fails
-		// whole instead of after replacing the stores before this one.
+		// Every backend's Import refuses such a key: found before anything
+		// is written, the restore fails whole.
 		if err := keys.check(name, rec.Key); err != nil && selected(name) {
 			return err
 		}
@@ -94,12 +86,12 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 			return nil, fmt.Errorf("snapshot: restore %s to %s: %w", path, redact(rawURL), err)
 		}
 	}
-	if fr, err = sf.reader(); err != nil {
+	fr, err := sf.reader()
+	if err != nil {
 		return nil, fmt.Errorf("snapshot: restore %s: %w", path, err)
 	}
 	out := &Manifest{Source: rawURL}
-	// partial adds to an error which stores are already replaced: each
-	// store is replaced atomically, not the set.
+	// partial adds to an error which stores are already replaced.
 	partial := func(err error) error {
 		if len(out.Stores) == 0 {
 			return err
@@ -137,11 +129,10 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 		if o.DropResumePoint {
 			info.ResourceVersion = ""
 		}
-		// The file can still change in place under the open descriptor
-		// (a writer truncating or rewriting it): the records imported are
-		// hashed as they go, and the store's end is reported to Import
-		// (io.EOF, which commits) only if they are exactly those the first
-		// pass verified. Otherwise next fails and Import rolls back.
+		// The file can still change in place under the open descriptor:
+		// Import is told the store's end (io.EOF, which commits) only if
+		// the records are exactly those the first pass verified; otherwise
+		// next fails and Import rolls back.
 		var (
 			h        hasher
 			n        int64
@@ -171,8 +162,7 @@ func Restore(ctx context.Context, path, rawURL string, o *RestoreOptions) (*Mani
 			return rec, nil
 		})
 		if err == nil && !verified {
-			// Import returned before the end of the records: a backend
-			// bug, and the store is already replaced, so say so loudly.
+			// A backend bug, and the store is already replaced: say so.
 			err = fmt.Errorf("the backend's Import stopped after %d of %d records without an error: %w", n, sh.Objects, store.ErrCorrupt)
 		}
 		if err != nil {
@@ -203,13 +193,9 @@ func checkEmpty(ctx context.Context, rawURL string, m *Manifest, selected func(s
 	var full []string
 	for _, e := range entries {
 		info := e.Info
-		if m.Store(info.Name) == nil || !selected(info.Name) {
-			// A store this build cannot read is no reason to refuse
-			// restoring the others: it is left alone.
-			continue
-		}
-		if e.Gone() {
-			// Gone (an interrupted Drop): Import replaces what is left.
+		// A store that will not be restored is left alone, readable or
+		// not; what an interrupted Drop left, Import replaces.
+		if m.Store(info.Name) == nil || !selected(info.Name) || e.Gone() {
 			continue
 		}
 		if e.Err != nil {
@@ -242,9 +228,8 @@ func redact(rawURL string) string {
 	return u.Redacted()
 }
 
-// keyCheck checks the keys of a snapshot's records as Read hands them over,
-// numbering them per store, so that a key no backend can hold
-// (driver.CheckKey: the empty key) is named by its store and position.
+// keyCheck checks the keys of a snapshot's records as Read hands them over
+// (driver.CheckKey), numbering them per store to name a bad one.
 type keyCheck struct {
 	store string
 	n     int64 // records of store so far

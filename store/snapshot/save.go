@@ -42,8 +42,8 @@ type Source struct {
 
 // SaveOptions tune Save. The zero value is fine. Save only reads them.
 type SaveOptions struct {
-	// Progress, when set, is called every few thousand records, from the
-	// goroutine that called Save.
+	// Progress, when set, is called every few thousand records, from
+	// Save's goroutine.
 	Progress func(Progress)
 	// Now returns the creation time written in the header. Default
 	// time.Now.
@@ -59,11 +59,10 @@ type SaveOptions struct {
 
 // Save writes a snapshot of sources to path, each store in its own
 // consistent view, and returns its manifest. The file is written as a new
-// temporary file beside path (path+".part-" and a random suffix) with mode
-// 0600, fsynced, renamed over path and its directory fsynced: a crash
-// leaves the previous file at path or the new one, never a part of one (and
-// possibly the temporary file). Overlapping saves to one path each write
-// their own file; the last to finish wins. o may be nil.
+// temporary file beside path (path+".part-*", mode 0600), fsynced, renamed
+// over path and its directory fsynced: a crash leaves the previous file at
+// path or the new one, never a part of one. Overlapping saves to one path
+// each write their own file; the last to finish wins. o may be nil.
 func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m *Manifest, err error) {
 	if o == nil {
 		o = &SaveOptions{}
@@ -93,10 +92,9 @@ func Save(ctx context.Context, path string, sources []Source, o *SaveOptions) (m
 	return m, nil
 }
 
-// write writes a snapshot of sources to dst, each store in its own
-// consistent view, and returns its manifest (without Size) and the number
-// of records written. name (the file, or the stream's origin) goes into
-// errors and the manifest's Source.
+// write writes a snapshot of sources to dst and returns its manifest
+// (without Size) and the number of records written. name goes into errors
+// and the manifest's Source.
 func write(ctx context.Context, dst io.Writer, name string, created time.Time, sources []Source, progress func(Progress)) (*Manifest, int64, error) {
 	w := newWriter(dst)
 	w.start(fileHeader{Created: created})
@@ -150,9 +148,8 @@ func write(ctx context.Context, dst io.Writer, name string, created time.Time, s
 }
 
 // SaveStores writes a snapshot of open stores to path: the online mode, for
-// a process that holds its database (a bolt or badger database is locked by
-// the process that opened it). Each store is read in one consistent view
-// while its informer keeps writing. o may be nil.
+// a process that holds its database. Each store is read in one consistent
+// view while its informer keeps writing. o may be nil.
 func SaveStores(ctx context.Context, path string, stores []store.Store, o *SaveOptions) (*Manifest, error) {
 	sources := make([]Source, 0, len(stores))
 	for _, s := range stores {
@@ -186,13 +183,18 @@ func SaveURL(ctx context.Context, path, rawURL string, o *SaveOptions) (*Manifes
 	if err != nil {
 		return nil, err
 	}
+	return Save(ctx, path, sourcesOf(names, exportFrom(rawURL)), o)
+}
+
+// sourcesOf returns the Sources of the stores names, exported by export.
+func sourcesOf(names []string, export exportFunc) []Source {
 	sources := make([]Source, 0, len(names))
 	for _, name := range names {
 		sources = append(sources, Source{Name: name, Export: func(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-			return store.Export(ctx, rawURL, name, fn)
+			return export(ctx, name, fn)
 		}})
 	}
-	return Save(ctx, path, sources, o)
+	return sources
 }
 
 // overwritesDatabase reports whether writing path would replace the file of

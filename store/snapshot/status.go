@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,13 +21,10 @@ func IsURL(target string) bool { return strings.Contains(target, "://") }
 // Status describes target, a snapshot file or a database URL: per store its
 // identity, resume point, object count, bytes and content hash. A file is
 // verified as by Read; a database is read one consistent view per store.
-// progress may be nil.
-//
-// A store of a database that this build cannot read (another format
-// version, damaged metadata; see store.ListStores) does not hide the
-// others: Status describes those it can read and returns, with that
-// manifest, an error naming each store it cannot, which wraps their
-// store.ErrIncompatible or store.ErrCorrupt.
+// progress may be nil. A store of a database that this build cannot read
+// (see store.ListStores) does not hide the others: Status returns their
+// manifest with an error naming each store it cannot read, which wraps
+// their store.ErrIncompatible or store.ErrCorrupt.
 func Status(ctx context.Context, target string, progress func(Progress)) (*Manifest, error) {
 	if !IsURL(target) {
 		return Read(ctx, target, nil)
@@ -81,11 +77,9 @@ func exportFrom(rawURL string) exportFunc {
 	}
 }
 
-// hashStores exports the stores infos in the order given (ListStores': by
-// name), feeding each record to a hasher and to the function visit returns
-// for its store (when visit is not nil), then calls done. progress, when
-// not nil, is told every progressEvery records. Export errors are returned
-// as they are.
+// hashStores exports the stores infos in order, feeding each record to a
+// hasher and to the function visit (if not nil) returns for its store, then
+// calls done. Export errors are returned as they are.
 func hashStores(ctx context.Context, export exportFunc, infos []store.Info, op string, progress func(Progress),
 	visit func(store.Info) (func(store.Record), error), done func(store.Info, *hasher) error) error {
 	var n int64
@@ -125,8 +119,7 @@ func diskSize(rawURL string) int64 {
 		return 0
 	}
 	var n int64
-	// The size is informational: unreadable entries count as 0, so the walk
-	// function never fails and neither does the walk.
+	// Informational: unreadable entries count as 0, and the walk never fails.
 	_ = filepath.WalkDir(u.Path, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
@@ -140,14 +133,9 @@ func diskSize(rawURL string) int64 {
 
 // IndexEntries reads the persisted index entries of the store named name in
 // the database at u: fn is called with each entry's index name, indexed
-// value and object key. Backends that keep index entries provide one (see
-// bolt.IndexEntries, badger.IndexEntries); the command wires them, since
-// this package imports no backend. Implementations must be safe for
-// concurrent use. bolt and badger keep index entries on disk only for
-// stores last opened in the bounded mode; for the others they report the
-// entries their per-object index values imply, so Verify then checks those
-// values (what a default-mode store loads its in-memory indexes from)
-// rather than a separate inverted index.
+// value and object key. Backends that keep index entries provide one
+// (bolt.IndexEntries, badger.IndexEntries; this package imports no
+// backend). Implementations must be safe for concurrent use.
 type IndexEntries func(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error
 
 // VerifyOptions tune Verify. The zero value checks what it can without
@@ -158,13 +146,10 @@ type VerifyOptions struct {
 	Entries map[string]IndexEntries
 	// Progress, when set, is called every few thousand records.
 	Progress func(Progress)
-	// Decoder, when set, returns the function that decodes the objects of
-	// a store (a record's Data), given the store's Info: Verify decodes
-	// every object of the store with it, and an object that does not
-	// decode is a problem Verify reports (store.ErrCorrupt). It may
-	// return nil for a store whose objects it cannot decode (an unknown
-	// type, an encrypted codec without its key): only their checksums are
-	// checked then.
+	// Decoder, when set, returns the function that decodes a record's
+	// Data for the store of the given Info: an object that does not
+	// decode is a problem Verify reports (store.ErrCorrupt). A nil
+	// function (unknown type, encrypted codec) checks checksums only.
 	Decoder func(store.Info) (func(data []byte) error, error)
 }
 
@@ -173,27 +158,24 @@ const maxProblems = 10
 
 // Verify checks target, a snapshot file or a database URL, and never
 // changes it. For a file: its structure, checksum, record counts and
-// content hashes, that every record's index values are aligned with its
-// store's indexes, and that every key is one a restore takes
-// (driver.CheckKey; otherwise the error wraps store.ErrIncompatible). For
-// a database: every record's checksum (the backends check them as they
-// read), that keys are unique and index values aligned, that every object
-// decodes when o.Decoder is set, and, when o.Entries has a reader for its
-// scheme, that for every index name and value the keys of its entries are
-// exactly the keys of the records having that value. A failed check is an
-// error wrapping store.ErrCorrupt that lists the first problems. A store
-// this build cannot read does not keep the others from being verified: as
-// with Status, the error (returned with the manifest of the others) names
-// it. A database whose reads would change its files (badger replays its
-// logs when it opens) is read through store.FrozenView. o may be nil.
+// content hashes, index values aligned with its store's indexes, and keys
+// a restore takes (driver.CheckKey; otherwise the error wraps
+// store.ErrIncompatible). For a database: every record's checksum, unique
+// keys, aligned index values, that every object decodes when o.Decoder is
+// set, and, when o.Entries has a reader for its scheme, that the keys of
+// every index value's entries are exactly those of the records with that
+// value. A failed check is an error wrapping store.ErrCorrupt that lists
+// the first problems. A store this build cannot read is named in the
+// error, returned with the manifest of the others, as by Status. The
+// database is read through store.FrozenView (badger replays its logs when
+// it opens). o may be nil.
 func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, err error) {
 	if o == nil {
 		o = &VerifyOptions{}
 	}
 	if !IsURL(target) {
-		// Read checks the file; a key no backend takes (driver.CheckKey:
-		// the empty key, kept by older builds) would make its store's
-		// restore fail, which is what verify is asked before a restore.
+		// A key no backend takes (the empty key, kept by older builds)
+		// would make its store's restore fail.
 		var keys keyCheck
 		return Read(ctx, target, func(name string, rec store.Record) error {
 			if err := keys.check(name, rec.Key); err != nil {
@@ -222,20 +204,17 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
 	var problems []string
-	// A store this build cannot read does not keep the others from being
-	// verified; it is named in the error, as by Status.
 	listed, err := store.ListStores(ctx, view)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
 	infos, unreadable := readable(listed)
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
-	// want holds, per store, every (index, value, key) triple the records
-	// say should be indexed.
-	var want map[string]struct{}
+	// want holds, per store, every entry the records say should be indexed.
+	var want map[triple]struct{}
 	var undecodable int
 	visit := func(si store.Info) (func(store.Record), error) {
-		want, undecodable = map[string]struct{}{}, 0
+		want, undecodable = map[triple]struct{}{}, 0
 		var decode func([]byte) error
 		if o.Decoder != nil {
 			var err error
@@ -253,7 +232,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 			}
 			for i, vs := range rec.Values {
 				for _, v := range vs {
-					want[triple(i, v, rec.Key)] = struct{}{}
+					want[triple{i, v, rec.Key}] = struct{}{}
 				}
 			}
 		}, nil
@@ -284,7 +263,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 				problems = append(problems, fmt.Sprintf("store %s: entry of unknown index %q (value %q, key %q)", info.Name, index, value, key))
 				return nil
 			}
-			t := triple(i, value, key)
+			t := triple{i, value, key}
 			if _, ok := want[t]; !ok {
 				problems = append(problems, fmt.Sprintf("store %s: index %q value %q lists %q, whose object does not have that value", info.Name, index, value, key))
 				return nil
@@ -297,8 +276,7 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 		}
 		var missing []string
 		for t := range want {
-			i, v, k := splitTriple(t)
-			missing = append(missing, fmt.Sprintf("store %s: index %q value %q lacks %q, whose object has that value", info.Name, info.Indexes[i], v, k))
+			missing = append(missing, fmt.Sprintf("store %s: index %q value %q lacks %q, whose object has that value", info.Name, info.Indexes[t.index], t.value, t.key))
 		}
 		slices.Sort(missing)
 		problems = append(problems, missing...)
@@ -324,21 +302,10 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 	return m, errors.Join(errs...)
 }
 
-// triple encodes (index position, value, key) as one map key.
-func triple(i int, value, key string) string {
-	b := binary.AppendUvarint(nil, uint64(i))
-	b = binary.AppendUvarint(b, uint64(len(value)))
-	b = append(b, value...)
-	return string(append(b, key...))
-}
-
-func splitTriple(t string) (int, string, string) {
-	b := []byte(t)
-	i, w := binary.Uvarint(b)
-	b = b[w:]
-	l, w := binary.Uvarint(b)
-	b = b[w:]
-	return int(i), string(b[:l]), string(b[l:])
+// triple is an index entry: (index position, value, key).
+type triple struct {
+	index      int
+	value, key string
 }
 
 // Stores returns the Info of every store of target, a snapshot file (read
@@ -384,8 +351,8 @@ func ListStores(ctx context.Context, target string) ([]store.StoreEntry, error) 
 }
 
 // Records calls fn with every record of the store name of target, a
-// snapshot file or a database URL, and returns the store's Info. A file is
-// verified in full before fn sees a record. fn must not retain rec.Data.
+// snapshot file (verified in full before fn sees a record) or a database
+// URL, and returns the store's Info. fn must not retain rec.Data.
 func Records(ctx context.Context, target, name string, fn func(rec store.Record) error) (store.Info, error) {
 	if IsURL(target) {
 		info, err := store.Export(ctx, target, name, fn)
@@ -394,18 +361,13 @@ func Records(ctx context.Context, target, name string, fn func(rec store.Record)
 		}
 		return info, nil
 	}
-	// Both passes read one open file, so that the records handed out are
-	// those of the file verified, described by the Info returned.
+	// Both passes read one open file: the records handed out are those verified.
 	sf, err := openSnapFile(target)
 	if err != nil {
 		return store.Info{}, err
 	}
 	defer sf.Close()
-	fr, err := sf.reader()
-	if err != nil {
-		return store.Info{}, err
-	}
-	m, err := readAll(ctx, fr, target, nil)
+	m, err := sf.read(ctx, nil)
 	if err != nil {
 		return store.Info{}, err
 	}
@@ -413,10 +375,7 @@ func Records(ctx context.Context, target, name string, fn func(rec store.Record)
 	if sh == nil {
 		return store.Info{}, fmt.Errorf("snapshot: read %s: no store %q: %w", target, name, store.ErrNotFound)
 	}
-	if fr, err = sf.reader(); err != nil {
-		return store.Info{}, err
-	}
-	_, err = readAll(ctx, fr, target, func(n string, rec store.Record) error {
+	_, err = sf.read(ctx, func(n string, rec store.Record) error {
 		if n != name {
 			return nil
 		}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -47,17 +48,12 @@ func CheckIndexes(t testing.TB, s store.Store) {
 				t.Errorf("CheckIndexes: index %q of stored object %q: %v", name, k, err)
 				continue
 			}
-			for _, v := range dedup(vals) {
+			for _, v := range slices.Compact(slices.Sorted(slices.Values(vals))) {
 				want[v] = append(want[v], k)
 			}
 		}
-		var wantValues []string
-		for v := range want {
-			wantValues = append(wantValues, v)
-		}
-		sort.Strings(wantValues)
-		gotValues := slices.Clone(s.ListIndexFuncValues(name))
-		sort.Strings(gotValues)
+		wantValues := slices.Sorted(maps.Keys(want))
+		gotValues := slices.Sorted(slices.Values(s.ListIndexFuncValues(name)))
 		if diff := cmp.Diff(wantValues, gotValues, nilEmpty); diff != "" {
 			t.Errorf("CheckIndexes: ListIndexFuncValues(%q) differs from the values of the stored objects (-want +got):\n%s", name, diff)
 		}
@@ -67,9 +63,7 @@ func CheckIndexes(t testing.TB, s store.Store) {
 				t.Errorf("CheckIndexes: IndexKeys(%q, %q): %v", name, short(v), err)
 				continue
 			}
-			got = slices.Clone(got)
-			sort.Strings(got)
-			if diff := cmp.Diff(want[v], got); diff != "" {
+			if diff := cmp.Diff(want[v], slices.Sorted(slices.Values(got))); diff != "" {
 				t.Errorf("CheckIndexes: IndexKeys(%q, %q) differs from the stored objects with that value (-want +got):\n%s", name, short(v), diff)
 			}
 			objs, err := s.ByIndex(name, v)
@@ -82,15 +76,6 @@ func CheckIndexes(t testing.TB, s store.Store) {
 
 // nilEmpty makes nil and empty slices equal.
 var nilEmpty = cmp.FilterValues(func(x, y []string) bool { return len(x) == 0 && len(y) == 0 }, cmp.Comparer(func(_, _ []string) bool { return true }))
-
-func dedup(vals []string) []string {
-	if len(vals) < 2 {
-		return vals
-	}
-	out := slices.Clone(vals)
-	sort.Strings(out)
-	return slices.Compact(out)
-}
 
 // short abbreviates very long strings (64 KiB keys) in messages.
 func short(s string) string {

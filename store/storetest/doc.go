@@ -10,18 +10,9 @@
 //		})
 //	}
 //
-// The rules cover client-go's Store and Indexer semantics, unusual keys and
-// index values, the empty key (refused by every write, and for persistent
-// backends by store.Import), large objects, concurrent use, Commit
-// atomicity, resume point semantics, Close, Info and URL parameters, and for
-// persistent backends the restart cases (what survives Close and Open, index
-// set, codec, type, key function and scope changes, several stores in one
-// database, ErrInUse) and store.Drop (one store of several dropped, the
-// others untouched record for record; missing names, stores in use,
-// concurrent drops).
-//
-// [CheckIndexes] checks DESIGN invariant 7 on any store; other tests (crash
-// tests, backend tests) call it too.
+// Each rule logs the contract it checks; the rules of restarts and Drop
+// run for persistent backends. [CheckIndexes] checks DESIGN invariant 7 on
+// any store; crash and backend tests call it too.
 //
 // # Concurrency
 //

@@ -56,6 +56,16 @@ func testCommitApplies(t *testing.T, h *harness) {
 	checkRV(t, s, "8")
 }
 
+// checkSeeded opens the pod store of the database at u and checks that it
+// holds objs, what seed committed, unchanged.
+func (h *harness) checkSeeded(t *testing.T, u string, objs []interface{}) {
+	t.Helper()
+	s := h.open(t, u, podOptions(t, "pods"))
+	checkContents(t, s, want(t, objs...))
+	checkRV(t, s, "5")
+	CheckIndexes(t, s)
+}
+
 // badOp is an op that must make a whole batch fail.
 type badOp struct {
 	name string
@@ -182,41 +192,53 @@ func testCommitSameKey(t *testing.T, h *harness) {
 func testBadWrites(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	objs := seed(t, s)
-	before := contents(t, s)
 	var nilPod *corev1.Pod
-	for _, tc := range []struct {
-		name  string
-		write func() error
-	}{
-		{"Add nil", func() error { return s.Add(nil) }},
-		{"Add typed nil", func() error { return s.Add(nilPod) }},
-		{"Add non-object", func() error { return s.Add(42) }},
-		{"Add index function error", func() error { return s.Add(newPod("ns", "z", "1", labelFail+"=1")) }},
-		{"Update index function panic", func() error { return s.Update(newPod("ns", "a", "9", labelPanic+"=1")) }},
-		{"Delete nil", func() error { return s.Delete(nil) }},
-		{"Delete non-object", func() error { return s.Delete(3.5) }},
+	checkRefused(t, s, []refusal{
+		{"Add nil", func() error { return s.Add(nil) }, nil},
+		{"Add typed nil", func() error { return s.Add(nilPod) }, nil},
+		{"Add non-object", func() error { return s.Add(42) }, nil},
+		{"Add index function error", func() error { return s.Add(newPod("ns", "z", "1", labelFail+"=1")) }, nil},
+		{"Update index function panic", func() error { return s.Update(newPod("ns", "a", "9", labelPanic+"=1")) }, nil},
+		{"Delete nil", func() error { return s.Delete(nil) }, nil},
+		{"Delete non-object", func() error { return s.Delete(3.5) }, nil},
 		{"Replace with one bad object", func() error {
 			return s.Replace([]interface{}{newPod("ns", "r", "1"), newPod("ns", "s", "1", labelFail+"=1")}, "99")
-		}},
-		{"Replace with nil", func() error { return s.Replace([]interface{}{newPod("ns", "r", "1"), nil}, "99") }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+		}, nil},
+		{"Replace with nil", func() error { return s.Replace([]interface{}{newPod("ns", "r", "1"), nil}, "99") }, nil},
+	})
+	checkContents(t, s, want(t, objs...))
+	CheckIndexes(t, s)
+}
+
+// refusal is a write a store must refuse with ErrInvalid whose message
+// mentions every string of says.
+type refusal struct {
+	name  string
+	write func() error
+	says  []string
+}
+
+// checkRefused runs each refusal as a subtest on s, which seed filled: the
+// write fails without a panic and leaves s as it was.
+func checkRefused(t *testing.T, s store.Store, refusals []refusal) {
+	t.Helper()
+	before := contents(t, s)
+	for _, r := range refusals {
+		t.Run(r.name, func(t *testing.T) {
 			var err error
 			func() {
 				defer func() {
-					if r := recover(); r != nil {
-						t.Fatalf("panicked: %v", r)
+					if p := recover(); p != nil {
+						t.Fatalf("panicked: %v", p)
 					}
 				}()
-				err = tc.write()
+				err = r.write()
 			}()
-			wantErr(t, tc.name, err, store.ErrInvalid)
-			checkDiff(t, before, contents(t, s), "a failed write changed the store")
+			wantErr(t, r.name, err, store.ErrInvalid, r.says...)
+			checkDiff(t, before, contents(t, s), "a refused write changed the store")
 			checkRV(t, s, "5")
 		})
 	}
-	checkContents(t, s, want(t, objs...))
-	CheckIndexes(t, s)
 }
 
 func testResumePoint(t *testing.T, h *harness) {

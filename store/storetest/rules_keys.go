@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"errors"
-	"io"
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
@@ -24,28 +23,23 @@ func unnamed() interface{} { return newPod("", "", "1", "app=web") }
 func testEmptyKey(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	objs := seed(t, s)
-	before := contents(t, s)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "", Obj: unnamed()}
 	good := store.Op{Type: store.OpPut, Object: newPod("ns", "new", "9", "app=web")}
-	for _, tc := range []struct {
-		name  string
-		write func() error
-		says  []string // besides "empty key"
-	}{
-		{"Add", func() error { return s.Add(unnamed()) }, []string{"add"}},
-		{"Update", func() error { return s.Update(unnamed()) }, []string{"update"}},
-		{"Delete", func() error { return s.Delete(unnamed()) }, []string{"delete"}},
-		{"Delete tombstone", func() error { return s.Delete(tombstone) }, []string{"delete"}},
-		{"Replace", func() error { return s.Replace([]interface{}{newPod("ns", "r", "1"), unnamed()}, "99") }, []string{"replace", "op 1 of 2 (put"}},
+	checkRefused(t, s, []refusal{
+		{"Add", func() error { return s.Add(unnamed()) }, []string{"empty key", "add"}},
+		{"Update", func() error { return s.Update(unnamed()) }, []string{"empty key", "update"}},
+		{"Delete", func() error { return s.Delete(unnamed()) }, []string{"empty key", "delete"}},
+		{"Delete tombstone", func() error { return s.Delete(tombstone) }, []string{"empty key", "delete"}},
+		{"Replace", func() error { return s.Replace([]interface{}{newPod("ns", "r", "1"), unnamed()}, "99") }, []string{"empty key", "replace", "op 1 of 2 (put"}},
 		{"Commit put", func() error {
 			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpPut, Object: unnamed()}, good}})
-		}, []string{"commit", "op 1 of 3 (put"}},
+		}, []string{"empty key", "commit", "op 1 of 3 (put"}},
 		{"Commit delete", func() error {
 			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpDelete, Object: unnamed()}}})
-		}, []string{"commit", "op 1 of 2 (delete"}},
+		}, []string{"empty key", "commit", "op 1 of 2 (delete"}},
 		{"Commit delete tombstone", func() error {
 			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{{Type: store.OpDelete, Object: tombstone}, good}})
-		}, []string{"commit", "op 0 of 2 (delete"}},
+		}, []string{"empty key", "commit", "op 0 of 2 (delete"}},
 		{"Prepare", func() error {
 			p, err := store.Prepare(s, store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpPut, Object: unnamed()}}})
 			if err == nil {
@@ -53,14 +47,8 @@ func testEmptyKey(t *testing.T, h *harness) {
 				err = p.Commit(t.Context())
 			}
 			return err
-		}, []string{"op 1 of 2 (put"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, tc.name, tc.write(), store.ErrInvalid, append([]string{"empty key"}, tc.says...)...)
-			checkContents(t, s, before)
-			checkRV(t, s, "5")
-		})
-	}
+		}, []string{"empty key", "op 1 of 2 (put"}},
+	})
 	if obj, ok, err := s.GetByKey(""); obj != nil || ok || err != nil {
 		t.Errorf("GetByKey(\"\") = %v, %v, %v; want nil, false, nil", obj, ok, err)
 	}
@@ -78,60 +66,35 @@ func testEmptyKeyImport(t *testing.T, h *harness) {
 	objs := seed(t, s)
 	// Closed: an import refuses a store open in this process.
 	closeStore(t, s)
-	var recs []store.Record
-	info, err := store.Export(t.Context(), u, "pods", func(r store.Record) error {
-		r.Data = append([]byte(nil), r.Data...)
-		recs = append(recs, r)
-		return nil
-	})
+	d, err := export(t, u, "pods")
 	if errors.Is(err, store.ErrInvalid) {
 		t.Skipf("the backend cannot export this URL record by record: %v", err)
 	}
 	mustOK(t, "Export", err)
-	if len(recs) == 0 {
+	if len(d.Records) == 0 {
 		t.Fatal("Export of a seeded store returned no records")
 	}
 	// A valid record first, so that the refusal comes mid-stream, after
 	// the backend has started writing.
-	bad := recs[0]
+	bad := d.Records[0]
 	bad.Key = ""
-	feed := []store.Record{recs[0], bad}
-	err = store.Import(t.Context(), u, info, func() (store.Record, error) {
-		if len(feed) == 0 {
-			return store.Record{}, io.EOF
-		}
-		r := feed[0]
-		feed = feed[1:]
-		return r, nil
-	})
+	err = store.Import(t.Context(), u, d.Info, Records(d.Records[0], bad))
 	wantErr(t, "Import of a record with an empty key", err, store.ErrInvalid, "empty key", "record 2", "import")
-	s = h.open(t, u, opts)
-	checkContents(t, s, want(t, objs...))
-	checkRV(t, s, "5")
-	CheckIndexes(t, s)
+	h.checkSeeded(t, u, objs)
 }
 
 func testNoNameKey(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	objs := seed(t, s)
-	before := contents(t, s)
 	noName := newPod("ns", "", "1", "app=web")
 	good := store.Op{Type: store.OpPut, Object: newPod("ns", "new", "9", "app=web")}
-	for _, tc := range []struct {
-		name  string
-		write func() error
-	}{
-		{"Add", func() error { return s.Add(noName) }},
-		{"Update", func() error { return s.Update(noName) }},
+	says := []string{`"ns/"`}
+	checkRefused(t, s, []refusal{
+		{"Add", func() error { return s.Add(noName) }, says},
+		{"Update", func() error { return s.Update(noName) }, says},
 		{"Commit put", func() error {
 			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpPut, Object: noName}}})
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, tc.name+" of an object with a namespace and no name", tc.write(), store.ErrInvalid, `"ns/"`)
-			checkContents(t, s, before)
-			checkRV(t, s, "5")
-		})
-	}
+		}, says},
+	})
 	checkContents(t, s, want(t, objs...))
 }

@@ -135,8 +135,8 @@ func testRestartUnusual(t *testing.T, h *harness) {
 }
 
 // zonedPods opens a fresh database with three Pods labelled with an app and
-// a zone (one without an app) committed at resourceVersion 3, and returns
-// its URL, the store and its contents.
+// a zone committed at resourceVersion 3, and returns its URL, the store and
+// its contents.
 func (h *harness) zonedPods(t *testing.T) (string, store.Store, map[string]string) {
 	t.Helper()
 	u := h.url(t)
@@ -179,9 +179,8 @@ func testRestartIndexSetChange(t *testing.T, h *harness) {
 }
 
 // testRestartIndexFuncChange reopens a store with the app index computing
-// the zone label instead: what a controller upgrade that fixes an index
-// function, keeping its name, does. Index values stored with the objects
-// must not be trusted then.
+// the zone label instead, as a controller upgrade that fixes an index
+// function, keeping its name, does.
 func testRestartIndexFuncChange(t *testing.T, h *harness) {
 	u, s, before := h.zonedPods(t)
 
@@ -203,11 +202,9 @@ func testRestartIndexFuncChange(t *testing.T, h *harness) {
 	CheckIndexes(t, s)
 }
 
-// testRestartKeyFuncChange reopens a store whose custom key function now
-// computes other keys under the same KeyFuncName: the stored objects'
-// keys are not the ones the function gives, so updates and deletes from
-// the watch would miss them, and they would stay for ever beside their
-// new copies. Like a scope change, the store must start empty.
+// testRestartKeyFuncChange: objects kept under keys the key function no
+// longer gives would be missed by the watch's updates and deletes, and stay
+// for ever beside their new copies.
 func testRestartKeyFuncChange(t *testing.T, h *harness) {
 	u := h.url(t)
 	byName := func(obj interface{}) (string, error) {
@@ -271,10 +268,7 @@ func testRestartIncompatible(t *testing.T, h *harness) {
 			o := podOptions(t, "pods")
 			tc.modify(o)
 			openFails(t, "reopen with another "+tc.name, u, o, store.ErrIncompatible, tc.says)
-			s = h.open(t, u, podOptions(t, "pods"))
-			checkContents(t, s, want(t, objs...))
-			checkRV(t, s, "5")
-			CheckIndexes(t, s)
+			h.checkSeeded(t, u, objs)
 		})
 	}
 }
@@ -376,13 +370,11 @@ func testDiskSize(t *testing.T, h *harness) {
 		t.Fatalf("DiskSize after a restart: %v", err)
 	}
 	t.Logf("DiskSize %d bytes for %d objects of %d bytes", got, n, size)
-	// Whatever the layout, the objects themselves are on disk.
 	if got < n*size/2 {
 		t.Errorf("DiskSize = %d bytes for %d objects of %d bytes each, want at least %d", got, n, size, n*size/2)
 	}
-	// And what the files take, not their sizes: bbolt and badger grow
-	// files ahead of use (badger sizes a new value log for twice its
-	// maximum), which is not space taken.
+	// What the files take, not their sizes: bbolt and badger grow files
+	// ahead of use.
 	if limit := int64(8 * n * size); got > limit {
 		t.Errorf("DiskSize = %d bytes for %d objects of %d bytes each, want at most %d", got, n, size, limit)
 	}

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
@@ -85,8 +87,7 @@ func testListAndListKeys(t *testing.T, h *harness) {
 	}
 	wantKeys := sortedKeys(t, objs)
 	checkDiff(t, wantKeys, sortedKeys(t, s.List()), "keys of List()")
-	got := append([]string(nil), s.ListKeys()...)
-	checkDiff(t, wantKeys, sortStrings(got), "ListKeys()")
+	checkDiff(t, wantKeys, slices.Sorted(slices.Values(s.ListKeys())), "ListKeys()")
 	checkContents(t, s, want(t, objs...))
 }
 
@@ -323,9 +324,5 @@ func testAddIndexersFailure(t *testing.T, h *harness) {
 
 func testGetIndexers(t *testing.T, h *harness) {
 	s := h.openPods(t)
-	var got []string
-	for name := range s.GetIndexers() {
-		got = append(got, name)
-	}
-	checkDiff(t, []string{idxApp, idxGuard, idxLabels, idxNamespace}, sortStrings(got), "GetIndexers names")
+	checkDiff(t, []string{idxApp, idxGuard, idxLabels, idxNamespace}, slices.Sorted(maps.Keys(s.GetIndexers())), "GetIndexers names")
 }

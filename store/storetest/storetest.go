@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,20 +24,18 @@ import (
 // from one goroutine at a time, so a Backend needs no locking.
 type Backend struct {
 	// URL returns a fresh database URL for one test (under t.TempDir() for
-	// persistent backends). Stores opened with the same URL share the
-	// database.
+	// persistent backends); stores opened with one URL share the database.
 	URL func(t testing.TB) string
-	// Persistent reports that the database survives Close, so restart cases
-	// run.
+	// Persistent reports that the database survives Close, so the rules
+	// that need it (restart, Drop) run.
 	Persistent bool
 }
 
-// rule is one named subtest of the suite.
+// rule is one named subtest of the suite; contract says what it checks,
+// for the test log; persistent rules run only for persistent backends.
 type rule struct {
-	name string
-	// contract says what the rule checks, for the test log.
-	contract string
-	// persistent rules run only for persistent backends.
+	name       string
+	contract   string
 	persistent bool
 	fn         func(t *testing.T, h *harness)
 }
@@ -51,7 +49,7 @@ func addRules(rs ...rule) bool {
 }
 
 // Run runs every rule of the store contract against b, each as a subtest of t
-// named after the rule. Restart rules run only when b.Persistent.
+// named after the rule.
 func Run(t *testing.T, b Backend) {
 	t.Helper()
 	if b.URL == nil {
@@ -244,8 +242,7 @@ func keyOf(t testing.TB, obj interface{}) string {
 }
 
 // fingerprint identifies an object's content: the SHA-256 of its JSON
-// encoding, which every fixture type has and which survives a codec round
-// trip.
+// encoding, which survives a codec round trip.
 func fingerprint(t testing.TB, obj interface{}) string {
 	t.Helper()
 	b, err := json.Marshal(obj)
@@ -304,9 +301,7 @@ func indexKeys(t testing.TB, s store.Store, index, value string) []string {
 	if err != nil {
 		t.Fatalf("IndexKeys(%q, %q): %v", index, short(value), err)
 	}
-	keys = append([]string(nil), keys...)
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(slices.Values(keys))
 }
 
 // byIndexKeys returns the sorted keys of ByIndex's objects.
@@ -325,14 +320,12 @@ func sortedKeys(t testing.TB, objs []interface{}) []string {
 	for _, o := range objs {
 		keys = append(keys, keyOf(t, o))
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 
 func sortedValues(s store.Store, index string) []string {
-	v := append([]string(nil), s.ListIndexFuncValues(index)...)
-	sort.Strings(v)
-	return v
+	return slices.Sorted(slices.Values(s.ListIndexFuncValues(index)))
 }
 
 // puts returns an OpPut of each object.
@@ -386,8 +379,8 @@ func wantErr(t testing.TB, what string, err, target error, says ...string) {
 	}
 }
 
-// checkRV checks the resume point through both accessors. (cache.Store's
-// LastStoreSyncResourceVersion is not one: see the rules of rules_seen.go.)
+// checkRV checks the resume point through both accessors
+// (LastStoreSyncResourceVersion is not one: see rules_seen.go).
 func checkRV(t testing.TB, s store.Store, want string) {
 	t.Helper()
 	if got := s.ResourceVersion(); got != want {
@@ -414,9 +407,4 @@ func labelIndex(key string) cache.IndexFunc {
 		}
 		return nil, nil
 	}
-}
-
-func sortStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }

@@ -22,12 +22,9 @@ import (
 )
 
 // Backend is what the backends whose persistent form is a snapshot file
-// (memory, memdb) share: their URLs, the registry of the files their stores
-// have open in this process, the files' locks against other processes,
-// their periodic snapshots, the decoding of a store's records on open, and
-// the raw driver. A backend keeps only how it holds a store's objects
-// (New, Load and the Source it returns). A Backend is safe for concurrent
-// use; it must not be copied once used.
+// (memory, memdb) share; a backend gives only how it holds a store's
+// objects (New, Load and the Source it returns). A Backend is safe for
+// concurrent use; it must not be copied once used.
 type Backend struct {
 	// Scheme and FormatVersion are the backend's.
 	Scheme        string
@@ -54,19 +51,15 @@ type Backend struct {
 
 // Loaded is a store's state in its file, decoded, as Backend.Load gets it.
 type Loaded struct {
-	// Op names the open in errors: "open NAME in SCHEME:///path".
-	Op string
-	// Indexes is the index set of the store's Options.Indexers.
-	Indexes *indexer.IndexSet
-	// Puts are the stored objects, decoded, as puts with their key, their
-	// values under Indexes (computed afresh, which is also how a changed
-	// index set is rebuilt) and their stored encoding (Data).
-	Puts []indexer.Prepared
-	// ResourceVersion is the store's resume point.
+	Op      string            // names the open in errors: "open NAME in SCHEME:///path"
+	Indexes *indexer.IndexSet // of the store's Options.Indexers
+	// Puts are the stored objects as puts with their key, their values
+	// under Indexes (computed afresh, which is also how a changed index
+	// set is rebuilt) and their stored encoding (Data).
+	Puts            []indexer.Prepared
 	ResourceVersion string
 	// Reset, when not empty, says why the store starts empty (see
-	// store.Info.Reset): its scope changed, or its key function no longer
-	// computes the keys its objects are stored under.
+	// store.Info.Reset).
 	Reset string
 }
 
@@ -107,8 +100,8 @@ type entry struct {
 	open bool // guarded by Backend.mu
 }
 
-// Committed implements Source for a store read from the file and not opened
-// since: the records as the file holds them.
+// Committed implements Source for a store read from the file and not
+// opened since.
 func (s *rawSection) Committed(h Header) Section {
 	return Section{Header: h, Len: len(s.data), Records: maps.All(s.data)}
 }
@@ -141,25 +134,21 @@ func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (sto
 }
 
 // RawDriver returns the backend's driver with record-level access to its
-// files; its Open is b.Open.
-func (b *Backend) RawDriver() *RawDriver {
-	return &RawDriver{
-		Scheme:         b.Scheme,
-		FormatVersion:  b.FormatVersion,
-		OpenStore:      b.Open,
-		WithFileLocked: b.withFileLocked,
-		Live:           b.live,
-	}
-}
+// files.
+func (b *Backend) RawDriver() *RawDriver { return &RawDriver{Backend: b} }
 
-// withFileLocked is RawDriver.WithFileLocked.
+// withFileLocked runs f with b's registry of open files locked, telling it
+// whether path is open in this process, so that no store opens the file
+// while f rewrites it.
 func (b *Backend) withFileLocked(path string, f func(open bool) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return f(b.files[path] != nil || b.opening.Busy(path))
 }
 
-// live is RawDriver.Live.
+// live returns the committed state of every store of the file at path as
+// its next snapshot would write it, or false when no store of this process
+// has the file open.
 func (b *Backend) live(path string) ([]Section, bool) {
 	b.mu.Lock()
 	f := b.files[path]
@@ -202,11 +191,8 @@ func (b *Backend) openFile(ctx context.Context, path string, o store.Options) (s
 	}
 	f := b.files[path]
 	if f == nil {
-		// The first store of the file in this process locks it against
-		// other processes, before reading it, without mu: the stores of
-		// other files open and close meanwhile, and other opens of this
-		// one wait until this open is over (done runs before mu is
-		// released).
+		// The first store of the file in this process locks and reads it
+		// without mu (see openings); done runs before mu is released.
 		defer b.opening.Start(path)()
 		var err error
 		if f, err = b.lockAndRead(ctx, path, o.Name, where, o.LockTimeout); err != nil {
@@ -272,8 +258,7 @@ func (b *Backend) openFile(ctx context.Context, path string, o store.Options) (s
 
 // decode decodes records with o.Codec into puts under set. keyReset, if not
 // empty, says that o.KeyFunc no longer computes the keys the records are
-// stored under (see indexer.KeyCheck): the store must start empty, and ps
-// is nil.
+// stored under (see indexer.KeyCheck): the store starts empty.
 func decode(op string, o store.Options, set *indexer.IndexSet, records iter.Seq2[string, []byte]) (ps []indexer.Prepared, keyReset string, err error) {
 	keys := indexer.NewKeyCheck(o.KeyFunc)
 	var ops []store.Op
@@ -341,8 +326,7 @@ func (h *Handle) DiskSize() (int64, error) {
 
 // Close stops the store's periodic snapshots, writes a last snapshot,
 // releases the store's name and, with the file's last store, the file. Its
-// Source stays the store's state in the file: it must keep returning the
-// state the store closed in.
+// Source must keep returning the state the store closed in.
 func (h *Handle) Close() error {
 	close(h.stop)
 	if h.done != nil {
@@ -379,16 +363,15 @@ func (h *Handle) snapshotEvery(d time.Duration) {
 	}
 }
 
-// snapshot writes the committed state of every store of the file. The
-// state is taken under mu; the write itself runs without blocking commits.
+// snapshot writes the committed state of every store of the file, taken
+// under mu; the write itself does not block commits.
 func (f *file) snapshot() error {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
 	return Write(f.path, f.committed())
 }
 
-// committed returns the committed state of every store of the file, as
-// snapshot writes it, sorted by name.
+// committed returns the committed state of every store, sorted by name.
 func (f *file) committed() []Section {
 	f.mu.Lock()
 	defer f.mu.Unlock()

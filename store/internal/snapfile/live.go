@@ -13,9 +13,8 @@ import (
 var _ store.RawLiveViewer = (*RawDriver)(nil)
 
 // LiveView implements store.RawLiveViewer: the committed state of every
-// store of the file, as the backend's Live copies it for the file's next
-// snapshot (the backend documents its unit of consistency), which the view
-// reads without holding any lock. It blocks no commit beyond that copy.
+// store of the file, as the backend copies it for the next snapshot,
+// read without a lock: it blocks no commit beyond that copy.
 func (d *RawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) error {
 	if u.Host != "" || u.Opaque != "" {
 		return fmt.Errorf("store: view %s: want %s:///absolute/path/file.snap (three slashes): %w", u.Redacted(), d.Scheme, store.ErrInvalid)
@@ -27,13 +26,10 @@ func (d *RawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawV
 	if err != nil {
 		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
 	}
-	if d.Live == nil {
-		return fmt.Errorf("store: view %s: the %s backend has no live view: %w", u.Redacted(), d.Scheme, store.ErrInvalid)
-	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
 	}
-	secs, ok := d.Live(path)
+	secs, ok := d.live(path)
 	if !ok {
 		return fmt.Errorf("store: view %s: no store of this process has the file open: %w", u.Redacted(), store.ErrClosed)
 	}

@@ -24,16 +24,12 @@ const openLockHint = driver.LockTimeoutHint
 
 // Lock takes the lock of the snapshot file at path for this process, so
 // that two processes never write snapshots of one file over each other's
-// (each would drop the other's stores from the file). The lock is an
-// exclusive flock of a lock file beside the snapshot (path + LockSuffix,
-// created if needed and left in place: removing it would race with another
-// process taking it). Lock waits up to timeout for another process to
-// release it, then fails with store.ErrLocked; it stops waiting when ctx
-// ends, with an error wrapping ctx's. On platforms without flock it does
-// not lock (see lock_other.go).
-//
-// Within a process, the stores of one file share it (and take the lock
-// once); the lock is released by the unlock function returned.
+// (each would drop the other's stores from the file): an exclusive flock
+// of path + LockSuffix, created if needed and left in place (removing it
+// would race with another process taking it). Lock waits up to timeout for
+// another process to release it, then fails with store.ErrLocked, or with
+// ctx's error once ctx ends. On platforms without flock it does not lock.
+// The stores of one file in a process share one lock, released by unlock.
 func Lock(ctx context.Context, path string, timeout time.Duration) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("snapfile: lock %s: create directory: %w", path, err)
@@ -57,9 +53,7 @@ func Lock(ctx context.Context, path string, timeout time.Duration) (unlock func(
 		left := time.Until(deadline)
 		if left <= 0 {
 			f.Close()
-			// No advice on how to wait longer: callers differ (Open
-			// takes lock_timeout=, the raw driver takes no parameter),
-			// so each adds its own (openLockHint).
+			// Callers add how to wait longer (openLockHint): they differ.
 			return nil, fmt.Errorf("snapfile: %s: another process holds %s (waited %v): %w", path, path+LockSuffix, timeout, store.ErrLocked)
 		}
 		wait := time.NewTimer(min(lockPoll, left))
@@ -73,11 +67,10 @@ func Lock(ctx context.Context, path string, timeout time.Duration) (unlock func(
 	}
 }
 
-// removeParts deletes the temporary files (Write's path+".part-*") that a
-// process killed while writing a snapshot left: only the lock's holder
-// writes the file, so none of them is being written, and a controller
-// crash-looping on a large cache would otherwise fill the disk with them.
-// Best effort: a file that cannot be removed is left for the next time.
+// removeParts deletes, best effort, the temporary files (path+".part-*")
+// of processes killed while writing a snapshot: only the lock's holder
+// writes the file, so none is being written, and a controller crash-looping
+// on a large cache would otherwise fill the disk with them.
 func removeParts(path string) {
 	dir, prefix := filepath.Dir(path), filepath.Base(path)+".part-"
 	entries, err := os.ReadDir(dir)

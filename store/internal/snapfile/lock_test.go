@@ -84,11 +84,7 @@ func lockedElsewhere(t *testing.T, path string) *RawDriver {
 		t.Fatal(err)
 	}
 	t.Cleanup(unlock)
-	return &RawDriver{
-		Scheme:         "test",
-		WithFileLocked: func(_ string, f func(bool) error) error { return f(false) },
-		LockTimeout:    30 * time.Millisecond,
-	}
+	return &RawDriver{Backend: &Backend{Scheme: "test"}, LockTimeout: 30 * time.Millisecond}
 }
 
 func TestImportRefusesLockedFile(t *testing.T) {
@@ -138,7 +134,7 @@ func TestDropRefusesLockedFile(t *testing.T) {
 	}
 	// And a file open in this process, whichever of its stores, is
 	// refused before the lock is even tried.
-	d.WithFileLocked = func(_ string, f func(bool) error) error { return f(true) }
+	d.files = map[string]*file{path: {path: path}}
 	err = d.Drop(context.Background(), mustURL(t, "test://"+path), "nodes")
 	if !errors.Is(err, store.ErrInUse) {
 		t.Fatalf("Drop from a file open in this process = %v, want ErrInUse", err)

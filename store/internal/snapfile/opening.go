@@ -11,11 +11,11 @@ import (
 )
 
 // openings tracks the snapshot files whose first store is being opened, so
-// that a backend can release its process-wide lock of open files while that
-// open waits for another process's lock (Lock, up to a lock timeout) and
-// reads the file: the stores of other files open and close meanwhile, and a
-// second open of the same file waits for the first. The zero value is ready
-// to use; every method is called with the backend's lock (mu) held.
+// that a backend can release its lock (mu) while that open waits for
+// another process's lock and reads the file: the stores of other files
+// open and close meanwhile, and a second open of the same file waits for
+// the first. The zero value is ready to use; every method is called with
+// mu held.
 type openings struct {
 	m map[string]chan struct{} // closed when the open of the path ends
 }
@@ -38,9 +38,8 @@ func (o *openings) Start(path string) (done func()) {
 func (o *openings) Busy(path string) bool { return o.m[path] != nil }
 
 // Wait returns once no open of path is under way, releasing mu while it
-// waits; it fails once ctx ends, or after timeout (with store.ErrLocked: the
-// open it waits for is waiting for another process's lock). It is for
-// Open: its error says how to wait longer (openLockHint).
+// waits; it fails once ctx ends, or after timeout with store.ErrLocked and
+// Open's hint (the open it waits for waits for another process's lock).
 func (o *openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeout time.Duration) error {
 	var t *time.Timer
 	defer func() {
@@ -73,10 +72,9 @@ func (o *openings) Wait(ctx context.Context, mu *sync.Mutex, path string, timeou
 }
 
 // lockAndRead is the first open of the snapshot file at path in this
-// process, called with b.mu held, and returning with it held: without
-// b.mu, it locks the file against other processes (Lock, waiting up to
-// timeout and until ctx ends) and reads it. On error, nothing holds the
-// lock. name and where (the store and the file) go into the lock's errors.
+// process, called and returning with b.mu held: without b.mu, it locks the
+// file against other processes and reads it. On error, nothing holds the
+// lock. name and where (the store and the file) go into the errors.
 func (b *Backend) lockAndRead(ctx context.Context, path, name, where string, timeout time.Duration) (*file, error) {
 	b.mu.Unlock()
 	defer b.mu.Lock()

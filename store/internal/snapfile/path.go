@@ -11,16 +11,11 @@ import (
 )
 
 // filePath checks the snapshot file path of a scheme:///path URL and
-// returns it cleaned. The path must be absolute, and
-// must not end in a slash: such a path names a directory, where these
-// backends want a file, and cleaning it silently would make
-// memory:///var/cache/ and memory:///var/cache name one file, created where
-// the user may have meant a directory. The path must also pass
-// driver.CheckPath, as bolt and badger paths do: the file holds cluster
-// objects, and a symbolic link, a directory others may write, or a file of
-// another user could hand it to someone else. The error wraps
-// store.ErrInvalid (or store.ErrUnsafe) and says only what is wrong; callers
-// name the operation and the URL.
+// returns it cleaned. The path must be absolute, must not end in a slash
+// (cleaning it would make memory:///var/cache/ a file where the user may
+// have meant a directory), and must pass driver.CheckPath, as bolt and
+// badger paths do. The error wraps store.ErrInvalid (or store.ErrUnsafe);
+// callers name the operation and the URL.
 func filePath(scheme, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("the snapshot file path must be absolute (%s:///abs/path/file.snap, three slashes): %w", scheme, store.ErrInvalid)

@@ -18,40 +18,20 @@ import (
 )
 
 // RawDriver implements store.RawDriver on snapshot files, for the backends
-// whose persistent form is one (memory:///file.snap, memdb:///file.snap):
-// the snapshot tool reads and writes their stores record by record.
-//
+// whose persistent form is one (memory:///file.snap, memdb:///file.snap).
 // Snapshot files keep no index entries or values (a store rebuilds them
 // when it loads the file), so exported records have no Values and the
-// stores' Info lists no indexes. A store without a file has nothing another
-// process could read, so URLs without a path are refused.
-//
-// A RawDriver is safe for concurrent use.
+// stores' Info lists no indexes. URLs without a path (a store without a
+// file, which no other process can read) are refused. Its Open is the
+// Backend's. A RawDriver is safe for concurrent use.
 type RawDriver struct {
-	// Scheme and FormatVersion are the backend's.
-	Scheme        string
-	FormatVersion int
-	// OpenStore is the backend's registered Open.
-	OpenStore func(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error)
-	// WithFileLocked runs f with the backend's registry of open files
-	// locked, telling it whether path is open in this process, so that no
-	// store opens the file while Import rewrites it.
-	WithFileLocked func(path string, f func(open bool) error) error
-	// LockTimeout bounds Import's wait for a file another process holds
-	// (see Lock); 0 means store.DefaultLockTimeout.
+	*Backend
+	// LockTimeout bounds Import's and Drop's wait for a file another
+	// process holds (see Lock); 0 means store.DefaultLockTimeout.
 	LockTimeout time.Duration
-	// Live, when set, returns the committed state of every store of the
-	// file at path as the file's next snapshot would write it, or false
-	// when no store of this process has the file open (see LiveView).
-	Live func(path string) ([]Section, bool)
 }
 
 var _ store.RawDriver = (*RawDriver)(nil)
-
-// Open implements store.Driver.
-func (d *RawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	return d.OpenStore(ctx, u, opts)
-}
 
 // rawPath checks u and returns its file path.
 func (d *RawDriver) rawPath(op string, u *url.URL) (string, error) {
@@ -74,17 +54,12 @@ type rawSection struct {
 	data map[string][]byte // nil unless loaded
 }
 
+// infoOf is the Info of a store of a file, which lists no indexes (see
+// RawDriver).
 func (d *RawDriver) infoOf(h Header) store.Info {
-	return store.Info{
-		Backend:         d.Scheme,
-		Name:            h.Name,
-		FormatVersion:   h.Meta.FormatVersion,
-		Codec:           h.Meta.Codec,
-		Type:            h.Meta.Type,
-		KeyFunc:         h.Meta.KeyFunc,
-		Scope:           h.Meta.Scope,
-		ResourceVersion: h.ResourceVersion,
-	}
+	info := h.Meta.Info(d.Scheme, h.Name, h.ResourceVersion)
+	info.Indexes = nil
+	return info
 }
 
 // Stores implements store.RawDriver: the stores of the file as last
@@ -133,11 +108,8 @@ func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func
 	}
 	var fnErr error
 	headers, err := Read(path, func(h *Header, key string, data []byte) error {
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil || h.Name != name {
 			return err
-		}
-		if h.Name != name {
-			return nil
 		}
 		if err := fn(store.Record{Key: key, Data: data}); err != nil {
 			fnErr = err
@@ -160,12 +132,9 @@ func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func
 }
 
 // Import implements store.RawDriver: the file is rewritten with the store
-// replaced, atomically (snapfile.Write). Index values are dropped: the
-// store rebuilds them when it loads. A file open in this process is
-// refused with store.ErrInUse, and one open in another process (its lock,
-// see Lock, held for longer than LockTimeout) with store.ErrLocked (or
-// ctx's error, if it ends first), since their stores would overwrite the
-// import with their next snapshot.
+// replaced, atomically (Write). Index values are dropped: the store
+// rebuilds them when it loads. A file open in this or another process is
+// refused (see exclusive).
 func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	path, err := d.rawPath("import "+info.Name, u)
 	if err != nil {
@@ -178,7 +147,7 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
 	}
 	return d.exclusive(ctx, path, true, fail, func() error {
-		secs, _, err := readOthers(ctx, path, info.Name)
+		secs, _, err := readSections(ctx, path, func(n string) bool { return n == info.Name })
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fail(err)
 		}
@@ -221,19 +190,16 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 
 // exclusive runs fn with the file at path held against this process's
 // stores (the backend's registry of open files locked, so that none opens
-// it meanwhile) and against other processes' (its lock, see Lock). A file
-// open in this process is refused with store.ErrInUse, whichever of its
-// stores is open: they share the file's contents, and their next snapshot
-// would write over what fn writes. One held by another process is refused
-// with store.ErrLocked after LockTimeout, for the same reason, or with
-// ctx's error if ctx ends first. Unless
-// create, a missing file is refused with store.ErrNotFound before the lock,
-// which would create the directory and the lock file. fail wraps the
-// refusals.
+// it meanwhile) and against other processes' (its lock, see Lock): their
+// next snapshot would write over what fn writes. A file open in this
+// process, by any of its stores, is refused with store.ErrInUse; one held
+// by another process with store.ErrLocked after LockTimeout, or ctx's
+// error. Unless create, a missing file is refused with store.ErrNotFound
+// before the lock, which would create the directory and the lock file.
+// fail wraps the refusals.
 func (d *RawDriver) exclusive(ctx context.Context, path string, create bool, fail func(error) error, fn func() error) error {
-	return d.WithFileLocked(path, func(open bool) error {
-		// First: a store open in this process may not have written its
-		// file yet.
+	return d.withFileLocked(path, func(open bool) error {
+		// First: a store open here may not have written its file yet.
 		if open {
 			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
 		}
@@ -258,10 +224,9 @@ func (d *RawDriver) exclusive(ctx context.Context, path string, create bool, fai
 	})
 }
 
-// readSections reads the file at path into memory, every store but those
-// skip (when not nil) is true for, and returns them with the headers of
-// every store of the file, skipped ones included. A missing file is an
-// error wrapping fs.ErrNotExist, with no store.
+// readSections reads the stores of the file at path into memory, but those
+// skip (if not nil) is true for, and returns them with the headers of every
+// store of the file. A missing file is an error wrapping fs.ErrNotExist.
 func readSections(ctx context.Context, path string, skip func(name string) bool) (map[string]*rawSection, []Header, error) {
 	secs := map[string]*rawSection{}
 	section := func(name string) *rawSection {
@@ -294,11 +259,6 @@ func readSections(ctx context.Context, path string, skip func(name string) bool)
 	return secs, headers, nil
 }
 
-// readOthers is readSections of every store but skip.
-func readOthers(ctx context.Context, path, skip string) (map[string]*rawSection, []Header, error) {
-	return readSections(ctx, path, func(name string) bool { return name == skip })
-}
-
 // writeSections writes secs to path atomically, sorted by name.
 func writeSections(path string, secs map[string]*rawSection) error {
 	out := make([]Section, 0, len(secs))
@@ -309,12 +269,9 @@ func writeSections(path string, secs map[string]*rawSection) error {
 }
 
 // Drop implements store.RawDriver: the file is rewritten without the
-// store, atomically (Write: a crash leaves the old file or the new one,
-// both whole), with the other stores' records, metadata and resume points
-// as they were. It is refused, as Import is, while the file is open in this
-// process (store.ErrInUse, whichever of its stores is open) or in another
-// one (store.ErrLocked): their next snapshot would write the store back.
-// The file shrinks by the store's records.
+// store, atomically (Write), with the other stores' records, metadata and
+// resume points as they were. It is refused, as Import is, while the file
+// is open in this or another process (see exclusive).
 func (d *RawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	path, err := d.rawPath("drop "+name, u)
 	if err != nil {
@@ -327,7 +284,7 @@ func (d *RawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
 	}
 	return d.exclusive(ctx, path, false, fail, func() error {
-		secs, headers, err := readOthers(ctx, path, name)
+		secs, headers, err := readSections(ctx, path, func(n string) bool { return n == name })
 		if errors.Is(err, fs.ErrNotExist) {
 			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
 		}

@@ -29,11 +29,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // unlockedDriver is a RawDriver with no store of its files open in this
 // process.
 func unlockedDriver() *RawDriver {
-	return &RawDriver{
-		Scheme:         "test",
-		FormatVersion:  1,
-		WithFileLocked: func(_ string, f func(bool) error) error { return f(false) },
-	}
+	return (&Backend{Scheme: "test", FormatVersion: 1}).RawDriver()
 }
 
 // TestRawDriverDrop checks that Drop rewrites the file without the store

@@ -81,14 +81,12 @@ func Write(path string, sections []Section) (err error) {
 }
 
 // WriteFile writes the file at path atomically: write fills a new temporary
-// file beside it (path+".part-" and a random suffix, created with O_EXCL, so
-// that writers do not share it and a planted symbolic link is not followed,
-// and mode 0600), which is then fsynced, renamed over path, and its
-// directory fsynced. A crash leaves the old file or the new one, never a
-// part of one. created, when not nil, is called with the temporary file's
-// path once it exists. On an error the temporary file is removed; write's
-// errors are returned as they are, those of the other steps prefixed with
-// op.
+// file beside it (path+".part-*", mode 0600, created with O_EXCL so that
+// writers do not share it and a planted symbolic link is not followed),
+// which is then fsynced, renamed over path, and its directory fsynced.
+// created, when not nil, is called with the temporary file's path once it
+// exists. On an error the temporary file is removed; write's errors are
+// returned as they are, those of the other steps prefixed with op.
 func WriteFile(path, op string, created func(part string), write func(f *os.File) error) (err error) {
 	fail := func(what string, err error) error { return fmt.Errorf("%s: %s: %w", op, what, err) }
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".part-*")
@@ -198,11 +196,11 @@ func (w *writer) bytes(b []byte) {
 	w.raw(b)
 }
 
-// Read reads the snapshot at path. It verifies the checksum of the whole file
-// first, then calls fn for every record in file order, with the header of its
-// section; data is only valid during the call. It returns the headers of all
-// sections, including those without records. A missing file is an error
-// wrapping os.ErrNotExist; an error from fn stops Read and is returned as is.
+// Read reads the snapshot at path: it verifies the checksum of the whole
+// file, then calls fn for every record in file order with the header of its
+// section (data is valid only during the call), and returns the headers of
+// all sections. A missing file is an error wrapping os.ErrNotExist; an
+// error from fn stops Read and is returned as is.
 func Read(path string, fn func(h *Header, key string, data []byte) error) ([]Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
