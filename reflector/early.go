@@ -14,8 +14,7 @@ import (
 )
 
 // Early is the probe and the catch-up watch of a resume, started before
-// the reflector runs: while its store is opened and decoded, which takes as
-// long as the bookmark wait for large stores (invariant 10). StartEarly
+// the reflector runs, while its store is opened (invariant 10). StartEarly
 // makes one; Options.Early hands it to the reflector, which uses it if it
 // resumes from the same resourceVersion within one catch-up watch timeout
 // of its start, and stops it otherwise.
@@ -34,6 +33,15 @@ type Early struct {
 
 	mu    sync.Mutex
 	taken bool // by a reflector, or stopped
+}
+
+// claim marks e taken, and reports whether it was not taken before.
+func (e *Early) claim() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	was := e.taken
+	e.taken = true
+	return !was
 }
 
 // StartEarly starts the probe and the catch-up watch from resumeFrom of a
@@ -74,14 +82,7 @@ func StartEarly(ctx context.Context, lw cache.ListerWatcherWithContext, o Option
 // Stop stops the Early's watch, unless a reflector took it. It may be
 // called more than once, and concurrently with a reflector taking it.
 func (e *Early) Stop() {
-	if e == nil {
-		return
-	}
-	e.mu.Lock()
-	taken := e.taken
-	e.taken = true
-	e.mu.Unlock()
-	if !taken {
+	if e != nil && e.claim() {
 		e.stopWhenDone()
 	}
 }
@@ -112,11 +113,7 @@ func (e *Early) take(ctx context.Context, resume string, now time.Time) *Early {
 		e.Stop()
 		return nil
 	}
-	e.mu.Lock()
-	taken := e.taken
-	e.taken = true
-	e.mu.Unlock()
-	if taken {
+	if !e.claim() {
 		return nil
 	}
 	select {
