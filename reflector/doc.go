@@ -65,56 +65,45 @@
 // the resume point moves on quiet resources too. A watch that ends is
 // restarted from the last resourceVersion seen. Errors are reported to
 // Options.WatchErrorHandler and retried after an exponential backoff for as
-// long as Run runs, including errors a retry cannot fix (a field selector the
-// server rejects with 400 or 422), as client-go does. A watch that gets 404
-// makes the reflector ask, with a LIST of one object, whether the resource is
-// still served: if so, it watches again from where it was; if not, it empties
-// the store (see ReasonGone). 410 Gone or Expired, or "too large resource
-// version", relists (reasons expired, too-large) and hands the list to
-// Queue.Replace, which reconciles it against the persisted objects. A relist
-// that would follow the previous one within Backoff.Reset waits a backoff
-// first, so that a watch failing right after every list cannot become a LIST
-// storm, unless the failed watch already followed a backoff: as in client-go,
-// a disruption costs one backoff before its relist.
+// long as Run runs, as client-go does, even those a retry cannot fix (a
+// field selector the server rejects). A watch that gets 404 makes the
+// reflector ask, with a LIST of one object, whether the resource is still
+// served: if not, it empties the store (see ReasonGone). 410 Gone or
+// Expired, or "too large resource version", relists (reasons expired,
+// too-large) into Queue.Replace, which reconciles the list against the
+// persisted objects. A relist that would follow the previous one within
+// Backoff.Reset waits a backoff first, so that a watch failing right after
+// every list cannot become a LIST storm, unless the failed watch already
+// followed a backoff: as in client-go, a disruption costs one backoff.
 //
 // # Catching up after a resume
 //
-// Events after R arrive at once from the API server's watch cache, but on a
-// quiet resource none may be at or past P. Clients cannot ask kube-apiserver
-// (v1.36) for a bookmark, and the initial-events-end bookmark comes only
-// with sendInitialEvents, which sends the full list a resume avoids. The
-// watch cache does send each watch a bookmark two seconds before the watch's
-// deadline, carrying the newest resourceVersion it has processed, which is
-// at least P once a consistent probe has returned (if the server answered
-// the probe from etcd instead, a bookmark short of P costs one more catch-up
-// watch). So until it reaches P the
-// reflector makes short catch-up watches (Options.CatchUpWatchTimeout,
-// default 3s, whose bookmark comes one to two seconds in) instead of the
-// usual randomised [MinWatchTimeout, 2*MinWatchTimeout).
+// On a quiet resource no event may come at or past P, and clients cannot ask
+// kube-apiserver (v1.36) for a bookmark; but its watch cache sends each watch
+// a bookmark two seconds before the watch's deadline, carrying the newest
+// resourceVersion it has processed, at least P once a consistent probe has
+// returned. So until it reaches P the reflector makes short catch-up watches
+// (Options.CatchUpWatchTimeout, default 3s: the bookmark comes one to two
+// seconds in) instead of the usual [MinWatchTimeout, 2*MinWatchTimeout).
 //
 // A bookmark is sent only past the last event the watch processed, counting
 // events its namespace or selectors filter out, and the cache moves only
-// with events of the resource and etcd progress notifications. So when the
-// newest write at or before P is one the watch does not see, no bookmark
-// comes until another write or a progress notification. After a catch-up
-// watch that ran to its timeout without reaching P, the reflector therefore
+// with events of the resource and etcd progress notifications. So after a
+// catch-up watch that ran to its timeout without reaching P, the reflector
 // makes one more consistent LIST of one object (counted in Stats.Lists),
 // which makes the cache ask etcd for progress. After three catch-up watches
 // in a row without any bookmark (a server without a watch cache) it returns
 // to normal timeouts, leaving catch-up to events and Options.CatchUpDeadline.
-// BENCHMARKS.md has the measured catch-up times.
-//
-// Callers that cannot afford the bookmark wait can pay bytes instead:
-// package informer's Options.StateCatchUp lists the metadata of every object
-// once [Reflector.TargetKnown] is closed (see [Reflector.ReachesTarget]).
+// BENCHMARKS.md has the measured catch-up times. Callers that cannot afford
+// the bookmark wait can pay bytes instead: package informer's
+// Options.StateCatchUp lists the metadata of every object once
+// [Reflector.TargetKnown] is closed (see [Reflector.ReachesTarget]).
 //
 // # Logging
 //
 // Contextual logging through klog.FromContext. At default verbosity a
-// reflector logs one line per resume ("Resuming watch"), one per full list
-// ("Listing" with its reason), and one per absence of the resource; details
-// are at V(2) and above. Stats counts the same reasons, each relist once
-// however many attempts it takes. Errors go to Options.WatchErrorHandler.
+// reflector logs one line per resume, one per full list (with its reason),
+// and one per absence of the resource; details are at V(2) and above.
 //
 // # Concurrency
 //

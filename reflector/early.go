@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/informerdb/informerdb/internal/typednil"
 )
 
 // Early is the probe and the catch-up watch of a resume, started before
@@ -63,14 +61,11 @@ func StartEarly(ctx context.Context, lw cache.ListerWatcherWithContext, o Option
 	var wg sync.WaitGroup
 	wg.Go(func() { e.probe, e.probeErr = r.probeOnce(ctx) })
 	wg.Go(func() {
-		e.w, e.watchErr = lw.WatchWithContext(ctx, metav1.ListOptions{
+		e.w, e.watchErr = r.startWatch(ctx, metav1.ListOptions{
 			ResourceVersion:     resumeFrom,
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &e.timeout,
 		})
-		if e.watchErr == nil && typednil.Is(e.w) {
-			e.w, e.watchErr = nil, errNoWatch
-		}
 	})
 	go func() {
 		wg.Wait()
@@ -87,14 +82,11 @@ func (e *Early) Stop() {
 	}
 }
 
-// stopWhenDone stops the watch and cancels the requests once they returned.
+// stopWhenDone releases e once its requests returned.
 func (e *Early) stopWhenDone() {
 	go func() {
 		<-e.done
-		if e.w != nil {
-			e.w.Stop()
-		}
-		e.cancel()
+		e.release()
 	}()
 }
 

@@ -165,16 +165,13 @@ func (r *Reflector) listOnce(ctx context.Context, what string, opts metav1.ListO
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface{}, string, error) {
 	timeout := r.watchTimeoutSeconds(false)
 	r.count(func(s *Stats) { s.WatchLists++ })
-	w, err := r.lw.WatchWithContext(ctx, metav1.ListOptions{
+	w, err := r.startWatch(ctx, metav1.ListOptions{
 		ResourceVersion:      "",
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		SendInitialEvents:    ptr.To(true),
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeout,
 	})
-	if err == nil && typednil.Is(w) {
-		err = errNoWatch
-	}
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, err)
 	}

@@ -19,11 +19,9 @@ import (
 )
 
 // Queue receives what the reflector observes. deltafifo.Queue satisfies it.
-//
 // The reflector calls it from one goroutine, in the order the server sent
-// the events. A call may block (a full queue applies back-pressure): the
-// reflector stops reading the watch meanwhile, so nothing is lost or
-// reordered, but Run cannot return before the call does.
+// the events. A call may block (back-pressure): the reflector stops reading
+// the watch meanwhile, and Run cannot return before the call does.
 type Queue interface {
 	Add(obj interface{}) error
 	Update(obj interface{}) error
@@ -68,11 +66,10 @@ type Stats struct {
 	// Resumes counts starts that chose to watch from ResumeFrom without a
 	// list (the watch may still end in a relist).
 	Resumes int64
-	// Relists counts relists by reason: each decision to relist once,
-	// when its list is first handed to the queue, so before the informer
-	// applies it (a reader that sees the informer synced sees it counted),
-	// however many attempts its Replace takes. A relist whose list never
-	// succeeds is not counted. Gone counts stores emptied instead.
+	// Relists counts relists by reason, each once, when its list is first
+	// handed to the queue (so a reader that sees the informer synced sees
+	// it counted), however many attempts its Replace takes. Gone counts
+	// stores emptied instead.
 	Relists RelistStats
 	// Events counts ADDED, MODIFIED and DELETED events handed to the
 	// queue, including the ones it refused.
@@ -84,10 +81,9 @@ type Stats struct {
 	// Options.Clock; zero until then.
 	StartedAt, TargetAt, CaughtUpAt time.Time
 	// Dropped counts ADDED, MODIFIED and DELETED events lost: refused by
-	// the queue (these are in Events too), or not handed to it because the
-	// reflector could not use them (an object of another type or GVK,
-	// without metadata, an unknown event type). Each is reported to the
-	// WatchErrorHandler; none is seen again after a restart.
+	// the queue (these are in Events too), or unusable (an object of
+	// another type or GVK, without metadata, an unknown event type). Each
+	// is reported to the WatchErrorHandler (see the package Caveats).
 	Dropped int64
 }
 
@@ -96,34 +92,28 @@ type RelistStats struct {
 	Cold, Expired, TooLarge, TimeTravel, CatchUp, ScopeChange, Corrupt, Gone int64
 }
 
-// ByReason returns the counters keyed by reason (every reason of Reasons,
-// zeros included).
-func (s RelistStats) ByReason() map[string]int64 {
-	return map[string]int64{
-		ReasonCold: s.Cold, ReasonExpired: s.Expired, ReasonTooLarge: s.TooLarge,
-		ReasonTimeTravel: s.TimeTravel, ReasonCatchUp: s.CatchUp,
-		ReasonScopeChange: s.ScopeChange, ReasonCorrupt: s.Corrupt, ReasonGone: s.Gone,
+// counters maps every reason of Reasons to its field of s.
+func (s *RelistStats) counters() map[string]*int64 {
+	return map[string]*int64{
+		ReasonCold: &s.Cold, ReasonExpired: &s.Expired, ReasonTooLarge: &s.TooLarge,
+		ReasonTimeTravel: &s.TimeTravel, ReasonCatchUp: &s.CatchUp,
+		ReasonScopeChange: &s.ScopeChange, ReasonCorrupt: &s.Corrupt, ReasonGone: &s.Gone,
 	}
 }
 
+// ByReason returns the counters keyed by reason (every reason of Reasons,
+// zeros included).
+func (s RelistStats) ByReason() map[string]int64 {
+	m := make(map[string]int64, len(Reasons))
+	for reason, c := range s.counters() {
+		m[reason] = *c
+	}
+	return m
+}
+
 func (s *RelistStats) add(reason string) {
-	switch reason {
-	case ReasonCold:
-		s.Cold++
-	case ReasonExpired:
-		s.Expired++
-	case ReasonTooLarge:
-		s.TooLarge++
-	case ReasonTimeTravel:
-		s.TimeTravel++
-	case ReasonCatchUp:
-		s.CatchUp++
-	case ReasonScopeChange:
-		s.ScopeChange++
-	case ReasonCorrupt:
-		s.Corrupt++
-	case ReasonGone:
-		s.Gone++
+	if c, ok := s.counters()[reason]; ok {
+		*c++
 	}
 }
 

@@ -60,14 +60,11 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		timeout = r.watchTimeoutSeconds(catchUp)
 		r.count(func(s *Stats) { s.Watches++ })
 		var err error
-		w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
+		w, err = r.startWatch(ctx, metav1.ListOptions{
 			ResourceVersion:     st.lastRV,
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &timeout,
 		})
-		if err == nil && typednil.Is(w) {
-			err = errNoWatch
-		}
 		if err != nil {
 			if ctx.Err() == nil {
 				stopDeadline()
@@ -113,6 +110,16 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	if catchUp {
 		r.catchUpWatchEnded(ctx, st, bookmarks, false)
 	}
+}
+
+// startWatch starts a watch; a ListerWatcher bug, neither a watch nor an
+// error, is errNoWatch.
+func (r *Reflector) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := r.lw.WatchWithContext(ctx, opts)
+	if err == nil && typednil.Is(w) {
+		return nil, errNoWatch
+	}
+	return w, err
 }
 
 // watchFailed reports err and arranges the next step: a relist when the
