@@ -151,14 +151,6 @@ func (r *Reflector) setTargetLocked(rv string) {
 // a list, an event or a bookmark at or past the sync target.
 func (r *Reflector) CaughtUp() <-chan struct{} { return r.caughtUpCh }
 
-// CaughtUpResourceVersion returns the resourceVersion of the list, event or
-// bookmark that reached the sync target; ok is false until then.
-func (r *Reflector) CaughtUpResourceVersion() (rv string, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.caughtUpRV, r.caughtUp
-}
-
 // CaughtUpByRelist reports whether the reflector reached its sync target
 // with a relist rather than with watch events: the informer is then synced
 // by applying that relist, not by comparing resourceVersions (step 5).
