@@ -41,25 +41,19 @@ type seqRV struct {
 // # Resume point
 //
 // Grouping per key reorders events, so Batch.ResourceVersion is a watermark
-// (DESIGN invariant 1): every event gets an arrival sequence number, and the
-// watermark is the resourceVersion of the newest event that, with every
-// event that arrived before it, has been popped; resourceVersions are never
-// compared. A key popped ahead of the watermark is applied in a newer state
-// than the resume point describes: a consumer that crashes then and resumes
-// from the persisted point receives that key's events again, so handlers
-// may see it go back to older states until the replay catches up. FIFO,
-// which never reorders, has no such window.
+// (DESIGN invariant 1): the resourceVersion of the newest event that, with
+// every event that arrived before it, has been popped, found by arrival
+// sequence numbers, never by comparing resourceVersions. A key popped ahead
+// of the watermark holds a newer state than the resume point describes: after
+// a crash then, the resumed watch replays its events, and handlers may see it
+// go back to older states until the replay catches up. FIFO has no such
+// window.
 //
 // # Relists
 //
-// A relist is handed out key by key, never as one Batch.Replace. Its
-// resourceVersion becomes the watermark only once every key it touched has
-// been popped; meanwhile batches have Batch.RelistPending set, and the batch
-// that hands out its last key has Batch.RelistDone. A persisting consumer
-// either applies a relist's batches in one commit (the informer does) or
-// records RelistPending and relists on restart (DESIGN invariant 2). A
-// relist touches every key queued when it arrives, so it is complete
-// exactly when no key queued before or by it remains.
+// A relist is handed out key by key (see Batch.RelistPending and
+// Batch.RelistDone). Its resourceVersion becomes the watermark only once
+// every key it touched (every key queued when it arrives) has been popped.
 //
 // # Bookmarks
 //
