@@ -81,10 +81,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	st.catchUpMisses = 0
 	st.lastRelist = r.opts.Clock.Now()
 	st.slept, st.afterBackoff = false, false
-	r.mu.Lock()
-	r.lastRV = rv
-	r.relistedLocked(ctx, rv)
-	r.mu.Unlock()
+	r.relisted(ctx, rv)
 	logger.V(2).Info("Listed", "reason", reason, "objects", len(items), "resourceVersion", rv)
 	return nil
 }

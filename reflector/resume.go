@@ -160,9 +160,20 @@ func (r *Reflector) CaughtUpByRelist() bool {
 	return r.caughtUpByRelist
 }
 
-// observedLocked notes an event or bookmark at rv handed to the queue,
-// which may reach the sync target (step 3). The caller holds mu.
-func (r *Reflector) observedLocked(ctx context.Context, rv string, bookmark bool) {
+// observed counts an event or bookmark at rv handed to the queue, which may
+// reach the sync target (step 3).
+func (r *Reflector) observed(ctx context.Context, rv string, bookmark bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if bookmark {
+		r.stats.Bookmarks++
+	} else {
+		r.stats.Events++
+	}
+	if rv == "" {
+		return
+	}
+	r.lastRV = rv
 	if !r.targetSet || r.caughtUp {
 		return
 	}
@@ -178,10 +189,13 @@ func (r *Reflector) observedLocked(ctx context.Context, rv string, bookmark bool
 	}
 }
 
-// relistedLocked notes a relist at rv handed to the queue: it is the sync
-// target if none is known yet, and it reaches the target (a consistent list
-// made after the probe is at least as new). The caller holds mu.
-func (r *Reflector) relistedLocked(ctx context.Context, rv string) {
+// relisted notes a relist at rv handed to the queue: it is the sync target
+// if none is known yet, and it reaches the target (a consistent list made
+// after the probe is at least as new).
+func (r *Reflector) relisted(ctx context.Context, rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastRV = rv
 	if !r.targetSet {
 		r.setTargetLocked(rv)
 	}

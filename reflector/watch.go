@@ -231,22 +231,6 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 	}
 }
 
-// observed records an event or bookmark at rv handed to the queue.
-func (r *Reflector) observed(ctx context.Context, rv string, bookmark bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if bookmark {
-		r.stats.Bookmarks++
-	} else {
-		r.stats.Events++
-	}
-	if rv == "" {
-		return
-	}
-	r.lastRV = rv
-	r.observedLocked(ctx, rv, bookmark)
-}
-
 // drop reports err about an event the reflector could not use or the queue
 // refused, and counts it in Stats.Dropped unless it is a bookmark, which
 // carries no object to lose.
