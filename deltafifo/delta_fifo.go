@@ -20,8 +20,8 @@ type queueEntry struct {
 type pending struct {
 	deltas cache.Deltas
 	// firstSeq is the arrival sequence number of the oldest event that
-	// touched this key since it was last popped. Keys enter the pop order in
-	// firstSeq order, which is what makes the watermark cheap to compute.
+	// touched this key since it was last popped; keys enter the pop order
+	// in firstSeq order, which makes the watermark cheap to compute.
 	firstSeq uint64
 }
 
@@ -40,58 +40,34 @@ type seqRV struct {
 //
 // # Resume point
 //
-// Grouping per key reorders events: popping key b before key a hands out
-// b's newer events while a's older ones are still queued. So
-// Batch.ResourceVersion is a watermark (DESIGN invariant 1): every event gets
-// an arrival sequence number, and the watermark is the resourceVersion of the
-// newest event that, together with every event that arrived before it, has
-// been popped. resourceVersions are never compared. Batch.ResourceVersion is
-// empty when a pop does not move the watermark.
-//
-// A key popped ahead of the watermark is applied in a newer state than the
-// resume point describes. A consumer that crashes then and resumes the
-// watch from the persisted resume point receives that key's events since
-// then again: the key goes back to older states until the replay catches
-// up, and ends in the server's state (puts and deletes are idempotent),
-// but handlers may see it go back. FIFO, which never reorders, has no such
-// window: a consumer that persists each batch with its resume point holds
-// exactly the state that resume point describes.
+// Grouping per key reorders events, so Batch.ResourceVersion is a watermark
+// (DESIGN invariant 1): the resourceVersion of the newest event that, with
+// every event that arrived before it, has been popped, found by arrival
+// sequence numbers, never by comparing resourceVersions. A key popped ahead
+// of the watermark holds a newer state than the resume point describes: after
+// a crash then, the resumed watch replays its events, and handlers may see it
+// go back to older states until the replay catches up. FIFO has no such
+// window.
 //
 // # Relists
 //
-// A DeltaFIFO cannot hand out a Replace in one pop: the relist is applied
-// key by key, and Batch.Replace is never set. The list resourceVersion only
-// becomes the watermark once every key the relist touched (listed or
-// deleted) has been popped, so a crash in the middle of a relist leaves the
-// resume point at the old one. Resuming from there would converge, but
-// handlers could see keys the relist had reached go back to older states
-// while the watch replays; so every batch popped while a relist is partly
-// handed out has Batch.RelistPending set, and the batch that hands out its
-// last key has Batch.RelistDone set. A persisting consumer either applies
-// the batches of a relist in one commit (the informer does) or records
-// RelistPending and relists on restart instead (DESIGN invariant 2). A relist
-// touches every key queued when it arrives, so it is complete exactly when
-// no key queued before or by it remains. FIFO hands a relist out in one
-// batch instead.
+// A relist is handed out key by key (see Batch.RelistPending and
+// Batch.RelistDone). Its resourceVersion becomes the watermark only once
+// every key it touched (every key queued when it arrives) has been popped.
 //
 // # Bookmarks
 //
 // Bookmark queues an entry of its own (consecutive bookmarks coalesce) that
-// pops as a batch with one cache.Bookmark delta, so that an idle stream
-// still moves the resume point. A Replace that queues nothing (an empty list
-// and nothing to delete) queues such an entry with the list resourceVersion;
-// without one (a resource the server stopped serving), the entry pops as a
-// batch without deltas, so that Batch.RelistDone still reaches the consumer.
-// Code that never calls Bookmark, like client-go's users, sees one only for
-// such an empty relist with a resourceVersion.
+// pops as a batch with one cache.Bookmark delta. A Replace that queues
+// nothing queues such an entry with the list resourceVersion, or, without
+// one (a resource the server stopped serving), an entry that pops as a
+// batch without deltas, so that Batch.RelistDone still reaches the
+// consumer. A Delete dropped because its key is neither queued nor known
+// queues nothing; its resourceVersion reaches the consumer with the next
+// pop.
 //
-// A Delete dropped because its key is neither queued nor known queues
-// nothing; its resourceVersion reaches the consumer with the next pop.
-//
-// A DeltaFIFO is safe for concurrent use by any number of goroutines; the
-// intended use is one writer and one popper. PopFunc runs with the queue
-// locked, as in client-go, so a consumer can update KnownObjects in step
-// with the queue.
+// A DeltaFIFO is safe for concurrent use; the intended use is one writer and
+// one popper.
 type DeltaFIFO struct {
 	core // mu guards the fields below
 
@@ -121,12 +97,8 @@ var _ Queue = (*DeltaFIFO)(nil)
 // NewDeltaFIFO returns an empty DeltaFIFO configured by opts (see Options
 // for the defaults; MaxBatch is ignored).
 func NewDeltaFIFO(options *Options) *DeltaFIFO {
-	var opts Options
-	if options != nil {
-		opts = *options
-	}
 	f := &DeltaFIFO{items: make(map[string]pending)}
-	f.init(opts)
+	f.init(options)
 	return f
 }
 
@@ -137,9 +109,8 @@ func (f *DeltaFIFO) Add(obj interface{}) error { return f.event("add", cache.Add
 func (f *DeltaFIFO) Update(obj interface{}) error { return f.event("update", cache.Updated, obj) }
 
 // Delete queues a Deleted delta for obj's key, unless the key is neither
-// queued nor known (KnownObjects.GetByKey says it does not exist), as in
-// client-go: it was presumably deleted by a relist already, and must not be
-// reported twice.
+// queued nor known, as in client-go: a relist presumably deleted it
+// already.
 func (f *DeltaFIFO) Delete(obj interface{}) error { return f.event("delete", cache.Deleted, obj) }
 
 func (f *DeltaFIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
@@ -198,9 +169,8 @@ func (f *DeltaFIFO) appendLocked(key string, seq uint64, d cache.Delta) {
 	f.cond.Broadcast()
 }
 
-// dedupDeletes collapses two trailing Deleted deltas into one: watch and
-// relist can report the same deletion twice. The one kept is the one with the
-// most information: the real object rather than a tombstone.
+// dedupDeletes collapses two trailing Deleted deltas, which watch and relist
+// can both report, into one, keeping the real object over a tombstone.
 func dedupDeletes(d cache.Deltas) cache.Deltas {
 	n := len(d)
 	if n < 2 || d[n-1].Type != cache.Deleted || d[n-2].Type != cache.Deleted {
@@ -244,15 +214,12 @@ func (f *DeltaFIFO) queueBookmarkLocked(rv string) {
 	f.cond.Broadcast()
 }
 
-// Replace queues a relist: a Replaced (or Sync, per
-// Options.EmitDeltaTypeReplaced) delta for every listed object, and a Deleted
-// delta carrying a cache.DeletedFinalStateUnknown for every key that is
-// queued or known but not listed; the tombstone's Obj is the newest queued
-// object, else the known object, never nil (a known key whose object is gone
-// by the time it is looked up is skipped). A key-function or transformer
-// error on any item, or a KnownObjects lookup error, leaves the queue
-// unchanged. See DeltaFIFO for how the list resourceVersion becomes the
-// resume point.
+// Replace queues a relist: a Replaced (or Sync) delta for every listed
+// object, and a Deleted delta carrying a cache.DeletedFinalStateUnknown for
+// every key queued or known but not listed, whose Obj is the newest queued
+// object, else the known one. A key-function or transformer error on any
+// item, or a KnownObjects lookup error, leaves the queue unchanged. See
+// DeltaFIFO for how the list resourceVersion becomes the resume point.
 func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	keys, objs, listed, err := prepareList(&f.opts, list)
 	if err != nil {
@@ -269,26 +236,20 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 	// leaves the queue as it was.
 	var gone []cache.DeletedFinalStateUnknown
 	for e := range f.queue.all() {
-		if e.bookmark {
-			continue
+		if _, ok := listed[e.key]; !e.bookmark && !ok {
+			gone = append(gone, tombstone(e.key, f.items[e.key].deltas.Newest().Object))
 		}
-		if _, ok := listed[e.key]; ok {
-			continue
-		}
-		newest := f.items[e.key].deltas.Newest().Object
-		gone = append(gone, cache.DeletedFinalStateUnknown{Key: e.key, Obj: unwrapTombstone(newest)})
 	}
-	if known := f.opts.KnownObjects; known != nil {
-		err := eachKnown("replace", known, func(k string) bool {
-			_, isListed := listed[k]
-			_, queued := f.items[k]
-			return isListed || queued
-		}, func(k string, obj interface{}) {
-			gone = append(gone, cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(obj)})
-		})
-		if err != nil {
-			return err
-		}
+	known, knownObjs, err := f.knownLocked("replace", func(k string) bool {
+		_, isListed := listed[k]
+		_, queued := f.items[k]
+		return isListed || queued
+	})
+	if err != nil {
+		return err
+	}
+	for i, k := range known {
+		gone = append(gone, tombstone(k, knownObjs[i]))
 	}
 
 	// The whole relist is one event: one sequence number for all its deltas,
@@ -308,10 +269,8 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 		f.queueBookmarkLocked(resourceVersion)
 	}
 	if !f.populated {
-		// As client-go's: the keys the first Replace queued (objects and
-		// deletions, and keys queued before it), not the bookmark entry
-		// of an empty one, whose popping holds nothing to apply. An
-		// empty first Replace thus syncs at once.
+		// As client-go's: the keys queued when the first Replace is, not
+		// bookmark entries, so that an empty first Replace syncs at once.
 		f.populated = true
 		f.initialCount = 0
 		for e := range f.queue.all() {
@@ -324,27 +283,17 @@ func (f *DeltaFIFO) Replace(list []interface{}, resourceVersion string) error {
 }
 
 // Resync queues a Sync delta with the known object for every KnownObjects
-// key that has nothing queued (a queued delta carries a newer state). It
-// does nothing when KnownObjects is nil. A KnownObjects lookup error leaves
-// the queue unchanged.
+// key that has nothing queued (a queued delta carries a newer state). A
+// KnownObjects lookup error leaves the queue unchanged.
 func (f *DeltaFIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return closedError("resync")
 	}
-	known := f.opts.KnownObjects
-	if known == nil {
-		return nil
-	}
-	var keys []string
-	var objs []interface{}
-	err := eachKnown("resync", known, func(k string) bool {
+	keys, objs, err := f.knownLocked("resync", func(k string) bool {
 		_, queued := f.items[k]
 		return queued
-	}, func(k string, obj interface{}) {
-		keys = append(keys, k)
-		objs = append(objs, obj)
 	})
 	if err != nil || len(keys) == 0 {
 		return err
@@ -358,9 +307,8 @@ func (f *DeltaFIFO) Resync() error {
 
 // Pop waits for a queued key (or bookmark) and hands process its deltas,
 // oldest first, with the watermark they bring (see DeltaFIFO). process runs
-// with the queue locked and receives ctx; it must not call the queue's
-// methods, which would wait for the lock it holds. The deltas are consumed
-// whether or not process fails; its error is returned.
+// with the queue locked and must not call its methods. The deltas are
+// consumed whether or not process fails; its error is returned.
 func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	if process == nil {
 		return fmt.Errorf("deltafifo: pop: nil PopFunc: %w", ErrInvalid)
@@ -376,8 +324,8 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	f.queue.drop(1)
 	switch {
 	case e.bookmark && e.rv == "":
-		// The end of an empty relist without a resourceVersion: nothing to
-		// apply, only RelistDone to hand out.
+		// The end of an empty relist without a resourceVersion: only
+		// RelistDone to hand out.
 	case e.bookmark:
 		b.Deltas = cache.Deltas{{Type: cache.Bookmark, Object: cache.BookmarkInfo{ResourceVersion: e.rv}}}
 	default:
@@ -394,20 +342,18 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	b.HandedOut = oldest
 	err := process(ctx, b)
 	if f.initialCount > 0 && !e.bookmark {
-		// After processing, as client-go's RealFIFO: HasSynced must not turn
-		// true while the initial list is still being applied.
+		// After processing, as in client-go (see FIFO.Pop).
 		f.initialCount--
 	}
 	return err
 }
 
 // advanceLocked moves the watermark past every event older than the oldest
-// still-queued key and returns the newest resourceVersion it passed, or ""
-// if it did not move, and the first sequence number of the oldest queued
-// key (nextSeq if none). An event older than the oldest queued key's first
-// event is popped: a key's events all pop together, so an unpopped event
-// would keep its key queued with a firstSeq no larger than its own.
-// Bookmark entries hold nothing to apply and do not hold the watermark back.
+// still-queued key and returns the newest resourceVersion it passed ("" if
+// it did not move), and the first sequence number of the oldest queued key
+// (nextSeq if none). Such events are popped: an unpopped event would keep
+// its key queued with a firstSeq no larger than its own. Bookmark entries
+// do not hold the watermark back.
 func (f *DeltaFIFO) advanceLocked() (rv string, oldest uint64) {
 	oldest = f.nextSeq
 	for e := range f.queue.all() {
@@ -428,9 +374,8 @@ func (f *DeltaFIFO) advanceLocked() (rv string, oldest uint64) {
 	return rv, oldest
 }
 
-// Arrived returns the number of events queued so far, each counted once
-// whether or not it is still queued (a delete of an unknown key is counted
-// and dropped at once).
+// Arrived implements Queue; a delete of an unknown key is counted and
+// dropped at once.
 func (f *DeltaFIFO) Arrived() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -441,9 +386,7 @@ func (f *DeltaFIFO) syncedLocked() bool {
 	return f.populated && f.initialCount == 0
 }
 
-// HasSynced reports whether the entries queued by the first Replace have all
-// been popped and processed (at once when it queued none), or an Add,
-// Update or Delete came before any Replace, as in client-go.
+// HasSynced implements Queue.
 func (f *DeltaFIFO) HasSynced() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -485,9 +428,8 @@ func (f *DeltaFIFO) Get(obj interface{}) (item interface{}, exists bool, err err
 	return f.GetByKey(key)
 }
 
-// GetByKey returns a copy of the queued cache.Deltas of key. With Get, it
-// returns interface{} as client-go's does, so a DeltaFIFO is a
-// cache.KeyGetter.
+// GetByKey returns a copy of the queued cache.Deltas of key, as
+// interface{} so that a DeltaFIFO is a cache.KeyGetter, as client-go's.
 func (f *DeltaFIFO) GetByKey(key string) (item interface{}, exists bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -2,26 +2,21 @@ package deltafifo
 
 import "iter"
 
-// dequeChunk is the number of elements in one chunk of a deque: a FIFO unit
-// is about 140 bytes, so a chunk is about 35 KiB, and a backlog of the
-// informer's default 50,000 events fits in about 200 of them.
+// dequeChunk is the number of elements in one chunk of a deque (a FIFO unit
+// is about 140 bytes, so a chunk is about 35 KiB).
 const dequeChunk = 256
 
 // dequeSpares is how many emptied chunks a deque keeps for reuse unless
-// told otherwise (deque.keep): enough for a queue popped empty and filled
-// again by a couple of thousand elements at a time to allocate nothing. A
-// larger backlog frees the rest of its chunks as it drains.
+// told otherwise (deque.keep), so that a queue refilled by a couple of
+// thousand elements at a time allocates nothing.
 const dequeSpares = 8
 
-// deque is a first-in first-out queue kept in fixed-size chunks. A queue
-// with a backlog (a watch outpacing its consumer) grows by one chunk at a
-// time and never copies what it holds, and a chunk its consumer empties is
-// freed, or kept as a spare that a later new chunk reuses. A single
-// growing slice would instead copy itself at every growth step (appends
-// beyond 256 elements grow it by a quarter, so a backlog of n elements
-// allocated about 5n in all) and keep its largest array, full of pointers
-// for the garbage collector to scan, for as long as the queue lives. Not
-// safe for concurrent use; the queues guard theirs with their mutex.
+// deque is a first-in first-out queue kept in fixed-size chunks: a backlog
+// grows by one chunk at a time without copying what it holds, and a chunk
+// its consumer empties is freed or kept as a spare, where one growing slice
+// would copy itself at every growth and keep its largest array, full of
+// pointers for the garbage collector, as long as the queue lives. Not safe
+// for concurrent use; the queues guard theirs with their mutex.
 type deque[T any] struct {
 	// chunks[first:] hold the queued elements, oldest first:
 	// chunks[first][head:], then the following chunks whole. Every chunk

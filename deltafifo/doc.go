@@ -12,39 +12,30 @@
 //
 // FIFO hands out every event in arrival order, in batches of up to
 // Options.MaxBatch deltas, and a relist as one batch (Batch.Replace) to be
-// applied in one commit. Its resume point is simply the last
-// resourceVersion of each batch.
-//
-// DeltaFIFO keeps client-go's per-key accumulation, for code written against
-// client-go's DeltaFIFO (see the DeltaFIFO example, a plain Go struct with a
-// custom key function). Because it reorders events, its resume point is a
-// watermark over arrival order, and a relist is handed out key by key
-// (Batch.RelistPending says when one is partly applied).
+// applied in one commit; its resume point is the last resourceVersion of
+// each batch. DeltaFIFO keeps client-go's per-key accumulation; because it
+// reorders events, its resume point is a watermark over arrival order, and
+// a relist is handed out key by key (Batch.RelistPending).
 //
 // # Differences from client-go
 //
-// FIFO hands every Bookmark out as a cache.Bookmark delta carrying its
-// resourceVersion, where client-go's RealFIFO without atomic events drops
-// it; DeltaFIFO has a Bookmark method, which client-go's has not, and hands
-// out an empty relist the same way (see DeltaFIFO). A persisting consumer
-// needs them to move its resume point on a quiet resource (DESIGN invariant
-// 1); a consumer written for client-go's queues ignores such deltas.
-// TestFIFOKeepsBookmarks pins it.
+// Both queues hand bookmarks out as cache.Bookmark deltas carrying their
+// resourceVersion (client-go's RealFIFO without atomic events drops them,
+// and its DeltaFIFO has no Bookmark method): a persisting consumer needs them
+// to move its resume point on a quiet resource (DESIGN invariant 1); a
+// consumer written for client-go's queues ignores them.
 //
 // # Concurrency
 //
 // Both queues are safe for concurrent use. Pop blocks until a batch is ready,
 // the queue is closed and drained (ErrClosed), or its ctx is done
-// (ctx.Err()); waiting for ctx starts no goroutine until ctx is actually
-// done. PopFunc runs with the queue locked, as in client-go, so that a
-// consumer can keep Options.KnownObjects in step with the queue; it must not
-// call the queue's own methods.
+// (ctx.Err()). PopFunc runs with the queue locked, as in client-go, so that
+// a consumer can keep Options.KnownObjects in step with the queue; it must
+// not call the queue's own methods.
 //
 // # Errors
 //
-// Bad input (nil or typed-nil objects, objects the key function rejects,
-// panics on or maps to an empty key, transformer errors, an empty bookmark
-// resourceVersion, a nil PopFunc) returns an error that names the operation
+// Bad input (see ErrInvalid) returns an error that names the operation
 // ("deltafifo: add: ...") and wraps ErrInvalid and the cause; a lookup error
 // from KnownObjects during Replace or Resync is returned wrapped. In every
 // case the queue is unchanged. Writes after Close wrap ErrClosed.

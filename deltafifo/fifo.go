@@ -22,16 +22,14 @@ const (
 type unit struct {
 	kind unitKind
 	// delta and key hold the single delta of an event or bookmark unit
-	// inline, so that the hot path (watch events) allocates nothing per
-	// event beyond the queue's own growth.
+	// inline, so that a watch event allocates nothing of its own.
 	delta cache.Delta
 	key   string
 	// deltas and keys (parallel) hold a Replace's or Resync's deltas.
 	deltas cache.Deltas
 	keys   []string
-	// rv is the resourceVersion the unit carries: the object's metadata RV
-	// for an event (read before the transformer), the list RV of a Replace,
-	// the bookmark's RV; "" for a Resync or an object without one.
+	// rv is the resourceVersion the unit carries: the event's object's (read
+	// before the transformer), the list's, the bookmark's; "" for a Resync.
 	rv string
 	// initial marks the first Replace: once it is popped and processed, the
 	// queue has synced.
@@ -49,25 +47,16 @@ func (u *unit) size() int {
 
 // FIFO is the in-order queue with client-go RealFIFO semantics that the
 // informer uses by default: every event is handed out in arrival order, and
-// each Pop hands out a contiguous run of up to Options.MaxBatch deltas.
+// each Pop hands out a contiguous run of up to Options.MaxBatch deltas, whose
+// Batch.ResourceVersion is the last resourceVersion of the run.
 //
-// A Replace is queued as one unit and popped alone as one Batch with
-// Replace=true: deltas first a Deleted delta carrying a
-// cache.DeletedFinalStateUnknown for every key that disappears (keys still
-// queued whose last delta is not a delete, with their last queued object;
-// then KnownObjects keys neither listed nor queued, with the known object),
-// then a Replaced (or Sync) delta for every listed object. A Resync is one
-// unit of Sync deltas for every known object that has nothing queued; it
-// does not move the resume point. Bookmarks travel in order as cache.Bookmark
-// deltas carrying a cache.BookmarkInfo.
+// A Replace is popped alone as one Batch with Replace=true (see Replace). A
+// Resync is one unit of Sync deltas that does not move the resume point.
+// Bookmarks travel in order as cache.Bookmark deltas carrying a
+// cache.BookmarkInfo.
 //
-// Because a FIFO never reorders, Batch.ResourceVersion is simply the
-// resourceVersion of the last event of the run that carries one.
-//
-// A FIFO is safe for concurrent use by any number of goroutines; the
-// intended use is one writer (the reflector) and one popper (the informer).
-// PopFunc runs with the queue locked, so writers wait while a batch is
-// processed; that keeps KnownObjects in step with the queue.
+// A FIFO is safe for concurrent use; the intended use is one writer (the
+// reflector) and one popper (the informer).
 type FIFO struct {
 	core // mu guards the fields below
 
@@ -85,15 +74,10 @@ var _ Queue = (*FIFO)(nil)
 // New returns an empty in-order FIFO configured by opts (see Options for the
 // defaults).
 func New(options *Options) *FIFO {
-	var opts Options
-	if options != nil {
-		opts = *options
-	}
 	f := &FIFO{}
-	f.init(opts)
-	// A consumer that keeps up pops up to MaxBatch deltas at a time, and
-	// the queue refills by as much: enough spare chunks for that keeps
-	// its steady state from allocating.
+	f.init(options)
+	// Spare chunks for a MaxBatch pop and refill keep a consumer that
+	// keeps up from allocating.
 	f.units.keep = max(dequeSpares, (f.opts.MaxBatch+dequeChunk-1)/dequeChunk+1)
 	return f
 }
@@ -116,9 +100,8 @@ func (f *FIFO) event(op string, typ cache.DeltaType, obj interface{}) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for !f.closed && f.opts.MaxQueued > 0 && f.units.len() >= f.opts.MaxQueued {
-		// Full: the consumer is behind (a store whose commits fail).
-		// Waiting here holds up the watch instead of growing without
-		// bound; a Pop or Close wakes us.
+		// Full: hold up the watch rather than grow without bound; a Pop
+		// or Close wakes us.
 		if testHookFull != nil {
 			testHookFull()
 		}
@@ -185,12 +168,14 @@ func prepareList(o *Options, list []interface{}) (keys []string, objs []interfac
 	return keys, objs, listed, nil
 }
 
-// Replace queues a relist as one unit (see FIFO). A key-function or
+// Replace queues a relist as one unit: first a Deleted delta carrying a
+// cache.DeletedFinalStateUnknown for every key that disappears (keys still
+// queued whose last delta is not a delete, with their last queued object;
+// then KnownObjects keys neither listed nor queued, with the known object),
+// then a Replaced (or Sync) delta for every listed object. The unit is
+// queued even when empty, to carry its resourceVersion. A key-function or
 // transformer error on any item, or a KnownObjects lookup error, leaves the
-// queue unchanged. A KnownObjects key whose object is gone by the time it is
-// looked up is skipped: there is nothing to delete. The list may be empty;
-// the unit is queued anyway, since its resourceVersion must still reach the
-// consumer together with the deletions.
+// queue unchanged.
 func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
 	keys, objs, listed, err := prepareList(&f.opts, list)
 	if err != nil {
@@ -203,37 +188,30 @@ func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
 		return closedError("replace")
 	}
 
-	u := unit{kind: unitReplace, rv: resourceVersion}
 	// Keys still queued: the consumer will know them once it has applied
 	// what is queued, so a key missing from the list must be deleted with
 	// the last queued object, unless that last delta already deletes it.
 	queuedKeys, last := f.lastQueuedLocked()
-	for _, k := range queuedKeys {
-		d := last[k]
-		if _, ok := listed[k]; ok || d.Type == cache.Deleted {
-			continue
-		}
-		u.keys = append(u.keys, k)
-		u.deltas = append(u.deltas, cache.Delta{
-			Type:   cache.Deleted,
-			Object: cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(d.Object)},
-		})
+	known, knownObjs, err := f.knownLocked("replace", func(k string) bool {
+		_, isListed := listed[k]
+		_, queued := last[k]
+		return isListed || queued
+	})
+	if err != nil {
+		return err
 	}
-	if known := f.opts.KnownObjects; known != nil {
-		err := eachKnown("replace", known, func(k string) bool {
-			_, isListed := listed[k]
-			_, queued := last[k]
-			return isListed || queued
-		}, func(k string, obj interface{}) {
-			u.keys = append(u.keys, k)
-			u.deltas = append(u.deltas, cache.Delta{
-				Type:   cache.Deleted,
-				Object: cache.DeletedFinalStateUnknown{Key: k, Obj: unwrapTombstone(obj)},
-			})
-		})
-		if err != nil {
-			return err
+	u := unit{kind: unitReplace, rv: resourceVersion}
+	gone := func(k string, obj interface{}) {
+		u.keys = append(u.keys, k)
+		u.deltas = append(u.deltas, cache.Delta{Type: cache.Deleted, Object: tombstone(k, obj)})
+	}
+	for _, k := range queuedKeys {
+		if _, ok := listed[k]; !ok && last[k].Type != cache.Deleted {
+			gone(k, last[k].Object)
 		}
+	}
+	for i, k := range known {
+		gone(k, knownObjs[i])
 	}
 	typ := f.opts.replacedType()
 	for i, obj := range objs {
@@ -242,9 +220,8 @@ func (f *FIFO) Replace(list []interface{}, resourceVersion string) error {
 	}
 	if !f.populated {
 		f.populated = true
-		// A first Replace with nothing to apply (an empty list, no
-		// deletions) syncs at once, as client-go's queues do; its unit
-		// still carries the resourceVersion.
+		// A first Replace with nothing to apply syncs at once, as in
+		// client-go.
 		if len(u.deltas) > 0 {
 			f.initialPending = true
 			u.initial = true
@@ -279,31 +256,25 @@ func (f *FIFO) lastQueuedLocked() ([]string, map[string]cache.Delta) {
 }
 
 // Resync queues one unit of Sync deltas, one for every KnownObjects key that
-// has nothing queued (a queued event carries a newer state than the known
-// object). It carries no resourceVersion. It does nothing when KnownObjects
-// is nil or every known key is queued. A KnownObjects lookup error leaves
-// the queue unchanged.
+// has nothing queued (a queued event carries a newer state), unless there
+// are none. A KnownObjects lookup error leaves the queue unchanged.
 func (f *FIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return closedError("resync")
 	}
-	known := f.opts.KnownObjects
-	if known == nil {
-		return nil
-	}
 	_, last := f.lastQueuedLocked()
-	u := unit{kind: unitResync}
-	err := eachKnown("resync", known, func(k string) bool {
+	keys, objs, err := f.knownLocked("resync", func(k string) bool {
 		_, queued := last[k]
 		return queued
-	}, func(k string, obj interface{}) {
-		u.keys = append(u.keys, k)
-		u.deltas = append(u.deltas, cache.Delta{Type: cache.Sync, Object: obj})
 	})
-	if err != nil || len(u.deltas) == 0 {
+	if err != nil || len(keys) == 0 {
 		return err
+	}
+	u := unit{kind: unitResync, keys: keys, deltas: make(cache.Deltas, len(objs))}
+	for i, obj := range objs {
+		u.deltas[i] = cache.Delta{Type: cache.Sync, Object: obj}
 	}
 	f.pushLocked(u)
 	return nil
@@ -311,10 +282,9 @@ func (f *FIFO) Resync() error {
 
 // Pop waits for queued deltas and hands process a contiguous run of them:
 // whole units, at most Options.MaxBatch deltas unless a single Replace or
-// Resync is larger. A Replace is always popped alone. process runs with the
-// queue locked and receives ctx; it must not call the queue's methods, which
-// would wait for the lock it holds. The batch is consumed whether or not
-// process fails; its error is returned.
+// Resync is larger; a Replace alone. process runs with the queue locked and
+// must not call its methods. The batch is consumed whether or not process
+// fails; its error is returned.
 func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 	if process == nil {
 		return fmt.Errorf("deltafifo: pop: nil PopFunc: %w", ErrInvalid)
@@ -326,13 +296,11 @@ func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 	}
 
 	b, initial := f.takeLocked()
-	// Writers waiting for room (Options.MaxQueued) go on once the lock is
-	// free again.
-	f.cond.Broadcast()
+	f.cond.Broadcast() // writers waiting for room (Options.MaxQueued)
 	err := process(ctx, b)
 	if initial {
-		// Only now, after processing, as client-go: HasSynced must not turn
-		// true while the initial list is still being applied.
+		// After processing, as client-go: HasSynced must not turn true
+		// while the initial list is being applied.
 		f.initialPending = false
 	}
 	return err
@@ -393,18 +361,15 @@ func (f *FIFO) syncedLocked() bool {
 	return f.populated && !f.initialPending
 }
 
-// HasSynced reports whether the first Replace has been popped and processed,
-// or had nothing to apply (an empty list and no deletions), or an Add,
-// Update or Delete came before any Replace, as in client-go.
+// HasSynced implements Queue.
 func (f *FIFO) HasSynced() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.syncedLocked()
 }
 
-// Len returns the number of queued writes not yet popped: an event, a
-// bookmark, a relist (even an empty one) and a resync count one each. Zero
-// means Pop would block.
+// Len returns the number of queued units (events, bookmarks, relists and
+// resyncs). Zero means Pop would block.
 func (f *FIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

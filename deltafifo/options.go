@@ -16,10 +16,10 @@ import (
 // Options.MaxBatch is not set. It matches client-go's RealFIFO batch size.
 const DefaultMaxBatch = 1000
 
-// ErrInvalid is returned (wrapped) for bad input: a nil object, an object the
-// key function rejects or maps to an empty key, a transformer error, an empty
-// bookmark resourceVersion, a nil PopFunc. The queue is unchanged when a
-// write returns it.
+// ErrInvalid is returned (wrapped) for bad input: a nil or typed-nil object,
+// an object the key function rejects, panics on or maps to an empty key, a
+// transformer error, an empty bookmark resourceVersion, a nil PopFunc. The
+// queue is unchanged when a write returns it.
 var ErrInvalid = errors.New("invalid argument")
 
 // Options configure both queues. The zero value is usable.
@@ -32,10 +32,9 @@ type Options struct {
 	// KnownObjects lists the keys (and objects) the consumer has applied: in
 	// an informer, its store. It decides which keys a Replace deletes, what
 	// a Resync emits, and (DeltaFIFO only) which Deletes are dropped as
-	// already gone. It is read under the queue's lock, and PopFunc runs under
-	// that lock too, so a consumer that updates it inside PopFunc keeps it in
-	// step with the queue. Nil means "the consumer knows nothing": a Replace
-	// then only deletes keys still queued, and Resync does nothing.
+	// already gone. It is read under the queue's lock, under which PopFunc
+	// runs too. Nil means the consumer knows nothing: a Replace then only
+	// deletes keys still queued, and Resync does nothing.
 	KnownObjects cache.KeyListerGetter
 
 	// EmitDeltaTypeReplaced makes Replace emit cache.Replaced deltas; when
@@ -44,9 +43,8 @@ type Options struct {
 
 	// Transformer, if set, runs on every object entering the queue through
 	// Add, Update, Delete and Replace (not on tombstones, nor on Resync's
-	// objects, which come from KnownObjects and were transformed already).
-	// The resourceVersion of an event is read before it runs, so a
-	// transformer may strip metadata without losing the resume point.
+	// objects, transformed already). An event's resourceVersion is read
+	// before it runs, so it may strip metadata.
 	Transformer cache.TransformFunc
 
 	// MaxBatch bounds the number of deltas one FIFO Pop hands out (a Replace
@@ -54,11 +52,9 @@ type Options struct {
 	// means DefaultMaxBatch. DeltaFIFO ignores it: it pops one key at a time.
 	MaxBatch int
 
-	// MaxQueued bounds the events a FIFO holds in memory: while it holds
-	// MaxQueued entries, Add, Update and Delete wait until a Pop makes room
-	// (or the queue is closed), which holds up the reflector and with it
-	// the watch. Replace, Resync and Bookmark never wait: a relist is one
-	// entry, and what they queue comes from memory already. Zero or
+	// MaxQueued bounds the entries a FIFO holds: while it holds MaxQueued,
+	// Add, Update and Delete wait until a Pop makes room (or Close), which
+	// holds up the watch. Replace, Resync and Bookmark never wait. Zero or
 	// negative means no bound. DeltaFIFO ignores it.
 	MaxQueued int
 }
@@ -75,9 +71,8 @@ func (o Options) withDefaults() Options {
 
 // keyOf computes the key of obj for operation op. Tombstones are keyed by
 // their Key, Deltas by their newest object, as in client-go. A key function
-// that panics on an unexpected type (a plain type assertion, as in most
-// hand-written key functions) yields an error instead of taking the
-// reflector down.
+// that panics (a plain type assertion on an unexpected type) yields an
+// error instead of taking the reflector down.
 func keyOf(op string, keyFunc cache.KeyFunc, obj interface{}) (key string, err error) {
 	if d, ok := obj.(cache.Deltas); ok {
 		if len(d) == 0 {
@@ -133,13 +128,11 @@ func transform(op string, t cache.TransformFunc, obj interface{}) (out interface
 }
 
 // resourceVersionOf returns the metadata resourceVersion of obj, or "" for
-// tombstones and objects without Kubernetes metadata (plain Go structs).
+// tombstones and objects without Kubernetes metadata.
 func resourceVersionOf(obj interface{}) string {
 	switch o := obj.(type) {
 	case cache.DeletedFinalStateUnknown:
-		// A tombstone's object is the last known state, not the event that
-		// deleted it: its resourceVersion says nothing about the stream.
-		return ""
+		return "" // its object is the last known state, not the stream's
 	case interface{ GetResourceVersion() string }:
 		return o.GetResourceVersion()
 	case metav1.ObjectMetaAccessor:
@@ -173,13 +166,13 @@ func (o *Options) replacedType() cache.DeltaType {
 	return cache.Sync
 }
 
-// unwrapTombstone returns the object inside a tombstone, so that a tombstone
-// never nests another one.
-func unwrapTombstone(obj interface{}) interface{} {
+// tombstone is the deletion of key whose last known object is obj; a
+// tombstone never nests another one.
+func tombstone(key string, obj interface{}) cache.DeletedFinalStateUnknown {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return d.Obj
+		obj = d.Obj
 	}
-	return obj
+	return cache.DeletedFinalStateUnknown{Key: key, Obj: obj}
 }
 
 // core is what both queues share: their options, lock and closed state.
@@ -195,8 +188,12 @@ type core struct {
 	populated bool
 }
 
-func (c *core) init(opts Options) {
-	c.opts = opts.withDefaults()
+// init sets up c with options, nil for defaults.
+func (c *core) init(options *Options) {
+	if options != nil {
+		c.opts = *options
+	}
+	c.opts = c.opts.withDefaults()
 	c.cond.L = &c.mu
 }
 
@@ -226,7 +223,7 @@ func (c *core) IsClosed() bool {
 // waitLocked blocks, with mu held, until ready reports true (nil), ctx is
 // done (its error), or the queue is closed with nothing ready (ErrClosed).
 // A done ctx wakes it through context.AfterFunc, which starts no goroutine
-// unless ctx is actually done, and is released before it returns.
+// unless ctx is actually done.
 func (c *core) waitLocked(ctx context.Context, ready func() bool) error {
 	var stop func() bool
 	defer func() {
@@ -262,25 +259,29 @@ func (c *core) waitLocked(ctx context.Context, ready func() bool) error {
 // about to block, so tests can act on a blocked Pop without sleeping.
 var waitHook func()
 
-// eachKnown calls fn with every key of known that skip does not rule out,
-// and its object, for a Replace's tombstones or a Resync. A lookup error is
-// returned (the caller then leaves its queue unchanged rather than emit a
-// tombstone without an object); a key whose object vanished between
-// ListKeys and GetByKey is skipped.
-func eachKnown(op string, known cache.KeyListerGetter, skip func(key string) bool, fn func(key string, obj interface{})) error {
+// knownLocked returns every KnownObjects key that skip does not rule out,
+// and its object, for a Replace's tombstones or a Resync; nothing when
+// KnownObjects is nil. A lookup error is returned (the caller then leaves
+// its queue unchanged rather than emit a tombstone without an object); a
+// key whose object vanished between ListKeys and GetByKey is skipped.
+func (c *core) knownLocked(op string, skip func(key string) bool) (keys []string, objs []interface{}, err error) {
+	known := c.opts.KnownObjects
+	if known == nil {
+		return nil, nil, nil
+	}
 	for _, k := range known.ListKeys() {
 		if skip(k) {
 			continue
 		}
 		obj, exists, err := known.GetByKey(k)
 		if err != nil {
-			return fmt.Errorf("deltafifo: %s: known object %q: %w", op, k, err)
+			return nil, nil, fmt.Errorf("deltafifo: %s: known object %q: %w", op, k, err)
 		}
 		if exists && !typednil.Is(obj) {
-			fn(k, obj)
+			keys, objs = append(keys, k), append(objs, obj)
 		}
 	}
-	return nil
+	return keys, objs, nil
 }
 
 // opClosedError is a write after Close: it reads "deltafifo: add: queue is

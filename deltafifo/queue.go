@@ -13,9 +13,8 @@ var ErrClosed = errors.New("deltafifo: queue is closed")
 
 // Batch is what one Pop hands its consumer.
 type Batch struct {
-	// Deltas to apply, oldest first. For the in-order FIFO, a contiguous run
-	// of events in arrival order (possibly several keys, possibly several
-	// deltas of one key); for the DeltaFIFO, the deltas of one key.
+	// Deltas to apply, oldest first: for the FIFO a contiguous run of events
+	// in arrival order, for the DeltaFIFO the deltas of one key.
 	Deltas cache.Deltas
 
 	// ResourceVersion is the resume point that is safe to persist once Deltas
@@ -24,28 +23,24 @@ type Batch struct {
 	// resume point must not move with this batch.
 	ResourceVersion string
 
-	// Replace is true when Deltas are one whole relist: a Replaced (or Sync,
-	// per the options) delta for every listed object and a Deleted delta with
-	// a cache.DeletedFinalStateUnknown for every known object the list lacks.
+	// Replace is true when Deltas are one whole relist: a Replaced (or Sync)
+	// delta for every listed object and a Deleted delta with a
+	// cache.DeletedFinalStateUnknown for every known object the list lacks.
 	// The consumer must apply such a batch in one atomic commit together with
-	// ResourceVersion (DESIGN invariant 2). DeltaFIFO never sets it: it hands
-	// a relist out key by key (see DeltaFIFO).
+	// ResourceVersion (DESIGN invariant 2). Only FIFO sets it.
 	Replace bool
 
 	// RelistPending is true when, after this batch, a relist is only partly
-	// handed out: some keys hold the relist's state, others still the state
-	// before it. Only DeltaFIFO, which hands a relist out key by key, sets
-	// it. A persisting consumer records it in the same commit and, while it
-	// is recorded, relists on restart instead of resuming (DESIGN invariant
-	// 2); ResourceVersion stays behind the list resourceVersion meanwhile.
+	// handed out (only DeltaFIFO sets it). A persisting consumer records it
+	// in the same commit and, while it is recorded, relists on restart
+	// instead of resuming (DESIGN invariant 2).
 	RelistPending bool
 
-	// RelistDone is true on the batch that hands out the last key a
-	// relist touched (or, for a relist that queued no key, its bookmark):
-	// once it and every earlier batch are applied, the relist is. Only
-	// DeltaFIFO sets it. A consumer that must apply a relist in one commit
+	// RelistDone is true on the batch that hands out the last key a relist
+	// touched (or, for a relist that queued no key, its bookmark entry);
+	// only DeltaFIFO sets it. A consumer that applies a relist in one commit
 	// gathers the batches from the first with RelistPending up to this one
-	// (a relist that touches one key has RelistDone on its only batch).
+	// (a relist of one key has RelistDone on its only batch).
 	RelistDone bool
 
 	// InInitialList is true while the queue has not synced yet (see
@@ -53,13 +48,12 @@ type Batch struct {
 	// isInInitialList argument of client-go's PopProcessFunc.
 	InInitialList bool
 
-	// HandedOut counts the events (see Queue.Arrived) that have all been
-	// handed out once this batch has been: each of the first HandedOut
-	// events to arrive is in this batch or an earlier one, or was dropped
-	// by the queue, or (DeltaFIFO) is a bookmark still queued whose
-	// resume point ResourceVersion already covers. It tells a consumer
-	// when an event it was told of (by Arrived, after queueing it) has
-	// reached it, where resourceVersions cannot be compared.
+	// HandedOut counts the events (see Queue.Arrived) handed out once this
+	// batch has been: each of the first HandedOut events is in this batch
+	// or an earlier one, was dropped by the queue, or (DeltaFIFO) is a
+	// bookmark still queued whose resume point ResourceVersion covers. It
+	// tells a consumer when an event has reached it where resourceVersions
+	// cannot be compared.
 	HandedOut uint64
 }
 
@@ -68,9 +62,8 @@ type Batch struct {
 // retries inside PopFunc.
 type PopFunc func(ctx context.Context, b Batch) error
 
-// Queue is written by the reflector and popped by the informer. Both FIFOs
-// in this package implement it. Implementations are safe for concurrent use
-// by one writer and one popper.
+// Queue is written by the reflector and popped by the informer. Both queues
+// in this package implement it.
 type Queue interface {
 	// Add, Update and Delete queue one watch event. The resourceVersion of
 	// the event is read from obj before any transformer runs.
@@ -84,8 +77,7 @@ type Queue interface {
 	// Bookmark queues a resume point with no object change.
 	Bookmark(resourceVersion string) error
 	// Arrived returns how many events the queue has taken so far: each
-	// Add, Update, Delete, Replace, Resync and Bookmark it accepted that
-	// queued something counts one, in arrival order (see
+	// accepted write that queued something counts one (see
 	// Batch.HandedOut).
 	Arrived() uint64
 
@@ -95,10 +87,8 @@ type Queue interface {
 	Pop(ctx context.Context, process PopFunc) error
 
 	// HasSynced reports whether what the first Replace queued has been
-	// popped and processed, or an Add, Update or Delete came before any
-	// Replace (then it is true at once), as in client-go. A first Replace
-	// with nothing to apply (an empty list, no deletions) makes it true at
-	// once too.
+	// popped and processed (at once if it queued nothing to apply), or an
+	// Add, Update or Delete came before any Replace, as in client-go.
 	HasSynced() bool
 
 	// Close stops the queue: Pop drains what is queued, then returns

@@ -9,13 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/informerdb/informerdb/internal/typednil"
 )
 
 // Early is the probe and the catch-up watch of a resume, started before
-// the reflector runs: while its store is opened and decoded, which takes as
-// long as the bookmark wait for large stores (invariant 10). StartEarly
+// the reflector runs, while its store is opened (invariant 10). StartEarly
 // makes one; Options.Early hands it to the reflector, which uses it if it
 // resumes from the same resourceVersion within one catch-up watch timeout
 // of its start, and stops it otherwise.
@@ -34,6 +31,15 @@ type Early struct {
 
 	mu    sync.Mutex
 	taken bool // by a reflector, or stopped
+}
+
+// claim marks e taken, and reports whether it was not taken before.
+func (e *Early) claim() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	was := e.taken
+	e.taken = true
+	return !was
 }
 
 // StartEarly starts the probe and the catch-up watch from resumeFrom of a
@@ -55,14 +61,11 @@ func StartEarly(ctx context.Context, lw cache.ListerWatcherWithContext, o Option
 	var wg sync.WaitGroup
 	wg.Go(func() { e.probe, e.probeErr = r.probeOnce(ctx) })
 	wg.Go(func() {
-		e.w, e.watchErr = lw.WatchWithContext(ctx, metav1.ListOptions{
+		e.w, e.watchErr = r.startWatch(ctx, metav1.ListOptions{
 			ResourceVersion:     resumeFrom,
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &e.timeout,
 		})
-		if e.watchErr == nil && typednil.Is(e.w) {
-			e.w, e.watchErr = nil, errNoWatch
-		}
 	})
 	go func() {
 		wg.Wait()
@@ -74,26 +77,16 @@ func StartEarly(ctx context.Context, lw cache.ListerWatcherWithContext, o Option
 // Stop stops the Early's watch, unless a reflector took it. It may be
 // called more than once, and concurrently with a reflector taking it.
 func (e *Early) Stop() {
-	if e == nil {
-		return
-	}
-	e.mu.Lock()
-	taken := e.taken
-	e.taken = true
-	e.mu.Unlock()
-	if !taken {
+	if e != nil && e.claim() {
 		e.stopWhenDone()
 	}
 }
 
-// stopWhenDone stops the watch and cancels the requests once they returned.
+// stopWhenDone releases e once its requests returned.
 func (e *Early) stopWhenDone() {
 	go func() {
 		<-e.done
-		if e.w != nil {
-			e.w.Stop()
-		}
-		e.cancel()
+		e.release()
 	}()
 }
 
@@ -112,11 +105,7 @@ func (e *Early) take(ctx context.Context, resume string, now time.Time) *Early {
 		e.Stop()
 		return nil
 	}
-	e.mu.Lock()
-	taken := e.taken
-	e.taken = true
-	e.mu.Unlock()
-	if taken {
+	if !e.claim() {
 		return nil
 	}
 	select {

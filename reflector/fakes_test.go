@@ -462,3 +462,11 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// CaughtUpResourceVersion returns the resourceVersion of the list, event or
+// bookmark that reached the sync target; ok is false until then.
+func (r *Reflector) CaughtUpResourceVersion() (rv string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.caughtUpRV, r.caughtUp
+}

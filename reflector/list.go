@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
@@ -41,14 +42,9 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 				// Stopping, or forced: back off and stream again.
 				return err
 			}
-			// Auto mode: whatever failed, this list is made with a
-			// paginated LIST at once, as client-go does (a ListerWatcher
-			// that does not speak the streaming list fails in its own
-			// way: client-go's fake controller source cannot parse the
-			// empty resourceVersion). A server that rejects or ignores
-			// the streaming list is not asked again in this Run; after
-			// another failure (server down, throttled), the next relist
-			// streams again.
+			// Auto mode: whatever failed (a ListerWatcher that does not
+			// speak the streaming list fails in its own way), list with a
+			// paginated LIST at once, as client-go does.
 			w, items, rv = nil, nil, ""
 			if watchListUnsupported(err) {
 				st.noWatchList = true
@@ -65,8 +61,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 		}
 	}
 	// Counted before it is queued: the informer may apply the relist, and
-	// report synced, before Replace returns here. Counted once: a Replace
-	// the queue refuses is retried, with a new list, as the same relist.
+	// report synced, before Replace returns.
 	if !st.relistCounted {
 		st.relistCounted = true
 		r.count(func(s *Stats) { s.Relists.add(reason) })
@@ -86,10 +81,7 @@ func (r *Reflector) relist(ctx context.Context, st *runState) error {
 	st.catchUpMisses = 0
 	st.lastRelist = r.opts.Clock.Now()
 	st.slept, st.afterBackoff = false, false
-	r.mu.Lock()
-	r.lastRV = rv
-	r.relistedLocked(ctx, rv)
-	r.mu.Unlock()
+	r.relisted(ctx, rv)
 	logger.V(2).Info("Listed", "reason", reason, "objects", len(items), "resourceVersion", rv)
 	return nil
 }
@@ -109,8 +101,7 @@ func (r *Reflector) list(ctx context.Context) ([]interface{}, string, error) {
 		rv    string
 	)
 	for {
-		r.count(func(s *Stats) { s.Lists++ })
-		obj, err := r.lw.ListWithContext(ctx, opts)
+		obj, lm, err := r.listOnce(ctx, "list", opts)
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) {
 				// The continue token outlived etcd's compaction: the pages
@@ -121,14 +112,7 @@ func (r *Reflector) list(ctx context.Context) ([]interface{}, string, error) {
 				items, rv = nil, ""
 				continue
 			}
-			return nil, "", fmt.Errorf("reflector %s: list: %w", r.opts.Name, err)
-		}
-		if typednil.Is(obj) {
-			return nil, "", fmt.Errorf("reflector %s: list: %w", r.opts.Name, errNoList)
-		}
-		lm, err := meta.ListAccessor(obj)
-		if err != nil {
-			return nil, "", fmt.Errorf("reflector %s: list: reading list metadata: %w", r.opts.Name, err)
+			return nil, "", err
 		}
 		if rv == "" {
 			rv = lm.GetResourceVersion()
@@ -154,27 +138,42 @@ func (r *Reflector) list(ctx context.Context) ([]interface{}, string, error) {
 	return items, rv, nil
 }
 
+// listOnce makes one LIST, counted in Stats.Lists, and returns it with its
+// list metadata; errors name what (the probe, a list).
+func (r *Reflector) listOnce(ctx context.Context, what string, opts metav1.ListOptions) (runtime.Object, metav1.ListInterface, error) {
+	r.count(func(s *Stats) { s.Lists++ })
+	obj, err := r.lw.ListWithContext(ctx, opts)
+	if err == nil && typednil.Is(obj) {
+		err = errNoList
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reflector %s: %s: %w", r.opts.Name, what, err)
+	}
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reflector %s: %s: reading list metadata: %w", r.opts.Name, what, err)
+	}
+	return obj, lm, nil
+}
+
 // watchList makes a streaming list: a watch whose initial events are the
 // current state, ended by the initial-events-end bookmark. It returns the
 // watch, left open for the events that follow.
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface{}, string, error) {
 	timeout := r.watchTimeoutSeconds(false)
 	r.count(func(s *Stats) { s.WatchLists++ })
-	w, err := r.lw.WatchWithContext(ctx, metav1.ListOptions{
+	w, err := r.startWatch(ctx, metav1.ListOptions{
 		ResourceVersion:      "",
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		SendInitialEvents:    ptr.To(true),
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeout,
 	})
-	if err == nil && typednil.Is(w) {
-		err = errNoWatch
-	}
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("reflector %s: streaming list: %w", r.opts.Name, err)
 	}
-	// Initial events are keyed so that a (not expected) update or delete
-	// before the end bookmark is folded in rather than duplicated.
+	// Keyed, so that an update or delete before the end bookmark is folded
+	// in rather than duplicated.
 	tmp := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 	for {
 		select {
@@ -217,18 +216,13 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, []interface
 	}
 }
 
-// resourceGone empties the store when err says the server does not serve
-// the resource (404 on a LIST: its CRD was deleted, or its API group
-// removed), once per absence: handlers then see every object deleted, as
-// tombstones carrying the last stored object, rather than a cache of
-// objects that no longer exist (DESIGN invariant 5). The resume point is
-// kept; the reflector keeps retrying with backoff and lists from scratch
-// once the resource is served again.
-//
-// The empty Replace is made even when the store is known to hold nothing,
-// so that an informer syncs on the empty state, but only a store that may
-// have held objects is logged as emptied and counted (ReasonGone), once
-// per absence however many attempts the Replace takes.
+// resourceGone empties the store with an empty Replace when err says the
+// server does not serve the resource (404 on a LIST), so that handlers see
+// every object deleted (DESIGN invariant 5); the reflector then lists from
+// scratch once the resource is served again. The Replace is made even when
+// the store is known to hold nothing, so that an informer syncs on the
+// empty state, but only a store that may have held objects is logged as
+// emptied and counted (ReasonGone), once per absence.
 func (r *Reflector) resourceGone(ctx context.Context, st *runState, err error) {
 	if st.gone || !apierrors.IsNotFound(err) {
 		return
@@ -252,14 +246,10 @@ func (r *Reflector) resourceGone(ctx context.Context, st *runState, err error) {
 	st.startRelist(ReasonCold, "after", "resource not served")
 }
 
-// checkServed asks, with a LIST of one object, whether the resource a watch
-// got 404 for is still served. A full list would tell too, but would cost
-// the server a LIST of everything when it is (a CRD deleted and created
-// again, a transient 404), for a relist that empties nothing. If it is
-// served, the watch goes on from where it was: a resource created again
-// has a new watch cache, which answers 410 for an older resourceVersion,
-// and the reflector relists then (reason expired). A 404 is returned for
-// resourceGone.
+// checkServed asks, with a LIST of one object rather than a full list,
+// whether the resource a watch got 404 for is still served. If it is, the
+// watch goes on from where it was (a resource created again has a new watch
+// cache, whose 410 leads to a relist). A 404 is returned for resourceGone.
 func (r *Reflector) checkServed(ctx context.Context, st *runState) error {
 	if _, err := r.probeOnce(ctx); err != nil {
 		return err

@@ -24,14 +24,13 @@ const (
 	DefaultBackoffFactor             = 2.0
 	DefaultBackoffJitter             = 1.0
 
-	// minCatchUpWatchTimeout is the shortest catch-up watch that still gets
-	// the API server's pre-deadline bookmark: the watch cache schedules it
-	// two seconds before the deadline, in one-second buckets.
+	// minCatchUpWatchTimeout is the shortest catch-up watch that gets the
+	// pre-deadline bookmark, which the watch cache schedules two seconds
+	// before the deadline, in one-second buckets.
 	minCatchUpWatchTimeout = 3 * time.Second
 	// maxCatchUpMisses is how many catch-up watches in a row may end
 	// without any bookmark before the reflector concludes that the server
-	// sends none (watch cache disabled, aggregated API) and goes back to
-	// normal watch timeouts.
+	// sends none.
 	maxCatchUpMisses = 3
 )
 
@@ -42,13 +41,12 @@ type Options struct {
 	Name string
 
 	// ExpectedType, when set, is the Go type every watch event's object must
-	// have (for example &corev1.Pod{}). An event of another type is not
-	// queued; it is reported through WatchErrorHandler.
+	// have (for example &corev1.Pod{}); an event of another type is dropped
+	// and reported through WatchErrorHandler.
 	ExpectedType runtime.Object
 	// ExpectedGVK, when set, is the GroupVersionKind every watch event's
-	// object must carry. Objects decoded by typed clients usually carry an
-	// empty GVK, so use this with unstructured objects. Events that differ
-	// are reported like ExpectedType mismatches.
+	// object must carry, like ExpectedType. Typed clients decode objects
+	// with an empty GVK: use it with unstructured objects.
 	ExpectedGVK *schema.GroupVersionKind
 
 	// ResumeFrom is the persisted resume point (store.ResourceVersion()).
@@ -56,17 +54,13 @@ type Options struct {
 	// Empty: cold start with a full list.
 	ResumeFrom string
 	// Early, when set, is the probe and the catch-up watch of this resume
-	// started before Run (StartEarly), while the store was opened. Run
-	// uses them if it resumes from the resourceVersion they were started
-	// from within one CatchUpWatchTimeout of their start (the sync target
-	// is then the early probe's), and stops them otherwise. Package
-	// informer's Factory, typed factories and InformerConstructor set it.
+	// started before Run (see Early).
 	Early *Early
 
-	// ColdReason is the reason logged and counted (Stats.Relists) for the
-	// list of a cold start (empty ResumeFrom): ReasonCold (the default),
-	// ReasonScopeChange when the store was emptied because its scope
-	// changed, or ReasonCorrupt when its damaged database was deleted.
+	// ColdReason is the reason logged and counted for the list of a cold
+	// start: ReasonCold (the default), ReasonScopeChange when the store was
+	// emptied because its scope changed, or ReasonCorrupt when its damaged
+	// database was deleted.
 	ColdReason string
 
 	// PageSize is the limit of each page of a paginated LIST. Default
@@ -74,9 +68,9 @@ type Options struct {
 	PageSize int64
 
 	// WatchList selects the streaming list (sendInitialEvents=true) for
-	// full lists. nil (the default) tries it and, when it fails, lists with
-	// a paginated LIST instead (see the package documentation); false never
-	// uses it; true always does, without fallback.
+	// full lists: nil (the default) tries it and falls back to a paginated
+	// LIST (see the package documentation); false never uses it; true
+	// always does, without fallback.
 	WatchList *bool
 
 	// MinWatchTimeout bounds normal watches: each gets a timeoutSeconds
@@ -86,45 +80,33 @@ type Options struct {
 	MinWatchTimeout time.Duration
 
 	// CatchUpWatchTimeout is the timeout of the short watches made after a
-	// resume until the sync target is reached, so that the API server's
-	// pre-deadline bookmark tells the reflector within seconds that it has
-	// caught up (see the package documentation). Default
-	// DefaultCatchUpWatchTimeout (3s, the shortest that gets the bookmark:
-	// it then comes about one second after the watch starts); at least 3s;
-	// negative disables catch-up watches, leaving catch-up to events and
-	// the periodic bookmark.
+	// resume until the sync target is reached (see the package
+	// documentation). Default DefaultCatchUpWatchTimeout, the shortest
+	// that gets the server's pre-deadline bookmark; at least 3s; negative
+	// disables catch-up watches, leaving catch-up to events and the
+	// periodic bookmark.
 	CatchUpWatchTimeout time.Duration
 
 	// CatchUpDeadline bounds how long after a resume the reflector waits to
-	// reach the sync target. Past it, the resume is given up and the
-	// reflector relists (reason "catch-up"): a server that sends no
-	// bookmarks (kube-apiserver with --watch-cache=false) gives a quiet
-	// resource no other way to catch up, and an informer that never syncs
-	// is worse than one list. Default DefaultCatchUpDeadline, which leaves
-	// room for the watch cache's one-minute periodic bookmark. Negative
-	// never gives the resume up: the reflector waits for the sync target
-	// for as long as Run runs, so an informer whose catch-up never comes
-	// (no bookmarks, or watches that keep failing, say with 400 for a
-	// field selector the server rejects) never syncs.
+	// reach the sync target before it relists (reason catch-up): a server
+	// that sends no bookmarks (kube-apiserver with --watch-cache=false)
+	// gives a quiet resource no other way to catch up. Default
+	// DefaultCatchUpDeadline, past the watch cache's one-minute periodic
+	// bookmark. Negative never gives the resume up, so an informer whose
+	// catch-up never comes never syncs.
 	CatchUpDeadline time.Duration
 
 	// Backoff spaces retries after failed lists and watches.
 	Backoff Backoff
 
 	// WatchErrorHandler is called, from Run's goroutine, with every error
-	// of a list or watch, each time, before the backoff that follows
-	// (including the 410 Gone that leads to a relist, and each retry of a
-	// watch the server rejects), with events the reflector cannot use and
-	// with every queue call that fails. The reflector passes nil as its
-	// *cache.Reflector argument, since it is not a client-go Reflector: a
-	// handler given here must not dereference it (as
-	// cache.DefaultWatchErrorHandler does). Package informer wraps the
-	// handler it is given, so that handlers written for client-go get a
-	// non-nil *cache.Reflector that only describes the informer's
-	// reflector (its name and expected type) and is never run. Default,
-	// as client-go's DefaultWatchErrorHandler: a 410 or "too large
-	// resourceVersion" (which lead to a relist) at V(2), an unexpected
-	// EOF at V(1), every other error at error level.
+	// of a list or watch (before the backoff that follows), with events the
+	// reflector cannot use and with every queue call that fails. Its
+	// *cache.Reflector argument is nil: this is not a client-go Reflector,
+	// so a handler must not dereference it (package informer wraps
+	// client-go handlers to give them one). Default, as client-go's
+	// DefaultWatchErrorHandler: a 410 or "too large resourceVersion" at
+	// V(2), an unexpected EOF at V(1), every other error at error level.
 	WatchErrorHandler cache.WatchErrorHandlerWithContext
 
 	// Clock drives backoff and watch timing. Default the real clock.
@@ -144,8 +126,8 @@ type Backoff struct {
 	// Jitter adds up to Jitter*delay at random. Default
 	// DefaultBackoffJitter.
 	Jitter float64
-	// Reset starts over from Initial when no retry was needed for this
-	// long. Default DefaultBackoffReset.
+	// Reset starts over from Initial after this long without a retry.
+	// Default DefaultBackoffReset.
 	Reset time.Duration
 }
 

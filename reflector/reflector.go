@@ -19,11 +19,9 @@ import (
 )
 
 // Queue receives what the reflector observes. deltafifo.Queue satisfies it.
-//
 // The reflector calls it from one goroutine, in the order the server sent
-// the events. A call may block (a full queue applies back-pressure): the
-// reflector stops reading the watch meanwhile, so nothing is lost or
-// reordered, but Run cannot return before the call does.
+// the events. A call may block (back-pressure): the reflector stops reading
+// the watch meanwhile, and Run cannot return before the call does.
 type Queue interface {
 	Add(obj interface{}) error
 	Update(obj interface{}) error
@@ -42,26 +40,14 @@ const (
 	ReasonTimeTravel = "time-travel"
 	ReasonCatchUp    = "catch-up"
 	// ReasonScopeChange and ReasonCorrupt are cold starts with a known
-	// cause, set through Options.ColdReason: the store was emptied because
-	// it was reopened for another scope, or its damaged database was
-	// deleted.
+	// cause (Options.ColdReason).
 	ReasonScopeChange = "scope-change"
 	ReasonCorrupt     = "corrupt"
-	// ReasonGone counts the times a LIST found the resource not served
-	// (404: its CRD was deleted, or its API group removed) and the store
-	// was emptied, every object reaching handlers as deleted (DESIGN
-	// invariant 5): once per absence, however many attempts the emptying
-	// Replace takes. It is not a full list: the reflector hands the queue
-	// an empty Replace. A store known to hold nothing is not counted,
-	// although it is handed the empty Replace too (which syncs an
-	// informer): a cold start's, or one whose last list was empty and
-	// which has not been handed an added or updated object since. The
-	// reflector does not see the store, so a resumed store that happened
-	// to be empty is counted. A watch that gets 404 makes the reflector
-	// ask with a LIST of one object (limit=1) whether the resource is
-	// still served; if it is, the watch goes on from where it was,
-	// without a relist. When the resource is served again it is listed
-	// from scratch (reason cold).
+	// ReasonGone counts the absences of the resource (a LIST got 404: its
+	// CRD was deleted, or its API group removed) that emptied a store that
+	// may have held objects, with an empty Replace, so that every object
+	// reaches handlers as deleted (DESIGN invariant 5). When the resource
+	// is served again it is listed from scratch (reason cold).
 	ReasonGone = "gone"
 )
 
@@ -70,10 +56,8 @@ var Reasons = []string{ReasonCold, ReasonExpired, ReasonTooLarge, ReasonTimeTrav
 
 // Stats are the reflector's counters since New.
 type Stats struct {
-	// Lists counts LIST requests: the freshness probe, the one-object
-	// LISTs made after catch-up watches that did not reach the sync target
-	// (see "Catching up after a resume" in the package documentation), and
-	// every page.
+	// Lists counts LIST requests: the probe, the catch-up nudges, the
+	// checks that a resource is still served, and every page.
 	Lists int64
 	// WatchLists counts streaming-list requests (sendInitialEvents=true).
 	WatchLists int64
@@ -82,15 +66,10 @@ type Stats struct {
 	// Resumes counts starts that chose to watch from ResumeFrom without a
 	// list (the watch may still end in a relist).
 	Resumes int64
-	// Relists counts relists by reason: each decision to relist (a cold
-	// start, an expired or given-up resume, ...) once, when its list is
-	// first handed to the queue. So a relist is counted before the
-	// informer applies it (a reader that sees the informer synced sees
-	// the relist counted), and a relist whose Replace the queue refuses,
-	// which the reflector lists and hands over again after a backoff, is
-	// still counted once (also when Run ends before a Replace succeeds).
-	// A relist whose list never succeeds is not counted. Gone counts
-	// stores emptied instead (see ReasonGone).
+	// Relists counts relists by reason, each once, when its list is first
+	// handed to the queue (so a reader that sees the informer synced sees
+	// it counted), however many attempts its Replace takes. Gone counts
+	// stores emptied instead.
 	Relists RelistStats
 	// Events counts ADDED, MODIFIED and DELETED events handed to the
 	// queue, including the ones it refused.
@@ -98,19 +77,13 @@ type Stats struct {
 	// Bookmarks counts BOOKMARK events handed to the queue.
 	Bookmarks int64
 	// StartedAt is when Run started, TargetAt when the sync target became
-	// known (the freshness probe of a resume returned, or the first list
-	// was handed over), and CaughtUpAt when the reflector reached it; zero
-	// until then. They are on Options.Clock, and tell where a start spends
-	// its time: probing, then waiting for the event or bookmark that
-	// reaches the target.
+	// known, and CaughtUpAt when the reflector reached it, on
+	// Options.Clock; zero until then.
 	StartedAt, TargetAt, CaughtUpAt time.Time
 	// Dropped counts ADDED, MODIFIED and DELETED events lost: refused by
-	// the queue (its Add, Update or Delete returned an error, such as a
-	// key-function or transform error; these are in Events too), or not
-	// handed to it because the reflector could not use them (an object of
-	// another type or GVK, without metadata, an unknown event type; also
-	// in a streaming list). Each is reported to the WatchErrorHandler;
-	// none is seen again after a restart (see the package Caveats).
+	// the queue (these are in Events too), or unusable (an object of
+	// another type or GVK, without metadata, an unknown event type). Each
+	// is reported to the WatchErrorHandler (see the package Caveats).
 	Dropped int64
 }
 
@@ -119,34 +92,28 @@ type RelistStats struct {
 	Cold, Expired, TooLarge, TimeTravel, CatchUp, ScopeChange, Corrupt, Gone int64
 }
 
-// ByReason returns the counters keyed by reason (every reason of Reasons,
-// zeros included).
-func (s RelistStats) ByReason() map[string]int64 {
-	return map[string]int64{
-		ReasonCold: s.Cold, ReasonExpired: s.Expired, ReasonTooLarge: s.TooLarge,
-		ReasonTimeTravel: s.TimeTravel, ReasonCatchUp: s.CatchUp,
-		ReasonScopeChange: s.ScopeChange, ReasonCorrupt: s.Corrupt, ReasonGone: s.Gone,
+// counters maps every reason of Reasons to its field of s.
+func (s *RelistStats) counters() map[string]*int64 {
+	return map[string]*int64{
+		ReasonCold: &s.Cold, ReasonExpired: &s.Expired, ReasonTooLarge: &s.TooLarge,
+		ReasonTimeTravel: &s.TimeTravel, ReasonCatchUp: &s.CatchUp,
+		ReasonScopeChange: &s.ScopeChange, ReasonCorrupt: &s.Corrupt, ReasonGone: &s.Gone,
 	}
 }
 
+// ByReason returns the counters keyed by reason (every reason of Reasons,
+// zeros included).
+func (s RelistStats) ByReason() map[string]int64 {
+	m := make(map[string]int64, len(Reasons))
+	for reason, c := range s.counters() {
+		m[reason] = *c
+	}
+	return m
+}
+
 func (s *RelistStats) add(reason string) {
-	switch reason {
-	case ReasonCold:
-		s.Cold++
-	case ReasonExpired:
-		s.Expired++
-	case ReasonTooLarge:
-		s.TooLarge++
-	case ReasonTimeTravel:
-		s.TimeTravel++
-	case ReasonCatchUp:
-		s.CatchUp++
-	case ReasonScopeChange:
-		s.ScopeChange++
-	case ReasonCorrupt:
-		s.Corrupt++
-	case ReasonGone:
-		s.Gone++
+	if c, ok := s.counters()[reason]; ok {
+		*c++
 	}
 }
 
@@ -234,9 +201,7 @@ type runState struct {
 	// lastRV is where the next watch starts.
 	lastRV string
 	// relist, when set, is why the next step is a full list; relistKV
-	// adds details to its log line. Set through startRelist: each relist
-	// is logged once and counted once (relistLogged, relistCounted)
-	// however many attempts it takes.
+	// adds details to its log line. Set through startRelist.
 	relist        string
 	relistKV      []interface{}
 	relistLogged  bool
@@ -257,14 +222,12 @@ type runState struct {
 	// serve the resource, until a list succeeds again.
 	gone bool
 	// goneNoted records that the current absence of the resource (404s
-	// since it was last served) has been logged, and counted when the
-	// store could hold objects, so that an emptying Replace the queue
-	// refuses is not counted again when it is retried.
+	// since it was last served) has been logged and counted, so that a
+	// retried emptying Replace is not counted again.
 	goneNoted bool
 	// mayHoldObjects is false while the store is known to hold nothing:
-	// a cold start, an empty list, an emptied store, with no object added
-	// or updated since. The reflector does not see the store: after a
-	// resume it assumes the store holds objects.
+	// after a cold start, an empty list or an emptied store, until an
+	// object is added or updated. After a resume it is assumed true.
 	mayHoldObjects bool
 	// checkServed makes the next step a LIST of one object that tells
 	// whether the resource is still served, after a watch got 404.
@@ -273,9 +236,8 @@ type runState struct {
 	// before any.
 	lastRelist time.Time
 	// slept records a backoff since the last watch started or the last
-	// relist; afterBackoff, that the current watch started after one.
-	// A watch disruption then costs one backoff before the relist it may
-	// lead to, as in client-go, not two (see backOffRelist).
+	// relist; afterBackoff, that the current watch started after one
+	// (see backOffRelist).
 	slept, afterBackoff bool
 }
 
@@ -285,7 +247,7 @@ type runState struct {
 func (r *Reflector) Run(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		// A second Run would start again from Options.ResumeFrom, which
-		// the queue has long moved past.
+		// the queue has moved past.
 		return fmt.Errorf("reflector %s: run: already started; a Reflector runs once, make a new one to restart", r.opts.Name)
 	}
 	logger := klog.FromContext(ctx).WithValues("reflector", r.opts.Name)
@@ -318,14 +280,14 @@ func (r *Reflector) Run(ctx context.Context) error {
 
 // listFailed reports a failed LIST, empties the store if it said the
 // resource is not served (see resourceGone), and backs off. A failure
-// because ctx ended is not reported.
-func (r *Reflector) listFailed(ctx context.Context, st *runState, err error) {
+// because ctx ended is not reported. It returns false if ctx ended.
+func (r *Reflector) listFailed(ctx context.Context, st *runState, err error) bool {
 	if ctx.Err() != nil {
-		return
+		return false
 	}
 	r.report(ctx, err)
 	r.resourceGone(ctx, st, err)
-	r.sleep(ctx, st)
+	return r.sleep(ctx, st)
 }
 
 // startRelist makes the next step a full list for reason: a new decision to

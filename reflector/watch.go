@@ -39,9 +39,8 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		start, timeout, catchUp = early.startedAt, early.timeout, r.catchingUp(st)
 	}
 	var deadline <-chan time.Time
-	// stopDeadline stops the deadline's timer before a backoff: the next
-	// watch starts its own from st.catchUpDeadline, and a timer left
-	// running through the backoff would only be one more waiter.
+	// stopDeadline stops the deadline's timer before a backoff, so that it
+	// does not run through it: the next watch starts its own.
 	stopDeadline := func() {}
 	if !st.catchUpDeadline.IsZero() && !r.isCaughtUp() {
 		left := st.catchUpDeadline.Sub(r.opts.Clock.Now())
@@ -53,23 +52,19 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 			return
 		}
 		t := r.opts.Clock.NewTimer(left)
-		defer t.Stop()
-		deadline = t.C()
-		stopDeadline = func() { t.Stop() }
+		deadline, stopDeadline = t.C(), func() { t.Stop() }
+		defer stopDeadline()
 	}
 	if w == nil {
 		catchUp = r.catchingUp(st)
 		timeout = r.watchTimeoutSeconds(catchUp)
 		r.count(func(s *Stats) { s.Watches++ })
 		var err error
-		w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
+		w, err = r.startWatch(ctx, metav1.ListOptions{
 			ResourceVersion:     st.lastRV,
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &timeout,
 		})
-		if err == nil && typednil.Is(w) {
-			err = errNoWatch
-		}
 		if err != nil {
 			if ctx.Err() == nil {
 				stopDeadline()
@@ -80,15 +75,14 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	}
 	events, bookmarks, err := r.consume(ctx, w, st, deadline)
 	w.Stop()
-	if ctx.Err() != nil {
+	stopDeadline()
+	switch {
+	case ctx.Err() != nil:
 		return
-	}
-	if errors.Is(err, errCatchUpDeadline) {
+	case errors.Is(err, errCatchUpDeadline):
 		r.giveUpResume(st)
 		return
-	}
-	if err != nil {
-		stopDeadline()
+	case err != nil:
 		r.watchFailed(ctx, st, fmt.Errorf("reflector %s: watch from %s: %w", r.opts.Name, st.lastRV, err))
 		return
 	}
@@ -104,13 +98,11 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 		if catchUp {
 			r.catchUpWatchEnded(ctx, st, bookmarks, true)
 		}
-		stopDeadline()
 		r.sleep(ctx, st)
 		return
 	}
 	if timeout == 0 && events+bookmarks == 0 && elapsed < time.Second {
 		r.report(ctx, fmt.Errorf("reflector %s: watch from %s closed at once with no events", r.opts.Name, st.lastRV))
-		stopDeadline()
 		r.sleep(ctx, st)
 		return
 	}
@@ -120,13 +112,20 @@ func (r *Reflector) watch(ctx context.Context, st *runState) {
 	}
 }
 
+// startWatch starts a watch; a ListerWatcher bug, neither a watch nor an
+// error, is errNoWatch.
+func (r *Reflector) startWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := r.lw.WatchWithContext(ctx, opts)
+	if err == nil && typednil.Is(w) {
+		return nil, errNoWatch
+	}
+	return w, err
+}
+
 // watchFailed reports err and arranges the next step: a relist when the
-// resume point is unusable, else a backoff before the next watch. Errors a
-// retry cannot fix either (400 Bad Request, 422 Invalid: a field selector
-// the server rejects) take the default path too, as in client-go: reported
-// each time, retried after a growing backoff for as long as Run runs.
-// client-go also relists each time; a LIST would be rejected likewise, so
-// this reflector watches again instead.
+// resume point is unusable, else a backoff before the next watch (also for
+// errors a retry cannot fix, such as a field selector the server rejects,
+// which a LIST would meet too).
 func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 	r.report(ctx, err)
 	switch {
@@ -137,10 +136,7 @@ func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 		st.startRelist(ReasonTooLarge, "resourceVersion", st.lastRV)
 		r.backOffRelist(ctx, st)
 	case apierrors.IsNotFound(err):
-		// The resource may no longer be served: a LIST of one object
-		// tells (see checkServed), and a 404 there empties the store (see
-		// resourceGone).
-		st.checkServed = true
+		st.checkServed = true // is the resource still served?
 		r.sleep(ctx, st)
 	default:
 		r.sleep(ctx, st)
@@ -148,13 +144,8 @@ func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 }
 
 // backOffRelist waits a backoff before a relist that would follow the last
-// one within Backoff.Reset. The first relist (a resume point that turned out
-// too old) is made at once; a watch that keeps failing right after each list
-// (a watch cache lagging behind etcd, a server expiring every watch) must not
-// become back-to-back full LISTs. client-go backs off before every relist,
-// once: a watch that started after a backoff (it followed a disruption,
-// a watch that closed early or failed) has had its backoff, and relists at
-// once.
+// one within Backoff.Reset, unless the failed watch started after a backoff
+// already (see "Watching" in the package documentation).
 func (r *Reflector) backOffRelist(ctx context.Context, st *runState) {
 	if st.afterBackoff {
 		return
@@ -216,16 +207,13 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 			isBookmark := ev.Type == watch.Bookmark
 			switch {
 			case qerr != nil && ctx.Err() != nil:
-				// Stopping: the informer ends ctx and then closes the
-				// queue, under a write that may have been waiting for
-				// room in it. Nothing was dropped; nothing to report (the
-				// caller ends quietly when ctx has).
+				// Stopping: the informer ends ctx, then closes the queue
+				// under a write that may have been waiting for room in it.
 				return events, bookmarks, ctx.Err()
 			case qerr != nil:
 				// Dropped, as client-go's watchHandler drops what its store
-				// refuses: the resume point still moves past it (below, and
-				// with the next event the queue takes), so it is not seen
-				// again after a restart. Counted so that metrics show it.
+				// refuses: the resume point still moves past it (see the
+				// package Caveats).
 				r.drop(ctx, ev.Type, fmt.Errorf("reflector %s: queue %s %s at %s: %w", r.opts.Name, strings.ToLower(string(ev.Type)), objectName(m), rv, qerr))
 			case ev.Type == watch.Added || ev.Type == watch.Modified:
 				st.mayHoldObjects = true
@@ -241,22 +229,6 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, st *runState
 			r.observed(ctx, rv, isBookmark)
 		}
 	}
-}
-
-// observed records an event or bookmark at rv handed to the queue.
-func (r *Reflector) observed(ctx context.Context, rv string, bookmark bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if bookmark {
-		r.stats.Bookmarks++
-	} else {
-		r.stats.Events++
-	}
-	if rv == "" {
-		return
-	}
-	r.lastRV = rv
-	r.observedLocked(ctx, rv, bookmark)
 }
 
 // drop reports err about an event the reflector could not use or the queue

@@ -48,6 +48,9 @@ func main() {
 	}
 }
 
+// liveNote says what a live-cluster run (the default) measures.
+const liveNote = "live cluster: a lease renewed every second throughout, the restart 3s after the last change"
+
 // run is the whole command, testable in-process.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -113,7 +116,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cl.Close()
 
 	if *shape != "" {
-		return runMany(ctx, cl, bench.ManyConfig{Shape: *shape, N: *n, Backend: *backend, Quiet: *quiet, StateCatchUp: *state, Log: stdout}, stdout)
+		res, err := bench.RunMany(ctx, cl, bench.ManyConfig{Shape: *shape, N: *n, Backend: *backend, Quiet: *quiet, StateCatchUp: *state, Log: stdout})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\n%d informers (%s) of %d objects each; while stopped, each had %d updated, %d deleted, %d created\n",
+			res.Informers, res.Shape, res.N, res.Changes.Updated, res.Changes.Deleted, res.Changes.Created)
+		if res.Live {
+			fmt.Fprintln(stdout, liveNote)
+		}
+		fmt.Fprintln(stdout)
+		return res.WriteTable(stdout)
 	}
 	res, err := bench.Run(ctx, cl, bench.Config{N: *n, Backend: *backend, Quiet: *quiet, StateCatchUp: *state, Log: stdout})
 	if err != nil {
@@ -126,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%d ConfigMaps of ~1 KiB; store %s\nwhile stopped: %d updated, %d deleted, %d created\n",
 			res.N, res.URL, res.Changes.Updated, res.Changes.Deleted, res.Changes.Created)
 		if res.Live {
-			fmt.Fprintln(stdout, "live cluster: a lease renewed every second throughout, the restart 3s after the last change")
+			fmt.Fprintln(stdout, liveNote)
 		} else {
 			fmt.Fprintln(stdout, "quiet cluster (-quiet): the restart comes right after its own writes, a fast path")
 		}
@@ -138,19 +151,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "\nThe restart replays the persisted objects to the handler, asks the API server for one")
 	fmt.Fprintln(stdout, "object (the freshness probe), and watches from where it stopped: only the changes travel.")
 	return nil
-}
-
-// runMany runs and prints the scenario of several informers (-shape).
-func runMany(ctx context.Context, cl *bench.Cluster, cfg bench.ManyConfig, stdout io.Writer) error {
-	res, err := bench.RunMany(ctx, cl, cfg)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "\n%d informers (%s) of %d objects each; while stopped, each had %d updated, %d deleted, %d created\n",
-		res.Informers, res.Shape, res.N, res.Changes.Updated, res.Changes.Deleted, res.Changes.Created)
-	if res.Live {
-		fmt.Fprintln(stdout, "live cluster: a lease renewed every second throughout, the restart 3s after the last change")
-	}
-	fmt.Fprintln(stdout)
-	return res.WriteTable(stdout)
 }

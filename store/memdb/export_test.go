@@ -14,10 +14,10 @@ func SnapshotForTest(s store.Store) (keys []string, objs []interface{}, rv strin
 	if !open {
 		return nil, nil, "", 0, false
 	}
-	forEachObject(txn, func(r *objectRow) {
+	for r := range objects(txn) {
 		keys = append(keys, r.key)
 		objs = append(objs, r.obj)
-	})
+	}
 	m := metaOf(txn)
 	return keys, objs, m.rv, m.count, true
 }

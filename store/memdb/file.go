@@ -56,12 +56,7 @@ func (src *fileSource) Committed(h snapfile.Header) snapfile.Section {
 // txnRecords yields the key and encoding of every object of txn's snapshot.
 func txnRecords(txn *memdb.Txn) iter.Seq2[string, []byte] {
 	return func(yield func(string, []byte) bool) {
-		it, err := txn.Get(tableObjects, indexID)
-		if err != nil {
-			panic(fmt.Sprintf("memdb: scan objects: %v", err))
-		}
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			r := raw.(*objectRow)
+		for r := range objects(txn) {
 			if !yield(r.key, r.data) {
 				return
 			}

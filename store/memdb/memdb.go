@@ -3,6 +3,7 @@ package memdb
 import (
 	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
@@ -55,10 +57,9 @@ func newStore(o store.Options, set *indexer.IndexSet) (*memStore, error) {
 		// The schema is a constant: this is a bug, not bad input.
 		return nil, fmt.Errorf("store: open %s: memdb schema: %w", o.Name, err)
 	}
-	// A snapshot of a fresh database is a full database that does not track
-	// mutations for watch channels: nobody watches this one, and tracking
-	// costs every write allocations for the channels of the radix nodes it
-	// changes (measured: 275 instead of 263 allocations per Update).
+	// A snapshot of a fresh database does not track mutations for watch
+	// channels, which nobody uses here and which cost every write
+	// allocations.
 	db := primary.Snapshot()
 	txn := db.Txn(true)
 	if err := txn.Insert(tableMeta, &metaRow{set: set}); err != nil {
@@ -67,31 +68,14 @@ func newStore(o store.Options, set *indexer.IndexSet) (*memStore, error) {
 	}
 	txn.Commit()
 
-	s := &memStore{
-		db: db,
-		info: store.Info{
-			Backend:       Scheme,
-			Name:          o.Name,
-			FormatVersion: FormatVersion,
-			KeyFunc:       o.KeyFuncName,
-			Scope:         o.Scope,
-		},
-		keyFunc: o.KeyFunc,
-		codec:   o.Codec,
-	}
-	if o.Codec != nil {
-		// Objects are kept decoded; the codec identifies them and encodes
-		// them for Export.
-		s.info.Codec, s.info.Type = o.Codec.Name(), o.Codec.Type()
-	}
+	s := &memStore{db: db, info: driver.MetaFor(o, FormatVersion).Info(Scheme, o.Name, ""), keyFunc: o.KeyFunc, codec: o.Codec}
+	s.info.Indexes = nil // the meta row's
 	s.view.Store(db.Txn(false))
 	return s, nil
 }
 
-// memStore is a store.Store in a go-memdb database. It is safe for
-// concurrent use: reads run on the read transaction of the last commit,
-// which sees an immutable snapshot, and writeMu lets one write run at a
-// time.
+// memStore is a store.Store in a go-memdb database (see the package
+// documentation for its concurrency).
 type memStore struct {
 	info    store.Info // static parts; ResourceVersion and Indexes come from the meta row
 	keyFunc cache.KeyFunc
@@ -102,24 +86,21 @@ type memStore struct {
 	fileCodec store.Codec
 	file      *snapfile.Handle // nil without a file
 
-	// writeMu serializes writers and Close. go-memdb has its own writer
-	// lock, but views must be published in commit order, which needs a
-	// lock held across Commit and the publication.
+	// writeMu serializes writers and Close: views must be published in
+	// commit order, which go-memdb's own writer lock does not cover.
 	writeMu sync.Mutex
 	// db is the database; nil once closed, so a closed store lets its
 	// contents be garbage collected. Guarded by writeMu.
 	db *memdb.MemDB
 	// view is a read transaction of the last committed state, shared by
-	// every reader, or nil once the store is closed. Sharing saves each
-	// read the allocation of two transactions (Get: 4 allocations instead
-	// of 6, about a third faster): go-memdb's read transactions never
-	// change their own fields (v1.3.5; TestSnapshotReads runs many readers
-	// on one view under the race detector), and they see an immutable
-	// snapshot.
+	// every reader (saving each read two allocations), or nil once the
+	// store is closed. go-memdb's read transactions never change their own
+	// fields (v1.3.5; TestSnapshotReads runs many readers on one view under
+	// the race detector).
 	view atomic.Pointer[memdb.Txn]
-	// closedIndexers are the store's indexers when it closed: GetIndexers
-	// still reports them, as the other backends do. Written before view
-	// is cleared, whose atomic store publishes it.
+	// closedIndexers are the store's indexers when it closed, which
+	// GetIndexers still reports. Written before view is cleared, whose
+	// atomic store publishes it.
 	closedIndexers cache.Indexers
 	// final is, in file mode, the read transaction of the state the store
 	// closed in, which the file's snapshots keep writing (Committed).
@@ -139,9 +120,8 @@ func (s *memStore) closedErr(op string) error {
 	return fmt.Errorf("store: %s %s: %w", op, s.info.Name, store.ErrClosed)
 }
 
-// readTxn returns the read transaction of the last committed state: a
-// consistent snapshot in which objects, entries and the meta row agree,
-// whatever writers do meanwhile. It is false once the store is closed.
+// readTxn returns the read transaction of the last committed state, or
+// false once the store is closed.
 func (s *memStore) readTxn() (*memdb.Txn, bool) {
 	v := s.view.Load()
 	return v, v != nil
@@ -181,9 +161,8 @@ func (s *memStore) Close() error {
 	return nil
 }
 
-// Export implements store.Exporter: the records of one read transaction,
-// encoded with Options.Codec, and the Info (resume point, index names) of
-// that same transaction. Writes go on meanwhile.
+// Export implements store.Exporter: the records and Info of one read
+// transaction, encoded with Options.Codec.
 func (s *memStore) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
 	if s.codec == nil {
 		return store.Info{}, fmt.Errorf("store: export %s: the store was opened without Options.Codec, which export needs: %w", s.info.Name, store.ErrInvalid)
@@ -291,12 +270,10 @@ func (s *memStore) List() []interface{} {
 	if !ok {
 		return nil
 	}
-	return listObjects(txn)
-}
-
-func listObjects(txn *memdb.Txn) []interface{} {
 	list := make([]interface{}, 0, metaOf(txn).count)
-	forEachObject(txn, func(r *objectRow) { list = append(list, r.obj) })
+	for r := range objects(txn) {
+		list = append(list, r.obj)
+	}
 	return list
 }
 
@@ -307,20 +284,25 @@ func (s *memStore) ListKeys() []string {
 		return nil
 	}
 	list := make([]string, 0, metaOf(txn).count)
-	forEachObject(txn, func(r *objectRow) { list = append(list, r.key) })
+	for r := range objects(txn) {
+		list = append(list, r.key)
+	}
 	return list
 }
 
-// forEachObject calls fn for every object row of txn's snapshot, in key
-// order.
-func forEachObject(txn *memdb.Txn, fn func(*objectRow)) {
-	it, err := txn.Get(tableObjects, indexID)
-	if err != nil {
-		// Only an unknown table or index fails, and the schema is fixed.
-		panic(fmt.Sprintf("memdb: scan objects: %v", err))
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		fn(raw.(*objectRow))
+// objects yields every object row of txn's snapshot, in key order.
+func objects(txn *memdb.Txn) iter.Seq[*objectRow] {
+	return func(yield func(*objectRow) bool) {
+		it, err := txn.Get(tableObjects, indexID)
+		if err != nil {
+			// Only an unknown table or index fails, and the schema is fixed.
+			panic(fmt.Sprintf("memdb: scan objects: %v", err))
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if !yield(raw.(*objectRow)) {
+				return
+			}
+		}
 	}
 }
 

@@ -9,10 +9,9 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 )
 
-// The schema is fixed: go-memdb validates it once in NewMemDB and cannot
-// change it afterwards, so user index functions are not memdb indexes.
-// Instead every index entry is a row of the entries table, which makes
-// AddIndexers an ordinary write transaction.
+// The schema is fixed (go-memdb cannot change it after NewMemDB), so user
+// index functions are not memdb indexes: every index entry is a row of the
+// entries table, which makes AddIndexers an ordinary write transaction.
 const (
 	tableObjects = "objects" // one objectRow per key
 	tableEntries = "entries" // one entryRow per (index, value, key)
@@ -28,19 +27,16 @@ type objectRow struct {
 	id  []byte // []byte(key), converted once: go-memdb asks for it repeatedly
 	key string
 	obj interface{}
-	// vals are the object's index values, aligned with the names of the
-	// index set in the metaRow of the same transaction. They are kept so a
-	// later update or delete can remove the object's entries without
-	// calling index functions on the old object again.
+	// vals are the object's index values, aligned with the index set of
+	// the same transaction's metaRow, so that an update or delete removes
+	// its entries without calling index functions again.
 	vals [][]string
-	// data is the object's encoding in file mode, for snapshots; nil
-	// without a file.
-	data []byte
+	data []byte // the object's encoding in file mode, for snapshots
 }
 
 // entryRow is one index entry: the object under key has value among its
-// values for index. It carries the object itself so ByIndex needs no second
-// lookup in the objects table; every put rewrites the entries of its key.
+// values for index. It carries the object, so that ByIndex needs no second
+// lookup.
 type entryRow struct {
 	id    []byte // entryID(index, value, key), computed once
 	value string
@@ -50,8 +46,7 @@ type entryRow struct {
 
 // metaRow is the state that must agree with the objects and entries of a
 // snapshot: the resume point, the index set the entries were made with, and
-// the number of objects (go-memdb does not expose a table's size, and List
-// sizes its result with it).
+// the number of objects (go-memdb does not keep a table's size).
 type metaRow struct {
 	rv    string
 	set   *indexer.IndexSet

@@ -19,11 +19,10 @@ import (
 type writeTx struct {
 	s *memStore
 	w *memdb.Txn
-	// r reads the state w starts from. Writes read the state they change
-	// from r, never from w: go-memdb answers a read in a write transaction
-	// that has changes from a clone of the changed radix tree, and cloning
-	// drops the tree's cache of nodes already copied in this transaction,
-	// so every later insert would copy its whole path again.
+	// r reads the state w starts from. Writes read from r, never from w:
+	// go-memdb answers a read in a write transaction with changes from a
+	// clone of the radix tree, which drops its cache of nodes already
+	// copied, so every later insert would copy its whole path again.
 	r    *memdb.Txn
 	done bool
 }
@@ -40,11 +39,8 @@ func (s *memStore) begin(op string) (*writeTx, error) {
 	return &writeTx{s: s, w: s.db.Txn(true), r: s.view.Load()}, nil
 }
 
-// commit commits the write and publishes its state to readers.
-func (t *writeTx) commit() { t.commitThen(nil) }
-
-// commitThen is commit that runs then, when not nil, once readers see the
-// write and before the next write starts.
+// commitThen commits the write, publishes its state to readers and runs
+// then, when not nil, before the next write starts.
 func (t *writeTx) commitThen(then func()) {
 	t.w.Commit()
 	t.s.view.Store(t.s.db.Txn(false))
@@ -78,9 +74,8 @@ func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op,
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	// Prepare against the current index set before taking the write lock,
-	// so key and index functions (user code, maybe slow) do not hold up
-	// other writers. The set only changes with AddIndexers; if it did
+	// Prepare before taking the write lock, so that key and index functions
+	// do not hold up other writers; if AddIndexers changed the index set
 	// meanwhile, prepare again.
 	if set == nil {
 		txn, ok := s.readTxn()
@@ -122,8 +117,8 @@ func (s *memStore) writePrepared(ctx context.Context, op string, ops []store.Op,
 }
 
 // apply makes the changes of one write inside w; r reads the state w started
-// from. An error leaves w to be aborted; since everything was validated by
-// Prepare, only a broken schema could cause one.
+// from. An error (only a broken schema could cause one) leaves w to be
+// aborted.
 func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replace bool) error {
 	names := m.set.Names()
 	count := m.count
@@ -138,13 +133,11 @@ func apply(w, r *memdb.Txn, m *metaRow, ps []indexer.Prepared, rv string, replac
 		for i := range ps {
 			keep[ps[i].Key] = struct{}{}
 		}
-		var drop []*objectRow
-		forEachObject(r, func(row *objectRow) {
-			if _, ok := keep[row.key]; !ok {
-				drop = append(drop, row)
+		// r is the state w started from, which w's changes do not touch.
+		for row := range objects(r) {
+			if _, ok := keep[row.key]; ok {
+				continue
 			}
-		})
-		for _, row := range drop {
 			if err := deleteRow(w, names, row); err != nil {
 				return err
 			}
@@ -268,10 +261,7 @@ func (s *memStore) prepare(op string, ops []store.Op, set *indexer.IndexSet) ([]
 	return p.Prepare(op, ops)
 }
 
-// PrepareBatch implements store.BatchPreparer: the informer prepares a
-// group while the previous one commits, and finds out which operation of
-// a batch the store rejects without committing any (so that it can commit
-// the rest whole).
+// PrepareBatch implements store.BatchPreparer.
 func (s *memStore) PrepareBatch(b store.Batch) (store.PreparedBatch, error) {
 	txn, ok := s.readTxn()
 	if !ok {
@@ -325,10 +315,10 @@ func (s *memStore) Replace(list []interface{}, resourceVersion string) error {
 	return s.write(context.Background(), "replace", ops, resourceVersion, true, writes.SeenRV)
 }
 
-// Bookmark implements cache.Store: it stores rv as the resume point. The
-// interface has no error result; a failure (a closed store) is logged and
-// leaves the resume point behind, which is safe. Bookmark("") stores
-// nothing and, as in client-go, makes LastStoreSyncResourceVersion "".
+// Bookmark implements cache.Store: it stores rv as the resume point. A
+// failure (a closed store) is logged and leaves the resume point behind,
+// which is safe. Bookmark("") stores nothing and, as in client-go, makes
+// LastStoreSyncResourceVersion "".
 func (s *memStore) Bookmark(rv string) {
 	if rv == "" {
 		s.seen.Store("")
@@ -369,11 +359,9 @@ func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
 		}
 		from[i] = j
 	}
-	var rows []*objectRow
-	forEachObject(rtxn, func(r *objectRow) { rows = append(rows, r) })
-	// Compute every new value first: a failure must leave no trace, and an
-	// aborted transaction guarantees that too, but failing before any
-	// insert keeps the abort cheap.
+	rows := slices.Collect(objects(rtxn))
+	// Compute every new value before any insert, so that a failure aborts
+	// cheaply.
 	vals := make([][][]string, len(rows))
 	for n, r := range rows {
 		v := make([][]string, set.Len())
@@ -404,6 +392,6 @@ func (s *memStore) AddIndexers(newIndexers cache.Indexers) error {
 	if err := txn.Insert(tableMeta, &metaRow{rv: m.rv, set: set, count: m.count}); err != nil {
 		return fmt.Errorf("store: add indexers: memdb: %w", err)
 	}
-	tx.commit()
+	tx.commitThen(nil)
 	return nil
 }

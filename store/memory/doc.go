@@ -14,43 +14,35 @@
 // names a directory), are rejected with store.ErrInvalid. [New] is the
 // direct constructor of a store without a file.
 //
-// One file holds any number of stores, one per Options.Name; the stores of
-// one file opened in one process share its state, and a snapshot written by
-// any of them saves all of them. One process at a time has a file open: the
-// first store of a file locks it (flock of cache.snap.lock beside it, which
-// stays in place), and another process's Open waits up to
-// Options.LockTimeout, then fails with store.ErrLocked (or with the error of
-// Open's context, if that ends first); the lock is released when the file's
-// last store closes. Two processes writing snapshots of one file would each
-// drop the other's stores from it. A file store needs Options.Codec:
-// snapshots hold encoded objects, and Open decodes them and rebuilds the
-// indexes. The file format is package store/internal/snapfile's, shared
-// with the memdb backend.
+// One file holds any number of stores, one per Options.Name; a snapshot
+// written by any of them saves all of them. One process at a time has a file
+// open: the first store of a file locks it (flock of cache.snap.lock beside
+// it), and another process's Open waits up to Options.LockTimeout, then
+// fails with store.ErrLocked (or its context's error); the lock is released when the file's last
+// store closes. A file store needs Options.Codec: snapshots hold encoded
+// objects, and Open decodes them and rebuilds the indexes.
 //
 // # Durability
 //
 // Without a file, nothing survives the process: the resume point is lost with
 // it, and the informer lists again on start.
 //
-// With a file, what survives is the last snapshot: the one written by Close,
-// or the last periodic one. Each snapshot is a point in time: the objects and
-// the resume point of every store of the file as committed at one instant,
-// written to a temporary file that is fsynced and renamed over the old one
-// (the directory is fsynced too), so kill -9 or a power loss at any instant
-// leaves the old snapshot or the new one, both complete, and never a resume
-// point ahead of its objects. Commits after the last snapshot are lost by a
-// crash; the informer then resumes from the older resume point and receives
-// them again. A snapshot that fails (a full disk) leaves the previous one:
-// a periodic one logs the error, Close returns it (the store is closed all
-// the same). store.Options.Durability does not apply: commits never wait
-// for the disk.
+// With a file, what survives is the last snapshot (Close's, or the last
+// periodic one): the objects and resume point of every store of the file as
+// committed at one instant, written to a temporary file that is fsynced and
+// renamed over the old one, so kill -9 or a power loss at any instant leaves
+// the old snapshot or the new one, never a resume point ahead of its
+// objects. Commits after the last snapshot are lost by a crash; the informer
+// then resumes from the older resume point and receives them again. A
+// snapshot that fails leaves the previous one: a periodic one logs the
+// error, Close returns it (the store is closed all the same).
+// store.Options.Durability does not apply: commits never wait for the disk.
 //
 // # Concurrency
 //
-// Stores are safe for concurrent use. Reads take a read lock and never wait
-// for encoding or I/O; writes are serialized per store. In file mode, a
-// commit also records the object's encoding, and a snapshot copies the
-// committed state under a short lock and writes it without blocking commits.
+// Stores are safe for concurrent use. Reads never wait for encoding or I/O;
+// writes are serialized per store. A snapshot copies the committed state
+// under a short lock and writes it without blocking commits.
 //
 // # Errors
 //
@@ -67,8 +59,7 @@
 //
 //   - Every snapshot rewrites the whole file, and file mode keeps each
 //     object's encoding besides the decoded object (about a fifth more
-//     memory for Pods): snapshot_interval trades write volume for how much a
-//     crash loses.
+//     memory for Pods).
 //   - A memory store without a file keeps objects as given, without encoding
 //     them, so it does not reject objects its codec could not encode.
 //   - Objects are stored as given, not copied: callers must treat objects

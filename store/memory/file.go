@@ -6,6 +6,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
@@ -13,8 +14,8 @@ import (
 // snapfile.Backend.Load): a store whose commits also go to the file's
 // committed state, which snapshots write out.
 func load(o store.Options, f *snapfile.Handle, l snapfile.Loaded) (store.Store, snapfile.Source, error) {
-	info := baseInfo(o)
-	info.Reset, info.ResourceVersion = l.Reset, l.ResourceVersion
+	info := driver.MetaFor(o, FormatVersion).Info(Scheme, o.Name, l.ResourceVersion)
+	info.Reset = l.Reset
 	cache := indexer.NewCache(l.Indexes)
 	cache.Apply(l.Puts)
 	fst := &fileStore{file: f, rv: l.ResourceVersion, data: make(map[string][]byte, len(l.Puts))}
@@ -48,9 +49,9 @@ var (
 )
 
 // fileStore is the Persister of one store of a snapshot file, and its
-// snapfile.Source: commits go to its encoded objects and resume point, which
-// snapshots copy. They are guarded by the file's lock (file.Lock), so a
-// snapshot copies every store of the file at one instant.
+// snapfile.Source: commits go to its encoded objects and resume point,
+// guarded by the file's lock, so that a snapshot copies every store of the
+// file at one instant.
 type fileStore struct {
 	file *snapfile.Handle
 	rv   string

@@ -3,6 +3,7 @@ package memory
 import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
@@ -27,22 +28,8 @@ func New(opts *store.Options) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := baseInfo(o)
+	info := driver.MetaFor(o, FormatVersion).Info(Scheme, o.Name, "")
 	// A memory store keeps objects as given; encoding them would only cost.
 	o.Codec = nil
 	return indexer.NewBase(indexer.BaseConfig{Info: info, Options: o})
-}
-
-func baseInfo(o store.Options) store.Info {
-	info := store.Info{
-		Backend:       Scheme,
-		Name:          o.Name,
-		FormatVersion: FormatVersion,
-		KeyFunc:       o.KeyFuncName,
-		Scope:         o.Scope,
-	}
-	if o.Codec != nil {
-		info.Codec, info.Type = o.Codec.Name(), o.Codec.Type()
-	}
-	return info
 }
