@@ -520,7 +520,7 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 					return err
 				}
 				for _, rec := range pending {
-					if err := putRecord(b, recs.Meta.Indexes, rec, seq); err != nil {
+					if err := putRecord(b, rec, seq); err != nil {
 						return err
 					}
 					seq++
@@ -575,9 +575,9 @@ func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 }
 
 // putRecord writes one imported record (rawdb.Records checked it), numbered
-// seq: object, key record and, if b keeps them, index entries (an imported
-// store keeps none until a bounded-mode open builds them).
-func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
+// seq: its object and key record. A staged store keeps no index entries
+// until a bounded-mode open builds them.
+func putRecord(b *buckets, rec store.Record, seq uint64) error {
 	k := boltKey(rec.Key)
 	if b.keys.Get(k) != nil {
 		return rawdb.Twice(rec.Key)
@@ -588,21 +588,6 @@ func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
 	}
 	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, rec.Key, rec.Values))); err != nil {
 		return fmt.Errorf("put %s: %w", rec.Key, err)
-	}
-	for i, vs := range rec.Values {
-		if len(vs) == 0 || !b.entries {
-			continue
-		}
-		ib, err := indexBucketOf(b, names[i])
-		if err != nil {
-			return err
-		}
-		for _, v := range vs {
-			ek := indexEntryKey(v, seq)
-			if err := ib.Put(ek, seal(ek, []byte(rec.Key))); err != nil {
-				return fmt.Errorf("index %q value %q: %w", names[i], v, err)
-			}
-		}
 	}
 	return nil
 }
