@@ -160,12 +160,7 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	if err != nil {
 		return nil, err
 	}
-	var s store.Store
-	if o.CacheSize > 0 {
-		s, err = openBounded(ctx, f, o, set)
-	} else {
-		s, err = openDefault(ctx, f, o, set)
-	}
+	s, err := openStore(ctx, f, o, set)
 	if err != nil {
 		if rerr := f.release(o.Name); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -175,75 +170,17 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	return s, nil
 }
 
-// openDefault opens a store that keeps every object decoded in memory: the
-// shared decoded store over the store's buckets in the file (engine).
-func openDefault(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
+// openStore opens the store o.Name of f over the shared store: the decoded
+// one, which serves every read from memory, or with o.CacheSize the bounded
+// one, which reads the file.
+func openStore(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
 	eng := newEngine(f, o)
-	cfg := openConfig(f, o, set)
-	// writeOps reads each key's old record from the file.
-	cfg.SelfDiffing = true
-	var (
-		c        *indexer.Cache
-		keyReset string
-	)
-	rv, reset, err := prepareStore(f, o, set, func() (err error) {
-		c, keyReset, err = shared.Load(ctx, eng, cfg)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if keyReset != "" {
-		// As a scope change (prepareStore): Load emptied the store.
-		rv, reset = "", keyReset
-	}
-	cfg.Info = storeInfo(o, rv, reset)
-	base, err := shared.NewDecoded(eng, c, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &defaultStore{Base: base, file: f}, nil
-}
-
-// bounded is the store of the bounded mode (Options.CacheSize > 0): the
-// shared bounded store over the store's buckets in the file (engine), with
-// what is bolt's own (Export, DiskSize). It is safe for concurrent use.
-type bounded struct {
-	*shared.Store
-	file *file
-}
-
-func openBounded(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	eng := newEngine(f, o)
-	var keyReset string
-	rv, reset, err := prepareStore(f, o, set, func() (err error) {
-		// prepareStore rebuilt the values if the index set changed.
-		keyReset, _, err = shared.Settle(ctx, eng, openConfig(f, o, set))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if keyReset != "" {
-		rv, reset = "", keyReset
-	}
-	return &bounded{
-		Store: shared.New(eng, shared.Config{
-			Info:            storeInfo(o, "", reset),
-			Options:         o,
-			Indexes:         set,
-			ResourceVersion: rv,
-		}),
-		file: f,
-	}, nil
-}
-
-// openConfig is what the shared store needs to open the store o.Name of f.
-func openConfig(f *file, o store.Options, set *indexer.IndexSet) shared.OpenConfig {
-	return shared.OpenConfig{
+	cfg := shared.OpenConfig{
 		Options: o,
 		Indexes: set,
 		Where:   f.path,
+		// writeOps reads each key's old record from the file.
+		SelfDiffing: true,
 		OpenError: func(err error) error {
 			if errors.Is(err, store.ErrInvalid) {
 				// An index function that fails on a stored object.
@@ -252,15 +189,59 @@ func openConfig(f *file, o store.Options, set *indexer.IndexSet) shared.OpenConf
 			return fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
 		},
 	}
+	var (
+		c        *indexer.Cache
+		keyReset string
+	)
+	rv, reset, err := prepareStore(f, o, set, func() (err error) {
+		if o.CacheSize > 0 {
+			// prepareStore rebuilt the values if the index set changed.
+			keyReset, _, err = shared.Settle(ctx, eng, cfg)
+		} else {
+			c, keyReset, err = shared.Load(ctx, eng, cfg)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if keyReset != "" {
+		// As a scope change (prepareStore): the store was emptied.
+		rv, reset = "", keyReset
+	}
+	if o.CacheSize > 0 {
+		return &bounded{shared.New(eng, shared.Config{
+			Info:            storeInfo(o, "", reset),
+			Options:         o,
+			Indexes:         set,
+			ResourceVersion: rv,
+		}), onFile{f}}, nil
+	}
+	cfg.Info = storeInfo(o, rv, reset)
+	base, err := shared.NewDecoded(eng, c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &defaultStore{base, onFile{f}}, nil
 }
 
 // defaultStore is a default-mode store: an indexer.Base, which serves every
-// read from memory, together with its file, for what needs the file itself
-// (record-level export). It is safe for concurrent use.
+// read from memory. It is safe for concurrent use.
 type defaultStore struct {
 	*indexer.Base
-	file *file
+	onFile
 }
+
+// bounded is a bounded-mode store (Options.CacheSize > 0): the shared
+// bounded store, with bolt's Export. It is safe for concurrent use.
+type bounded struct {
+	*shared.Store
+	onFile
+}
+
+// onFile is what both modes add to the shared store: the file, for
+// DiskSize and the record-level reads of Export.
+type onFile struct{ file *file }
 
 // canonical resolves symbolic links in path where it exists, so that two
 // names of one file share one bbolt database instead of the second waiting
@@ -923,24 +904,16 @@ func storeInfo(o store.Options, rv, reset string) store.Info {
 // for it. etcd maps 10 GiB for the same reason.
 const initialMmapSize = 1 << 30
 
-// diskSize returns the bytes the database file takes on disk (see
-// diskusage: bbolt grows the file ahead of use), which every store of the
-// file shares.
-func (f *file) diskSize() (int64, error) {
-	fi, err := os.Stat(f.path)
+// DiskSize implements store.DiskSizer: the bytes the database file takes
+// on disk (see diskusage: bbolt grows the file ahead of use), which every
+// store of the file shares.
+func (s onFile) DiskSize() (int64, error) {
+	fi, err := os.Stat(s.file.path)
 	if err != nil {
-		return 0, fmt.Errorf("store: disk size of %s: %w", f.path, err)
+		return 0, fmt.Errorf("store: disk size of %s: %w", s.file.path, err)
 	}
 	return diskusage.Of(fi), nil
 }
-
-// DiskSize implements store.DiskSizer: the size of the database file,
-// shared by every store of the file.
-func (s *defaultStore) DiskSize() (int64, error) { return s.file.diskSize() }
-
-// DiskSize implements store.DiskSizer: the size of the database file,
-// shared by every store of the file.
-func (s *bounded) DiskSize() (int64, error) { return s.file.diskSize() }
 
 var (
 	_ store.DiskSizer = (*defaultStore)(nil)
