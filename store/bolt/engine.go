@@ -41,9 +41,6 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 			if err != nil {
 				return err
 			}
-			if b == nil {
-				return fmt.Errorf("store vanished from the file: %w", store.ErrCorrupt)
-			}
 			return fn(boltTx{b})
 		})
 	})
@@ -63,7 +60,10 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *indexer.IndexSet, rv string, replace bool) error {
 	return updateStore(e.file, e.name, func(b *buckets) error {
 		var err error
-		ops := keyOps(len(cs), func(i int) *indexer.Prepared { return &cs[i].Prepared })
+		ops := make([]keyOp, len(cs))
+		for i := range cs {
+			ops[i] = keyOp{k: boltKey(cs[i].Key), p: &cs[i].Prepared}
+		}
 		if replace {
 			err = replaceAll(b, set.Names(), ops)
 		} else {
@@ -101,23 +101,18 @@ func (e *engine) SetIndexes(_ context.Context, set *indexer.IndexSet, values map
 	return nil
 }
 
-// Empty implements shared.Engine.
+// Empty implements shared.Engine: the objects and the resume point go in
+// one transaction.
 func (e *engine) Empty(why string) error {
-	return emptyStore(e.file, e.name, e.meta.Indexes, why)
-}
-
-// emptyStore empties the store name, whose indexes are names, and its
-// resume point, in one transaction, because of why.
-func emptyStore(f *file, name string, names []string, why string) error {
-	indexer.LogKeyReset(name, f.path, why)
-	err := updateStore(f, name, func(b *buckets) error {
-		if err := b.clear(names); err != nil {
+	indexer.LogKeyReset(e.name, e.file.path, why)
+	err := updateStore(e.file, e.name, func(b *buckets) error {
+		if err := b.clear(e.meta.Indexes); err != nil {
 			return err
 		}
 		return putRV(b, "")
 	})
 	if err != nil {
-		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", name, f.path, why, err)
+		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", e.name, e.file.path, why, err)
 	}
 	return nil
 }
@@ -133,9 +128,6 @@ func updateStore(f *file, name string, fn func(b *buckets) error) error {
 			b, err := storeBuckets(tx, name)
 			if err != nil {
 				return err
-			}
-			if b == nil {
-				return fmt.Errorf("store %q vanished from the file: %w", name, store.ErrCorrupt)
 			}
 			return fn(b)
 		})
@@ -203,21 +195,7 @@ func (t boltTx) loaderOf(key *string, seq *uint64) shared.Loader {
 
 // Keys implements shared.Tx, in key order.
 func (t boltTx) Keys(fn func(key string) error) error {
-	c := t.b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		rec, err := t.b.open("key record", k, rec)
-		if err != nil {
-			return err
-		}
-		key, err := recordKey(k, rec)
-		if err != nil {
-			return err
-		}
-		if err := fn(key); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachIdentity(t.b, func(_ []byte, key string, _ uint64) error { return fn(key) })
 }
 
 // Indexed implements shared.Tx, in the order of the objects' sequence

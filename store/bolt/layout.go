@@ -158,15 +158,19 @@ func createRoot(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	return tx.CreateBucket(bucketStores)
 }
 
-// storeBuckets returns name's buckets in tx, or nil if the store does not
-// exist. A store bucket missing one of its parts is corrupt.
+// storeBuckets returns name's buckets in tx. The store exists (the process
+// holds its name): a store missing, or missing one of its buckets, is
+// corrupt.
 func storeBuckets(tx *bbolt.Tx, name string) (*buckets, error) {
 	root, err := rootBucket(tx)
 	if err != nil {
 		return nil, err
 	}
 	b, err := lookupStore(root, []byte(name))
-	if err != nil || b == nil {
+	if err == nil && b == nil {
+		err = fmt.Errorf("store %q vanished from the file: %w", name, store.ErrCorrupt)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return b, b.complete(name)
@@ -659,17 +663,6 @@ func keyOf(k []byte, fullKey string) (string, error) {
 	return fullKey, nil
 }
 
-// recordIdentity returns the object key and sequence number of the key
-// record rec stored under bbolt key k.
-func recordIdentity(k, rec []byte) (string, uint64, error) {
-	seq, err := recordSeq(rec)
-	if err != nil {
-		return "", 0, fmt.Errorf("key %q: %w", shorten(string(k)), err)
-	}
-	key, err := recordKey(k, rec)
-	return key, seq, err
-}
-
 // eachIdentity calls fn with the bucket key, the object key and the
 // sequence number of every key record of b, in key order, and stops at fn's
 // first error. k is valid during the call only.
@@ -680,7 +673,11 @@ func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) e
 		if err != nil {
 			return err
 		}
-		key, seq, err := recordIdentity(k, rec)
+		seq, err := recordSeq(rec)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", shorten(string(k)), err)
+		}
+		key, err := recordKey(k, rec)
 		if err != nil {
 			return err
 		}
@@ -787,22 +784,10 @@ func indexBucketOf(b *buckets, name string) (*bbolt.Bucket, error) {
 	return ib, nil
 }
 
-// keyOp is an operation with its bbolt key.
+// keyOp is a prepared operation of a write with its bbolt key.
 type keyOp struct {
 	k []byte // bbolt key
 	p *indexer.Prepared
-}
-
-// keyOps returns n operations, at(0) to at(n-1), in order, with their
-// bbolt keys: the prepared operations of a write (a Commit's changes, or a
-// bounded store's operations) as writeOps and replaceAll take them.
-func keyOps(n int, at func(i int) *indexer.Prepared) []keyOp {
-	ops := make([]keyOp, n)
-	for i := range ops {
-		p := at(i)
-		ops[i] = keyOp{k: boltKey(p.Key), p: p}
-	}
-	return ops
 }
 
 // lastPerKey sorts ops by bbolt key, keeping the last operation of each key
@@ -842,8 +827,7 @@ func lastPerKey(ops []keyOp) []keyOp {
 // touches each node once in a row. New objects get sequence numbers in key
 // order, after every stored object's.
 //
-// ops are the operations in batch order (see keyOps); writeOps reorders
-// them.
+// ops are the operations in batch order; writeOps reorders them.
 func writeOps(b *buckets, names []string, ops []keyOp) error {
 	ops = lastPerKey(ops)
 	next, err := nextSeq(b)

@@ -202,30 +202,18 @@ func (t rawTx) Export(ctx context.Context, name string, fn func(store.Record) er
 	if err != nil {
 		return store.Info{}, err
 	}
-	n := len(info.Indexes)
-	c := b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+	err = eachKeyRecord(b, len(info.Indexes), func(key string, seq uint64, vals [][]string) error {
 		if err := ctx.Err(); err != nil {
-			return store.Info{}, err
-		}
-		rec, err := b.open("key record", k, rec)
-		if err != nil {
-			return store.Info{}, err
-		}
-		seq, key, vals, err := decodeKeyRecord(rec, n)
-		if err != nil {
-			return store.Info{}, fmt.Errorf("object %q: %w", shorten(string(k)), err)
-		}
-		if key == "" {
-			key = string(k)
+			return err
 		}
 		data, err := objectOf(b, key, seq)
 		if err != nil {
-			return store.Info{}, err
+			return err
 		}
-		if err := fn(store.Record{Key: key, Data: data, Values: vals}); err != nil {
-			return store.Info{}, err
-		}
+		return fn(store.Record{Key: key, Data: data, Values: vals})
+	})
+	if err != nil {
+		return store.Info{}, err
 	}
 	return info, nil
 }
