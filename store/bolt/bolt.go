@@ -29,14 +29,13 @@ import (
 // Scheme is the URL scheme of this backend.
 const Scheme = "bolt"
 
-// FormatVersion is the version of the on-disk layout of a store's buckets,
-// recorded in its metadata. Version 1 keyed objects by their key, version 2
-// by a sequence number, version 3 keeps index entries only for bounded-mode
-// stores, and version 4 (layout.go) frames every record with a checksum.
-// Version 2 and 3 stores are upgraded when opened (a version 2 store has
-// every index entry, as a later store that keeps them; the records of both
-// are framed), in one transaction; a store of another version opens with
-// store.ErrIncompatible, naming both versions.
+// FormatVersion is the version of the on-disk layout of a store's buckets
+// (layout.go), recorded in its metadata. Version 1 keyed objects by their
+// key, version 2 by a sequence number, version 3 keeps index entries only
+// for bounded-mode stores, and version 4 frames every record with a
+// checksum. Version 2 and 3 stores are upgraded when opened, in one
+// transaction; a store of another version opens with store.ErrIncompatible,
+// naming both versions.
 const FormatVersion = 4
 
 const (
@@ -50,37 +49,12 @@ const (
 )
 
 // pageSize is the page size of new files; existing files keep theirs (the
-// layout of buckets does not depend on it). bbolt rewrites every page a
-// transaction dirties whole. With format version 2 a Commit of new objects
-// appends them to objects/ (full pages), but still dirties about one leaf
-// per new object in keys/ (random keys) and one per distinct index value
-// touched in each index bucket, whose records are small: large pages make
-// those leaves expensive once a store outgrows a few thousand objects.
-// Small pages cost CPU instead: more, smaller nodes, each materialized,
-// allocated afresh and written with a syscall of its own.
-//
-// Format version 1 (objects keyed by their key), measured with
-// BenchmarkCommit, 100 durable Commits of 1,000 new Pods (3.5 KB in
-// protobuf, three indexes) into one store, on a quiet machine:
-//
-//	page    written per Pod   time per Commit (two runs)
-//	16 KiB  45.8 KB           182, 155 ms
-//	 8 KiB  38.8 KB           148, 155 ms
-//	 4 KiB  33.4 KB           223, 163 ms
-//
-// with raw bbolt (one bucket, 16 KiB pages) writing 22.2 KB per Pod in
-// 48-62 ms. On a loaded machine, where fsync waits on the disk, bytes
-// written decide: 4 KiB pages were 1.6x as fast as 16 KiB there, 8 KiB in
-// between. 8 KiB is the compromise. Format version 2 (before index buckets
-// went back to bbolt's default fill), same benchmark, same run as raw
-// bbolt, on a loaded machine: 8 KiB pages wrote 17.7 KB per Pod at 0.67
-// and 0.70 of raw bbolt's rate, 4 KiB pages 13.5 KB at 0.55 and 0.67: the
-// per-node CPU cost outweighs the bytes. Format version 3 with early
-// writeback (BENCHMARKS.md, section 3, "Bracketed pairs and early
-// writeback"): 16 KiB pages made Commits of new Pods 9% faster and the
-// informer's pipeline over ConfigMaps updated in key order 14% faster, but
-// wrote 29% more per update of Pods spread over the store, as real updates
-// are, and ran them 2% slower on an idle disk.
+// layout does not depend on it). bbolt rewrites every page a transaction
+// dirties whole, and a Commit dirties about one leaf per new object in
+// keys/ and one per index value it touches, so large pages cost bytes
+// written; small pages cost CPU (more nodes, each materialized and written
+// with a syscall of its own). 8 KiB was the best compromise measured
+// (BENCHMARKS.md, section 6).
 const pageSize = 8 << 10
 
 func init() {
@@ -119,8 +93,15 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNoTrailingSlash(path); err != nil { // before Abs cleans it away
+	return open(ctx, path, o)
+}
+
+func open(ctx context.Context, path string, o store.Options) (store.Store, error) {
+	fail := func(err error) (store.Store, error) {
 		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+	}
+	if err := checkNoTrailingSlash(path); err != nil { // before Abs cleans it away
+		return fail(err)
 	}
 	if !filepath.IsAbs(path) {
 		abs, err := filepath.Abs(path)
@@ -129,32 +110,25 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 		}
 		path = abs
 	}
-	return open(ctx, path, o)
-}
-
-func open(ctx context.Context, path string, o store.Options) (store.Store, error) {
-	if err := checkNoTrailingSlash(path); err != nil {
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
-	}
 	// Before links are resolved: a database path that is itself a link,
 	// or that other users can write, is refused (links in the directories
 	// above it are followed).
 	if err := driver.CheckPath(filepath.Clean(path), false); err != nil {
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+		return fail(err)
 	}
 	path = canonical(filepath.Clean(path))
 	if o.Codec == nil {
-		return nil, fmt.Errorf("store: open %s in %s: bolt stores need Options.Codec (see indexer.NewCodec): %w", o.Name, path, store.ErrInvalid)
+		return fail(fmt.Errorf("bolt stores need Options.Codec (see indexer.NewCodec): %w", store.ErrInvalid))
 	}
 	if len(o.Name) > maxNameLen {
 		return nil, fmt.Errorf("store: open %s in %s: store name too long (%d bytes, at most %d): %w", shorten(o.Name), path, len(o.Name), maxNameLen, store.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+		return fail(err)
 	}
 	set, err := indexer.NewIndexSet(o.Indexers)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+		return fail(err)
 	}
 	f, err := acquire(ctx, path, o)
 	if err != nil {
@@ -288,15 +262,13 @@ type file struct {
 }
 
 // update runs fn in a bbolt write transaction of the file; every write of
-// the file, the stores' and the raw operations', goes through it. A commit
-// that fails to sync (fdatasync's error, which bbolt returns as is) or meets
-// an I/O error fails every later update of the file too, until it is opened
-// again: bbolt rolls its memory back to the last commit, but the failed
-// commit's pages, its meta page included, may have reached the disk anyway,
-// and after a failed fsync the kernel may drop pages it could not write and
-// report the next fsync as a success, so no later commit would be known
-// durable, nor the file consistent. Other failures (fn's errors, a full
-// disk refusing a write) leave the file as it was and are only returned.
+// the file goes through it. A commit that fails to sync (fdatasync's error)
+// or meets an I/O error fails every later update of the file too, until it
+// is opened again: the failed commit's pages, its meta page included, may
+// have reached the disk although bbolt rolled its memory back, and the
+// kernel may report the next fsync as a success after dropping pages it
+// could not write. Other failures (fn's errors, a full disk refusing a
+// write) leave the file as it was and are only returned.
 func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	if err := f.syncFailed(); err != nil {
 		return err
@@ -403,31 +375,16 @@ func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	return f, nil
 }
 
-// release gives back name and closes the file with its last store.
+// release gives back a reference, the store name's or ("") a raw read's
+// or a live view's, and closes the file with its last.
 func (f *file) release(name string) error {
 	filesMu.Lock()
 	defer filesMu.Unlock()
 	delete(f.names, name)
-	return f.unrefLocked()
-}
-
-// unref gives back a reference a raw read or a live view took, and closes
-// the file with its last.
-func (f *file) unref() error {
-	filesMu.Lock()
-	defer filesMu.Unlock()
-	return f.unrefLocked()
-}
-
-func (f *file) unrefLocked() error {
 	f.refs--
 	if f.refs > 0 {
 		return nil
 	}
-	return closeFileLocked(f)
-}
-
-func closeFileLocked(f *file) error {
 	delete(files, f.path)
 	err := f.db.Close()
 	close(f.closed)

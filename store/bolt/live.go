@@ -37,6 +37,6 @@ func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView
 	}
 	f.refs++
 	filesMu.Unlock()
-	defer func() { err = errors.Join(err, f.unref()) }()
+	defer func() { err = errors.Join(err, f.release("")) }()
 	return viewFile(f, u.Redacted(), func(v *rawdb.View) error { return fn(v) })
 }

@@ -101,7 +101,7 @@ func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f 
 	}
 	f.refs++
 	filesMu.Unlock()
-	defer func() { err = errors.Join(err, f.unref()) }()
+	defer func() { err = errors.Join(err, f.release("")) }()
 	return fn(f)
 }
 
