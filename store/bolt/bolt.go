@@ -148,7 +148,7 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 // one, which serves every read from memory, or with o.CacheSize the bounded
 // one, which reads the file.
 func openStore(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	eng := newEngine(f, o)
+	eng := &engine{file: f, name: o.Name, meta: driver.MetaFor(o, FormatVersion)}
 	cfg := shared.OpenConfig{
 		Options: o,
 		Indexes: set,
@@ -183,15 +183,16 @@ func openStore(ctx context.Context, f *file, o store.Options, set *indexer.Index
 		// As a scope change (prepareStore): the store was emptied.
 		rv, reset = "", keyReset
 	}
+	cfg.Info = eng.meta.Info(Scheme, o.Name, rv)
+	cfg.Info.Reset = reset
 	if o.CacheSize > 0 {
 		return &bounded{shared.New(eng, shared.Config{
-			Info:            storeInfo(o, "", reset),
+			Info:            cfg.Info,
 			Options:         o,
 			Indexes:         set,
 			ResourceVersion: rv,
 		}), onFile{f}}, nil
 	}
-	cfg.Info = storeInfo(o, rv, reset)
 	base, err := shared.NewDecoded(eng, c, cfg)
 	if err != nil {
 		return nil, err
@@ -732,7 +733,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if reopen, err = driver.CompareMeta(o.Name, f.path, stored, want); err != nil {
 				return err
 			}
-			if err := b.complete(o.Name); err != nil {
+			if err := b.complete(); err != nil {
 				return err
 			}
 			if rv, err = getRV(b); err != nil {
@@ -767,9 +768,13 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 	err = guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
 			if !exists {
-				b, err := createStore(tx, o.Name, want)
+				root, err := createRoot(tx)
 				if err != nil {
 					return err
+				}
+				b, err := createStore(root, []byte(o.Name), want)
+				if err != nil {
+					return fmt.Errorf("create store %q: %w", o.Name, err)
 				}
 				return setEntries(b, want.Indexes, wantEntries)
 			}
@@ -837,20 +842,6 @@ func shorten(s string) string {
 		return s[:64] + "..."
 	}
 	return s
-}
-
-func storeInfo(o store.Options, rv, reset string) store.Info {
-	return store.Info{
-		Backend:         Scheme,
-		Name:            o.Name,
-		FormatVersion:   FormatVersion,
-		Codec:           o.Codec.Name(),
-		Type:            o.Codec.Type(),
-		KeyFunc:         o.KeyFuncName,
-		Scope:           o.Scope,
-		ResourceVersion: rv,
-		Reset:           reset,
-	}
 }
 
 // initialMmapSize is the size bbolt maps a file at from the start (address

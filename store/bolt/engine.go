@@ -22,15 +22,10 @@ import (
 // in bbolt read transactions and written in bbolt write transactions
 // (layout.go). The shared store serializes its writes.
 type engine struct {
-	file  *file
-	name  string
-	codec store.Codec
+	file *file
+	name string
 	// meta is the recorded identity; Indexes follows SetIndexes.
 	meta driver.Meta
-}
-
-func newEngine(f *file, o store.Options) *engine {
-	return &engine{file: f, name: o.Name, codec: o.Codec, meta: driver.MetaFor(o, FormatVersion)}
 }
 
 // View implements shared.Engine.
@@ -227,48 +222,17 @@ func (t boltTx) Indexed(index, value string, fn func(key string, load shared.Loa
 	return nil
 }
 
-// Values implements shared.Tx. It visits one entry per distinct value,
-// seeking past the others. A long value, kept under its digest, is read
-// from the key record of the entry's object, whose values are aligned with
-// the index names the transaction's metadata records.
+// Values implements shared.Tx: one entry per distinct value (eachEntry).
 func (t boltTx) Values(index string, fn func(value string) error) error {
 	ib, err := indexBucketOf(t.b, index)
 	if err != nil {
 		return err
 	}
-	pos, nindexes := -1, 0
-	c := ib.Cursor()
-	for k, key := c.First(); k != nil; {
-		v, _, err := splitIndexEntry(k)
-		if err != nil {
-			return err
-		}
-		if key, err = t.b.open("index entry", k, key); err != nil {
-			return err
-		}
-		value := string(v)
-		if isDigest(v) {
-			if pos < 0 {
-				m, err := getMeta(t.b)
-				if err != nil {
-					return err
-				}
-				pos, nindexes = slices.Index(m.Indexes, index), len(m.Indexes)
-			}
-			if value, err = longValue(t.b, string(key), pos, nindexes, v); err != nil {
-				return err
-			}
-		}
-		if err := fn(value); err != nil {
-			return err
-		}
-		end := prefixEnd(k[:len(k)-seqLen])
-		if end == nil {
-			break
-		}
-		k, key = c.Seek(end)
+	indexes := func() ([]string, error) {
+		m, err := getMeta(t.b)
+		return m.Indexes, err
 	}
-	return nil
+	return eachEntry(t.b, ib, index, indexes, true, func(value, _ string) error { return fn(value) })
 }
 
 // Sample implements shared.Tx, in key order.

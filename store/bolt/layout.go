@@ -35,36 +35,26 @@ import (
 //	snapshot-import/             top-level bucket where Import stages a store
 //	  <store name>/              (raw.go), then moves it under stores/
 //
-// Nothing else is at the top level: a file without stores/ but with
-// anything other than snapshot-import/ is damaged (see rootBucket).
+// Nothing else is at the top level (see rootBucket).
 //
-// Every record of a store is framed by recsum: its value is followed by the
-// CRC32C of its bbolt key and value, checked whenever the record is read
-// (buckets.open), so that a damaged record, or one a damaged page shows
-// under another key, is store.ErrCorrupt naming the store and key, never
-// another object; bbolt checksums only its meta pages. A store of format
-// version 3 (no frames) is read as it is and framed, in one transaction,
-// when it is opened.
+// Every record is framed by recsum: its value is followed by the CRC32C of
+// its bbolt key and value, checked whenever it is read (buckets.open), so
+// that a damaged record, or one a damaged page shows under another key, is
+// store.ErrCorrupt naming the store and key, never another object; bbolt
+// checksums only its meta pages.
 //
-// Each object's index values are in its key record, written with the
-// object. The inverted index (index/) is kept only while a bounded-mode
-// store reads it: the default mode builds its index in memory from the key
-// records, and writing index/ would cost it half the time and bytes of a
-// Commit of new objects. The "entries" record says whether index/ is
-// current; a bounded-mode open without it builds the entries from the key
-// records (no decoding), a default-mode open with it empties index/, each
-// in one transaction with the record. Format version 2 (index/ always
-// current) opens as version 3 with the record.
+// The index values are in the key records, written with the objects.
+// index/ is kept only while a bounded-mode store reads it ("entries"): the
+// default mode builds its index in memory, and writing index/ would cost it
+// half the time and bytes of a Commit of new objects.
 //
 // Why sequence numbers: bbolt rewrites every page a transaction dirties,
-// and an object filed under its random key dirties a page at a random
-// place of every bucket. A new object takes the next sequence number (kept
-// in meta), so it is appended to objects/, and its entries to the end of
-// their values' ranges: a Commit dirties a page per value it touches, not
-// one per new object. Only keys/ takes a random insert per new object. An
-// update keeps its number and rewrites its object in place; an object
-// deleted and created again gets a new number. The key records let writes
-// find an object's number and old index values without decoding it.
+// and an object filed under its random key dirties a random page of every
+// bucket. A new object takes the next number, so it is appended to
+// objects/, and its entries to the end of their values' ranges; only keys/
+// takes a random insert per new object. An update keeps its number; an
+// object deleted and created again gets a new one. The key records let
+// writes find an object's number and old index values without decoding it.
 var (
 	bucketStores  = []byte("stores")
 	bucketMeta    = []byte("meta")
@@ -158,22 +148,27 @@ func createRoot(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	return tx.CreateBucket(bucketStores)
 }
 
-// storeBuckets returns name's buckets in tx. The store exists (the process
-// holds its name): a store missing, or missing one of its buckets, is
-// corrupt.
+// storeBuckets returns name's buckets in tx (see storeIn).
 func storeBuckets(tx *bbolt.Tx, name string) (*buckets, error) {
 	root, err := rootBucket(tx)
 	if err != nil {
 		return nil, err
 	}
-	b, err := lookupStore(root, []byte(name))
+	return storeIn(root, []byte(name))
+}
+
+// storeIn returns the buckets of the store name under parent. The store
+// exists (the process holds its name): a store missing, or missing one of
+// its buckets, is corrupt.
+func storeIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
+	b, err := lookupStore(parent, name)
 	if err == nil && b == nil {
 		err = fmt.Errorf("store %q vanished from the file: %w", name, store.ErrCorrupt)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return b, b.complete(name)
+	return b, b.complete()
 }
 
 // lookupStore returns the buckets of the store name under parent that
@@ -205,31 +200,17 @@ func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 }
 
 // complete checks that b has all its buckets.
-func (b *buckets) complete(name string) error {
+func (b *buckets) complete() error {
 	if b.keys == nil || b.objects == nil || b.index == nil {
-		return fmt.Errorf("store %q lacks one of its buckets: %w", name, store.ErrCorrupt)
+		return fmt.Errorf("store %q lacks one of its buckets: %w", b.name, store.ErrCorrupt)
 	}
 	return nil
 }
 
-// createStore creates name's buckets, with one index bucket per index in m,
-// and records m. The store must not exist.
-func createStore(tx *bbolt.Tx, name string, m driver.Meta) (*buckets, error) {
-	root, err := createRoot(tx)
-	if err != nil {
-		return nil, err
-	}
-	b, err := createStoreIn(root, []byte(name), m)
-	if err != nil {
-		return nil, fmt.Errorf("create store %q: %w", name, err)
-	}
-	return b, nil
-}
-
-// createStoreIn creates the buckets of a store named name under parent,
+// createStore creates the buckets of a store named name under parent,
 // with one index bucket per index in m, and records m. The new store keeps
 // no index entries (see setEntries).
-func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, error) {
+func createStore(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, error) {
 	sb, err := parent.CreateBucket(name)
 	if err != nil {
 		return nil, err
@@ -731,6 +712,52 @@ func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("store %q: object %q: empty record: %w", b.name, shorten(key), store.ErrCorrupt)
 	}
 	return data, nil
+}
+
+// eachEntry calls fn with the value and the object key of every entry of
+// ib, the bucket of index, in order, or with distinct of the first entry of
+// each value only, seeking past the others. A long value, kept under its
+// digest, is read from the key record of the entry's object, whose values
+// are aligned with the store's index names (indexes, read when first
+// needed).
+func eachEntry(b *buckets, ib *bbolt.Bucket, index string, indexes func() ([]string, error), distinct bool, fn func(value, key string) error) error {
+	pos, nindexes := -1, -1
+	c := ib.Cursor()
+	for k, kv := c.First(); k != nil; {
+		vf, _, err := splitIndexEntry(k)
+		if err != nil {
+			return err
+		}
+		if kv, err = b.open("index entry", k, kv); err != nil {
+			return err
+		}
+		key, value := string(kv), string(vf)
+		if isDigest(vf) {
+			if nindexes < 0 {
+				names, err := indexes()
+				if err != nil {
+					return err
+				}
+				pos, nindexes = slices.Index(names, index), len(names)
+			}
+			if value, err = longValue(b, key, pos, nindexes, vf); err != nil {
+				return err
+			}
+		}
+		if err := fn(value, key); err != nil {
+			return err
+		}
+		if !distinct {
+			k, kv = c.Next()
+			continue
+		}
+		end := prefixEnd(k[:len(k)-seqLen])
+		if end == nil {
+			break
+		}
+		k, kv = c.Seek(end)
+	}
+	return nil
 }
 
 // longValue returns the index value whose digest form is v, from the key

@@ -232,31 +232,14 @@ func (t rawTx) IndexEntries(ctx context.Context, name string, fn func(index, val
 			return rawdb.ImpliedEntries(info.Indexes, key, vals, fn)
 		})
 	}
+	indexes := func() ([]string, error) { return info.Indexes, nil }
 	return b.index.ForEachBucket(func(idx []byte) error {
-		pos := slices.Index(info.Indexes, string(idx))
-		c := b.index.Bucket(idx).Cursor()
-		for k, kv := c.First(); k != nil; k, kv = c.Next() {
+		return eachEntry(b, b.index.Bucket(idx), string(idx), indexes, false, func(value, key string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			vf, _, err := splitIndexEntry(k)
-			if err != nil {
-				return err
-			}
-			if kv, err = b.open("index entry", k, kv); err != nil {
-				return err
-			}
-			key, value := string(kv), string(vf)
-			if isDigest(vf) {
-				if value, err = longValue(b, key, pos, len(info.Indexes), vf); err != nil {
-					return err
-				}
-			}
-			if err := fn(string(idx), value, key); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(string(idx), value, key)
+		})
 	})
 }
 
@@ -306,7 +289,7 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 	default:
 		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d %s: %w", name, m.FormatVersion, FormatVersion, corruptHint, store.ErrIncompatible)
 	}
-	if err := b.complete(name); err != nil {
+	if err := b.complete(); err != nil {
 		return store.Info{}, nil, err
 	}
 	rv, err := getRV(b)
@@ -463,7 +446,7 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 					return err
 				}
 			}
-			_, err = createStoreIn(ib, name, recs.Meta)
+			_, err = createStore(ib, name, recs.Meta)
 			return err
 		})
 	})
@@ -488,11 +471,7 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 		slices.SortFunc(pending, func(a, b store.Record) int { return bytes.Compare(boltKey(a.Key), boltKey(b.Key)) })
 		err := guard(func() error {
 			return f.update(func(tx *bbolt.Tx) error {
-				ib := tx.Bucket(bucketImport)
-				if ib == nil {
-					return fmt.Errorf("staging bucket vanished: %w", store.ErrCorrupt)
-				}
-				b, err := bucketsIn(ib, name)
+				b, err := storeIn(tx.Bucket(bucketImport), name)
 				if err != nil {
 					return err
 				}
@@ -548,18 +527,6 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 			return tx.MoveBucket(name, ib, root)
 		})
 	})
-}
-
-// bucketsIn returns the buckets of the store name under parent.
-func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
-	b, err := lookupStore(parent, name)
-	if err != nil {
-		return nil, err
-	}
-	if b == nil {
-		return nil, fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
-	}
-	return b, b.complete(string(name))
 }
 
 // putRecord writes one imported record (rawdb.Records checked it), numbered
