@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -61,22 +60,9 @@ func init() {
 	store.Register(Scheme, rawDriver{})
 }
 
-func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := driver.NewParams(u)
-	p.Common(&opts)
-	if err := p.Err(); err != nil {
-		return nil, err
-	}
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return nil, fmt.Errorf("store: open %s://%s%s: want an absolute file path, bolt:///abs/path/file.db (three slashes): %w",
-			u.Scheme, u.Host, u.Path, store.ErrInvalid)
-	}
-	return open(ctx, u.Path, opts)
-}
-
-// checkNoTrailingSlash refuses a URL path that ends in a slash: it names a
+// checkNoTrailingSlash refuses a path that ends in a slash: it names a
 // directory, and cleaning the slash away would open (or create) a file of
-// that name instead, as the snapshot-file backends also refuse.
+// that name instead.
 func checkNoTrailingSlash(path string) error {
 	if strings.HasSuffix(path, "/") {
 		return fmt.Errorf("the path ends in a slash, which names a directory; want a file (bolt:///abs/path/file.db): %w", store.ErrInvalid)
@@ -232,33 +218,29 @@ func canonical(path string) string {
 }
 
 // file is one bbolt database shared by every store open on it in this
-// process: bbolt locks the file with flock, so a second bolt.Open of the same
-// file from this process would wait for the first to close it.
+// process: bbolt locks the file with flock, so a second bolt.Open of it
+// would wait for the first to close it.
 type file struct {
 	path       string
 	db         *bbolt.DB
 	durability store.Durability
-	// readOnly says that db was opened read-only, by raw operations that
-	// only read (Stores, Export, IndexEntries): it cannot serve a write,
+	// readOnly says db was opened by raw reads: it cannot serve a write,
 	// and writers wait for it to close (see openFileLocked).
 	readOnly bool
-	// closed is closed once db is.
-	closed chan struct{}
-	// opened is closed once db is set: bbolt opens the file without
-	// filesMu (it may wait for another process's lock), and a file whose
-	// open fails leaves files before opened is closed.
+	closed   chan struct{} // closed once db is
+	// opened is closed once db is set, or the open failed and left files.
 	opened chan struct{}
 
-	// refs and names are guarded by filesMu.
+	// refs and names (the store names open on the file) are guarded by
+	// filesMu.
 	refs  int
-	names map[string]bool // store names open on the file
+	names map[string]bool
 
 	// syncFault holds the first commit that failed to reach the disk
-	// (see update): from then on no write of the file is durable.
+	// (see update).
 	syncFault atomic.Pointer[error]
 	// writeback is the file bbolt writes, for package writeback during
-	// durable commits; nil for a file opened read-only or with
-	// durability=nosync, or where writeback is not supported.
+	// durable commits; nil when read-only, nosync or unsupported.
 	writeback syscall.RawConn
 }
 
@@ -301,10 +283,9 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	return err
 }
 
-// withErrno returns err, an error of a bbolt commit, wrapping the errno its
-// message names when bbolt formatted it in with %s and lost it (bbolt
-// v1.5.0's "file resize error: file too large", when growing the file meets
-// the file size limit or a full disk), so that callers can tell a full
+// withErrno returns err, an error of a bbolt commit, also wrapping the
+// errno its message ends with when bbolt formatted it in with %s (v1.5.0's
+// "file resize error: file too large"), so that callers can tell a full
 // disk apart with errors.Is(err, syscall.ENOSPC) or syscall.EFBIG.
 func withErrno(err error) error {
 	for _, errno := range []syscall.Errno{syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT} {
@@ -324,9 +305,8 @@ type errnoError struct {
 func (e errnoError) Error() string   { return e.err.Error() }
 func (e errnoError) Unwrap() []error { return []error{e.err, e.errno} }
 
-// testHookCommitErr, when set (by tests), replaces the result of every
-// successful commit of update: a failure bbolt reports after the commit's
-// pages, meta page included, were written (its final fdatasync's).
+// testHookCommitErr, when set by a test, replaces the result of every
+// successful commit of update: a failure of bbolt's final fdatasync.
 var testHookCommitErr func() error
 
 // isSyncFailure reports whether err, returned by bbolt's Commit, says the
@@ -353,8 +333,7 @@ var (
 	files   = map[string]*file{} // by cleaned absolute path
 )
 
-// acquire returns the open file at path, opening it if needed, and reserves
-// o.Name on it.
+// acquire returns the file at path, opened if needed, with o.Name reserved.
 func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	filesMu.Lock()
 	defer filesMu.Unlock()
@@ -362,8 +341,6 @@ func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A file just opened has no names and the durability asked for, so
-	// these checks only refuse stores joining an open file.
 	if f.names[o.Name] {
 		return nil, fmt.Errorf("store: open %s in %s: %w (close it first)", o.Name, path, store.ErrInUse)
 	}
@@ -402,15 +379,11 @@ var testHookWaitReadOnly func(path string)
 // openFileLocked returns the file at path that this process has open,
 // opening it if needed: read-write if write, else read-only, so that reading
 // never modifies a file and works on one its owner cannot write (mode
-// 0400). A read shares whatever open the process has. A write cannot use a
-// read-only open: it waits for the reads using it to end, as it would for
-// another process's shared lock, at most o.LockTimeout (then
-// store.ErrInUse) and until ctx ends, and then opens the file read-write.
-// The caller holds filesMu. It is released while bbolt opens the file (which
-// may wait for another process's lock, and reads the whole file into memory
-// in the default mode), so that the stores of other files open and close
-// meanwhile, and while waiting for another goroutine's open of the same
-// file, or for the reads of a read-only open to close it, which need it.
+// 0400). A read shares whatever open the process has; a write waits for the
+// reads of a read-only open to close it, at most o.LockTimeout (then
+// store.ErrInUse) and until ctx ends. The caller holds filesMu; it is
+// released while bbolt opens the file (which may wait for another process's
+// lock) and while waiting, so that other files open and close meanwhile.
 func openFileLocked(ctx context.Context, path string, o store.Options, write bool) (*file, error) {
 	// One o.LockTimeout for all the waiting.
 	var timeout *time.Timer
@@ -500,9 +473,8 @@ var testHookLockBusy func(path string)
 // openDB opens path with bbolt, read-only if readOnly, turning bbolt's
 // errors and panics on damaged files into store.ErrLocked and
 // store.ErrCorrupt. It waits for another process's lock at most
-// o.LockTimeout, and stops waiting as soon as ctx ends, with an error
-// wrapping ctx.Err(). A read-only open refuses an empty file rather than let bbolt
-// initialise it, creates neither the file nor its directory, and reports a
+// o.LockTimeout, and until ctx ends. A read-only open creates nothing,
+// refuses an empty file rather than let bbolt initialise it, and reports a
 // missing file as store.ErrNotFound.
 func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (db *bbolt.DB, osFile *os.File, err error) {
 	if readOnly {
@@ -513,11 +485,10 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 		}
-		// bbolt would write its meta pages into it (and fail, the file
-		// being open read-only). A crash while bbolt created a file can
-		// leave one: it holds no store.
+		// bbolt would write its meta pages into it. A crash while bbolt
+		// created a file can leave one: it holds no store.
 		if fi.Size() == 0 {
-			return nil, nil, corruptError(path, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
+			return nil, nil, fileError(path, o, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
 		}
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
@@ -547,11 +518,9 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 			return err
 		})
 		if err == nil && replaced(path, osFile) {
-			// bbolt opened the file, and the path then got another one
-			// before bbolt had the lock: a Compact (of another process)
-			// renamed its copy over it and released the old file. That
-			// lock is on a file no longer reachable: writes to it would
-			// be lost. Open the path again.
+			// Before bbolt had the lock, a Compact (of another process)
+			// renamed its copy over the path: writes to the file locked
+			// would be lost. Open the path again.
 			db.Close()
 			db = nil
 			if replacements++; replacements < maxReplacements {
@@ -617,9 +586,8 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 // file it named was replaced meanwhile (see replaced).
 const maxReplacements = 10
 
-// testHookOpened, when set by a test, is called after each bbolt.Open of
-// openDB that succeeded, before openDB checks that the path still names the
-// file it opened.
+// testHookOpened, when set by a test, is called after each successful
+// bbolt.Open of openDB, before it checks that the path still names the file.
 var testHookOpened func(path string)
 
 // replaced reports whether path no longer names f, the file bbolt opened
@@ -646,16 +614,17 @@ func fileError(path string, o store.Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return &lockedError{path: path, waited: o.LockTimeout}
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+	case errors.Is(err, store.ErrCorrupt):
+		return withHint(fmt.Errorf("store: open %s: %w", path, err))
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
 		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
-		return corruptError(path, err)
+		return withHint(fmt.Errorf("store: open %s: %w: %w", path, store.ErrCorrupt, err))
 	}
 	return fmt.Errorf("store: open %s: %w", path, err)
 }
 
 // lockedError is returned when another process held the file for the
-// whole lock timeout. It is a type of its own so that Compact, whose lock
-// timeout is not a URL parameter, can give its own advice.
+// whole lock timeout: a type, so that Compact can give its own advice.
 type lockedError struct {
 	path   string
 	waited time.Duration
@@ -666,13 +635,6 @@ func (e *lockedError) Error() string {
 }
 
 func (e *lockedError) Unwrap() error { return store.ErrLocked }
-
-func corruptError(path string, err error) error {
-	if errors.Is(err, store.ErrCorrupt) {
-		return withHint(fmt.Errorf("store: open %s: %w", path, err))
-	}
-	return withHint(fmt.Errorf("store: open %s: %w: %w", path, store.ErrCorrupt, err))
-}
 
 // guard runs fn, turning a panic or a memory fault (a page of a
 // memory-mapped file that is not there) into ErrCorrupt: bbolt panics on
@@ -691,20 +653,20 @@ func guard(fn func() error) (err error) {
 // driver.CompareMeta decides. It returns the store's resume point and, if the
 // store was emptied, why.
 //
-// load, if not nil, reads the store (the default mode decodes every object,
-// the bounded mode checks a sample): prepareStore calls it once, after any
-// write that changes what the store holds (a creation, a reset, an index
-// rebuild), but before an upgrade, which only changes how the store is kept
-// (format version 2 to 3, index entries switched on or off). A store that
-// cannot be read is then left as it was, for another build or mode to
-// read, or for a snapshot to be taken of it.
+// load reads the store (the default mode decodes every object, the bounded
+// mode checks a sample): prepareStore calls it once, after any write that
+// changes what the store holds (a creation, a reset, an index rebuild), but
+// before an upgrade, which only changes how the store is kept (its format
+// version, index entries switched on or off): a store that cannot be read
+// is then left as it was, for another build or mode to read, or for a
+// snapshot to be taken of it.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
 	want := driver.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).
 	wantEntries := o.CacheSize > 0
 	var (
-		exists, upgrade, fromV2, unsealed bool
-		reopen                            driver.Reopen
+		exists, upgrade, fromV2 bool
+		reopen                  driver.Reopen
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -723,26 +685,19 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if err != nil {
 				return err
 			}
-			if stored.FormatVersion == formatSeqEntries {
-				stored.FormatVersion, upgrade, fromV2 = FormatVersion, true, true
-			}
-			if stored.FormatVersion == formatUnsealed {
+			fromV2 = stored.FormatVersion == formatSeqEntries
+			if fromV2 || stored.FormatVersion == formatUnsealed {
 				stored.FormatVersion, upgrade = FormatVersion, true
 			}
-			unsealed = !b.sealed
 			if reopen, err = driver.CompareMeta(o.Name, f.path, stored, want); err != nil {
 				return err
 			}
 			if err := b.complete(); err != nil {
 				return err
 			}
-			if rv, err = getRV(b); err != nil {
-				return err
-			}
-			if b.entries != wantEntries {
-				upgrade = true
-			}
-			return nil
+			upgrade = upgrade || b.entries != wantEntries
+			rv, err = getRV(b)
+			return err
 		})
 	})
 	if err != nil {
@@ -751,20 +706,17 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 		}
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
 	}
-	if exists && reopen.Reset == "" && !reopen.RebuildIndexes {
-		if load != nil {
-			if err := load(); err != nil {
-				return "", "", err
-			}
-			load = nil
+	rewrite := !exists || reopen.Reset != "" || reopen.RebuildIndexes
+	if !rewrite {
+		if err := load(); err != nil {
+			return "", "", err
 		}
 		if !upgrade {
 			return rv, "", nil
 		}
 	}
-	// Creating, resetting, reindexing, upgrading or switching index
-	// entries on or off writes: one transaction each, so a crash leaves
-	// the store as it was or as it should be.
+	// One transaction, so a crash leaves the store as it was or as it
+	// should be.
 	err = guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
 			if !exists {
@@ -782,13 +734,10 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if err != nil {
 				return err
 			}
-			if unsealed {
-				// Format version 3 or 2: frame every record first,
-				// so that what follows reads and writes the framed
-				// layout.
-				if err := sealAll(b); err != nil {
-					return err
-				}
+			// Format version 3 or 2: frame every record first, so that
+			// what follows reads and writes the framed layout.
+			if err := sealAll(b); err != nil {
+				return err
 			}
 			if fromV2 {
 				// Version 2 kept every entry, without the record.
@@ -825,7 +774,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 		}
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
 	}
-	if load != nil {
+	if rewrite {
 		if err := load(); err != nil {
 			return "", "", err
 		}
@@ -845,11 +794,9 @@ func shorten(s string) string {
 }
 
 // initialMmapSize is the size bbolt maps a file at from the start (address
-// space only; the file grows as written). bbolt remaps a file that outgrows
-// its mapping, doubling it up to 1 GiB: each remap waits for every read
-// transaction to end and copies the data of the write transaction's
-// materialized nodes, which made a large commit into a growing file pay
-// for it. etcd maps 10 GiB for the same reason.
+// space only): a remap waits for every read transaction to end and copies
+// the write transaction's materialized nodes, which made a large commit
+// into a growing file pay for it. etcd maps 10 GiB for the same reason.
 const initialMmapSize = 1 << 30
 
 // DiskSize implements store.DiskSizer: the bytes the database file takes

@@ -51,7 +51,15 @@ const (
 )
 
 func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	return openURL(ctx, u, opts)
+	p := driver.NewParams(u)
+	p.Common(&opts)
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := driver.AbsPath(u, wantURL); err != nil {
+		return nil, fmt.Errorf("store: open %s://%s%s: %w", u.Scheme, u.Host, u.Path, err)
+	}
+	return open(ctx, u.Path, opts)
 }
 
 // wantURL is the form of a bolt URL, for errors.
