@@ -70,11 +70,10 @@ var (
 )
 
 // fillAppend is the FillPercent of objects/, where new objects are
-// appended: a page splits when full rather than half full, since later
-// objects go after it. Index buckets keep bbolt's default (half full): a
-// Commit appends in the middle of the bucket, at the end of each value's
-// range, and a half-full page takes the next Commits' entries without
-// splitting again (BENCHMARKS.md, section 6).
+// appended: a page splits when full, since later objects go after it.
+// Index buckets keep bbolt's default (half full): a Commit appends in the
+// middle of them, and a half-full page takes the next Commits' entries
+// without splitting again (BENCHMARKS.md, section 6).
 const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
@@ -114,14 +113,11 @@ func (b *buckets) open(what string, k, v []byte) ([]byte, error) {
 func seal(k, v []byte) []byte { return recsum.Seal(k, v) }
 
 // rootBucket returns the stores bucket of tx, or nil if the file has none
-// yet. Only two kinds of file lack it: a new one, where bbolt wrote its meta
-// pages and nothing else (the stores bucket comes with the first store),
-// and one whose first Import crashed before it moved the store it staged
-// into the stores bucket, which holds only bucketImport. Any other
-// top-level entry without the stores bucket is ErrCorrupt: the file is
-// damaged where it names its stores (a flipped byte in the bucket's key or
-// flags), or is another program's bbolt file. Read as empty, it would hide
-// every store, and a write would then bury them under a new stores bucket.
+// yet: a new file, or one whose first Import crashed, holding only
+// bucketImport. Any other top-level entry without the stores bucket is
+// ErrCorrupt (damage where the file names its stores, or another program's
+// file): read as empty, it would hide every store, and a write would then
+// bury them under a new stores bucket.
 func rootBucket(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	if root := tx.Bucket(bucketStores); root != nil {
 		return root, nil
@@ -523,11 +519,9 @@ func prefixEnd(p []byte) []byte {
 }
 
 // A key record (encodeKeyRecord) is the object's sequence number followed
-// by an index values record (appendRecord).
-//
-// Index values records start with a flag: recordInline, or recordFullKey
-// followed by the length and text of the object key whose bbolt key is a
-// digest.
+// by an index values record (appendRecord), which starts with a flag:
+// recordInline, or recordFullKey followed by the length and text of the
+// object key whose bbolt key is a digest.
 const (
 	recordInline  = 0
 	recordFullKey = 1
@@ -628,9 +622,9 @@ func recordKey(k, rec []byte) (string, error) {
 }
 
 // keyOf returns the object key that the keys/ bucket's key k stands for,
-// given the full key its record holds (decodeKeyRecord's fullKey, which
-// only a digest has). A digest whose record holds a key of another digest
-// is ErrCorrupt: read as it is, the record would be another object's.
+// given the full key its record holds (only a digest's has one). A digest
+// whose record holds a key of another digest is ErrCorrupt: read as it is,
+// the record would be another object's.
 func keyOf(k []byte, fullKey string) (string, error) {
 	if !isDigest(k) {
 		if fullKey != "" {
@@ -696,10 +690,9 @@ func objectOf(b *buckets, key string, seq uint64) ([]byte, error) {
 	return b.openObject(key, sk, data)
 }
 
-// openObject returns the encoded object of the objects/ record data stored
-// under sk, the object of key (see buckets.open). An empty object is
-// ErrCorrupt: no codec encodes an object in 0 bytes, and some (protobuf)
-// decode 0 bytes as an empty object.
+// openObject returns the encoded object of key from the objects/ record
+// data stored under sk (see buckets.open). An empty object is ErrCorrupt:
+// no codec encodes one in 0 bytes, and protobuf decodes them as an object.
 func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
 	if b.sealed {
 		v, ok := recsum.Open(sk, data)
@@ -818,9 +811,8 @@ type keyOp struct {
 }
 
 // lastPerKey sorts ops by bbolt key, keeping the last operation of each key
-// only. Batches usually come sorted already (indexer.Base sorts large ones)
-// and without repeated keys (the informer writes each key once per
-// commit): then this is one pass, with no map of the batch's keys.
+// only. Batches usually come sorted and without repeated keys: then this is
+// one pass.
 func lastPerKey(ops []keyOp) []keyOp {
 	sorted := true
 	for i := 1; i < len(ops) && sorted; i++ {
@@ -842,19 +834,13 @@ func lastPerKey(ops []keyOp) []keyOp {
 	return out
 }
 
-// writeOps applies prepared operations to b. Only each key's net effect
-// is written: its last operation, with index entries diffed against the
-// key record the file holds, so an object put and deleted in one batch
-// costs nothing, and the entries of intermediate versions never reach the
-// file. Callers need not know old index values.
-//
-// Each bucket is written in its own key order (key records by key, objects
-// and index entries by sequence number): bbolt finds each key from the
-// root, and walking every tree in order keeps the path's pages hot and
-// touches each node once in a row. New objects get sequence numbers in key
-// order, after every stored object's.
-//
-// ops are the operations in batch order; writeOps reorders them.
+// writeOps applies ops, in batch order, to b. Only each key's last
+// operation is written, with index entries diffed against the key record
+// the file holds: an object put and deleted in one batch costs nothing, and
+// callers need not know old index values. Each bucket is written in its own
+// key order (key records by key, objects and entries by sequence number),
+// which keeps the path's pages hot and touches each node once in a row. New
+// objects get sequence numbers in key order, after every stored object's.
 func writeOps(b *buckets, names []string, ops []keyOp) error {
 	ops = lastPerKey(ops)
 	next, err := nextSeq(b)
@@ -863,9 +849,8 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 	}
 	first := next
 	type objOp struct {
-		seq  uint64
-		p    *indexer.Prepared // nil: delete
-		gone string            // the deleted key
+		seq uint64
+		p   *indexer.Prepared
 	}
 	objs := make([]objOp, 0, len(ops))
 	var scratch []byte // a key record
@@ -913,11 +898,9 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 				addEntries(puts, p.Key, seq, newOnly)
 			}
 			objs = append(objs, objOp{seq: seq, p: p})
-			// An update that keeps its index values (most do: status
-			// changes) leaves the record alone, so its page stays clean:
-			// every page a commit dirties is rewritten whole.
-			// The record is encoded into scratch to compare; what is
-			// put must stay valid until the transaction ends.
+			// An update that keeps its index values (most do) leaves
+			// the record, and so its page, alone. scratch is only for
+			// comparing: what is put must stay valid until the commit.
 			scratch = appendKeyRecord(scratch[:0], seq, p.Key, p.Values)
 			if oldFramed == nil || !bytes.Equal(scratch, oldRec) {
 				if err := b.keys.Put(k, seal(k, scratch)); err != nil {
@@ -931,7 +914,7 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 			if b.entries {
 				addEntries(dels, p.Key, seq, old)
 			}
-			objs = append(objs, objOp{seq: seq, gone: p.Key})
+			objs = append(objs, objOp{seq: seq, p: p})
 			if err := b.keys.Delete(k); err != nil {
 				return err
 			}
@@ -940,13 +923,13 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 	slices.SortFunc(objs, func(a, b objOp) int { return cmp.Compare(a.seq, b.seq) })
 	b.objects.FillPercent = fillAppend
 	for _, o := range objs {
-		if o.p == nil {
-			if err := b.objects.Delete(seqKey(o.seq)); err != nil {
-				return fmt.Errorf("delete %s: %w", o.gone, err)
+		sk := seqKey(o.seq)
+		if o.p.Type == store.OpDelete {
+			if err := b.objects.Delete(sk); err != nil {
+				return fmt.Errorf("delete %s: %w", o.p.Key, err)
 			}
 			continue
 		}
-		sk := seqKey(o.seq)
 		if err := b.objects.Put(sk, seal(sk, o.p.Data)); err != nil {
 			return fmt.Errorf("put %s: %w", o.p.Key, err)
 		}

@@ -34,17 +34,16 @@ var (
 )
 
 // bucketImport is the top-level bucket where Import builds a store before
-// moving it under bucketStores in one transaction. Only Import uses it; a
-// crash leaves garbage there that the next Import of the name drops.
+// moving it under bucketStores; the next Import of the name drops what a
+// crash left there.
 var bucketImport = []byte("snapshot-import")
 
 // errNothingStaged rolls back the cleanup of a failed Import that staged
 // nothing.
 var errNothingStaged = errors.New("nothing staged")
 
-// importBatch bounds the records written per bbolt transaction by Import, so
-// that its memory stays bounded (bbolt keeps a transaction's dirty pages in
-// memory).
+// importBatch and importBatchBytes bound the records an Import writes per
+// bbolt transaction, whose dirty pages bbolt keeps in memory.
 const (
 	importBatch      = 4096
 	importBatchBytes = 32 << 20
@@ -90,12 +89,9 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 }
 
 // withFile runs fn on the database at u, shared with the stores this
-// process has open on it, or opened for the call. A write (Import) creates
-// a missing file and needs a read-write open. Other operations only read:
-// a missing file is store.ErrNotFound, and a file this process does not
-// have open is opened read-only, so that they never modify it (see
-// openFileLocked). Waiting for another process's lock ends with ctx.
-// withFile names op and u in its own errors; fn names them in its.
+// process has open on it, or opened for the call (see openFileLocked): a
+// write creates a missing file, a read finds it store.ErrNotFound. withFile
+// names op and u in its own errors; fn names them in its.
 func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f *file) error) (err error) {
 	path, o, err := rawPath(op, u)
 	if err != nil {
@@ -156,19 +152,17 @@ func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(st
 
 // IndexEntries calls fn with every index entry (index name, indexed value,
 // object key) of the store name in the database at u, in one read
-// transaction, as a bounded-mode open would serve them: what the snapshot
-// tool's verify compares with the objects' index values. Its signature is
-// snapshot.IndexEntries. A store that keeps no entries on disk (one last
-// written in the default mode, see layout.go) yields those of its key
-// records' index values, from which its in-memory index is built.
+// transaction, as a bounded-mode open would serve them (see
+// rawdb.Tx.IndexEntries): what the snapshot tool's verify compares with the
+// objects' index values. Its signature is snapshot.IndexEntries.
 func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
 	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
 }
 
 // Export implements store.Exporter for an open bounded store: one read
 // transaction, so the records and the resume point agree while the informer
-// writes. (A default-mode store is an indexer.Base, which has no Export; its
-// process exports it through Raw, which shares the process's open file.)
+// writes. (A default-mode store is exported through Raw, which shares the
+// process's open file.)
 func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
 	if err := s.CheckOpen("export"); err != nil {
 		return store.Info{}, err
@@ -254,8 +248,7 @@ func (t rawTx) IndexEntries(ctx context.Context, name string, fn func(index, val
 // corruptHint is what every ErrCorrupt of this backend advises.
 const corruptHint = "(delete the file to start over; informers relist)"
 
-// hinted is an error that ends in corruptHint. Wrapped further, it still
-// tells withHint not to give the hint again.
+// hinted is an error that ends in corruptHint, even wrapped further.
 type hinted struct{ err error }
 
 func (h hinted) Error() string { return h.err.Error() + " " + corruptHint }
@@ -309,8 +302,8 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 
 // Import implements store.RawDriver. The store is built under bucketImport
 // in transactions of bounded size, then moved over the old one in one
-// final transaction that also records the resume point: a failure or a
-// crash before it leaves the old store untouched.
+// transaction: a failure or a crash before it leaves the old store
+// untouched.
 func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	name := info.Name
 	fail := func(err error) error {
@@ -330,10 +323,9 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 			err = importDB(ctx, f, []byte(name), recs)
 		}
 		if err != nil {
-			// Drop what was staged; a failure here only leaves garbage
-			// for the next import. With nothing staged, the transaction
-			// rolls back: a commit, even of nothing, writes a meta page,
-			// and a refused import leaves the file as it was.
+			// Drop what was staged (a failure only leaves garbage for
+			// the next import); with nothing staged, roll back, as even
+			// an empty commit writes a meta page.
 			_ = guard(func() error {
 				return f.update(func(tx *bbolt.Tx) error {
 					if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
@@ -349,8 +341,7 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 }
 
 // reserve takes name in f for a raw write (Import, Drop), so that no store
-// opens on it meanwhile; it returns false if a store of this process has it
-// open. release gives it back.
+// opens on it meanwhile; false if a store of this process has it open.
 func (f *file) reserve(name string) (release func(), ok bool) {
 	filesMu.Lock()
 	defer filesMu.Unlock()
@@ -366,16 +357,10 @@ func (f *file) reserve(name string) (release func(), ok bool) {
 }
 
 // Drop implements store.RawDriver. A store is one bucket under the stores
-// bucket (objects, key records, index entries, metadata and resume point,
-// see layout.go), so the store goes in one bbolt transaction: a crash
-// leaves it whole or gone. What an Import of the name staged and did not
-// finish goes with it. The other stores of the file are untouched, and may
-// stay open in this process meanwhile; only the store itself must be
-// closed (store.ErrInUse).
-//
-// bbolt puts the freed pages on its freelist, where later writes reuse
-// them: the file does not shrink. Compact (`snapshot compact`) gives the
-// space back to the file system.
+// bucket, so it goes in one bbolt transaction, with what an unfinished
+// Import of the name staged: a crash leaves it whole or gone. Other stores
+// of the file may stay open meanwhile; the store itself must be closed
+// (store.ErrInUse). The file does not shrink (see Compact).
 func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	fail := func(err error) error {
 		return withHint(fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err))
@@ -387,10 +372,8 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	if err != nil {
 		return err
 	}
-	// withFile opens for writing, which would create a missing file, and
-	// write bbolt's first pages into an empty one (what a crash while
-	// bbolt created the file leaves): neither holds a store, and a drop
-	// has nothing to create.
+	// withFile opens for writing, which would create a missing file, or
+	// initialise an empty one: neither holds a store to drop.
 	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
 	} else if err == nil && fi.Size() == 0 {
@@ -439,9 +422,8 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) error {
 	err := guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
-			// A file that lost its stores bucket is refused before
-			// anything is staged: the final move would create a new one
-			// and bury the old stores.
+			// A file that lost its stores bucket is refused: the final
+			// move would bury the old stores under a new one.
 			if _, err := rootBucket(tx); err != nil {
 				return err
 			}
@@ -483,12 +465,10 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 				if err != nil {
 					return err
 				}
-				// Full pages: objects are numbered in arrival
-				// order, so they are appended; a snapshot of a bolt
-				// store comes sorted by key, the bulk load bbolt
-				// packs best, and each batch is sorted. Keys out of
-				// order split full pages in two, no worse than the
-				// default fill.
+				// Full pages: objects are appended, and each batch
+				// of keys is sorted (a bolt snapshot comes sorted
+				// by key); keys out of order split full pages in
+				// two, no worse than the default fill.
 				b.objects.FillPercent, b.keys.FillPercent = 1.0, 1.0
 				seq, err := nextSeq(b)
 				if err != nil {
@@ -514,9 +494,8 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 		}
 		pending = pending[:0]
 	}
-	// The switch runs in a transaction of its own: bbolt's MoveBucket
-	// moves a bucket as last committed, so changes made to it in the same
-	// transaction would be lost (v1.5.0).
+	// A transaction of its own: bbolt's MoveBucket moves a bucket as last
+	// committed, losing changes of the same transaction (v1.5.0).
 	return guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
 			ib := tx.Bucket(bucketImport)
@@ -558,22 +537,17 @@ func putRecord(b *buckets, rec store.Record, seq uint64) error {
 // compactTxSize bounds the bytes Compact copies per transaction.
 const compactTxSize = 64 << 20
 
-// Compact rewrites the bbolt file at path without its free pages, the way
-// `bbolt compact` does, and replaces the file atomically: the copy is
-// written to path+".compact.part" (created anew, never through an existing
-// file or link), given the original's owner and mode, fsynced and renamed
-// over path while the original is still locked, then the directory is
-// fsynced. Like every other operation it refuses a path other users could
-// tamper with (driver.CheckPath); run by root, it checks the path as the
-// file owner's, whose file it keeps. It refuses a file open in this process
-// (store.ErrInUse) or locked by another one (store.ErrLocked, after
-// lockTimeout), and a copy it cannot give the original's owner (a caller
-// other than root, for a file of a group the caller is not in). It returns
-// the sizes before and after.
-//
-// A process that opens the file meanwhile waits for the lock, and then
-// opens the compacted copy: an open checks, once it has the lock, that the
-// path still names the file it locked, and opens the path again if not.
+// Compact rewrites the bbolt file at path without its free pages, as
+// `bbolt compact` does, and replaces it atomically: the copy is written to
+// path+".compact.part" (created anew, never through an existing file or
+// link), given the original's owner and mode, fsynced and renamed over path
+// while the original is still locked, then the directory is fsynced. It
+// refuses a path other users could tamper with (driver.CheckPath; run by
+// root, as the file owner's), a file open in this process (store.ErrInUse)
+// or locked by another one (store.ErrLocked, after lockTimeout), and a copy
+// it cannot give the original's owner. It returns the sizes before and
+// after. A process that opens the file meanwhile waits for the lock, then
+// opens the copy (see replaced).
 func Compact(ctx context.Context, path string, lockTimeout time.Duration) (before, after int64, err error) {
 	fail := func(err error) (int64, int64, error) {
 		return 0, 0, fmt.Errorf("store: compact %s: %w", path, err)
