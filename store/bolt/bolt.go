@@ -32,14 +32,11 @@ const Scheme = "bolt"
 // (layout.go), recorded in its metadata. Version 1 keyed objects by their
 // key, version 2 by a sequence number, version 3 keeps index entries only
 // for bounded-mode stores, and version 4 frames every record with a
-// checksum. Version 2 and 3 stores are upgraded when opened, in one
-// transaction; a store of another version opens with store.ErrIncompatible,
-// naming both versions.
+// checksum. Version 2 and 3 stores are upgraded when opened.
 const FormatVersion = 4
 
 const (
-	// formatSeqEntries is the format version that always kept index
-	// entries.
+	// formatSeqEntries is the format version that always kept entries.
 	formatSeqEntries = 2
 	// formatUnsealed is the last format version without record frames.
 	formatUnsealed = 3
@@ -47,13 +44,11 @@ const (
 	formatSealed = 4
 )
 
-// pageSize is the page size of new files; existing files keep theirs (the
-// layout does not depend on it). bbolt rewrites every page a transaction
-// dirties whole, and a Commit dirties about one leaf per new object in
-// keys/ and one per index value it touches, so large pages cost bytes
-// written; small pages cost CPU (more nodes, each materialized and written
-// with a syscall of its own). 8 KiB was the best compromise measured
-// (BENCHMARKS.md, section 6).
+// pageSize is the page size of new files; existing files keep theirs. bbolt
+// rewrites every page a transaction dirties whole, so large pages cost
+// bytes written; small pages cost CPU (more nodes, each written with a
+// syscall of its own): 8 KiB was the best compromise (BENCHMARKS.md,
+// section 6).
 const pageSize = 8 << 10
 
 func init() {
@@ -89,20 +84,17 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	if err := checkNoTrailingSlash(path); err != nil { // before Abs cleans it away
 		return fail(err)
 	}
-	if !filepath.IsAbs(path) {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrInvalid, err)
-		}
-		path = abs
+	abs, err := filepath.Abs(path) // cleaned
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrInvalid, err)
 	}
+	path = abs
 	// Before links are resolved: a database path that is itself a link,
-	// or that other users can write, is refused (links in the directories
-	// above it are followed).
-	if err := driver.CheckPath(filepath.Clean(path), false); err != nil {
+	// or that other users can write, is refused.
+	if err := driver.CheckPath(path, false); err != nil {
 		return fail(err)
 	}
-	path = canonical(filepath.Clean(path))
+	path = canonical(path)
 	if o.Codec == nil {
 		return fail(fmt.Errorf("bolt stores need Options.Codec (see indexer.NewCodec): %w", store.ErrInvalid))
 	}
@@ -130,9 +122,8 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	return s, nil
 }
 
-// openStore opens the store o.Name of f over the shared store: the decoded
-// one, which serves every read from memory, or with o.CacheSize the bounded
-// one, which reads the file.
+// openStore opens the store o.Name of f as the shared decoded store or,
+// with o.CacheSize, the shared bounded one.
 func openStore(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
 	eng := &engine{file: f, name: o.Name, meta: driver.MetaFor(o, FormatVersion)}
 	cfg := shared.OpenConfig{
@@ -204,9 +195,8 @@ type bounded struct {
 // DiskSize and the record-level reads of Export.
 type onFile struct{ file *file }
 
-// canonical resolves symbolic links in path where it exists, so that two
-// names of one file share one bbolt database instead of the second waiting
-// for the first's lock.
+// canonical resolves symbolic links in path, so that two names of one file
+// share one bbolt database instead of the second waiting for its lock.
 func canonical(path string) string {
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		return p
@@ -245,13 +235,12 @@ type file struct {
 }
 
 // update runs fn in a bbolt write transaction of the file; every write of
-// the file goes through it. A commit that fails to sync (fdatasync's error)
-// or meets an I/O error fails every later update of the file too, until it
-// is opened again: the failed commit's pages, its meta page included, may
-// have reached the disk although bbolt rolled its memory back, and the
-// kernel may report the next fsync as a success after dropping pages it
-// could not write. Other failures (fn's errors, a full disk refusing a
-// write) leave the file as it was and are only returned.
+// the file goes through it. A commit that fails to sync or meets an I/O
+// error fails every later update of the file too, until it is opened again:
+// its pages may have reached the disk although bbolt rolled its memory
+// back, and the kernel may report the next fsync as a success after
+// dropping pages it could not write. Other failures (fn's, a full disk)
+// leave the file as it was.
 func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	if err := f.syncFailed(); err != nil {
 		return err
@@ -262,9 +251,8 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	err := f.db.Update(func(tx *bbolt.Tx) error {
 		fnErr = fn(tx)
 		if fnErr == nil && f.writeback != nil {
-			// bbolt writes the transaction's pages once fn returns, one
-			// pwrite each, then waits for all of them in fdatasync:
-			// started meanwhile, the disk's work overlaps bbolt's.
+			// bbolt pwrites the pages once fn returns, then fdatasyncs:
+			// writeback started meanwhile overlaps the two.
 			rc := f.writeback
 			stopWriteback = writeback.Every(func() { writeback.Start(rc) })
 		}
@@ -309,10 +297,9 @@ func (e errnoError) Unwrap() []error { return []error{e.err, e.errno} }
 // successful commit of update: a failure of bbolt's final fdatasync.
 var testHookCommitErr func() error
 
-// isSyncFailure reports whether err, returned by bbolt's Commit, says the
-// commit's bytes may not be on disk: a bare errno is fdatasync's (bbolt's
-// writes fail with an *os.PathError), and EIO is an I/O error wherever it
-// came from.
+// isSyncFailure reports whether err, of bbolt's Commit, says the commit's
+// bytes may not be on disk: a bare errno is fdatasync's (bbolt's writes
+// fail with an *os.PathError), and EIO wherever it came from.
 func isSyncFailure(err error) bool {
 	var errno syscall.Errno
 	bare := errors.As(err, &errno) && errors.Unwrap(err) == nil
@@ -462,8 +449,7 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 // lockRetry is how often openDB tries the lock of a file another process
-// holds (as bbolt does). openDB waits itself, rather than through bbolt's
-// Options.Timeout, so that it stops when its context ends.
+// holds; it waits itself, not through bbolt's Timeout, to stop with ctx.
 const lockRetry = 50 * time.Millisecond
 
 // testHookLockBusy, when set by a test, is called each time openDB finds
@@ -546,23 +532,20 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	if err != nil {
 		if db == nil && osFile != nil && errors.Is(err, store.ErrCorrupt) {
 			// bbolt panicked half-way through Open, holding the file and
-			// its flock: release them so the file can be deleted and
-			// reopened by this process.
+			// its flock: release them, so it can be deleted and reopened.
 			osFile.Close()
 		}
 		var pathErr *fs.PathError
 		var errno syscall.Errno
 		if !errors.Is(err, berrors.ErrTimeout) && !errors.Is(err, store.ErrCorrupt) && !errors.As(err, &pathErr) && !errors.As(err, &errno) {
-			// bbolt reports most damage with plain errors ("file size
-			// too small", "invalid database"); what is not the system's
-			// complaint about the file or the lock is the contents'.
+			// bbolt reports most damage with plain errors ("invalid
+			// database"): what is not the system's is the contents'.
 			err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 		}
 		return nil, nil, fileError(path, o, err)
 	}
-	// Reject files shorter than the pages their metadata claims: reading a
-	// page past the end of a memory-mapped file would crash the process
-	// later (SIGBUS), far from here.
+	// Reject files shorter than their metadata claims: reading a page past
+	// the end of the mapping would crash the process later (SIGBUS).
 	err = guard(func() error {
 		return db.View(func(tx *bbolt.Tx) error {
 			fi, err := os.Stat(path)
@@ -604,8 +587,6 @@ func replaced(path string, f *os.File) bool {
 		return false
 	}
 	now, err := os.Stat(path)
-	// A path that is gone was renamed away or deleted: the opened file is
-	// no longer the database either.
 	return err != nil || !os.SameFile(opened, now)
 }
 
@@ -636,9 +617,8 @@ func (e *lockedError) Error() string {
 
 func (e *lockedError) Unwrap() error { return store.ErrLocked }
 
-// guard runs fn, turning a panic or a memory fault (a page of a
-// memory-mapped file that is not there) into ErrCorrupt: bbolt panics on
-// some damaged files instead of returning an error.
+// guard runs fn, turning a panic or a memory fault (a page of the mapping
+// that is not there) into ErrCorrupt: bbolt panics on some damaged files.
 func guard(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -653,13 +633,11 @@ func guard(fn func() error) (err error) {
 // driver.CompareMeta decides. It returns the store's resume point and, if the
 // store was emptied, why.
 //
-// load reads the store (the default mode decodes every object, the bounded
-// mode checks a sample): prepareStore calls it once, after any write that
-// changes what the store holds (a creation, a reset, an index rebuild), but
-// before an upgrade, which only changes how the store is kept (its format
-// version, index entries switched on or off): a store that cannot be read
-// is then left as it was, for another build or mode to read, or for a
-// snapshot to be taken of it.
+// load reads the store (decodes every object, or checks a sample): it runs
+// after any write that changes what the store holds (a creation, a reset,
+// an index rebuild), but before an upgrade, which only changes how it is
+// kept (format version, index entries): a store that cannot be read is
+// left as it was, for another build or mode, or a snapshot.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
 	want := driver.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).
@@ -782,8 +760,8 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 	return rv, reset, nil
 }
 
-// maxNameLen bounds store names, which are bucket names: bbolt limits keys
-// to 32 KiB but does not check bucket names against it.
+// maxNameLen bounds store names: bbolt does not check bucket names against
+// its 32 KiB key limit.
 const maxNameLen = 1024
 
 func shorten(s string) string {

@@ -24,11 +24,8 @@
 // reads are served from memory at client-go's speed, indexes included. In
 // the bounded mode (cache=N) at most N recently used objects stay decoded:
 // Get decodes the others from the file, and ByIndex, IndexKeys and
-// ListIndexFuncValues read index entries persisted in the file, so they
-// never scan all objects. List and ListKeys read the whole store in both
-// modes. A store written in one mode opens in the other (the bounded mode
-// builds its index entries from the persisted index values, without
-// decoding; the default mode drops them).
+// ListIndexFuncValues read index entries persisted in the file, never
+// scanning all objects. A store written in one mode opens in the other.
 //
 // # Durability
 //
@@ -59,18 +56,13 @@
 //
 // # Format
 //
-// A store's bucket holds its meta record (identity, resume point), a key
-// record per object (sequence number, index values), the objects by
-// sequence number and, while the bounded mode uses it, its index entries
-// (layout.go). Every record carries a CRC32C of its key and value: a
-// mismatch is store.ErrCorrupt naming the store and key. This is format
-// version 4; versions 2 and 3 are upgraded when opened, version 1 is
-// store.ErrIncompatible naming both versions.
-//
-// A write costs a page per page it touches: new objects are appended, so
-// objects created together share pages, while updates spread over a large
-// store pay a page each; for sustained random churn badger costs less
-// (BENCHMARKS.md, section 6).
+// Every record carries a CRC32C of its key and value: a mismatch is
+// store.ErrCorrupt naming the store and key. This is format version 4;
+// versions 2 and 3 are upgraded when opened, version 1 is
+// store.ErrIncompatible naming both versions. A write costs a page per page
+// it touches: objects created together share pages, while updates spread
+// over a large store pay a page each; for sustained random churn badger
+// costs less (BENCHMARKS.md, section 6).
 //
 // # Concurrency
 //

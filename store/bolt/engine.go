@@ -18,8 +18,7 @@ import (
 	shared "github.com/informerdb/informerdb/store/internal/engine"
 )
 
-// engine is a store's storage, in either mode: its buckets in the file, read
-// in bbolt read transactions and written in bbolt write transactions
+// engine is a store's storage, in either mode: its buckets in the file
 // (layout.go). The shared store serializes its writes.
 type engine struct {
 	file *file
@@ -50,8 +49,7 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 }
 
 // Commit implements shared.Engine. It reads what each change replaces from
-// the file (writeOps), whether or not diffed, so the file stays
-// self-consistent even if it were ever to disagree with a cache.
+// the file (writeOps), even if diffed, so the file stays self-consistent.
 func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *indexer.IndexSet, rv string, replace bool) error {
 	return updateStore(e.file, e.name, func(b *buckets) error {
 		var err error
@@ -74,9 +72,7 @@ func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *ind
 	})
 }
 
-// SetIndexes implements shared.Engine: every key record is rewritten with
-// its values under set, and the index buckets with its entries if the store
-// keeps them, in one transaction.
+// SetIndexes implements shared.Engine, in one transaction.
 func (e *engine) SetIndexes(_ context.Context, set *indexer.IndexSet, values map[string][][]string) error {
 	meta := e.meta
 	meta.Indexes = append([]string(nil), set.Names()...)
@@ -115,7 +111,7 @@ func (e *engine) Empty(why string) error {
 // Close implements shared.Engine.
 func (e *engine) Close() error { return e.file.release(e.name) }
 
-// updateStore runs fn on the buckets of the store name in one read-write
+// updateStore runs fn on the buckets of the store name in one write
 // transaction of f (see file.update).
 func updateStore(f *file, name string, fn func(b *buckets) error) error {
 	err := guard(func() error {
@@ -177,7 +173,7 @@ func (t boltTx) Objects(fn func(key string, load shared.Loader) error) error {
 }
 
 // loaderOf returns the Loader of the object *key, *seq name when it is
-// called: one Loader for a walk over many objects, not one each.
+// called: one Loader for a whole walk.
 func (t boltTx) loaderOf(key *string, seq *uint64) shared.Loader {
 	return func(use func([]byte) error) error {
 		data, err := objectOf(t.b, *key, *seq)
@@ -194,8 +190,7 @@ func (t boltTx) Keys(fn func(key string) error) error {
 }
 
 // Indexed implements shared.Tx, in the order of the objects' sequence
-// numbers (which is also the order of their objects in the file). The
-// entries name the objects' numbers: their key records are not read.
+// numbers, which the entries hold: the key records are not read.
 func (t boltTx) Indexed(index, value string, fn func(key string, load shared.Loader) error) error {
 	ib, err := indexBucketOf(t.b, index)
 	if err != nil {
@@ -271,11 +266,9 @@ func (t boltTx) Sample(n int, fn func(r shared.Record) error) error {
 // allBatch is how many records All hands over at a time.
 const allBatch = 256
 
-// All implements shared.Tx: it joins keys/ and objects/ (joinRecords),
-// then hands the records over in sequence-number order, which is the order
-// of objects/ in the file. The objects are read straight from the memory
-// map, valid until the transaction ends. The key records always hold the
-// index values, aligned with the store's recorded index names.
+// All implements shared.Tx: it joins keys/ and objects/ (joinRecords), then
+// hands the records over in the order of objects/ in the file, the objects
+// read straight from the memory map.
 func (t boltTx) All(_ context.Context, _ bool, fn func(rs []shared.Record) error) error {
 	items, err := joinRecords(t.b)
 	if err != nil {
@@ -317,9 +310,8 @@ type joined struct {
 }
 
 // joinRecords returns every key record of b with its object, in sequence
-// number order: the key records, sorted by sequence number, walk objects/
-// in its order (sequential pages). A record without its object, or an
-// object without a record, is ErrCorrupt.
+// number order, so that objects/ is read in order (sequential pages). A
+// record without its object, or an object without a record, is ErrCorrupt.
 func joinRecords(b *buckets) ([]joined, error) {
 	var items []joined
 	kc := b.keys.Cursor()

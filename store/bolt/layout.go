@@ -40,21 +40,18 @@ import (
 // Every record is framed by recsum: its value is followed by the CRC32C of
 // its bbolt key and value, checked whenever it is read (buckets.open), so
 // that a damaged record, or one a damaged page shows under another key, is
-// store.ErrCorrupt naming the store and key, never another object; bbolt
-// checksums only its meta pages.
+// store.ErrCorrupt, never another object; bbolt checksums only its meta
+// pages.
 //
-// The index values are in the key records, written with the objects.
 // index/ is kept only while a bounded-mode store reads it ("entries"): the
-// default mode builds its index in memory, and writing index/ would cost it
-// half the time and bytes of a Commit of new objects.
+// default mode builds its index in memory from the key records, and writing
+// index/ would cost it half the time and bytes of a Commit of new objects.
 //
 // Why sequence numbers: bbolt rewrites every page a transaction dirties,
 // and an object filed under its random key dirties a random page of every
 // bucket. A new object takes the next number, so it is appended to
-// objects/, and its entries to the end of their values' ranges; only keys/
-// takes a random insert per new object. An update keeps its number; an
-// object deleted and created again gets a new one. The key records let
-// writes find an object's number and old index values without decoding it.
+// objects/, and its entries to the end of their values' ranges. An update
+// keeps its number; an object deleted and created again gets a new one.
 var (
 	bucketStores  = []byte("stores")
 	bucketMeta    = []byte("meta")
@@ -88,8 +85,7 @@ type buckets struct {
 	// record): writes keep them only then.
 	entries bool
 	// sealed says whether the store's records are framed (the "sealed"
-	// record): false only for a store of format version 3 or older, read
-	// before it is upgraded.
+	// record): false only for a store of format version 3 or older.
 	sealed bool
 	// name is the store's name, for errors.
 	name string
@@ -153,9 +149,8 @@ func storeBuckets(tx *bbolt.Tx, name string) (*buckets, error) {
 	return storeIn(root, []byte(name))
 }
 
-// storeIn returns the buckets of the store name under parent. The store
-// exists (the process holds its name): a store missing, or missing one of
-// its buckets, is corrupt.
+// storeIn returns the buckets of the store name under parent, which the
+// process holds: a store missing, or missing one of its buckets, is corrupt.
 func storeIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 	b, err := lookupStore(parent, name)
 	if err == nil && b == nil {
@@ -168,9 +163,9 @@ func storeIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 }
 
 // lookupStore returns the buckets of the store name under parent that
-// exist, or nil if the store does not exist. Only its meta bucket is
-// required: a store of another format version may lack the others, and its
-// metadata must still be read to say so (store.ErrIncompatible).
+// exist, or nil if there is no such store. Only its meta bucket is
+// required: a store of another format version, which may lack the others,
+// is store.ErrIncompatible.
 func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 	if parent == nil {
 		return nil, nil
@@ -203,9 +198,8 @@ func (b *buckets) complete() error {
 	return nil
 }
 
-// createStore creates the buckets of a store named name under parent,
-// with one index bucket per index in m, and records m. The new store keeps
-// no index entries (see setEntries).
+// createStore creates the buckets of a store named name under parent, with
+// one index bucket per index in m and no index entries, and records m.
 func createStore(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, error) {
 	sb, err := parent.CreateBucket(name)
 	if err != nil {
@@ -224,9 +218,8 @@ func createStore(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, er
 	return b, putMeta(b, m)
 }
 
-// clear drops every object, key record and index entry, keeping the index
-// buckets of indexes (empty), and the meta bucket; sequence numbers start
-// over.
+// clear drops every object, key record and index entry, leaving empty
+// index buckets for indexes; sequence numbers start over.
 func (b *buckets) clear(indexes []string) error {
 	var err error
 	if b.keys, err = b.renew(bucketKeys); err != nil {
@@ -241,8 +234,7 @@ func (b *buckets) clear(indexes []string) error {
 	return b.meta.Delete(keySeq)
 }
 
-// renew replaces the bucket name of the store, if it has one, with an empty
-// one.
+// renew replaces the store's bucket name, if any, with an empty one.
 func (b *buckets) renew(name []byte) (*bbolt.Bucket, error) {
 	if b.store.Bucket(name) != nil {
 		if err := b.store.DeleteBucket(name); err != nil {
@@ -297,10 +289,9 @@ func putRV(b *buckets, rv string) error {
 	return b.meta.Put(keyRV, seal(keyRV, []byte(rv)))
 }
 
-// sealAll frames every record of b, a store of format version 3 or older
-// (see layout), and records that it did, in the caller's transaction. The
-// records are read before any is rewritten: bbolt cursors do not survive
-// writes to their bucket.
+// sealAll frames every record of b if it is a store of format version 3 or
+// older, and records that it did. The records are read before any is
+// rewritten: bbolt cursors do not survive writes to their bucket.
 func sealAll(b *buckets) error {
 	if b.sealed {
 		return nil
@@ -342,10 +333,9 @@ func sealAll(b *buckets) error {
 	return nil
 }
 
-// setEntries makes b keep its index entries in index/, or not. Turning
-// them on builds every entry from the key records' index values; turning
-// them off empties index/. Either way in the caller's transaction, with the
-// "entries" record, so a crash leaves the entries current or unused.
+// setEntries makes b keep its index entries in index/, built from the key
+// records, or not (index/ emptied), with the "entries" record in the same
+// transaction, so a crash leaves the entries current or unused.
 func setEntries(b *buckets, names []string, on bool) error {
 	if on == b.entries {
 		return nil
@@ -371,8 +361,7 @@ func setEntries(b *buckets, names []string, on bool) error {
 }
 
 // eachKeyRecord calls fn with the object key, sequence number and index
-// values (for nindexes indexes) of every key record of b, in key order, and
-// stops at fn's first error.
+// values (of nindexes indexes) of every key record of b, in key order.
 func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, vals [][]string) error) error {
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
@@ -395,8 +384,7 @@ func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, val
 	return nil
 }
 
-// markEntries records whether index/ holds b's index entries, without
-// writing them.
+// markEntries records whether index/ holds b's index entries.
 func markEntries(b *buckets, on bool) error {
 	b.entries = on
 	if !on {
@@ -455,8 +443,8 @@ func nextSeq(b *buckets) (uint64, error) {
 func putSeq(b *buckets, n uint64) error { return b.meta.Put(keySeq, seal(keySeq, seqKey(n))) }
 
 // maxInline is the length above which keys and index values are stored
-// under a digest: bbolt keys are limited to 32 KiB, object keys and index
-// values are not, and long keys would bloat branch pages.
+// under a digest: bbolt limits keys to 32 KiB, and long keys bloat branch
+// pages.
 const maxInline = 1024
 
 // boltKey returns the bbolt key standing for s: s itself when it is at most
@@ -488,9 +476,7 @@ func indexEntryPrefix(value string) []byte {
 }
 
 // indexEntryKey is the key of the index entry of (value, the object numbered
-// seq): sorted by value, then by sequence number, so that a new object's
-// entry goes at the end of its value's range. The entry's value is the
-// object key.
+// seq): a new object's entry goes at the end of its value's range.
 func indexEntryKey(value string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(indexEntryPrefix(value), seq)
 }
@@ -536,9 +522,8 @@ func recordSize(key string, vals [][]string) int {
 	return n
 }
 
-// appendRecord appends the index values record of (key, vals) to out: the
-// flag (and full key), then the values as varint.AppendValues writes them.
-// vals is aligned with an IndexSet's names.
+// appendRecord appends the index values record of (key, vals) to out; vals
+// is aligned with an IndexSet's names.
 func appendRecord(out []byte, key string, vals [][]string) []byte {
 	if len(key) > maxInline {
 		out = varint.AppendString(append(out, recordFullKey), key)
@@ -549,8 +534,8 @@ func appendRecord(out []byte, key string, vals [][]string) []byte {
 }
 
 // decodeRecord decodes appendRecord's output, copying the strings out of
-// data (which may be memory-mapped), and checks that it has want indexes.
-// fullKey is "" for records of inline keys.
+// data (which may be memory-mapped), and checks that it has want indexes;
+// fullKey is "" for an inline key.
 func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err error) {
 	bad := func(why string) (string, [][]string, error) {
 		return "", nil, fmt.Errorf("malformed index values record (%s): %w", why, store.ErrCorrupt)
@@ -638,9 +623,8 @@ func keyOf(k []byte, fullKey string) (string, error) {
 	return fullKey, nil
 }
 
-// eachIdentity calls fn with the bucket key, the object key and the
-// sequence number of every key record of b, in key order, and stops at fn's
-// first error. k is valid during the call only.
+// eachIdentity calls fn with the bbolt key (valid during the call), the
+// object key and the sequence number of every key record of b, in order.
 func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) error {
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
@@ -663,8 +647,8 @@ func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) e
 	return nil
 }
 
-// decodeRecordKey decodes only the full key of an index values record, and
-// returns it with the length of the record's part it read.
+// decodeRecordKey decodes the full key of an index values record, and the
+// length of the part it read.
 func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
 		return "", 0, fmt.Errorf("key record of a long key lacks the key: %w", store.ErrCorrupt)
@@ -708,11 +692,10 @@ func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
 }
 
 // eachEntry calls fn with the value and the object key of every entry of
-// ib, the bucket of index, in order, or with distinct of the first entry of
-// each value only, seeking past the others. A long value, kept under its
-// digest, is read from the key record of the entry's object, whose values
-// are aligned with the store's index names (indexes, read when first
-// needed).
+// ib, the bucket of index, in order, or with distinct of the first of each
+// value only. A long value, kept under its digest, is read from the key
+// record of the entry's object (see longValue; indexes gives the store's
+// index names, when first needed).
 func eachEntry(b *buckets, ib *bbolt.Bucket, index string, indexes func() ([]string, error), distinct bool, fn func(value, key string) error) error {
 	pos, nindexes := -1, -1
 	c := ib.Cursor()
@@ -855,8 +838,7 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 	objs := make([]objOp, 0, len(ops))
 	var scratch []byte // a key record
 	// dels and puts are the index entries to remove and add, per index,
-	// when b keeps them. They are disjoint: an entry names its object,
-	// whose old entries are diffed against its new ones.
+	// when b keeps them; disjoint, as each object's are diffed.
 	var dels, puts [][]entry
 	if b.entries {
 		dels, puts = make([][]entry, len(names)), make([][]entry, len(names))
@@ -995,8 +977,6 @@ func diffValues(old, new [][]string) (oldOnly, newOnly [][]string) {
 // in key order and written into fresh buckets filled to 100%, in the order
 // of each bucket's keys: bbolt's fast path for bulk loads.
 func replaceAll(b *buckets, names []string, ops []keyOp) error {
-	// Each key's last operation, in key order; a key whose last is a
-	// delete is not in the new contents.
 	keep := slices.DeleteFunc(lastPerKey(ops), func(o keyOp) bool { return o.p.Type != store.OpPut })
 	if err := b.clear(names); err != nil {
 		return err
@@ -1058,8 +1038,7 @@ func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, meta d
 }
 
 // writeIndexes replaces every index value of b, and its index entries when
-// it keeps them, with those valuesOf gives for each stored object under
-// set, and records meta.
+// it keeps them, with those valuesOf gives under set, and records meta.
 func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta driver.Meta) error {
 	names := set.Names()
 	if err := resetIndexBuckets(b, names); err != nil {

@@ -552,14 +552,11 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	fail := func(err error) (int64, int64, error) {
 		return 0, 0, fmt.Errorf("store: compact %s: %w", path, err)
 	}
-	if !filepath.IsAbs(path) {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return fail(err)
-		}
-		path = abs
+	abs, err := filepath.Abs(path) // cleaned
+	if err != nil {
+		return fail(err)
 	}
-	path = filepath.Clean(path)
+	path = abs
 	fi, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
