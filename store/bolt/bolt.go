@@ -52,7 +52,7 @@ const (
 const pageSize = 8 << 10
 
 func init() {
-	store.Register(Scheme, rawDriver{})
+	store.Register(Scheme, rawDriver{readView})
 }
 
 // checkNoTrailingSlash refuses a path that ends in a slash: it names a

@@ -236,12 +236,18 @@ func (b *buckets) clear(indexes []string) error {
 
 // renew replaces the store's bucket name, if any, with an empty one.
 func (b *buckets) renew(name []byte) (*bbolt.Bucket, error) {
-	if b.store.Bucket(name) != nil {
-		if err := b.store.DeleteBucket(name); err != nil {
-			return nil, err
-		}
+	if err := dropBucket(b.store, name); err != nil {
+		return nil, err
 	}
 	return b.store.CreateBucket(name)
+}
+
+// dropBucket deletes the bucket name of parent, if both exist.
+func dropBucket(parent *bbolt.Bucket, name []byte) error {
+	if parent == nil || parent.Bucket(name) == nil {
+		return nil
+	}
+	return parent.DeleteBucket(name)
 }
 
 func putMeta(b *buckets, m driver.Meta) error {
@@ -985,12 +991,8 @@ func replaceAll(b *buckets, names []string, ops []keyOp) error {
 	entries := make([][]entry, len(names))
 	for n, o := range keep {
 		p, seq := o.p, uint64(n)
-		sk := seqKey(seq)
-		if err := b.objects.Put(sk, seal(sk, p.Data)); err != nil {
-			return fmt.Errorf("put %s: %w", p.Key, err)
-		}
-		if err := b.keys.Put(o.k, seal(o.k, encodeKeyRecord(seq, p.Key, p.Values))); err != nil {
-			return fmt.Errorf("put %s: %w", p.Key, err)
+		if err := putNew(b, o.k, seq, p.Key, p.Data, p.Values); err != nil {
+			return err
 		}
 		if b.entries {
 			addEntries(entries, p.Key, seq, p.Values)
@@ -1000,6 +1002,19 @@ func replaceAll(b *buckets, names []string, ops []keyOp) error {
 		return err
 	}
 	return putSeq(b, uint64(len(keep)))
+}
+
+// putNew writes the object key, data, numbered seq, and its key record
+// under k with the index values vals.
+func putNew(b *buckets, k []byte, seq uint64, key string, data []byte, vals [][]string) error {
+	sk := seqKey(seq)
+	if err := b.objects.Put(sk, seal(sk, data)); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, key, vals))); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
 }
 
 // putSortedEntries writes entries[i] into index names[i], sorted, at 100%

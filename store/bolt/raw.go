@@ -22,11 +22,12 @@ import (
 
 // Raw returns the bolt driver with record-level access (store.RawDriver),
 // for the snapshot tool. Its Open is the registered driver's.
-func Raw() store.RawDriver { return rawDriver{} }
+func Raw() store.RawDriver { return rawDriver{readView} }
 
-// rawDriver implements store.RawDriver on the layout of layout.go. It is
-// safe for concurrent use.
-type rawDriver struct{}
+// rawDriver implements store.RawDriver on the layout of layout.go; its
+// Reader (readView) serves Stores, ListStores and Export. It is safe for
+// concurrent use.
+type rawDriver struct{ rawdb.Reader }
 
 var (
 	_ store.RawDriver = rawDriver{}
@@ -132,22 +133,6 @@ func viewFile(f *file, where string, fn func(v *rawdb.View) error) (err error) {
 		}
 	}()
 	return fn(&rawdb.View{Tx: rawTx{tx}, Backend: Scheme, Where: where, Guard: guard, Wrap: withHint})
-}
-
-// Stores implements store.RawDriver: a store this build cannot read fails
-// the call (ListStores names it beside the others).
-func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return rawdb.Reader(readView).Stores(ctx, u)
-}
-
-// ListStores implements store.RawDriver: one read transaction.
-func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
-	return rawdb.Reader(readView).ListStores(ctx, u)
-}
-
-// Export implements store.RawDriver: one read transaction.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	return rawdb.Reader(readView).Export(ctx, u, name, fn)
 }
 
 // IndexEntries calls fn with every index entry (index name, indexed value,
@@ -404,10 +389,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 				if err := root.DeleteBucket([]byte(name)); err != nil {
 					return err
 				}
-				if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
-					return ib.DeleteBucket([]byte(name))
-				}
-				return nil
+				return dropBucket(tx.Bucket(bucketImport), []byte(name))
 			})
 		})
 		if err != nil {
@@ -431,10 +413,8 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 			if err != nil {
 				return err
 			}
-			if ib.Bucket(name) != nil {
-				if err := ib.DeleteBucket(name); err != nil {
-					return err
-				}
+			if err := dropBucket(ib, name); err != nil {
+				return err
 			}
 			_, err = createStore(ib, name, recs.Meta)
 			return err
@@ -474,8 +454,14 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 				if err != nil {
 					return err
 				}
+				// rawdb.Records checked the records. A staged
+				// store keeps no index entries.
 				for _, rec := range pending {
-					if err := putRecord(b, rec, seq); err != nil {
+					k := boltKey(rec.Key)
+					if b.keys.Get(k) != nil {
+						return rawdb.Twice(rec.Key)
+					}
+					if err := putNew(b, k, seq, rec.Key, rec.Data, rec.Values); err != nil {
 						return err
 					}
 					seq++
@@ -506,32 +492,12 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 			if err != nil {
 				return err
 			}
-			if root.Bucket(name) != nil {
-				if err := root.DeleteBucket(name); err != nil {
-					return err
-				}
+			if err := dropBucket(root, name); err != nil {
+				return err
 			}
 			return tx.MoveBucket(name, ib, root)
 		})
 	})
-}
-
-// putRecord writes one imported record (rawdb.Records checked it), numbered
-// seq: its object and key record. A staged store keeps no index entries
-// until a bounded-mode open builds them.
-func putRecord(b *buckets, rec store.Record, seq uint64) error {
-	k := boltKey(rec.Key)
-	if b.keys.Get(k) != nil {
-		return rawdb.Twice(rec.Key)
-	}
-	sk := seqKey(seq)
-	if err := b.objects.Put(sk, seal(sk, rec.Data)); err != nil {
-		return fmt.Errorf("put %s: %w", rec.Key, err)
-	}
-	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, rec.Key, rec.Values))); err != nil {
-		return fmt.Errorf("put %s: %w", rec.Key, err)
-	}
-	return nil
 }
 
 // compactTxSize bounds the bytes Compact copies per transaction.
