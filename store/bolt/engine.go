@@ -240,15 +240,7 @@ func (t boltTx) Sample(n int, fn func(r shared.Record) error) error {
 	i := 0
 	for k, rec := c.First(); k != nil && i < n; k, rec = c.Next() {
 		i++
-		rec, err := t.b.open("key record", k, rec)
-		if err != nil {
-			continue
-		}
-		seq, long, vals, err := decodeKeyRecord(rec, len(m.Indexes))
-		if err != nil {
-			continue
-		}
-		key, err := keyOf(k, long)
+		key, seq, vals, err := t.b.keyRecord(k, rec, len(m.Indexes))
 		if err != nil {
 			continue
 		}

@@ -363,7 +363,7 @@ func setEntries(b *buckets, names []string, on bool) error {
 	if err := markEntries(b, true); err != nil {
 		return err
 	}
-	return putSortedEntries(b, names, entries)
+	return writeEntries(b, names, nil, entries, 1.0)
 }
 
 // eachKeyRecord calls fn with the object key, sequence number and index
@@ -371,15 +371,7 @@ func setEntries(b *buckets, names []string, on bool) error {
 func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, vals [][]string) error) error {
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		rec, err := b.open("key record", k, rec)
-		if err != nil {
-			return err
-		}
-		seq, long, vals, err := decodeKeyRecord(rec, nindexes)
-		if err != nil {
-			return fmt.Errorf("object %q: %w", shorten(string(k)), err)
-		}
-		key, err := keyOf(k, long)
+		key, seq, vals, err := b.keyRecord(k, rec, nindexes)
 		if err != nil {
 			return err
 		}
@@ -388,6 +380,21 @@ func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, val
 		}
 	}
 	return nil
+}
+
+// keyRecord returns the object key, sequence number and index values (of
+// nindexes indexes) of the key record rec stored under k.
+func (b *buckets) keyRecord(k, rec []byte, nindexes int) (string, uint64, [][]string, error) {
+	rec, err := b.open("key record", k, rec)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	seq, long, vals, err := decodeKeyRecord(rec, nindexes)
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("object %q: %w", shorten(string(k)), err)
+	}
+	key, err := keyOf(k, long)
+	return key, seq, vals, err
 }
 
 // markEntries records whether index/ holds b's index entries.
@@ -922,25 +929,9 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 			return fmt.Errorf("put %s: %w", o.p.Key, err)
 		}
 	}
-	for i, name := range names {
-		if !b.entries || len(dels[i]) == 0 && len(puts[i]) == 0 {
-			continue
-		}
-		ib, err := indexBucketOf(b, name)
-		if err != nil {
+	if b.entries {
+		if err := writeEntries(b, names, dels, puts, 0); err != nil {
 			return err
-		}
-		slices.SortFunc(dels[i], compareEntries)
-		for _, e := range dels[i] {
-			if err := ib.Delete(e.k); err != nil {
-				return fmt.Errorf("index %q: %w", name, err)
-			}
-		}
-		slices.SortFunc(puts[i], compareEntries)
-		for _, e := range puts[i] {
-			if err := ib.Put(e.k, seal(e.k, []byte(e.key))); err != nil {
-				return fmt.Errorf("index %q: %w", name, err)
-			}
 		}
 	}
 	if next != first {
@@ -998,7 +989,7 @@ func replaceAll(b *buckets, names []string, ops []keyOp) error {
 			addEntries(entries, p.Key, seq, p.Values)
 		}
 	}
-	if err := putSortedEntries(b, names, entries); err != nil {
+	if err := writeEntries(b, names, nil, entries, 1.0); err != nil {
 		return err
 	}
 	return putSeq(b, uint64(len(keep)))
@@ -1017,19 +1008,35 @@ func putNew(b *buckets, k []byte, seq uint64, key string, data []byte, vals [][]
 	return nil
 }
 
-// putSortedEntries writes entries[i] into index names[i], sorted, at 100%
-// fill.
-func putSortedEntries(b *buckets, names []string, entries [][]entry) error {
-	for j, es := range entries {
-		ib, err := indexBucketOf(b, names[j])
+// writeEntries deletes dels[i] (dels may be nil) from the bucket of index
+// names[i] and puts puts[i] into it, each in key order; fill, unless 0, is
+// the bucket's FillPercent.
+func writeEntries(b *buckets, names []string, dels, puts [][]entry, fill float64) error {
+	for i, name := range names {
+		var del []entry
+		if dels != nil {
+			del = dels[i]
+		}
+		if len(del) == 0 && len(puts[i]) == 0 {
+			continue
+		}
+		ib, err := indexBucketOf(b, name)
 		if err != nil {
 			return err
 		}
-		ib.FillPercent = 1.0
-		slices.SortFunc(es, compareEntries)
-		for _, e := range es {
+		if fill != 0 {
+			ib.FillPercent = fill
+		}
+		slices.SortFunc(del, compareEntries)
+		for _, e := range del {
+			if err := ib.Delete(e.k); err != nil {
+				return fmt.Errorf("index %q: %w", name, err)
+			}
+		}
+		slices.SortFunc(puts[i], compareEntries)
+		for _, e := range puts[i] {
 			if err := ib.Put(e.k, seal(e.k, []byte(e.key))); err != nil {
-				return fmt.Errorf("index %q: %w", names[j], err)
+				return fmt.Errorf("index %q: %w", name, err)
 			}
 		}
 	}
@@ -1081,7 +1088,7 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 			return err
 		}
 	}
-	if err := putSortedEntries(b, names, entries); err != nil {
+	if err := writeEntries(b, names, nil, entries, 1.0); err != nil {
 		return err
 	}
 	return putMeta(b, meta)
