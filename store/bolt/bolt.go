@@ -236,11 +236,10 @@ type file struct {
 
 // update runs fn in a bbolt write transaction of the file; every write of
 // the file goes through it. A commit that fails to sync or meets an I/O
-// error fails every later update of the file too, until it is opened again:
-// its pages may have reached the disk although bbolt rolled its memory
-// back, and the kernel may report the next fsync as a success after
-// dropping pages it could not write. Other failures (fn's, a full disk)
-// leave the file as it was.
+// error fails every later update too, until the file is opened again: its
+// pages may be on disk although bbolt rolled back, and the kernel may
+// report the next fsync as a success after dropping pages. Other failures
+// (fn's, a full disk) leave the file as it was.
 func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	if err := f.syncFailed(); err != nil {
 		return err
@@ -273,8 +272,7 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 
 // withErrno returns err, an error of a bbolt commit, also wrapping the
 // errno its message ends with when bbolt formatted it in with %s (v1.5.0's
-// "file resize error: file too large"), so that callers can tell a full
-// disk apart with errors.Is(err, syscall.ENOSPC) or syscall.EFBIG.
+// "file resize error"), so that errors.Is finds ENOSPC or EFBIG.
 func withErrno(err error) error {
 	for _, errno := range []syscall.Errno{syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT} {
 		if !errors.Is(err, errno) && strings.HasSuffix(err.Error(), errno.Error()) {
@@ -364,13 +362,11 @@ func (f *file) release(name string) error {
 var testHookWaitReadOnly func(path string)
 
 // openFileLocked returns the file at path that this process has open,
-// opening it if needed: read-write if write, else read-only, so that reading
-// never modifies a file and works on one its owner cannot write (mode
-// 0400). A read shares whatever open the process has; a write waits for the
-// reads of a read-only open to close it, at most o.LockTimeout (then
-// store.ErrInUse) and until ctx ends. The caller holds filesMu; it is
-// released while bbolt opens the file (which may wait for another process's
-// lock) and while waiting, so that other files open and close meanwhile.
+// opening it if needed: read-write if write, else read-only, so that reads
+// never modify a file and work on one of mode 0400. A read shares any open;
+// a write waits, at most o.LockTimeout (then store.ErrInUse) and until ctx
+// ends, for a read-only open to close. The caller holds filesMu, released
+// while bbolt opens the file and while waiting.
 func openFileLocked(ctx context.Context, path string, o store.Options, write bool) (*file, error) {
 	// One o.LockTimeout for all the waiting.
 	var timeout *time.Timer
@@ -457,11 +453,9 @@ const lockRetry = 50 * time.Millisecond
 var testHookLockBusy func(path string)
 
 // openDB opens path with bbolt, read-only if readOnly, turning bbolt's
-// errors and panics on damaged files into store.ErrLocked and
-// store.ErrCorrupt. It waits for another process's lock at most
-// o.LockTimeout, and until ctx ends. A read-only open creates nothing,
-// refuses an empty file rather than let bbolt initialise it, and reports a
-// missing file as store.ErrNotFound.
+// errors and panics into store.ErrLocked and store.ErrCorrupt; it waits for
+// another process's lock at most o.LockTimeout, and until ctx ends. A
+// read-only open creates nothing: a missing file is store.ErrNotFound.
 func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (db *bbolt.DB, osFile *os.File, err error) {
 	if readOnly {
 		fi, err := os.Stat(path)
@@ -629,15 +623,11 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
-// prepareStore looks up or creates the store o.Name in f and applies what
-// driver.CompareMeta decides. It returns the store's resume point and, if the
-// store was emptied, why.
-//
-// load reads the store (decodes every object, or checks a sample): it runs
-// after any write that changes what the store holds (a creation, a reset,
-// an index rebuild), but before an upgrade, which only changes how it is
-// kept (format version, index entries): a store that cannot be read is
-// left as it was, for another build or mode, or a snapshot.
+// prepareStore looks up or creates the store o.Name in f, applies what
+// driver.CompareMeta decides, and returns its resume point and, if it was
+// emptied, why. load reads the store: after a write that changes what it
+// holds (a creation, a reset, an index rebuild), but before an upgrade,
+// so that a store that cannot be read is left as it was.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
 	want := driver.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).
@@ -772,9 +762,8 @@ func shorten(s string) string {
 }
 
 // initialMmapSize is the size bbolt maps a file at from the start (address
-// space only): a remap waits for every read transaction to end and copies
-// the write transaction's materialized nodes, which made a large commit
-// into a growing file pay for it. etcd maps 10 GiB for the same reason.
+// space only): a remap waits for every read transaction and copies the
+// write transaction's nodes. etcd maps 10 GiB for the same reason.
 const initialMmapSize = 1 << 30
 
 // DiskSize implements store.DiskSizer: the bytes the database file takes

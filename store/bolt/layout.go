@@ -18,7 +18,7 @@ import (
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
 
-// On-disk layout (FormatVersion 4). One file holds any number of stores:
+// On-disk layout (FormatVersion 4):
 //
 //	stores/                      top-level bucket, created with the first store
 //	  <store name>/              one bucket per store (any string)
@@ -37,21 +37,17 @@ import (
 //
 // Nothing else is at the top level (see rootBucket).
 //
-// Every record is framed by recsum: its value is followed by the CRC32C of
-// its bbolt key and value, checked whenever it is read (buckets.open), so
-// that a damaged record, or one a damaged page shows under another key, is
-// store.ErrCorrupt, never another object; bbolt checksums only its meta
-// pages.
+// Every record is framed by recsum, the CRC32C of its bbolt key and value,
+// checked whenever it is read (buckets.open): a damaged record, or one a
+// damaged page shows under another key, is store.ErrCorrupt.
 //
 // index/ is kept only while a bounded-mode store reads it ("entries"): the
 // default mode builds its index in memory from the key records, and writing
 // index/ would cost it half the time and bytes of a Commit of new objects.
 //
-// Why sequence numbers: bbolt rewrites every page a transaction dirties,
-// and an object filed under its random key dirties a random page of every
-// bucket. A new object takes the next number, so it is appended to
-// objects/, and its entries to the end of their values' ranges. An update
-// keeps its number; an object deleted and created again gets a new one.
+// Sequence numbers: bbolt rewrites every page a transaction dirties, so a
+// new object takes the next number and is appended to objects/ (and its
+// entries to their values' ranges), not filed under its random key.
 var (
 	bucketStores  = []byte("stores")
 	bucketMeta    = []byte("meta")
@@ -461,9 +457,8 @@ func putSeq(b *buckets, n uint64) error { return b.meta.Put(keySeq, seal(keySeq,
 const maxInline = 1024
 
 // boltKey returns the bbolt key standing for s: s itself when it is at most
-// maxInline bytes, else its first maxInline bytes followed by its SHA-256.
-// The digest form is longer than any inline form, so the two never collide;
-// its full text is kept in the object's key record (see encodeKeyRecord).
+// maxInline bytes, else its first maxInline bytes and its SHA-256, longer
+// than any inline form; the full text is kept in the object's key record.
 func boltKey(s string) []byte {
 	if len(s) <= maxInline {
 		return []byte(s)
@@ -478,9 +473,8 @@ func boltKey(s string) []byte {
 func isDigest(k []byte) bool { return len(k) > maxInline }
 
 // indexEntryPrefix is the part of an index entry key shared by every object
-// with value: the length of the value's bbolt form, then that form. The
-// length prefix keeps a value that is a prefix of another (or contains
-// "\x00") from mixing its entries with the other's.
+// with value: the length of the value's bbolt form, which keeps a value
+// that is a prefix of another apart from it, then that form.
 func indexEntryPrefix(value string) []byte {
 	v := boltKey(value)
 	p := make([]byte, 0, binary.MaxVarintLen64+len(v))
@@ -620,9 +614,8 @@ func recordKey(k, rec []byte) (string, error) {
 }
 
 // keyOf returns the object key that the keys/ bucket's key k stands for,
-// given the full key its record holds (only a digest's has one). A digest
-// whose record holds a key of another digest is ErrCorrupt: read as it is,
-// the record would be another object's.
+// given the full key its record holds (only a digest's has one, and of the
+// same digest: another would be another object's).
 func keyOf(k []byte, fullKey string) (string, error) {
 	if !isDigest(k) {
 		if fullKey != "" {
@@ -705,10 +698,9 @@ func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
 }
 
 // eachEntry calls fn with the value and the object key of every entry of
-// ib, the bucket of index, in order, or with distinct of the first of each
-// value only. A long value, kept under its digest, is read from the key
-// record of the entry's object (see longValue; indexes gives the store's
-// index names, when first needed).
+// ib, the bucket of index, or with distinct of the first of each value. A
+// long value is read from its object's key record (longValue; indexes gives
+// the store's index names).
 func eachEntry(b *buckets, ib *bbolt.Bucket, index string, indexes func() ([]string, error), distinct bool, fn func(value, key string) error) error {
 	pos, nindexes := -1, -1
 	c := ib.Cursor()
@@ -830,13 +822,11 @@ func lastPerKey(ops []keyOp) []keyOp {
 	return out
 }
 
-// writeOps applies ops, in batch order, to b. Only each key's last
-// operation is written, with index entries diffed against the key record
-// the file holds: an object put and deleted in one batch costs nothing, and
-// callers need not know old index values. Each bucket is written in its own
-// key order (key records by key, objects and entries by sequence number),
-// which keeps the path's pages hot and touches each node once in a row. New
-// objects get sequence numbers in key order, after every stored object's.
+// writeOps applies ops, in batch order, to b: each key's last operation,
+// with index entries diffed against the key record the file holds. Each
+// bucket is written in its own key order, which keeps the path's pages hot
+// and touches each node once in a row; new objects are numbered in key
+// order.
 func writeOps(b *buckets, names []string, ops []keyOp) error {
 	ops = lastPerKey(ops)
 	next, err := nextSeq(b)

@@ -89,10 +89,9 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	return canonical(path), o, nil
 }
 
-// withFile runs fn on the database at u, shared with the stores this
-// process has open on it, or opened for the call (see openFileLocked): a
-// write creates a missing file, a read finds it store.ErrNotFound. withFile
-// names op and u in its own errors; fn names them in its.
+// withFile runs fn on the database at u, shared with this process's stores
+// or opened for the call (see openFileLocked). withFile names op and u in
+// its own errors; fn names them in its.
 func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f *file) error) (err error) {
 	path, o, err := rawPath(op, u)
 	if err != nil {
@@ -135,19 +134,15 @@ func viewFile(f *file, where string, fn func(v *rawdb.View) error) (err error) {
 	return fn(&rawdb.View{Tx: rawTx{tx}, Backend: Scheme, Where: where, Guard: guard, Wrap: withHint})
 }
 
-// IndexEntries calls fn with every index entry (index name, indexed value,
-// object key) of the store name in the database at u, in one read
-// transaction, as a bounded-mode open would serve them (see
-// rawdb.Tx.IndexEntries): what the snapshot tool's verify compares with the
-// objects' index values. Its signature is snapshot.IndexEntries.
+// IndexEntries calls fn with every index entry (index name, value, object
+// key) of the store name in the database at u, in one read transaction (see
+// rawdb.Tx.IndexEntries). Its signature is snapshot.IndexEntries.
 func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
 	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
 }
 
 // Export implements store.Exporter for an open bounded store: one read
-// transaction, so the records and the resume point agree while the informer
-// writes. (A default-mode store is exported through Raw, which shares the
-// process's open file.)
+// transaction, so the records and the resume point agree.
 func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
 	if err := s.CheckOpen("export"); err != nil {
 		return store.Info{}, err
@@ -638,10 +633,9 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 }
 
 // keepOwner gives f, the compacted copy of the file of orig, that file's
-// mode and owner, before it replaces the file: a copy made by root that
-// belonged to root would lock the file's owner (the controller) out of its
-// own database. It fails, before anything is replaced, when the caller may
-// not give the copy that owner.
+// mode and owner: a copy made by root that belonged to root would lock the
+// controller out of its own database. It fails, before anything is
+// replaced, when the caller may not.
 func keepOwner(f *os.File, orig fs.FileInfo) error {
 	// bbolt created it with the mode less the umask.
 	if err := f.Chmod(orig.Mode().Perm()); err != nil {
