@@ -55,14 +55,22 @@ func init() {
 	store.Register(Scheme, rawDriver{readView})
 }
 
-// checkNoTrailingSlash refuses a path that ends in a slash: it names a
-// directory, and cleaning the slash away would open (or create) a file of
-// that name instead.
-func checkNoTrailingSlash(path string) error {
+// filePath returns the canonical absolute form of path. It refuses a path
+// that ends in a slash, which names a directory (cleaning the slash away
+// would open a file of that name instead), and, before links are resolved,
+// one that is itself a link or that other users can write.
+func filePath(path string) (string, error) {
 	if strings.HasSuffix(path, "/") {
-		return fmt.Errorf("the path ends in a slash, which names a directory; want a file (bolt:///abs/path/file.db): %w", store.ErrInvalid)
+		return "", fmt.Errorf("the path ends in a slash, which names a directory; want a file (bolt:///abs/path/file.db): %w", store.ErrInvalid)
 	}
-	return nil
+	abs, err := filepath.Abs(path) // cleaned
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", store.ErrInvalid, err)
+	}
+	if err := driver.CheckPath(abs, false); err != nil {
+		return "", err
+	}
+	return canonical(abs), nil
 }
 
 // Open opens the store named opts.Name in the bbolt file at path, creating
@@ -81,20 +89,11 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	fail := func(err error) (store.Store, error) {
 		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
 	}
-	if err := checkNoTrailingSlash(path); err != nil { // before Abs cleans it away
-		return fail(err)
-	}
-	abs, err := filepath.Abs(path) // cleaned
+	p, err := filePath(path)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrInvalid, err)
-	}
-	path = abs
-	// Before links are resolved: a database path that is itself a link,
-	// or that other users can write, is refused.
-	if err := driver.CheckPath(path, false); err != nil {
 		return fail(err)
 	}
-	path = canonical(path)
+	path = p
 	if o.Codec == nil {
 		return fail(fmt.Errorf("bolt stores need Options.Codec (see indexer.NewCodec): %w", store.ErrInvalid))
 	}

@@ -323,10 +323,7 @@ func joinRecords(b *buckets) ([]joined, error) {
 	if !slices.IsSortedFunc(items, bySeq) {
 		slices.SortFunc(items, bySeq)
 	}
-	// A damaged record usually has a wrong number: report the key of the
-	// first record without its object before an object without a record.
 	var orphan error
-	missing := -1
 	i := 0
 	oc := b.objects.Cursor()
 	for sk, data := oc.First(); sk != nil; sk, data = oc.Next() {
@@ -335,9 +332,6 @@ func joinRecords(b *buckets) ([]joined, error) {
 		}
 		seq := binary.BigEndian.Uint64(sk)
 		for i < len(items) && items[i].seq < seq {
-			if missing < 0 {
-				missing = i
-			}
 			i++
 		}
 		if i == len(items) || items[i].seq > seq {
@@ -353,12 +347,12 @@ func joinRecords(b *buckets) ([]joined, error) {
 		}
 		i++
 	}
-	if missing < 0 && i < len(items) {
-		missing = i
-	}
-	if missing >= 0 {
-		it := items[missing]
-		return nil, fmt.Errorf("object %q: its object %d is missing: %w", shorten(string(it.key)), it.seq, store.ErrCorrupt)
+	// A damaged record usually has a wrong number: report the key of the
+	// first record without its object before an object without a record.
+	for _, it := range items {
+		if it.data == nil {
+			return nil, fmt.Errorf("object %q: its object %d is missing: %w", shorten(string(it.key)), it.seq, store.ErrCorrupt)
+		}
 	}
 	if orphan != nil {
 		return nil, orphan

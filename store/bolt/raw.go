@@ -78,15 +78,12 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	}
 	path, err := driver.AbsPath(u, wantURL)
 	if err == nil {
-		err = checkNoTrailingSlash(u.Path)
-	}
-	if err == nil {
-		err = driver.CheckPath(path, false)
+		path, err = filePath(u.Path)
 	}
 	if err != nil {
 		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
-	return canonical(path), o, nil
+	return path, o, nil
 }
 
 // withFile runs fn on the database at u, shared with this process's stores
