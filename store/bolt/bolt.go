@@ -44,11 +44,8 @@ const (
 	formatSealed = 4
 )
 
-// pageSize is the page size of new files; existing files keep theirs. bbolt
-// rewrites every page a transaction dirties whole, so large pages cost
-// bytes written; small pages cost CPU (more nodes, each written with a
-// syscall of its own): 8 KiB was the best compromise (BENCHMARKS.md,
-// section 6).
+// pageSize is the page size of new files (existing files keep theirs):
+// large pages cost bytes written, small ones CPU (BENCHMARKS.md, section 6).
 const pageSize = 8 << 10
 
 func init() {
@@ -56,9 +53,8 @@ func init() {
 }
 
 // filePath returns the canonical absolute form of path. It refuses a path
-// that ends in a slash, which names a directory (cleaning the slash away
-// would open a file of that name instead), and, before links are resolved,
-// one that is itself a link or that other users can write.
+// that ends in a slash (a directory, which cleaning would turn into a file)
+// and, before links are resolved, a link or a path others can write.
 func filePath(path string) (string, error) {
 	if strings.HasSuffix(path, "/") {
 		return "", fmt.Errorf("the path ends in a slash, which names a directory; want a file (bolt:///abs/path/file.db): %w", store.ErrInvalid)
@@ -176,22 +172,19 @@ func openStore(ctx context.Context, f *file, o store.Options, set *indexer.Index
 	return &defaultStore{base, onFile{f}}, nil
 }
 
-// defaultStore is a default-mode store: an indexer.Base, which serves every
-// read from memory. It is safe for concurrent use.
+// defaultStore is a default-mode store. It is safe for concurrent use.
 type defaultStore struct {
 	*indexer.Base
 	onFile
 }
 
-// bounded is a bounded-mode store (Options.CacheSize > 0): the shared
-// bounded store, with bolt's Export. It is safe for concurrent use.
+// bounded is a bounded-mode store. It is safe for concurrent use.
 type bounded struct {
 	*shared.Store
 	onFile
 }
 
-// onFile is what both modes add to the shared store: the file, for
-// DiskSize and the record-level reads of Export.
+// onFile is what both modes add to the shared store: the file.
 type onFile struct{ file *file }
 
 // canonical resolves symbolic links in path, so that two names of one file
@@ -207,8 +200,7 @@ func canonical(path string) string {
 }
 
 // file is one bbolt database shared by every store open on it in this
-// process: bbolt locks the file with flock, so a second bolt.Open of it
-// would wait for the first to close it.
+// process: bbolt's flock would make a second bolt.Open of it wait.
 type file struct {
 	path       string
 	db         *bbolt.DB
@@ -220,13 +212,11 @@ type file struct {
 	// opened is closed once db is set, or the open failed and left files.
 	opened chan struct{}
 
-	// refs and names (the store names open on the file) are guarded by
-	// filesMu.
+	// refs and names (of the stores open on it) are guarded by filesMu.
 	refs  int
 	names map[string]bool
 
-	// syncFault holds the first commit that failed to reach the disk
-	// (see update).
+	// syncFault holds the first commit that failed to reach the disk.
 	syncFault atomic.Pointer[error]
 	// writeback is the file bbolt writes, for package writeback during
 	// durable commits; nil when read-only, nosync or unsupported.
@@ -337,8 +327,8 @@ func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	return f, nil
 }
 
-// release gives back a reference, the store name's or ("") a raw read's
-// or a live view's, and closes the file with its last.
+// release gives back a reference, of the store name or ("") of a raw read,
+// and closes the file with the last.
 func (f *file) release(name string) error {
 	filesMu.Lock()
 	defer filesMu.Unlock()
@@ -447,8 +437,7 @@ func isClosed(ch <-chan struct{}) bool {
 // holds; it waits itself, not through bbolt's Timeout, to stop with ctx.
 const lockRetry = 50 * time.Millisecond
 
-// testHookLockBusy, when set by a test, is called each time openDB finds
-// the file locked.
+// testHookLockBusy, when set by a test, is called when openDB finds a lock.
 var testHookLockBusy func(path string)
 
 // openDB opens path with bbolt, read-only if readOnly, turning bbolt's
@@ -558,16 +547,14 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	return db, osFile, nil
 }
 
-// maxReplacements bounds how often openDB opens a path again because the
-// file it named was replaced meanwhile (see replaced).
+// maxReplacements bounds how often openDB opens a replaced path again.
 const maxReplacements = 10
 
 // testHookOpened, when set by a test, is called after each successful
 // bbolt.Open of openDB, before it checks that the path still names the file.
 var testHookOpened func(path string)
 
-// replaced reports whether path no longer names f, the file bbolt opened
-// and locked.
+// replaced reports whether path no longer names f, the file bbolt locked.
 func replaced(path string, f *os.File) bool {
 	if testHookOpened != nil {
 		testHookOpened(path)
@@ -682,8 +669,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			return rv, "", nil
 		}
 	}
-	// One transaction, so a crash leaves the store as it was or as it
-	// should be.
+	// One transaction, so a crash leaves the store as it was or should be.
 	err = guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
 			if !exists {
@@ -722,8 +708,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 				}
 				rv, reset = "", reopen.Reset
 			case reopen.RebuildIndexes:
-				// The rebuild rewrites every key record, and index/
-				// with the entries if this mode keeps them.
+				// The rebuild writes index/ if this mode keeps it.
 				if err := markEntries(b, wantEntries); err != nil {
 					return err
 				}
@@ -765,9 +750,8 @@ func shorten(s string) string {
 // write transaction's nodes. etcd maps 10 GiB for the same reason.
 const initialMmapSize = 1 << 30
 
-// DiskSize implements store.DiskSizer: the bytes the database file takes
-// on disk (see diskusage: bbolt grows the file ahead of use), which every
-// store of the file shares.
+// DiskSize implements store.DiskSizer: the bytes the file, shared by its
+// stores, takes on disk (diskusage: bbolt grows it ahead of use).
 func (s onFile) DiskSize() (int64, error) {
 	fi, err := os.Stat(s.file.path)
 	if err != nil {

@@ -92,8 +92,7 @@ func (e *engine) SetIndexes(_ context.Context, set *indexer.IndexSet, values map
 	return nil
 }
 
-// Empty implements shared.Engine: the objects and the resume point go in
-// one transaction.
+// Empty implements shared.Engine, in one transaction.
 func (e *engine) Empty(why string) error {
 	indexer.LogKeyReset(e.name, e.file.path, why)
 	err := updateStore(e.file, e.name, func(b *buckets) error {
@@ -292,8 +291,7 @@ func (t boltTx) All(_ context.Context, _ bool, fn func(rs []shared.Record) error
 	return nil
 }
 
-// joined is a key record with its object, as joinRecords reads them:
-// memory-mapped, valid during the read transaction.
+// joined is a key record with its object, memory-mapped.
 type joined struct {
 	key  []byte
 	rec  []byte // the key record

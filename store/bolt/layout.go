@@ -63,10 +63,9 @@ var (
 )
 
 // fillAppend is the FillPercent of objects/, where new objects are
-// appended: a page splits when full, since later objects go after it.
-// Index buckets keep bbolt's default (half full): a Commit appends in the
+// appended. Index buckets keep bbolt's default: a Commit appends in the
 // middle of them, and a half-full page takes the next Commits' entries
-// without splitting again (BENCHMARKS.md, section 6).
+// without splitting (BENCHMARKS.md, section 6).
 const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
@@ -77,19 +76,17 @@ type buckets struct {
 	objects *bbolt.Bucket
 	index   *bbolt.Bucket
 
-	// entries says whether index/ holds the index entries (the "entries"
-	// record): writes keep them only then.
+	// entries says whether index/ holds the index entries ("entries").
 	entries bool
-	// sealed says whether the store's records are framed (the "sealed"
-	// record): false only for a store of format version 3 or older.
+	// sealed says whether the records are framed ("sealed"), as all but
+	// those of format version 3 or older are.
 	sealed bool
 	// name is the store's name, for errors.
 	name string
 }
 
-// open returns the value of the record v stored under the bbolt key k of
-// one of b's buckets, checking its frame; what names the kind of record in
-// the error. A record of an unsealed store is returned as it is.
+// open returns the value of the record v stored under the bbolt key k,
+// checking its frame (unless b is unsealed); what names it in errors.
 func (b *buckets) open(what string, k, v []byte) ([]byte, error) {
 	if !b.sealed {
 		return v, nil
@@ -126,8 +123,7 @@ func rootBucket(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	return nil, nil
 }
 
-// createRoot returns the stores bucket of tx, creating it in a file that
-// has none yet (see rootBucket).
+// createRoot returns the stores bucket of tx, created if missing.
 func createRoot(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	root, err := rootBucket(tx)
 	if err != nil || root != nil {
@@ -291,9 +287,9 @@ func putRV(b *buckets, rv string) error {
 	return b.meta.Put(keyRV, seal(keyRV, []byte(rv)))
 }
 
-// sealAll frames every record of b if it is a store of format version 3 or
-// older, and records that it did. The records are read before any is
-// rewritten: bbolt cursors do not survive writes to their bucket.
+// sealAll frames every record of b unless it is sealed (a store of format
+// version 4), and records that it did. The records are read before any is rewritten:
+// bbolt cursors do not survive writes to their bucket.
 func sealAll(b *buckets) error {
 	if b.sealed {
 		return nil
@@ -417,15 +413,14 @@ func resetIndexBuckets(b *buckets, names []string) error {
 	return nil
 }
 
-// seqLen is the length of a sequence number: 8 bytes, big-endian, so that
-// bbolt's byte order is numeric order.
+// seqLen is the length of a sequence number: big-endian, so that bbolt's
+// byte order is numeric order.
 const seqLen = 8
 
 func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, seqLen), n) }
 
-// nextSeq returns the store's next sequence number. It must exceed every
-// stored object's: a smaller one (a damaged file) would make new objects
-// overwrite old ones.
+// nextSeq returns the store's next sequence number, which must exceed every
+// stored object's, lest new objects overwrite old ones.
 func nextSeq(b *buckets) (uint64, error) {
 	var n uint64
 	if v := b.meta.Get(keySeq); v != nil {
@@ -452,8 +447,7 @@ func nextSeq(b *buckets) (uint64, error) {
 func putSeq(b *buckets, n uint64) error { return b.meta.Put(keySeq, seal(keySeq, seqKey(n))) }
 
 // maxInline is the length above which keys and index values are stored
-// under a digest: bbolt limits keys to 32 KiB, and long keys bloat branch
-// pages.
+// under a digest: bbolt limits keys to 32 KiB, and long ones bloat pages.
 const maxInline = 1024
 
 // boltKey returns the bbolt key standing for s: s itself when it is at most
@@ -488,8 +482,8 @@ func indexEntryKey(value string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(indexEntryPrefix(value), seq)
 }
 
-// splitIndexEntry returns the bbolt form of the value and the sequence
-// number of an index entry key.
+// splitIndexEntry returns the value's bbolt form and the sequence number
+// of an index entry key.
 func splitIndexEntry(k []byte) (value []byte, seq uint64, err error) {
 	n, w := varint.Uvarint(k)
 	if w <= 0 || uint64(len(k)-w) != n+seqLen {
@@ -498,8 +492,7 @@ func splitIndexEntry(k []byte) (value []byte, seq uint64, err error) {
 	return k[w : w+int(n)], binary.BigEndian.Uint64(k[w+int(n):]), nil
 }
 
-// prefixEnd returns the smallest key greater than every key starting with p,
-// or nil if there is none.
+// prefixEnd returns the smallest key after every key starting with p, or nil.
 func prefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {
@@ -519,15 +512,6 @@ const (
 	recordInline  = 0
 	recordFullKey = 1
 )
-
-// recordSize bounds the length of the index values record of (key, vals).
-func recordSize(key string, vals [][]string) int {
-	n := 1 + binary.MaxVarintLen64 + varint.ValuesSize(vals)
-	if len(key) > maxInline {
-		n += len(key)
-	}
-	return n
-}
 
 // appendRecord appends the index values record of (key, vals) to out; vals
 // is aligned with an IndexSet's names.
@@ -572,7 +556,11 @@ func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err e
 // encodeKeyRecord encodes the keys/ record of the object numbered seq under
 // key, with index values vals (aligned with an IndexSet's names).
 func encodeKeyRecord(seq uint64, key string, vals [][]string) []byte {
-	return appendKeyRecord(make([]byte, 0, seqLen+recordSize(key, vals)), seq, key, vals)
+	n := seqLen + 1 + binary.MaxVarintLen64 + varint.ValuesSize(vals)
+	if len(key) > maxInline {
+		n += len(key)
+	}
+	return appendKeyRecord(make([]byte, 0, n), seq, key, vals)
 }
 
 // appendKeyRecord appends the keys/ record of (seq, key, vals) to out.
@@ -597,8 +585,7 @@ func decodeKeyRecord(rec []byte, want int) (seq uint64, fullKey string, vals [][
 	return seq, fullKey, vals, err
 }
 
-// recordKey returns the object key that the keys/ bucket's key k, with
-// record rec, stands for.
+// recordKey returns the object key that k, with the key record rec, stands for.
 func recordKey(k, rec []byte) (string, error) {
 	if !isDigest(k) {
 		return string(k), nil
@@ -654,7 +641,7 @@ func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) e
 }
 
 // decodeRecordKey decodes the full key of an index values record, and the
-// length of the part it read.
+// length it read.
 func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
 		return "", 0, fmt.Errorf("key record of a long key lacks the key: %w", store.ErrCorrupt)
@@ -742,7 +729,7 @@ func eachEntry(b *buckets, ib *bbolt.Bucket, index string, indexes func() ([]str
 }
 
 // longValue returns the index value whose digest form is v, from the key
-// record of the object key that has it in index pos.
+// record of the object key, which has it in index pos.
 func longValue(b *buckets, key string, pos, nindexes int, v []byte) (string, error) {
 	bk := boltKey(key)
 	rec := b.keys.Get(bk)
@@ -773,8 +760,7 @@ type entry struct {
 
 func compareEntries(a, b entry) int { return bytes.Compare(a.k, b.k) }
 
-// addEntries appends to to[i] the entries of the object (key, seq) for
-// vals[i].
+// addEntries appends to to[i] the entries of the object (key, seq), vals[i].
 func addEntries(to [][]entry, key string, seq uint64, vals [][]string) {
 	for i, vs := range vals {
 		for _, v := range vs {
@@ -798,9 +784,8 @@ type keyOp struct {
 	p *indexer.Prepared
 }
 
-// lastPerKey sorts ops by bbolt key, keeping the last operation of each key
-// only. Batches usually come sorted and without repeated keys: then this is
-// one pass.
+// lastPerKey sorts ops by bbolt key, keeping each key's last operation; a
+// sorted batch without repeated keys (the usual) takes one pass.
 func lastPerKey(ops []keyOp) []keyOp {
 	sorted := true
 	for i := 1; i < len(ops) && sorted; i++ {
@@ -875,8 +860,7 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 				seq = next
 				next++
 			}
-			// Drop only the entries that change: an update usually keeps
-			// its namespace, owner and labels.
+			// Only the entries that change: most updates keep them.
 			if b.entries {
 				oldOnly, newOnly := diffValues(old, p.Values)
 				addEntries(dels, p.Key, seq, oldOnly)
@@ -959,10 +943,9 @@ func diffValues(old, new [][]string) (oldOnly, newOnly [][]string) {
 	return oldOnly, newOnly
 }
 
-// replaceAll makes the puts of ops (the last one per key wins; a delete
-// removes an earlier put) the complete contents of b. Objects are numbered
-// in key order and written into fresh buckets filled to 100%, in the order
-// of each bucket's keys: bbolt's fast path for bulk loads.
+// replaceAll makes the last operation of each key of ops, if a put, the
+// complete contents of b: numbered in key order and written into fresh
+// buckets filled to 100%, bbolt's fast path for bulk loads.
 func replaceAll(b *buckets, names []string, ops []keyOp) error {
 	keep := slices.DeleteFunc(lastPerKey(ops), func(o keyOp) bool { return o.p.Type != store.OpPut })
 	if err := b.clear(names); err != nil {
@@ -985,8 +968,8 @@ func replaceAll(b *buckets, names []string, ops []keyOp) error {
 	return putSeq(b, uint64(len(keep)))
 }
 
-// putNew writes the object key, data, numbered seq, and its key record
-// under k with the index values vals.
+// putNew writes the new object (key, data) numbered seq, and its key record
+// with vals under k.
 func putNew(b *buckets, k []byte, seq uint64, key string, data []byte, vals [][]string) error {
 	sk := seqKey(seq)
 	if err := b.objects.Put(sk, seal(sk, data)); err != nil {
@@ -1033,8 +1016,8 @@ func writeEntries(b *buckets, names []string, dels, puts [][]entry, fill float64
 	return nil
 }
 
-// rebuildIndexes recomputes every index entry and index value of b under set
-// from the stored objects, decoding them with codec, and records meta.
+// rebuildIndexes recomputes every index value and entry of b under set from
+// the objects, decoded with codec, and records meta.
 func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, meta driver.Meta) error {
 	return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
 		data, err := objectOf(b, key, seq)

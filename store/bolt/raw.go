@@ -24,9 +24,8 @@ import (
 // for the snapshot tool. Its Open is the registered driver's.
 func Raw() store.RawDriver { return rawDriver{readView} }
 
-// rawDriver implements store.RawDriver on the layout of layout.go; its
-// Reader (readView) serves Stores, ListStores and Export. It is safe for
-// concurrent use.
+// rawDriver implements store.RawDriver; its Reader (readView) serves
+// Stores, ListStores and Export. It is safe for concurrent use.
 type rawDriver struct{ rawdb.Reader }
 
 var (
@@ -35,12 +34,10 @@ var (
 )
 
 // bucketImport is the top-level bucket where Import builds a store before
-// moving it under bucketStores; the next Import of the name drops what a
-// crash left there.
+// moving it under bucketStores, over what a crashed Import left.
 var bucketImport = []byte("snapshot-import")
 
-// errNothingStaged rolls back the cleanup of a failed Import that staged
-// nothing.
+// errNothingStaged rolls back the cleanup of an Import that staged nothing.
 var errNothingStaged = errors.New("nothing staged")
 
 // importBatch and importBatchBytes bound the records an Import writes per
@@ -113,8 +110,7 @@ func readView(ctx context.Context, op string, u *url.URL, fn func(v *rawdb.View)
 	})
 }
 
-// viewFile runs fn on a view of f in one read transaction; where names f
-// in errors.
+// viewFile runs fn on a view of f (named where) in one read transaction.
 func viewFile(f *file, where string, fn func(v *rawdb.View) error) (err error) {
 	var tx *bbolt.Tx
 	if err := guard(func() (err error) {
@@ -154,9 +150,8 @@ func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (info
 // rawTx is a read transaction as rawdb reads it. Its callers guard it.
 type rawTx struct{ tx *bbolt.Tx }
 
-// EachStore implements rawdb.Tx, in name (bucket) order. A store whose
-// buckets are incomplete is ErrCorrupt; damage above the stores fails the
-// call.
+// EachStore implements rawdb.Tx, in name order. A store with incomplete
+// buckets is ErrCorrupt; damage above the stores fails the call.
 func (t rawTx) EachStore(ctx context.Context, fn func(name string, info store.Info, err error) error) error {
 	root, err := rootBucket(t.tx)
 	if err != nil || root == nil {
@@ -262,8 +257,7 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 		// The same buckets, with every index entry, unframed.
 		b.entries = true
 	case formatUnsealed, FormatVersion:
-		// Read as they are: getMeta checked that a store of a version
-		// with frames has them.
+		// getMeta checked that a version with frames has them.
 	default:
 		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d %s: %w", name, m.FormatVersion, FormatVersion, corruptHint, store.ErrIncompatible)
 	}
@@ -278,9 +272,8 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 }
 
 // Import implements store.RawDriver. The store is built under bucketImport
-// in transactions of bounded size, then moved over the old one in one
-// transaction: a failure or a crash before it leaves the old store
-// untouched.
+// in transactions of bounded size, then moved over the old one in one:
+// a failure or a crash before leaves the old store untouched.
 func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	name := info.Name
 	fail := func(err error) error {
@@ -365,8 +358,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		// An error rolls the transaction back: a refused drop (a missing
-		// name, a damaged file) leaves the file as it was.
+		// A refused drop rolls back, leaving the file as it was.
 		err := guard(func() error {
 			return f.update(func(tx *bbolt.Tx) error {
 				root, err := rootBucket(tx)
@@ -391,8 +383,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	})
 }
 
-// importDB stages the store name in f with the records of recs, then moves
-// it under the stores bucket.
+// importDB stages the store name in f with recs, then moves it in place.
 func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) error {
 	err := guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
