@@ -453,8 +453,8 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 		}
-		// bbolt would write its meta pages into it. A crash while bbolt
-		// created a file can leave one: it holds no store.
+		// bbolt would initialise it: a crash while bbolt created a file
+		// leaves one, holding no store.
 		if fi.Size() == 0 {
 			return nil, nil, fileError(path, o, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
 		}
@@ -486,9 +486,8 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 			return err
 		})
 		if err == nil && replaced(path, osFile) {
-			// Before bbolt had the lock, a Compact (of another process)
-			// renamed its copy over the path: writes to the file locked
-			// would be lost. Open the path again.
+			// Before bbolt had the lock, a Compact renamed its copy over
+			// the path: writes to the file locked would be lost.
 			db.Close()
 			db = nil
 			if replacements++; replacements < maxReplacements {
@@ -687,8 +686,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if err != nil {
 				return err
 			}
-			// Format version 3 or 2: frame every record first, so that
-			// what follows reads and writes the framed layout.
+			// Frame the records of format version 2 or 3 first.
 			if err := sealAll(b); err != nil {
 				return err
 			}
@@ -708,11 +706,22 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 				}
 				rv, reset = "", reopen.Reset
 			case reopen.RebuildIndexes:
-				// The rebuild writes index/ if this mode keeps it.
+				// Every index value, decoded from the objects, and
+				// entry if this mode keeps them.
 				if err := markEntries(b, wantEntries); err != nil {
 					return err
 				}
-				return rebuildIndexes(b, set, o.Codec, want)
+				return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
+					data, err := objectOf(b, key, seq)
+					if err != nil {
+						return nil, err
+					}
+					obj, err := indexer.Decode(o.Codec, data)
+					if err != nil {
+						return nil, fmt.Errorf("decode %s: %w", key, err)
+					}
+					return set.Values(key, obj)
+				}, want)
 			}
 			if err := setEntries(b, want.Indexes, wantEntries); err != nil {
 				return err

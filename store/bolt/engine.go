@@ -52,17 +52,15 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 // the file (writeOps), even if diffed, so the file stays self-consistent.
 func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *indexer.IndexSet, rv string, replace bool) error {
 	return updateStore(e.file, e.name, func(b *buckets) error {
-		var err error
 		ops := make([]keyOp, len(cs))
 		for i := range cs {
 			ops[i] = keyOp{k: boltKey(cs[i].Key), p: &cs[i].Prepared}
 		}
+		write := writeOps
 		if replace {
-			err = replaceAll(b, set.Names(), ops)
-		} else {
-			err = writeOps(b, set.Names(), ops)
+			write = replaceAll
 		}
-		if err != nil {
+		if err := write(b, set.Names(), ops); err != nil {
 			return err
 		}
 		if rv != "" {

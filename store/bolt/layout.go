@@ -1016,22 +1016,6 @@ func writeEntries(b *buckets, names []string, dels, puts [][]entry, fill float64
 	return nil
 }
 
-// rebuildIndexes recomputes every index value and entry of b under set from
-// the objects, decoded with codec, and records meta.
-func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, meta driver.Meta) error {
-	return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
-		data, err := objectOf(b, key, seq)
-		if err != nil {
-			return nil, err
-		}
-		obj, err := indexer.Decode(codec, data)
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", key, err)
-		}
-		return set.Values(key, obj)
-	}, meta)
-}
-
 // writeIndexes replaces every index value of b, and its index entries when
 // it keeps them, with those valuesOf gives under set, and records meta.
 func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta driver.Meta) error {

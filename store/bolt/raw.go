@@ -293,8 +293,7 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 			err = importDB(ctx, f, []byte(name), recs)
 		}
 		if err != nil {
-			// Drop what was staged (a failure only leaves garbage for
-			// the next import); with nothing staged, roll back, as even
+			// Drop what was staged, if anything: else roll back, as even
 			// an empty commit writes a meta page.
 			_ = guard(func() error {
 				return f.update(func(tx *bbolt.Tx) error {
@@ -428,17 +427,15 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 				if err != nil {
 					return err
 				}
-				// Full pages: objects are appended, and each batch
-				// of keys is sorted (a bolt snapshot comes sorted
-				// by key); keys out of order split full pages in
-				// two, no worse than the default fill.
+				// Full pages: objects are appended, keys sorted per
+				// batch (a bolt snapshot's all are); keys out of order
+				// split full pages, no worse than the default fill.
 				b.objects.FillPercent, b.keys.FillPercent = 1.0, 1.0
 				seq, err := nextSeq(b)
 				if err != nil {
 					return err
 				}
-				// rawdb.Records checked the records. A staged
-				// store keeps no index entries.
+				// rawdb.Records checked them; no index entries.
 				for _, rec := range pending {
 					k := boltKey(rec.Key)
 					if b.keys.Get(k) != nil {
@@ -487,16 +484,14 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 const compactTxSize = 64 << 20
 
 // Compact rewrites the bbolt file at path without its free pages, as
-// `bbolt compact` does, and replaces it atomically: the copy is written to
-// path+".compact.part" (created anew, never through an existing file or
-// link), given the original's owner and mode, fsynced and renamed over path
-// while the original is still locked, then the directory is fsynced. It
+// `bbolt compact` does, and replaces it atomically: the copy, created anew
+// at path+".compact.part", given the original's owner and mode and
+// fsynced, is renamed over path while the original is locked, and the
+// directory fsynced. It
 // refuses a path other users could tamper with (driver.CheckPath; run by
 // root, as the file owner's), a file open in this process (store.ErrInUse)
-// or locked by another one (store.ErrLocked, after lockTimeout), and a copy
-// it cannot give the original's owner. It returns the sizes before and
-// after. A process that opens the file meanwhile waits for the lock, then
-// opens the copy (see replaced).
+// or locked by another (store.ErrLocked, after lockTimeout). It returns the
+// sizes before and after. An open meanwhile waits, then opens the copy.
 func Compact(ctx context.Context, path string, lockTimeout time.Duration) (before, after int64, err error) {
 	fail := func(err error) (int64, int64, error) {
 		return 0, 0, fmt.Errorf("store: compact %s: %w", path, err)
@@ -516,8 +511,7 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	uid, _, owned := fileOwner(fi)
 	check := driver.CheckPath
 	if owned && os.Geteuid() == 0 && uid != 0 {
-		// root (sudo snapshot compact) acts for the owner, whose file the
-		// copy stays: the path must be safe for that user.
+		// root acts for the owner: the path must be safe for that user.
 		check = func(path string, dir bool) error { return driver.CheckPathFor(path, dir, uid) }
 	}
 	if err := check(path, false); err != nil {
@@ -537,20 +531,18 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err != nil {
 		var le *lockedError
 		if errors.As(err, &le) {
-			// The open's advice (lock_timeout=) is for URLs; compact
-			// takes no URL parameters.
+			// The open's advice (lock_timeout=) is for URLs.
 			return fail(fmt.Errorf("another process holds the file (waited %v; wait longer with the command's --lock-timeout flag, or Compact's lockTimeout): %w", le.waited, store.ErrLocked))
 		}
 		return fail(err)
 	}
 	defer src.Close()
 	// The checks were of the file found then: refuse one put in its place
-	// before the open (openDB made sure the path names the file it locked).
+	// before the open locked it.
 	if now, err := os.Lstat(path); err != nil || !os.SameFile(fi, now) {
 		return fail(fmt.Errorf("the file was replaced while compact opened it; run compact again: %w", store.ErrLocked))
 	}
-	// bbolt.Compact copies whatever it finds; a file that lost its stores
-	// bucket is refused, not rewritten, like every other operation.
+	// A file that lost its stores bucket is refused, not copied.
 	err = guard(func() error {
 		return src.View(func(tx *bbolt.Tx) error {
 			_, err := rootBucket(tx)
@@ -561,9 +553,8 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 		return fail(withHint(err))
 	}
 	part := path + ".compact.part"
-	// What a crashed compact left; no other compact of this file runs,
-	// as this one holds its lock. O_EXCL below refuses whatever another
-	// user puts at the name meanwhile (possible in a sticky directory).
+	// What a crashed compact left (this one holds the lock); O_EXCL below
+	// refuses what another user puts there meanwhile (a sticky directory).
 	if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fail(fmt.Errorf("remove the copy of an earlier compact: %w", err))
 	}
