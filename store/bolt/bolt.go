@@ -28,11 +28,10 @@ import (
 // Scheme is the URL scheme of this backend.
 const Scheme = "bolt"
 
-// FormatVersion is the version of the on-disk layout of a store's buckets
-// (layout.go), recorded in its metadata. Version 1 keyed objects by their
-// key, version 2 by a sequence number, version 3 keeps index entries only
-// for bounded-mode stores, and version 4 frames every record with a
-// checksum. Version 2 and 3 stores are upgraded when opened.
+// FormatVersion is the version of the layout of a store's buckets
+// (layout.go). Version 1 keyed objects by their key, version 2 by a
+// sequence number, version 3 keeps index entries only in the bounded mode,
+// version 4 frames every record; 2 and 3 are upgraded when opened.
 const FormatVersion = 4
 
 const (
@@ -205,8 +204,7 @@ type file struct {
 	path       string
 	db         *bbolt.DB
 	durability store.Durability
-	// readOnly says db was opened by raw reads: it cannot serve a write,
-	// and writers wait for it to close (see openFileLocked).
+	// readOnly says raw reads opened db: writers wait for it to close.
 	readOnly bool
 	closed   chan struct{} // closed once db is
 	// opened is closed once db is set, or the open failed and left files.
@@ -223,12 +221,11 @@ type file struct {
 	writeback syscall.RawConn
 }
 
-// update runs fn in a bbolt write transaction of the file; every write of
-// the file goes through it. A commit that fails to sync or meets an I/O
-// error fails every later update too, until the file is opened again: its
-// pages may be on disk although bbolt rolled back, and the kernel may
-// report the next fsync as a success after dropping pages. Other failures
-// (fn's, a full disk) leave the file as it was.
+// update runs fn in a write transaction of the file; every write goes
+// through it. A commit that fails to sync or meets an I/O error fails every
+// later update, until the file is reopened: its pages may be on disk though
+// bbolt rolled back, and the kernel may report the next fsync as a success.
+// Other failures (fn's, a full disk) leave the file as it was.
 func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	if err := f.syncFailed(); err != nil {
 		return err
@@ -284,9 +281,8 @@ func (e errnoError) Unwrap() []error { return []error{e.err, e.errno} }
 // successful commit of update: a failure of bbolt's final fdatasync.
 var testHookCommitErr func() error
 
-// isSyncFailure reports whether err, of bbolt's Commit, says the commit's
-// bytes may not be on disk: a bare errno is fdatasync's (bbolt's writes
-// fail with an *os.PathError), and EIO wherever it came from.
+// isSyncFailure reports whether err, of bbolt's Commit, says its bytes may
+// not be on disk: a bare errno (fdatasync's; writes' are *os.PathError), EIO.
 func isSyncFailure(err error) bool {
 	var errno syscall.Errno
 	bare := errors.As(err, &errno) && errors.Unwrap(err) == nil
@@ -346,16 +342,15 @@ func (f *file) release(name string) error {
 	return nil
 }
 
-// testHookWaitReadOnly, when set by a test, is called with filesMu held
-// each time a writer starts waiting for a read-only open to close.
+// testHookWaitReadOnly, when set by a test, is called (filesMu held) when
+// a writer starts waiting for a read-only open to close.
 var testHookWaitReadOnly func(path string)
 
-// openFileLocked returns the file at path that this process has open,
-// opening it if needed: read-write if write, else read-only, so that reads
-// never modify a file and work on one of mode 0400. A read shares any open;
-// a write waits, at most o.LockTimeout (then store.ErrInUse) and until ctx
-// ends, for a read-only open to close. The caller holds filesMu, released
-// while bbolt opens the file and while waiting.
+// openFileLocked returns the file at path, opening it if needed: read-write
+// if write, else read-only, so that reads never modify a file (and work on
+// mode 0400). A read shares any open; a write waits for a read-only one to
+// close, at most o.LockTimeout (then store.ErrInUse) and until ctx ends.
+// The caller holds filesMu, released while bbolt opens and while waiting.
 func openFileLocked(ctx context.Context, path string, o store.Options, write bool) (*file, error) {
 	// One o.LockTimeout for all the waiting.
 	var timeout *time.Timer
@@ -433,8 +428,7 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// lockRetry is how often openDB tries the lock of a file another process
-// holds; it waits itself, not through bbolt's Timeout, to stop with ctx.
+// lockRetry is how often openDB tries a lock (itself, to stop with ctx).
 const lockRetry = 50 * time.Millisecond
 
 // testHookLockBusy, when set by a test, is called when openDB finds a lock.
@@ -609,10 +603,9 @@ func guard(fn func() error) (err error) {
 }
 
 // prepareStore looks up or creates the store o.Name in f, applies what
-// driver.CompareMeta decides, and returns its resume point and, if it was
-// emptied, why. load reads the store: after a write that changes what it
-// holds (a creation, a reset, an index rebuild), but before an upgrade,
-// so that a store that cannot be read is left as it was.
+// driver.CompareMeta decides, and returns its resume point and why it was
+// emptied, if it was. load reads the store after a write that changes what
+// it holds, but before an upgrade: an unreadable store is left as it was.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
 	want := driver.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).

@@ -13,10 +13,9 @@
 // mode 0600, a missing directory with 0700. Parameters: durability (sync or
 // nosync), lock_timeout (how long to wait for a file another process holds,
 // default 5s) and cache (the bounded mode's size; 0 keeps every object
-// decoded); any other is an error. Each store is a bucket named by
-// Options.Name. The process keeps one bbolt database per file, closed with
-// the last store open on it; a store name already open in the process
-// fails with store.ErrInUse.
+// decoded); any other is an error. The process keeps one bbolt database per
+// file, closed with its last store; a store name (Options.Name) already
+// open in the process fails with store.ErrInUse.
 //
 // # Modes
 //
@@ -41,12 +40,10 @@
 //
 // A write whose fdatasync fails, or that meets an I/O error, fails, and so
 // does every later write of the file in this process (store.ErrWritesStopped)
-// until every store of it is closed and the file reopened: after a failed
-// fsync the kernel may drop what it could not write and report the next
-// fsync as a success, so no later write would be known durable. Reads go on.
-// A write refused for want of space (a full disk, a file size limit) fails
-// with the system's error and leaves the store as it was, in memory and in
-// the file; the informer retries it until there is room.
+// until every store of it is closed and the file reopened: the kernel may
+// report the next fsync as a success. Reads go on. A write refused for want
+// of space (a full disk, a file size limit) fails with the system's error
+// and leaves the store as it was; the informer retries it.
 //
 // With durability=nosync a process crash still loses nothing (the kernel
 // has the pages), but a power loss or kernel crash can lose recent writes

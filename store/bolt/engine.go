@@ -234,9 +234,8 @@ func (t boltTx) Sample(n int, fn func(r shared.Record) error) error {
 		return err
 	}
 	c := t.b.keys.Cursor()
-	i := 0
-	for k, rec := c.First(); k != nil && i < n; k, rec = c.Next() {
-		i++
+	for k, rec := c.First(); k != nil && n > 0; k, rec = c.Next() {
+		n--
 		key, seq, vals, err := t.b.keyRecord(k, rec, len(m.Indexes))
 		if err != nil {
 			continue
@@ -297,9 +296,8 @@ type joined struct {
 	data []byte // the object
 }
 
-// joinRecords returns every key record of b with its object, in sequence
-// number order, so that objects/ is read in order (sequential pages). A
-// record without its object, or an object without a record, is ErrCorrupt.
+// joinRecords returns every key record of b with its object, reading
+// objects/ in order; a record or object without the other is ErrCorrupt.
 func joinRecords(b *buckets) ([]joined, error) {
 	var items []joined
 	kc := b.keys.Cursor()

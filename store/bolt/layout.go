@@ -26,9 +26,8 @@ import (
 //	              "seq" -> the next object sequence number (8-byte big-endian),
 //	              "entries" -> present when index/ holds the index entries,
 //	              "sealed" -> present when every record is framed (below)
-//	    keys/     boltKey(key) -> key record (encodeKeyRecord): the object's
-//	              sequence number, its full key when boltKey is a digest,
-//	              and its index values
+//	    keys/     boltKey(key) -> key record (encodeKeyRecord): seq, the full
+//	              key when boltKey is a digest, and the index values
 //	    objects/  seq (8-byte big-endian) -> encoded object
 //	    index/
 //	      <index name>/  indexEntryPrefix(value) ++ seq -> the object key
@@ -41,9 +40,8 @@ import (
 // checked whenever it is read (buckets.open): a damaged record, or one a
 // damaged page shows under another key, is store.ErrCorrupt.
 //
-// index/ is kept only while a bounded-mode store reads it ("entries"): the
-// default mode builds its index in memory from the key records, and writing
-// index/ would cost it half the time and bytes of a Commit of new objects.
+// index/ is kept only while a bounded-mode store reads it ("entries"):
+// writing it would cost the default mode half of a Commit of new objects.
 //
 // Sequence numbers: bbolt rewrites every page a transaction dirties, so a
 // new object takes the next number and is appended to objects/ (and its
@@ -63,9 +61,8 @@ var (
 )
 
 // fillAppend is the FillPercent of objects/, where new objects are
-// appended. Index buckets keep bbolt's default: a Commit appends in the
-// middle of them, and a half-full page takes the next Commits' entries
-// without splitting (BENCHMARKS.md, section 6).
+// appended. Index buckets keep bbolt's default: a half-full page takes the
+// next Commits' entries without splitting (BENCHMARKS.md, section 6).
 const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
@@ -101,12 +98,10 @@ func (b *buckets) open(what string, k, v []byte) ([]byte, error) {
 // seal returns the framed record of the value v stored under k.
 func seal(k, v []byte) []byte { return recsum.Seal(k, v) }
 
-// rootBucket returns the stores bucket of tx, or nil if the file has none
-// yet: a new file, or one whose first Import crashed, holding only
-// bucketImport. Any other top-level entry without the stores bucket is
-// ErrCorrupt (damage where the file names its stores, or another program's
-// file): read as empty, it would hide every store, and a write would then
-// bury them under a new stores bucket.
+// rootBucket returns the stores bucket of tx, or nil in a new file or one
+// holding only bucketImport. Any other top-level entry without it is
+// ErrCorrupt (damage, or another program's file): read as empty, it would
+// hide every store, and a write would bury them under a new stores bucket.
 func rootBucket(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	if root := tx.Bucket(bucketStores); root != nil {
 		return root, nil
@@ -154,10 +149,9 @@ func storeIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 	return b, b.complete()
 }
 
-// lookupStore returns the buckets of the store name under parent that
-// exist, or nil if there is no such store. Only its meta bucket is
-// required: a store of another format version, which may lack the others,
-// is store.ErrIncompatible.
+// lookupStore returns the buckets of the store name under parent, or nil.
+// Only its meta bucket is required: a store of another format version may
+// lack the others, and is store.ErrIncompatible.
 func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 	if parent == nil {
 		return nil, nil
@@ -504,10 +498,9 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// A key record (encodeKeyRecord) is the object's sequence number followed
-// by an index values record (appendRecord), which starts with a flag:
-// recordInline, or recordFullKey followed by the length and text of the
-// object key whose bbolt key is a digest.
+// A key record (encodeKeyRecord) is the object's sequence number and an
+// index values record (appendRecord), which starts with recordInline, or
+// recordFullKey and the object key whose bbolt key is a digest.
 const (
 	recordInline  = 0
 	recordFullKey = 1
@@ -684,10 +677,9 @@ func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
 	return data, nil
 }
 
-// eachEntry calls fn with the value and the object key of every entry of
-// ib, the bucket of index, or with distinct of the first of each value. A
-// long value is read from its object's key record (longValue; indexes gives
-// the store's index names).
+// eachEntry calls fn with the value (see longValue; indexes gives the index
+// names) and object key of every entry of ib, the bucket of index, or with
+// distinct of each value's first.
 func eachEntry(b *buckets, ib *bbolt.Bucket, index string, indexes func() ([]string, error), distinct bool, fn func(value, key string) error) error {
 	pos, nindexes := -1, -1
 	c := ib.Cursor()
@@ -809,9 +801,8 @@ func lastPerKey(ops []keyOp) []keyOp {
 
 // writeOps applies ops, in batch order, to b: each key's last operation,
 // with index entries diffed against the key record the file holds. Each
-// bucket is written in its own key order, which keeps the path's pages hot
-// and touches each node once in a row; new objects are numbered in key
-// order.
+// bucket is written in its own key order, which keeps the path's pages hot;
+// new objects are numbered in key order.
 func writeOps(b *buckets, names []string, ops []keyOp) error {
 	ops = lastPerKey(ops)
 	next, err := nextSeq(b)

@@ -14,10 +14,9 @@ import (
 var _ store.RawLiveViewer = rawDriver{}
 
 // LiveView implements store.RawLiveViewer: every store of the file in one
-// bbolt read transaction of the handle this process's stores share, so one
-// commit of the file. While it is open, the pages commits free cannot be
-// reused (the file grows instead), and a commit that makes the file outgrow
-// its memory map (1 GiB, then doubling) waits for it to end.
+// read transaction of this process's handle, so one commit of the file.
+// While it is open, freed pages are not reused (the file grows), and a
+// commit that outgrows the memory map (1 GiB, then doubling) waits for it.
 func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) (err error) {
 	path, err := driver.AbsPath(u, wantURL)
 	if err != nil {

@@ -84,8 +84,7 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 }
 
 // withFile runs fn on the database at u, shared with this process's stores
-// or opened for the call (see openFileLocked). withFile names op and u in
-// its own errors; fn names them in its.
+// or opened for the call (see openFileLocked), naming op and u in errors.
 func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f *file) error) (err error) {
 	path, o, err := rawPath(op, u)
 	if err != nil {
@@ -271,9 +270,8 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 	return m.Info(Scheme, name, rv), b, nil
 }
 
-// Import implements store.RawDriver. The store is built under bucketImport
-// in transactions of bounded size, then moved over the old one in one:
-// a failure or a crash before leaves the old store untouched.
+// Import implements store.RawDriver: the store is built under bucketImport,
+// then moved over the old one; a failure or crash before leaves it as is.
 func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	name := info.Name
 	fail := func(err error) error {
@@ -325,11 +323,9 @@ func (f *file) reserve(name string) (release func(), ok bool) {
 	}, true
 }
 
-// Drop implements store.RawDriver. A store is one bucket under the stores
-// bucket, so it goes in one bbolt transaction, with what an unfinished
-// Import of the name staged: a crash leaves it whole or gone. Other stores
-// of the file may stay open meanwhile; the store itself must be closed
-// (store.ErrInUse). The file does not shrink (see Compact).
+// Drop implements store.RawDriver: the store's bucket, and what an Import
+// of the name staged, go in one transaction, whole or not at all. Only the
+// store must be closed (store.ErrInUse). The file does not shrink.
 func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	fail := func(err error) error {
 		return withHint(fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err))
@@ -611,10 +607,9 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	return fi.Size(), pi.Size(), nil
 }
 
-// keepOwner gives f, the compacted copy of the file of orig, that file's
-// mode and owner: a copy made by root that belonged to root would lock the
-// controller out of its own database. It fails, before anything is
-// replaced, when the caller may not.
+// keepOwner gives f, the compacted copy of orig, orig's mode and owner (a
+// copy root made would lock the controller out), or fails, before anything
+// is replaced.
 func keepOwner(f *os.File, orig fs.FileInfo) error {
 	// bbolt created it with the mode less the umask.
 	if err := f.Chmod(orig.Mode().Perm()); err != nil {
