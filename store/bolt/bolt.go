@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -29,19 +28,14 @@ import (
 // Scheme is the URL scheme of this backend.
 const Scheme = "bolt"
 
-// FormatVersion is the version of the on-disk layout of a store's buckets,
-// recorded in its metadata. Version 1 keyed objects by their key, version 2
-// by a sequence number, version 3 keeps index entries only for bounded-mode
-// stores, and version 4 (layout.go) frames every record with a checksum.
-// Version 2 and 3 stores are upgraded when opened (a version 2 store has
-// every index entry, as a later store that keeps them; the records of both
-// are framed), in one transaction; a store of another version opens with
-// store.ErrIncompatible, naming both versions.
+// FormatVersion is the version of the layout of a store's buckets
+// (layout.go). Version 1 keyed objects by their key, version 2 by a
+// sequence number, version 3 keeps index entries only in the bounded mode,
+// version 4 frames every record; 2 and 3 are upgraded when opened.
 const FormatVersion = 4
 
 const (
-	// formatSeqEntries is the format version that always kept index
-	// entries.
+	// formatSeqEntries is the format version that always kept entries.
 	formatSeqEntries = 2
 	// formatUnsealed is the last format version without record frames.
 	formatUnsealed = 3
@@ -49,65 +43,29 @@ const (
 	formatSealed = 4
 )
 
-// pageSize is the page size of new files; existing files keep theirs (the
-// layout of buckets does not depend on it). bbolt rewrites every page a
-// transaction dirties whole. With format version 2 a Commit of new objects
-// appends them to objects/ (full pages), but still dirties about one leaf
-// per new object in keys/ (random keys) and one per distinct index value
-// touched in each index bucket, whose records are small: large pages make
-// those leaves expensive once a store outgrows a few thousand objects.
-// Small pages cost CPU instead: more, smaller nodes, each materialized,
-// allocated afresh and written with a syscall of its own.
-//
-// Format version 1 (objects keyed by their key), measured with
-// BenchmarkCommit, 100 durable Commits of 1,000 new Pods (3.5 KB in
-// protobuf, three indexes) into one store, on a quiet machine:
-//
-//	page    written per Pod   time per Commit (two runs)
-//	16 KiB  45.8 KB           182, 155 ms
-//	 8 KiB  38.8 KB           148, 155 ms
-//	 4 KiB  33.4 KB           223, 163 ms
-//
-// with raw bbolt (one bucket, 16 KiB pages) writing 22.2 KB per Pod in
-// 48-62 ms. On a loaded machine, where fsync waits on the disk, bytes
-// written decide: 4 KiB pages were 1.6x as fast as 16 KiB there, 8 KiB in
-// between. 8 KiB is the compromise. Format version 2 (before index buckets
-// went back to bbolt's default fill), same benchmark, same run as raw
-// bbolt, on a loaded machine: 8 KiB pages wrote 17.7 KB per Pod at 0.67
-// and 0.70 of raw bbolt's rate, 4 KiB pages 13.5 KB at 0.55 and 0.67: the
-// per-node CPU cost outweighs the bytes. Format version 3 with early
-// writeback (BENCHMARKS.md, section 3, "Bracketed pairs and early
-// writeback"): 16 KiB pages made Commits of new Pods 9% faster and the
-// informer's pipeline over ConfigMaps updated in key order 14% faster, but
-// wrote 29% more per update of Pods spread over the store, as real updates
-// are, and ran them 2% slower on an idle disk.
+// pageSize is the page size of new files (existing files keep theirs):
+// large pages cost bytes written, small ones CPU (BENCHMARKS.md, section 6).
 const pageSize = 8 << 10
 
 func init() {
-	store.Register(Scheme, rawDriver{})
+	store.Register(Scheme, rawDriver{readView})
 }
 
-func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := driver.NewParams(u)
-	p.Common(&opts)
-	if err := p.Err(); err != nil {
-		return nil, err
-	}
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return nil, fmt.Errorf("store: open %s://%s%s: want an absolute file path, bolt:///abs/path/file.db (three slashes): %w",
-			u.Scheme, u.Host, u.Path, store.ErrInvalid)
-	}
-	return open(ctx, u.Path, opts)
-}
-
-// checkNoTrailingSlash refuses a URL path that ends in a slash: it names a
-// directory, and cleaning the slash away would open (or create) a file of
-// that name instead, as the snapshot-file backends also refuse.
-func checkNoTrailingSlash(path string) error {
+// filePath returns the canonical absolute form of path. It refuses a path
+// that ends in a slash (a directory, which cleaning would turn into a file)
+// and, before links are resolved, a link or a path others can write.
+func filePath(path string) (string, error) {
 	if strings.HasSuffix(path, "/") {
-		return fmt.Errorf("the path ends in a slash, which names a directory; want a file (bolt:///abs/path/file.db): %w", store.ErrInvalid)
+		return "", fmt.Errorf("the path ends in a slash, which names a directory; want a file (bolt:///abs/path/file.db): %w", store.ErrInvalid)
 	}
-	return nil
+	abs, err := filepath.Abs(path) // cleaned
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", store.ErrInvalid, err)
+	}
+	if err := driver.CheckPath(abs, false); err != nil {
+		return "", err
+	}
+	return canonical(abs), nil
 }
 
 // Open opens the store named opts.Name in the bbolt file at path, creating
@@ -119,53 +77,36 @@ func Open(ctx context.Context, path string, opts *store.Options) (store.Store, e
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNoTrailingSlash(path); err != nil { // before Abs cleans it away
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
-	}
-	if !filepath.IsAbs(path) {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, fmt.Errorf("store: open %s: %w: %w", path, store.ErrInvalid, err)
-		}
-		path = abs
-	}
 	return open(ctx, path, o)
 }
 
 func open(ctx context.Context, path string, o store.Options) (store.Store, error) {
-	if err := checkNoTrailingSlash(path); err != nil {
+	fail := func(err error) (store.Store, error) {
 		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
 	}
-	// Before links are resolved: a database path that is itself a link,
-	// or that other users can write, is refused (links in the directories
-	// above it are followed).
-	if err := driver.CheckPath(filepath.Clean(path), false); err != nil {
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+	p, err := filePath(path)
+	if err != nil {
+		return fail(err)
 	}
-	path = canonical(filepath.Clean(path))
+	path = p
 	if o.Codec == nil {
-		return nil, fmt.Errorf("store: open %s in %s: bolt stores need Options.Codec (see indexer.NewCodec): %w", o.Name, path, store.ErrInvalid)
+		return fail(fmt.Errorf("bolt stores need Options.Codec (see indexer.NewCodec): %w", store.ErrInvalid))
 	}
 	if len(o.Name) > maxNameLen {
 		return nil, fmt.Errorf("store: open %s in %s: store name too long (%d bytes, at most %d): %w", shorten(o.Name), path, len(o.Name), maxNameLen, store.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+		return fail(err)
 	}
 	set, err := indexer.NewIndexSet(o.Indexers)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s in %s: %w", o.Name, path, err)
+		return fail(err)
 	}
 	f, err := acquire(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
-	var s store.Store
-	if o.CacheSize > 0 {
-		s, err = openBounded(ctx, f, o, set)
-	} else {
-		s, err = openDefault(ctx, f, o, set)
-	}
+	s, err := openStore(ctx, f, o, set)
 	if err != nil {
 		if rerr := f.release(o.Name); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -175,75 +116,16 @@ func open(ctx context.Context, path string, o store.Options) (store.Store, error
 	return s, nil
 }
 
-// openDefault opens a store that keeps every object decoded in memory: the
-// shared decoded store over the store's buckets in the file (engine).
-func openDefault(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	eng := newEngine(f, o)
-	cfg := openConfig(f, o, set)
-	// writeOps reads each key's old record from the file.
-	cfg.SelfDiffing = true
-	var (
-		c        *indexer.Cache
-		keyReset string
-	)
-	rv, reset, err := prepareStore(f, o, set, func() (err error) {
-		c, keyReset, err = shared.Load(ctx, eng, cfg)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if keyReset != "" {
-		// As a scope change (prepareStore): Load emptied the store.
-		rv, reset = "", keyReset
-	}
-	cfg.Info = storeInfo(o, rv, reset)
-	base, err := shared.NewDecoded(eng, c, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &defaultStore{Base: base, file: f}, nil
-}
-
-// bounded is the store of the bounded mode (Options.CacheSize > 0): the
-// shared bounded store over the store's buckets in the file (engine), with
-// what is bolt's own (Export, DiskSize). It is safe for concurrent use.
-type bounded struct {
-	*shared.Store
-	file *file
-}
-
-func openBounded(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
-	eng := newEngine(f, o)
-	var keyReset string
-	rv, reset, err := prepareStore(f, o, set, func() (err error) {
-		// prepareStore rebuilt the values if the index set changed.
-		keyReset, _, err = shared.Settle(ctx, eng, openConfig(f, o, set))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if keyReset != "" {
-		rv, reset = "", keyReset
-	}
-	return &bounded{
-		Store: shared.New(eng, shared.Config{
-			Info:            storeInfo(o, "", reset),
-			Options:         o,
-			Indexes:         set,
-			ResourceVersion: rv,
-		}),
-		file: f,
-	}, nil
-}
-
-// openConfig is what the shared store needs to open the store o.Name of f.
-func openConfig(f *file, o store.Options, set *indexer.IndexSet) shared.OpenConfig {
-	return shared.OpenConfig{
+// openStore opens the store o.Name of f as the shared decoded store or,
+// with o.CacheSize, the shared bounded one.
+func openStore(ctx context.Context, f *file, o store.Options, set *indexer.IndexSet) (store.Store, error) {
+	eng := &engine{file: f, name: o.Name, meta: driver.MetaFor(o, FormatVersion)}
+	cfg := shared.OpenConfig{
 		Options: o,
 		Indexes: set,
 		Where:   f.path,
+		// writeOps reads each key's old record from the file.
+		SelfDiffing: true,
 		OpenError: func(err error) error {
 			if errors.Is(err, store.ErrInvalid) {
 				// An index function that fails on a stored object.
@@ -252,19 +134,60 @@ func openConfig(f *file, o store.Options, set *indexer.IndexSet) shared.OpenConf
 			return fileError(f.path, o, fmt.Errorf("load store %q: %w", o.Name, err))
 		},
 	}
+	var (
+		c        *indexer.Cache
+		keyReset string
+	)
+	rv, reset, err := prepareStore(f, o, set, func() (err error) {
+		if o.CacheSize > 0 {
+			// prepareStore rebuilt the values if the index set changed.
+			keyReset, _, err = shared.Settle(ctx, eng, cfg)
+		} else {
+			c, keyReset, err = shared.Load(ctx, eng, cfg)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if keyReset != "" {
+		// As a scope change (prepareStore): the store was emptied.
+		rv, reset = "", keyReset
+	}
+	cfg.Info = eng.meta.Info(Scheme, o.Name, rv)
+	cfg.Info.Reset = reset
+	if o.CacheSize > 0 {
+		return &bounded{shared.New(eng, shared.Config{
+			Info:            cfg.Info,
+			Options:         o,
+			Indexes:         set,
+			ResourceVersion: rv,
+		}), onFile{f}}, nil
+	}
+	base, err := shared.NewDecoded(eng, c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &defaultStore{base, onFile{f}}, nil
 }
 
-// defaultStore is a default-mode store: an indexer.Base, which serves every
-// read from memory, together with its file, for what needs the file itself
-// (record-level export). It is safe for concurrent use.
+// defaultStore is a default-mode store. It is safe for concurrent use.
 type defaultStore struct {
 	*indexer.Base
-	file *file
+	onFile
 }
 
-// canonical resolves symbolic links in path where it exists, so that two
-// names of one file share one bbolt database instead of the second waiting
-// for the first's lock.
+// bounded is a bounded-mode store. It is safe for concurrent use.
+type bounded struct {
+	*shared.Store
+	onFile
+}
+
+// onFile is what both modes add to the shared store: the file.
+type onFile struct{ file *file }
+
+// canonical resolves symbolic links in path, so that two names of one file
+// share one bbolt database instead of the second waiting for its lock.
 func canonical(path string) string {
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		return p
@@ -276,46 +199,33 @@ func canonical(path string) string {
 }
 
 // file is one bbolt database shared by every store open on it in this
-// process: bbolt locks the file with flock, so a second bolt.Open of the same
-// file from this process would wait for the first to close it.
+// process: bbolt's flock would make a second bolt.Open of it wait.
 type file struct {
 	path       string
 	db         *bbolt.DB
 	durability store.Durability
-	// readOnly says that db was opened read-only, by raw operations that
-	// only read (Stores, Export, IndexEntries): it cannot serve a write,
-	// and writers wait for it to close (see openFileLocked).
+	// readOnly says raw reads opened db: writers wait for it to close.
 	readOnly bool
-	// closed is closed once db is.
-	closed chan struct{}
-	// opened is closed once db is set: bbolt opens the file without
-	// filesMu (it may wait for another process's lock), and a file whose
-	// open fails leaves files before opened is closed.
+	closed   chan struct{} // closed once db is
+	// opened is closed once db is set, or the open failed and left files.
 	opened chan struct{}
 
-	// refs and names are guarded by filesMu.
+	// refs and names (of the stores open on it) are guarded by filesMu.
 	refs  int
-	names map[string]bool // store names open on the file
+	names map[string]bool
 
-	// syncFault holds the first commit that failed to reach the disk
-	// (see update): from then on no write of the file is durable.
+	// syncFault holds the first commit that failed to reach the disk.
 	syncFault atomic.Pointer[error]
 	// writeback is the file bbolt writes, for package writeback during
-	// durable commits; nil for a file opened read-only or with
-	// durability=nosync, or where writeback is not supported.
+	// durable commits; nil when read-only, nosync or unsupported.
 	writeback syscall.RawConn
 }
 
-// update runs fn in a bbolt write transaction of the file; every write of
-// the file, the stores' and the raw operations', goes through it. A commit
-// that fails to sync (fdatasync's error, which bbolt returns as is) or meets
-// an I/O error fails every later update of the file too, until it is opened
-// again: bbolt rolls its memory back to the last commit, but the failed
-// commit's pages, its meta page included, may have reached the disk anyway,
-// and after a failed fsync the kernel may drop pages it could not write and
-// report the next fsync as a success, so no later commit would be known
-// durable, nor the file consistent. Other failures (fn's errors, a full
-// disk refusing a write) leave the file as it was and are only returned.
+// update runs fn in a write transaction of the file; every write goes
+// through it. A commit that fails to sync or meets an I/O error fails every
+// later update, until the file is reopened: its pages may be on disk though
+// bbolt rolled back, and the kernel may report the next fsync as a success.
+// Other failures (fn's, a full disk) leave the file as it was.
 func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	if err := f.syncFailed(); err != nil {
 		return err
@@ -326,9 +236,8 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	err := f.db.Update(func(tx *bbolt.Tx) error {
 		fnErr = fn(tx)
 		if fnErr == nil && f.writeback != nil {
-			// bbolt writes the transaction's pages once fn returns, one
-			// pwrite each, then waits for all of them in fdatasync:
-			// started meanwhile, the disk's work overlaps bbolt's.
+			// bbolt pwrites the pages once fn returns, then fdatasyncs:
+			// writeback started meanwhile overlaps the two.
 			rc := f.writeback
 			stopWriteback = writeback.Every(func() { writeback.Start(rc) })
 		}
@@ -347,11 +256,9 @@ func (f *file) update(fn func(tx *bbolt.Tx) error) error {
 	return err
 }
 
-// withErrno returns err, an error of a bbolt commit, wrapping the errno its
-// message names when bbolt formatted it in with %s and lost it (bbolt
-// v1.5.0's "file resize error: file too large", when growing the file meets
-// the file size limit or a full disk), so that callers can tell a full
-// disk apart with errors.Is(err, syscall.ENOSPC) or syscall.EFBIG.
+// withErrno returns err, an error of a bbolt commit, also wrapping the
+// errno its message ends with when bbolt formatted it in with %s (v1.5.0's
+// "file resize error"), so that errors.Is finds ENOSPC or EFBIG.
 func withErrno(err error) error {
 	for _, errno := range []syscall.Errno{syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT} {
 		if !errors.Is(err, errno) && strings.HasSuffix(err.Error(), errno.Error()) {
@@ -370,15 +277,12 @@ type errnoError struct {
 func (e errnoError) Error() string   { return e.err.Error() }
 func (e errnoError) Unwrap() []error { return []error{e.err, e.errno} }
 
-// testHookCommitErr, when set (by tests), replaces the result of every
-// successful commit of update: a failure bbolt reports after the commit's
-// pages, meta page included, were written (its final fdatasync's).
+// testHookCommitErr, when set by a test, replaces the result of every
+// successful commit of update: a failure of bbolt's final fdatasync.
 var testHookCommitErr func() error
 
-// isSyncFailure reports whether err, returned by bbolt's Commit, says the
-// commit's bytes may not be on disk: a bare errno is fdatasync's (bbolt's
-// writes fail with an *os.PathError), and EIO is an I/O error wherever it
-// came from.
+// isSyncFailure reports whether err, of bbolt's Commit, says its bytes may
+// not be on disk: a bare errno (fdatasync's; writes' are *os.PathError), EIO.
 func isSyncFailure(err error) bool {
 	var errno syscall.Errno
 	bare := errors.As(err, &errno) && errors.Unwrap(err) == nil
@@ -399,8 +303,7 @@ var (
 	files   = map[string]*file{} // by cleaned absolute path
 )
 
-// acquire returns the open file at path, opening it if needed, and reserves
-// o.Name on it.
+// acquire returns the file at path, opened if needed, with o.Name reserved.
 func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	filesMu.Lock()
 	defer filesMu.Unlock()
@@ -408,8 +311,6 @@ func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A file just opened has no names and the durability asked for, so
-	// these checks only refuse stores joining an open file.
 	if f.names[o.Name] {
 		return nil, fmt.Errorf("store: open %s in %s: %w (close it first)", o.Name, path, store.ErrInUse)
 	}
@@ -422,31 +323,16 @@ func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
 	return f, nil
 }
 
-// release gives back name and closes the file with its last store.
+// release gives back a reference, of the store name or ("") of a raw read,
+// and closes the file with the last.
 func (f *file) release(name string) error {
 	filesMu.Lock()
 	defer filesMu.Unlock()
 	delete(f.names, name)
-	return f.unrefLocked()
-}
-
-// unref gives back a reference a raw read or a live view took, and closes
-// the file with its last.
-func (f *file) unref() error {
-	filesMu.Lock()
-	defer filesMu.Unlock()
-	return f.unrefLocked()
-}
-
-func (f *file) unrefLocked() error {
 	f.refs--
 	if f.refs > 0 {
 		return nil
 	}
-	return closeFileLocked(f)
-}
-
-func closeFileLocked(f *file) error {
 	delete(files, f.path)
 	err := f.db.Close()
 	close(f.closed)
@@ -456,22 +342,15 @@ func closeFileLocked(f *file) error {
 	return nil
 }
 
-// testHookWaitReadOnly, when set by a test, is called with filesMu held
-// each time a writer starts waiting for a read-only open to close.
+// testHookWaitReadOnly, when set by a test, is called (filesMu held) when
+// a writer starts waiting for a read-only open to close.
 var testHookWaitReadOnly func(path string)
 
-// openFileLocked returns the file at path that this process has open,
-// opening it if needed: read-write if write, else read-only, so that reading
-// never modifies a file and works on one its owner cannot write (mode
-// 0400). A read shares whatever open the process has. A write cannot use a
-// read-only open: it waits for the reads using it to end, as it would for
-// another process's shared lock, at most o.LockTimeout (then
-// store.ErrInUse) and until ctx ends, and then opens the file read-write.
-// The caller holds filesMu. It is released while bbolt opens the file (which
-// may wait for another process's lock, and reads the whole file into memory
-// in the default mode), so that the stores of other files open and close
-// meanwhile, and while waiting for another goroutine's open of the same
-// file, or for the reads of a read-only open to close it, which need it.
+// openFileLocked returns the file at path, opening it if needed: read-write
+// if write, else read-only, so that reads never modify a file (and work on
+// mode 0400). A read shares any open; a write waits for a read-only one to
+// close, at most o.LockTimeout (then store.ErrInUse) and until ctx ends.
+// The caller holds filesMu, released while bbolt opens and while waiting.
 func openFileLocked(ctx context.Context, path string, o store.Options, write bool) (*file, error) {
 	// One o.LockTimeout for all the waiting.
 	var timeout *time.Timer
@@ -549,22 +428,16 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// lockRetry is how often openDB tries the lock of a file another process
-// holds (as bbolt does). openDB waits itself, rather than through bbolt's
-// Options.Timeout, so that it stops when its context ends.
+// lockRetry is how often openDB tries a lock (itself, to stop with ctx).
 const lockRetry = 50 * time.Millisecond
 
-// testHookLockBusy, when set by a test, is called each time openDB finds
-// the file locked.
+// testHookLockBusy, when set by a test, is called when openDB finds a lock.
 var testHookLockBusy func(path string)
 
 // openDB opens path with bbolt, read-only if readOnly, turning bbolt's
-// errors and panics on damaged files into store.ErrLocked and
-// store.ErrCorrupt. It waits for another process's lock at most
-// o.LockTimeout, and stops waiting as soon as ctx ends, with an error
-// wrapping ctx.Err(). A read-only open refuses an empty file rather than let bbolt
-// initialise it, creates neither the file nor its directory, and reports a
-// missing file as store.ErrNotFound.
+// errors and panics into store.ErrLocked and store.ErrCorrupt; it waits for
+// another process's lock at most o.LockTimeout, and until ctx ends. A
+// read-only open creates nothing: a missing file is store.ErrNotFound.
 func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (db *bbolt.DB, osFile *os.File, err error) {
 	if readOnly {
 		fi, err := os.Stat(path)
@@ -574,11 +447,10 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 		}
-		// bbolt would write its meta pages into it (and fail, the file
-		// being open read-only). A crash while bbolt created a file can
-		// leave one: it holds no store.
+		// bbolt would initialise it: a crash while bbolt created a file
+		// leaves one, holding no store.
 		if fi.Size() == 0 {
-			return nil, nil, corruptError(path, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
+			return nil, nil, fileError(path, o, fmt.Errorf("empty file (0 bytes), not a bolt database: %w", store.ErrCorrupt))
 		}
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
@@ -608,11 +480,8 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 			return err
 		})
 		if err == nil && replaced(path, osFile) {
-			// bbolt opened the file, and the path then got another one
-			// before bbolt had the lock: a Compact (of another process)
-			// renamed its copy over it and released the old file. That
-			// lock is on a file no longer reachable: writes to it would
-			// be lost. Open the path again.
+			// Before bbolt had the lock, a Compact renamed its copy over
+			// the path: writes to the file locked would be lost.
 			db.Close()
 			db = nil
 			if replacements++; replacements < maxReplacements {
@@ -638,23 +507,20 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	if err != nil {
 		if db == nil && osFile != nil && errors.Is(err, store.ErrCorrupt) {
 			// bbolt panicked half-way through Open, holding the file and
-			// its flock: release them so the file can be deleted and
-			// reopened by this process.
+			// its flock: release them, so it can be deleted and reopened.
 			osFile.Close()
 		}
 		var pathErr *fs.PathError
 		var errno syscall.Errno
 		if !errors.Is(err, berrors.ErrTimeout) && !errors.Is(err, store.ErrCorrupt) && !errors.As(err, &pathErr) && !errors.As(err, &errno) {
-			// bbolt reports most damage with plain errors ("file size
-			// too small", "invalid database"); what is not the system's
-			// complaint about the file or the lock is the contents'.
+			// bbolt reports most damage with plain errors ("invalid
+			// database"): what is not the system's is the contents'.
 			err = fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 		}
 		return nil, nil, fileError(path, o, err)
 	}
-	// Reject files shorter than the pages their metadata claims: reading a
-	// page past the end of a memory-mapped file would crash the process
-	// later (SIGBUS), far from here.
+	// Reject files shorter than their metadata claims: reading a page past
+	// the end of the mapping would crash the process later (SIGBUS).
 	err = guard(func() error {
 		return db.View(func(tx *bbolt.Tx) error {
 			fi, err := os.Stat(path)
@@ -674,17 +540,14 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	return db, osFile, nil
 }
 
-// maxReplacements bounds how often openDB opens a path again because the
-// file it named was replaced meanwhile (see replaced).
+// maxReplacements bounds how often openDB opens a replaced path again.
 const maxReplacements = 10
 
-// testHookOpened, when set by a test, is called after each bbolt.Open of
-// openDB that succeeded, before openDB checks that the path still names the
-// file it opened.
+// testHookOpened, when set by a test, is called after each successful
+// bbolt.Open of openDB, before it checks that the path still names the file.
 var testHookOpened func(path string)
 
-// replaced reports whether path no longer names f, the file bbolt opened
-// and locked.
+// replaced reports whether path no longer names f, the file bbolt locked.
 func replaced(path string, f *os.File) bool {
 	if testHookOpened != nil {
 		testHookOpened(path)
@@ -697,8 +560,6 @@ func replaced(path string, f *os.File) bool {
 		return false
 	}
 	now, err := os.Stat(path)
-	// A path that is gone was renamed away or deleted: the opened file is
-	// no longer the database either.
 	return err != nil || !os.SameFile(opened, now)
 }
 
@@ -707,16 +568,17 @@ func fileError(path string, o store.Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return &lockedError{path: path, waited: o.LockTimeout}
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+	case errors.Is(err, store.ErrCorrupt):
+		return withHint(fmt.Errorf("store: open %s: %w", path, err))
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
 		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
-		return corruptError(path, err)
+		return withHint(fmt.Errorf("store: open %s: %w: %w", path, store.ErrCorrupt, err))
 	}
 	return fmt.Errorf("store: open %s: %w", path, err)
 }
 
 // lockedError is returned when another process held the file for the
-// whole lock timeout. It is a type of its own so that Compact, whose lock
-// timeout is not a URL parameter, can give its own advice.
+// whole lock timeout: a type, so that Compact can give its own advice.
 type lockedError struct {
 	path   string
 	waited time.Duration
@@ -728,16 +590,8 @@ func (e *lockedError) Error() string {
 
 func (e *lockedError) Unwrap() error { return store.ErrLocked }
 
-func corruptError(path string, err error) error {
-	if errors.Is(err, store.ErrCorrupt) {
-		return withHint(fmt.Errorf("store: open %s: %w", path, err))
-	}
-	return withHint(fmt.Errorf("store: open %s: %w: %w", path, store.ErrCorrupt, err))
-}
-
-// guard runs fn, turning a panic or a memory fault (a page of a
-// memory-mapped file that is not there) into ErrCorrupt: bbolt panics on
-// some damaged files instead of returning an error.
+// guard runs fn, turning a panic or a memory fault (a page of the mapping
+// that is not there) into ErrCorrupt: bbolt panics on some damaged files.
 func guard(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -748,24 +602,17 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
-// prepareStore looks up or creates the store o.Name in f and applies what
-// driver.CompareMeta decides. It returns the store's resume point and, if the
-// store was emptied, why.
-//
-// load, if not nil, reads the store (the default mode decodes every object,
-// the bounded mode checks a sample): prepareStore calls it once, after any
-// write that changes what the store holds (a creation, a reset, an index
-// rebuild), but before an upgrade, which only changes how the store is kept
-// (format version 2 to 3, index entries switched on or off). A store that
-// cannot be read is then left as it was, for another build or mode to
-// read, or for a snapshot to be taken of it.
+// prepareStore looks up or creates the store o.Name in f, applies what
+// driver.CompareMeta decides, and returns its resume point and why it was
+// emptied, if it was. load reads the store after a write that changes what
+// it holds, but before an upgrade: an unreadable store is left as it was.
 func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() error) (rv, reset string, err error) {
 	want := driver.MetaFor(o, FormatVersion)
 	// Only the bounded mode reads index entries (layout.go).
 	wantEntries := o.CacheSize > 0
 	var (
-		exists, upgrade, fromV2, unsealed bool
-		reopen                            driver.Reopen
+		exists, upgrade, fromV2 bool
+		reopen                  driver.Reopen
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -784,26 +631,19 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if err != nil {
 				return err
 			}
-			if stored.FormatVersion == formatSeqEntries {
-				stored.FormatVersion, upgrade, fromV2 = FormatVersion, true, true
-			}
-			if stored.FormatVersion == formatUnsealed {
+			fromV2 = stored.FormatVersion == formatSeqEntries
+			if fromV2 || stored.FormatVersion == formatUnsealed {
 				stored.FormatVersion, upgrade = FormatVersion, true
 			}
-			unsealed = !b.sealed
 			if reopen, err = driver.CompareMeta(o.Name, f.path, stored, want); err != nil {
 				return err
 			}
-			if err := b.complete(o.Name); err != nil {
+			if err := b.complete(); err != nil {
 				return err
 			}
-			if rv, err = getRV(b); err != nil {
-				return err
-			}
-			if b.entries != wantEntries {
-				upgrade = true
-			}
-			return nil
+			upgrade = upgrade || b.entries != wantEntries
+			rv, err = getRV(b)
+			return err
 		})
 	})
 	if err != nil {
@@ -812,26 +652,26 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 		}
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
 	}
-	if exists && reopen.Reset == "" && !reopen.RebuildIndexes {
-		if load != nil {
-			if err := load(); err != nil {
-				return "", "", err
-			}
-			load = nil
+	rewrite := !exists || reopen.Reset != "" || reopen.RebuildIndexes
+	if !rewrite {
+		if err := load(); err != nil {
+			return "", "", err
 		}
 		if !upgrade {
 			return rv, "", nil
 		}
 	}
-	// Creating, resetting, reindexing, upgrading or switching index
-	// entries on or off writes: one transaction each, so a crash leaves
-	// the store as it was or as it should be.
+	// One transaction, so a crash leaves the store as it was or should be.
 	err = guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
 			if !exists {
-				b, err := createStore(tx, o.Name, want)
+				root, err := createRoot(tx)
 				if err != nil {
 					return err
+				}
+				b, err := createStore(root, []byte(o.Name), want)
+				if err != nil {
+					return fmt.Errorf("create store %q: %w", o.Name, err)
 				}
 				return setEntries(b, want.Indexes, wantEntries)
 			}
@@ -839,13 +679,9 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if err != nil {
 				return err
 			}
-			if unsealed {
-				// Format version 3 or 2: frame every record first,
-				// so that what follows reads and writes the framed
-				// layout.
-				if err := sealAll(b); err != nil {
-					return err
-				}
+			// Frame the records of format version 2 or 3 first.
+			if err := sealAll(b); err != nil {
+				return err
 			}
 			if fromV2 {
 				// Version 2 kept every entry, without the record.
@@ -863,12 +699,22 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 				}
 				rv, reset = "", reopen.Reset
 			case reopen.RebuildIndexes:
-				// The rebuild rewrites every key record, and index/
-				// with the entries if this mode keeps them.
+				// Every index value, decoded from the objects, and
+				// entry if this mode keeps them.
 				if err := markEntries(b, wantEntries); err != nil {
 					return err
 				}
-				return rebuildIndexes(b, set, o.Codec, want)
+				return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
+					data, err := objectOf(b, key, seq)
+					if err != nil {
+						return nil, err
+					}
+					obj, err := indexer.Decode(o.Codec, data)
+					if err != nil {
+						return nil, fmt.Errorf("decode %s: %w", key, err)
+					}
+					return set.Values(key, obj)
+				}, want)
 			}
 			if err := setEntries(b, want.Indexes, wantEntries); err != nil {
 				return err
@@ -882,7 +728,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 		}
 		return "", "", fileError(f.path, o, fmt.Errorf("store %q: %w", o.Name, err))
 	}
-	if load != nil {
+	if rewrite {
 		if err := load(); err != nil {
 			return "", "", err
 		}
@@ -890,8 +736,8 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 	return rv, reset, nil
 }
 
-// maxNameLen bounds store names, which are bucket names: bbolt limits keys
-// to 32 KiB but does not check bucket names against it.
+// maxNameLen bounds store names: bbolt does not check bucket names against
+// its 32 KiB key limit.
 const maxNameLen = 1024
 
 func shorten(s string) string {
@@ -901,46 +747,20 @@ func shorten(s string) string {
 	return s
 }
 
-func storeInfo(o store.Options, rv, reset string) store.Info {
-	return store.Info{
-		Backend:         Scheme,
-		Name:            o.Name,
-		FormatVersion:   FormatVersion,
-		Codec:           o.Codec.Name(),
-		Type:            o.Codec.Type(),
-		KeyFunc:         o.KeyFuncName,
-		Scope:           o.Scope,
-		ResourceVersion: rv,
-		Reset:           reset,
-	}
-}
-
 // initialMmapSize is the size bbolt maps a file at from the start (address
-// space only; the file grows as written). bbolt remaps a file that outgrows
-// its mapping, doubling it up to 1 GiB: each remap waits for every read
-// transaction to end and copies the data of the write transaction's
-// materialized nodes, which made a large commit into a growing file pay
-// for it. etcd maps 10 GiB for the same reason.
+// space only): a remap waits for every read transaction and copies the
+// write transaction's nodes. etcd maps 10 GiB for the same reason.
 const initialMmapSize = 1 << 30
 
-// diskSize returns the bytes the database file takes on disk (see
-// diskusage: bbolt grows the file ahead of use), which every store of the
-// file shares.
-func (f *file) diskSize() (int64, error) {
-	fi, err := os.Stat(f.path)
+// DiskSize implements store.DiskSizer: the bytes the file, shared by its
+// stores, takes on disk (diskusage: bbolt grows it ahead of use).
+func (s onFile) DiskSize() (int64, error) {
+	fi, err := os.Stat(s.file.path)
 	if err != nil {
-		return 0, fmt.Errorf("store: disk size of %s: %w", f.path, err)
+		return 0, fmt.Errorf("store: disk size of %s: %w", s.file.path, err)
 	}
 	return diskusage.Of(fi), nil
 }
-
-// DiskSize implements store.DiskSizer: the size of the database file,
-// shared by every store of the file.
-func (s *defaultStore) DiskSize() (int64, error) { return s.file.diskSize() }
-
-// DiskSize implements store.DiskSizer: the size of the database file,
-// shared by every store of the file.
-func (s *bounded) DiskSize() (int64, error) { return s.file.diskSize() }
 
 var (
 	_ store.DiskSizer = (*defaultStore)(nil)

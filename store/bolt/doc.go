@@ -13,10 +13,9 @@
 // mode 0600, a missing directory with 0700. Parameters: durability (sync or
 // nosync), lock_timeout (how long to wait for a file another process holds,
 // default 5s) and cache (the bounded mode's size; 0 keeps every object
-// decoded); any other is an error. Each store is a bucket named by
-// Options.Name. The process keeps one bbolt database per file, closed with
-// the last store open on it; a store name already open in the process
-// fails with store.ErrInUse.
+// decoded); any other is an error. The process keeps one bbolt database per
+// file, closed with its last store; a store name (Options.Name) already
+// open in the process fails with store.ErrInUse.
 //
 // # Modes
 //
@@ -24,11 +23,8 @@
 // reads are served from memory at client-go's speed, indexes included. In
 // the bounded mode (cache=N) at most N recently used objects stay decoded:
 // Get decodes the others from the file, and ByIndex, IndexKeys and
-// ListIndexFuncValues read index entries persisted in the file, so they
-// never scan all objects. List and ListKeys read the whole store in both
-// modes. A store written in one mode opens in the other (the bounded mode
-// builds its index entries from the persisted index values, without
-// decoding; the default mode drops them).
+// ListIndexFuncValues read index entries persisted in the file, never
+// scanning all objects. A store written in one mode opens in the other.
 //
 // # Durability
 //
@@ -44,12 +40,10 @@
 //
 // A write whose fdatasync fails, or that meets an I/O error, fails, and so
 // does every later write of the file in this process (store.ErrWritesStopped)
-// until every store of it is closed and the file reopened: after a failed
-// fsync the kernel may drop what it could not write and report the next
-// fsync as a success, so no later write would be known durable. Reads go on.
-// A write refused for want of space (a full disk, a file size limit) fails
-// with the system's error and leaves the store as it was, in memory and in
-// the file; the informer retries it until there is room.
+// until every store of it is closed and the file reopened: the kernel may
+// report the next fsync as a success. Reads go on. A write refused for want
+// of space (a full disk, a file size limit) fails with the system's error
+// and leaves the store as it was; the informer retries it.
 //
 // With durability=nosync a process crash still loses nothing (the kernel
 // has the pages), but a power loss or kernel crash can lose recent writes
@@ -59,18 +53,13 @@
 //
 // # Format
 //
-// A store's bucket holds its meta record (identity, resume point), a key
-// record per object (sequence number, index values), the objects by
-// sequence number and, while the bounded mode uses it, its index entries
-// (layout.go). Every record carries a CRC32C of its key and value: a
-// mismatch is store.ErrCorrupt naming the store and key. This is format
-// version 4; versions 2 and 3 are upgraded when opened, version 1 is
-// store.ErrIncompatible naming both versions.
-//
-// A write costs a page per page it touches: new objects are appended, so
-// objects created together share pages, while updates spread over a large
-// store pay a page each; for sustained random churn badger costs less
-// (BENCHMARKS.md, section 6).
+// Every record carries a CRC32C of its key and value: a mismatch is
+// store.ErrCorrupt naming the store and key. This is format version 4;
+// versions 2 and 3 are upgraded when opened, version 1 is
+// store.ErrIncompatible naming both versions. A write costs a page per page
+// it touches: objects created together share pages, while updates spread
+// over a large store pay a page each; for sustained random churn badger
+// costs less (BENCHMARKS.md, section 6).
 //
 // # Concurrency
 //

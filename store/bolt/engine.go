@@ -18,19 +18,13 @@ import (
 	shared "github.com/informerdb/informerdb/store/internal/engine"
 )
 
-// engine is a store's storage, in either mode: its buckets in the file, read
-// in bbolt read transactions and written in bbolt write transactions
+// engine is a store's storage, in either mode: its buckets in the file
 // (layout.go). The shared store serializes its writes.
 type engine struct {
-	file  *file
-	name  string
-	codec store.Codec
+	file *file
+	name string
 	// meta is the recorded identity; Indexes follows SetIndexes.
 	meta driver.Meta
-}
-
-func newEngine(f *file, o store.Options) *engine {
-	return &engine{file: f, name: o.Name, codec: o.Codec, meta: driver.MetaFor(o, FormatVersion)}
 }
 
 // View implements shared.Engine.
@@ -40,9 +34,6 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 			b, err := storeBuckets(tx, e.name)
 			if err != nil {
 				return err
-			}
-			if b == nil {
-				return fmt.Errorf("store vanished from the file: %w", store.ErrCorrupt)
 			}
 			return fn(boltTx{b})
 		})
@@ -58,18 +49,18 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 }
 
 // Commit implements shared.Engine. It reads what each change replaces from
-// the file (writeOps), whether or not diffed, so the file stays
-// self-consistent even if it were ever to disagree with a cache.
+// the file (writeOps), even if diffed, so the file stays self-consistent.
 func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *indexer.IndexSet, rv string, replace bool) error {
 	return updateStore(e.file, e.name, func(b *buckets) error {
-		var err error
-		ops := keyOps(len(cs), func(i int) *indexer.Prepared { return &cs[i].Prepared })
-		if replace {
-			err = replaceAll(b, set.Names(), ops)
-		} else {
-			err = writeOps(b, set.Names(), ops)
+		ops := make([]keyOp, len(cs))
+		for i := range cs {
+			ops[i] = keyOp{k: boltKey(cs[i].Key), p: &cs[i].Prepared}
 		}
-		if err != nil {
+		write := writeOps
+		if replace {
+			write = replaceAll
+		}
+		if err := write(b, set.Names(), ops); err != nil {
 			return err
 		}
 		if rv != "" {
@@ -79,9 +70,7 @@ func (e *engine) Commit(_ context.Context, cs []indexer.Change, _ bool, set *ind
 	})
 }
 
-// SetIndexes implements shared.Engine: every key record is rewritten with
-// its values under set, and the index buckets with its entries if the store
-// keeps them, in one transaction.
+// SetIndexes implements shared.Engine, in one transaction.
 func (e *engine) SetIndexes(_ context.Context, set *indexer.IndexSet, values map[string][][]string) error {
 	meta := e.meta
 	meta.Indexes = append([]string(nil), set.Names()...)
@@ -101,23 +90,17 @@ func (e *engine) SetIndexes(_ context.Context, set *indexer.IndexSet, values map
 	return nil
 }
 
-// Empty implements shared.Engine.
+// Empty implements shared.Engine, in one transaction.
 func (e *engine) Empty(why string) error {
-	return emptyStore(e.file, e.name, e.meta.Indexes, why)
-}
-
-// emptyStore empties the store name, whose indexes are names, and its
-// resume point, in one transaction, because of why.
-func emptyStore(f *file, name string, names []string, why string) error {
-	indexer.LogKeyReset(name, f.path, why)
-	err := updateStore(f, name, func(b *buckets) error {
-		if err := b.clear(names); err != nil {
+	indexer.LogKeyReset(e.name, e.file.path, why)
+	err := updateStore(e.file, e.name, func(b *buckets) error {
+		if err := b.clear(e.meta.Indexes); err != nil {
 			return err
 		}
 		return putRV(b, "")
 	})
 	if err != nil {
-		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", name, f.path, why, err)
+		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", e.name, e.file.path, why, err)
 	}
 	return nil
 }
@@ -125,7 +108,7 @@ func emptyStore(f *file, name string, names []string, why string) error {
 // Close implements shared.Engine.
 func (e *engine) Close() error { return e.file.release(e.name) }
 
-// updateStore runs fn on the buckets of the store name in one read-write
+// updateStore runs fn on the buckets of the store name in one write
 // transaction of f (see file.update).
 func updateStore(f *file, name string, fn func(b *buckets) error) error {
 	err := guard(func() error {
@@ -133,9 +116,6 @@ func updateStore(f *file, name string, fn func(b *buckets) error) error {
 			b, err := storeBuckets(tx, name)
 			if err != nil {
 				return err
-			}
-			if b == nil {
-				return fmt.Errorf("store %q vanished from the file: %w", name, store.ErrCorrupt)
 			}
 			return fn(b)
 		})
@@ -190,7 +170,7 @@ func (t boltTx) Objects(fn func(key string, load shared.Loader) error) error {
 }
 
 // loaderOf returns the Loader of the object *key, *seq name when it is
-// called: one Loader for a walk over many objects, not one each.
+// called: one Loader for a whole walk.
 func (t boltTx) loaderOf(key *string, seq *uint64) shared.Loader {
 	return func(use func([]byte) error) error {
 		data, err := objectOf(t.b, *key, *seq)
@@ -203,26 +183,11 @@ func (t boltTx) loaderOf(key *string, seq *uint64) shared.Loader {
 
 // Keys implements shared.Tx, in key order.
 func (t boltTx) Keys(fn func(key string) error) error {
-	c := t.b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		rec, err := t.b.open("key record", k, rec)
-		if err != nil {
-			return err
-		}
-		key, err := recordKey(k, rec)
-		if err != nil {
-			return err
-		}
-		if err := fn(key); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachIdentity(t.b, func(_ []byte, key string, _ uint64) error { return fn(key) })
 }
 
 // Indexed implements shared.Tx, in the order of the objects' sequence
-// numbers (which is also the order of their objects in the file). The
-// entries name the objects' numbers: their key records are not read.
+// numbers, which the entries hold: the key records are not read.
 func (t boltTx) Indexed(index, value string, fn func(key string, load shared.Loader) error) error {
 	ib, err := indexBucketOf(t.b, index)
 	if err != nil {
@@ -249,48 +214,17 @@ func (t boltTx) Indexed(index, value string, fn func(key string, load shared.Loa
 	return nil
 }
 
-// Values implements shared.Tx. It visits one entry per distinct value,
-// seeking past the others. A long value, kept under its digest, is read
-// from the key record of the entry's object, whose values are aligned with
-// the index names the transaction's metadata records.
+// Values implements shared.Tx: one entry per distinct value (eachEntry).
 func (t boltTx) Values(index string, fn func(value string) error) error {
 	ib, err := indexBucketOf(t.b, index)
 	if err != nil {
 		return err
 	}
-	pos, nindexes := -1, 0
-	c := ib.Cursor()
-	for k, key := c.First(); k != nil; {
-		v, _, err := splitIndexEntry(k)
-		if err != nil {
-			return err
-		}
-		if key, err = t.b.open("index entry", k, key); err != nil {
-			return err
-		}
-		value := string(v)
-		if isDigest(v) {
-			if pos < 0 {
-				m, err := getMeta(t.b)
-				if err != nil {
-					return err
-				}
-				pos, nindexes = slices.Index(m.Indexes, index), len(m.Indexes)
-			}
-			if value, err = longValue(t.b, string(key), pos, nindexes, v); err != nil {
-				return err
-			}
-		}
-		if err := fn(value); err != nil {
-			return err
-		}
-		end := prefixEnd(k[:len(k)-seqLen])
-		if end == nil {
-			break
-		}
-		k, key = c.Seek(end)
+	indexes := func() ([]string, error) {
+		m, err := getMeta(t.b)
+		return m.Indexes, err
 	}
-	return nil
+	return eachEntry(t.b, ib, index, indexes, true, func(value, _ string) error { return fn(value) })
 }
 
 // Sample implements shared.Tx, in key order.
@@ -300,18 +234,9 @@ func (t boltTx) Sample(n int, fn func(r shared.Record) error) error {
 		return err
 	}
 	c := t.b.keys.Cursor()
-	i := 0
-	for k, rec := c.First(); k != nil && i < n; k, rec = c.Next() {
-		i++
-		rec, err := t.b.open("key record", k, rec)
-		if err != nil {
-			continue
-		}
-		seq, long, vals, err := decodeKeyRecord(rec, len(m.Indexes))
-		if err != nil {
-			continue
-		}
-		key, err := keyOf(k, long)
+	for k, rec := c.First(); k != nil && n > 0; k, rec = c.Next() {
+		n--
+		key, seq, vals, err := t.b.keyRecord(k, rec, len(m.Indexes))
 		if err != nil {
 			continue
 		}
@@ -329,11 +254,9 @@ func (t boltTx) Sample(n int, fn func(r shared.Record) error) error {
 // allBatch is how many records All hands over at a time.
 const allBatch = 256
 
-// All implements shared.Tx: it joins keys/ and objects/ (joinRecords),
-// then hands the records over in sequence-number order, which is the order
-// of objects/ in the file. The objects are read straight from the memory
-// map, valid until the transaction ends. The key records always hold the
-// index values, aligned with the store's recorded index names.
+// All implements shared.Tx: it joins keys/ and objects/ (joinRecords), then
+// hands the records over in the order of objects/ in the file, the objects
+// read straight from the memory map.
 func (t boltTx) All(_ context.Context, _ bool, fn func(rs []shared.Record) error) error {
 	items, err := joinRecords(t.b)
 	if err != nil {
@@ -365,8 +288,7 @@ func (t boltTx) All(_ context.Context, _ bool, fn func(rs []shared.Record) error
 	return nil
 }
 
-// joined is a key record with its object, as joinRecords reads them:
-// memory-mapped, valid during the read transaction.
+// joined is a key record with its object, memory-mapped.
 type joined struct {
 	key  []byte
 	rec  []byte // the key record
@@ -374,10 +296,8 @@ type joined struct {
 	data []byte // the object
 }
 
-// joinRecords returns every key record of b with its object, in sequence
-// number order: the key records, sorted by sequence number, walk objects/
-// in its order (sequential pages). A record without its object, or an
-// object without a record, is ErrCorrupt.
+// joinRecords returns every key record of b with its object, reading
+// objects/ in order; a record or object without the other is ErrCorrupt.
 func joinRecords(b *buckets) ([]joined, error) {
 	var items []joined
 	kc := b.keys.Cursor()
@@ -397,10 +317,7 @@ func joinRecords(b *buckets) ([]joined, error) {
 	if !slices.IsSortedFunc(items, bySeq) {
 		slices.SortFunc(items, bySeq)
 	}
-	// A damaged record usually has a wrong number: report the key of the
-	// first record without its object before an object without a record.
 	var orphan error
-	missing := -1
 	i := 0
 	oc := b.objects.Cursor()
 	for sk, data := oc.First(); sk != nil; sk, data = oc.Next() {
@@ -409,9 +326,6 @@ func joinRecords(b *buckets) ([]joined, error) {
 		}
 		seq := binary.BigEndian.Uint64(sk)
 		for i < len(items) && items[i].seq < seq {
-			if missing < 0 {
-				missing = i
-			}
 			i++
 		}
 		if i == len(items) || items[i].seq > seq {
@@ -427,12 +341,12 @@ func joinRecords(b *buckets) ([]joined, error) {
 		}
 		i++
 	}
-	if missing < 0 && i < len(items) {
-		missing = i
-	}
-	if missing >= 0 {
-		it := items[missing]
-		return nil, fmt.Errorf("object %q: its object %d is missing: %w", shorten(string(it.key)), it.seq, store.ErrCorrupt)
+	// A damaged record usually has a wrong number: report the key of the
+	// first record without its object before an object without a record.
+	for _, it := range items {
+		if it.data == nil {
+			return nil, fmt.Errorf("object %q: its object %d is missing: %w", shorten(string(it.key)), it.seq, store.ErrCorrupt)
+		}
 	}
 	if orphan != nil {
 		return nil, orphan

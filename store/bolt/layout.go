@@ -18,7 +18,7 @@ import (
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
 
-// On-disk layout (FormatVersion 4). One file holds any number of stores:
+// On-disk layout (FormatVersion 4):
 //
 //	stores/                      top-level bucket, created with the first store
 //	  <store name>/              one bucket per store (any string)
@@ -26,45 +26,26 @@ import (
 //	              "seq" -> the next object sequence number (8-byte big-endian),
 //	              "entries" -> present when index/ holds the index entries,
 //	              "sealed" -> present when every record is framed (below)
-//	    keys/     boltKey(key) -> key record (encodeKeyRecord): the object's
-//	              sequence number, its full key when boltKey is a digest,
-//	              and its index values
+//	    keys/     boltKey(key) -> key record (encodeKeyRecord): seq, the full
+//	              key when boltKey is a digest, and the index values
 //	    objects/  seq (8-byte big-endian) -> encoded object
 //	    index/
 //	      <index name>/  indexEntryPrefix(value) ++ seq -> the object key
 //	snapshot-import/             top-level bucket where Import stages a store
 //	  <store name>/              (raw.go), then moves it under stores/
 //
-// Nothing else is at the top level: a file without stores/ but with
-// anything other than snapshot-import/ is damaged (see rootBucket).
+// Nothing else is at the top level (see rootBucket).
 //
-// Every record of a store is framed by recsum: its value is followed by the
-// CRC32C of its bbolt key and value, checked whenever the record is read
-// (buckets.open), so that a damaged record, or one a damaged page shows
-// under another key, is store.ErrCorrupt naming the store and key, never
-// another object; bbolt checksums only its meta pages. A store of format
-// version 3 (no frames) is read as it is and framed, in one transaction,
-// when it is opened.
+// Every record is framed by recsum, the CRC32C of its bbolt key and value,
+// checked whenever it is read (buckets.open): a damaged record, or one a
+// damaged page shows under another key, is store.ErrCorrupt.
 //
-// Each object's index values are in its key record, written with the
-// object. The inverted index (index/) is kept only while a bounded-mode
-// store reads it: the default mode builds its index in memory from the key
-// records, and writing index/ would cost it half the time and bytes of a
-// Commit of new objects. The "entries" record says whether index/ is
-// current; a bounded-mode open without it builds the entries from the key
-// records (no decoding), a default-mode open with it empties index/, each
-// in one transaction with the record. Format version 2 (index/ always
-// current) opens as version 3 with the record.
+// index/ is kept only while a bounded-mode store reads it ("entries"):
+// writing it would cost the default mode half of a Commit of new objects.
 //
-// Why sequence numbers: bbolt rewrites every page a transaction dirties,
-// and an object filed under its random key dirties a page at a random
-// place of every bucket. A new object takes the next sequence number (kept
-// in meta), so it is appended to objects/, and its entries to the end of
-// their values' ranges: a Commit dirties a page per value it touches, not
-// one per new object. Only keys/ takes a random insert per new object. An
-// update keeps its number and rewrites its object in place; an object
-// deleted and created again gets a new number. The key records let writes
-// find an object's number and old index values without decoding it.
+// Sequence numbers: bbolt rewrites every page a transaction dirties, so a
+// new object takes the next number and is appended to objects/ (and its
+// entries to their values' ranges), not filed under its random key.
 var (
 	bucketStores  = []byte("stores")
 	bucketMeta    = []byte("meta")
@@ -80,11 +61,8 @@ var (
 )
 
 // fillAppend is the FillPercent of objects/, where new objects are
-// appended: a page splits when full rather than half full, since later
-// objects go after it. Index buckets keep bbolt's default (half full): a
-// Commit appends in the middle of the bucket, at the end of each value's
-// range, and a half-full page takes the next Commits' entries without
-// splitting again (BENCHMARKS.md, section 6).
+// appended. Index buckets keep bbolt's default: a half-full page takes the
+// next Commits' entries without splitting (BENCHMARKS.md, section 6).
 const fillAppend = 1.0
 
 // buckets are one store's buckets inside a transaction.
@@ -95,20 +73,17 @@ type buckets struct {
 	objects *bbolt.Bucket
 	index   *bbolt.Bucket
 
-	// entries says whether index/ holds the index entries (the "entries"
-	// record): writes keep them only then.
+	// entries says whether index/ holds the index entries ("entries").
 	entries bool
-	// sealed says whether the store's records are framed (the "sealed"
-	// record): false only for a store of format version 3 or older, read
-	// before it is upgraded.
+	// sealed says whether the records are framed ("sealed"), as all but
+	// those of format version 3 or older are.
 	sealed bool
 	// name is the store's name, for errors.
 	name string
 }
 
-// open returns the value of the record v stored under the bbolt key k of
-// one of b's buckets, checking its frame; what names the kind of record in
-// the error. A record of an unsealed store is returned as it is.
+// open returns the value of the record v stored under the bbolt key k,
+// checking its frame (unless b is unsealed); what names it in errors.
 func (b *buckets) open(what string, k, v []byte) ([]byte, error) {
 	if !b.sealed {
 		return v, nil
@@ -123,15 +98,10 @@ func (b *buckets) open(what string, k, v []byte) ([]byte, error) {
 // seal returns the framed record of the value v stored under k.
 func seal(k, v []byte) []byte { return recsum.Seal(k, v) }
 
-// rootBucket returns the stores bucket of tx, or nil if the file has none
-// yet. Only two kinds of file lack it: a new one, where bbolt wrote its meta
-// pages and nothing else (the stores bucket comes with the first store),
-// and one whose first Import crashed before it moved the store it staged
-// into the stores bucket, which holds only bucketImport. Any other
-// top-level entry without the stores bucket is ErrCorrupt: the file is
-// damaged where it names its stores (a flipped byte in the bucket's key or
-// flags), or is another program's bbolt file. Read as empty, it would hide
-// every store, and a write would then bury them under a new stores bucket.
+// rootBucket returns the stores bucket of tx, or nil in a new file or one
+// holding only bucketImport. Any other top-level entry without it is
+// ErrCorrupt (damage, or another program's file): read as empty, it would
+// hide every store, and a write would bury them under a new stores bucket.
 func rootBucket(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	if root := tx.Bucket(bucketStores); root != nil {
 		return root, nil
@@ -148,8 +118,7 @@ func rootBucket(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	return nil, nil
 }
 
-// createRoot returns the stores bucket of tx, creating it in a file that
-// has none yet (see rootBucket).
+// createRoot returns the stores bucket of tx, created if missing.
 func createRoot(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	root, err := rootBucket(tx)
 	if err != nil || root != nil {
@@ -158,24 +127,31 @@ func createRoot(tx *bbolt.Tx) (*bbolt.Bucket, error) {
 	return tx.CreateBucket(bucketStores)
 }
 
-// storeBuckets returns name's buckets in tx, or nil if the store does not
-// exist. A store bucket missing one of its parts is corrupt.
+// storeBuckets returns name's buckets in tx (see storeIn).
 func storeBuckets(tx *bbolt.Tx, name string) (*buckets, error) {
 	root, err := rootBucket(tx)
 	if err != nil {
 		return nil, err
 	}
-	b, err := lookupStore(root, []byte(name))
-	if err != nil || b == nil {
-		return nil, err
-	}
-	return b, b.complete(name)
+	return storeIn(root, []byte(name))
 }
 
-// lookupStore returns the buckets of the store name under parent that
-// exist, or nil if the store does not exist. Only its meta bucket is
-// required: a store of another format version may lack the others, and its
-// metadata must still be read to say so (store.ErrIncompatible).
+// storeIn returns the buckets of the store name under parent, which the
+// process holds: a store missing, or missing one of its buckets, is corrupt.
+func storeIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
+	b, err := lookupStore(parent, name)
+	if err == nil && b == nil {
+		err = fmt.Errorf("store %q vanished from the file: %w", name, store.ErrCorrupt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, b.complete()
+}
+
+// lookupStore returns the buckets of the store name under parent, or nil.
+// Only its meta bucket is required: a store of another format version may
+// lack the others, and is store.ErrIncompatible.
 func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 	if parent == nil {
 		return nil, nil
@@ -201,31 +177,16 @@ func lookupStore(parent *bbolt.Bucket, name []byte) (*buckets, error) {
 }
 
 // complete checks that b has all its buckets.
-func (b *buckets) complete(name string) error {
+func (b *buckets) complete() error {
 	if b.keys == nil || b.objects == nil || b.index == nil {
-		return fmt.Errorf("store %q lacks one of its buckets: %w", name, store.ErrCorrupt)
+		return fmt.Errorf("store %q lacks one of its buckets: %w", b.name, store.ErrCorrupt)
 	}
 	return nil
 }
 
-// createStore creates name's buckets, with one index bucket per index in m,
-// and records m. The store must not exist.
-func createStore(tx *bbolt.Tx, name string, m driver.Meta) (*buckets, error) {
-	root, err := createRoot(tx)
-	if err != nil {
-		return nil, err
-	}
-	b, err := createStoreIn(root, []byte(name), m)
-	if err != nil {
-		return nil, fmt.Errorf("create store %q: %w", name, err)
-	}
-	return b, nil
-}
-
-// createStoreIn creates the buckets of a store named name under parent,
-// with one index bucket per index in m, and records m. The new store keeps
-// no index entries (see setEntries).
-func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, error) {
+// createStore creates the buckets of a store named name under parent, with
+// one index bucket per index in m and no index entries, and records m.
+func createStore(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, error) {
 	sb, err := parent.CreateBucket(name)
 	if err != nil {
 		return nil, err
@@ -243,9 +204,8 @@ func createStoreIn(parent *bbolt.Bucket, name []byte, m driver.Meta) (*buckets, 
 	return b, putMeta(b, m)
 }
 
-// clear drops every object, key record and index entry, keeping the index
-// buckets of indexes (empty), and the meta bucket; sequence numbers start
-// over.
+// clear drops every object, key record and index entry, leaving empty
+// index buckets for indexes; sequence numbers start over.
 func (b *buckets) clear(indexes []string) error {
 	var err error
 	if b.keys, err = b.renew(bucketKeys); err != nil {
@@ -260,15 +220,20 @@ func (b *buckets) clear(indexes []string) error {
 	return b.meta.Delete(keySeq)
 }
 
-// renew replaces the bucket name of the store, if it has one, with an empty
-// one.
+// renew replaces the store's bucket name, if any, with an empty one.
 func (b *buckets) renew(name []byte) (*bbolt.Bucket, error) {
-	if b.store.Bucket(name) != nil {
-		if err := b.store.DeleteBucket(name); err != nil {
-			return nil, err
-		}
+	if err := dropBucket(b.store, name); err != nil {
+		return nil, err
 	}
 	return b.store.CreateBucket(name)
+}
+
+// dropBucket deletes the bucket name of parent, if both exist.
+func dropBucket(parent *bbolt.Bucket, name []byte) error {
+	if parent == nil || parent.Bucket(name) == nil {
+		return nil
+	}
+	return parent.DeleteBucket(name)
 }
 
 func putMeta(b *buckets, m driver.Meta) error {
@@ -316,10 +281,9 @@ func putRV(b *buckets, rv string) error {
 	return b.meta.Put(keyRV, seal(keyRV, []byte(rv)))
 }
 
-// sealAll frames every record of b, a store of format version 3 or older
-// (see layout), and records that it did, in the caller's transaction. The
-// records are read before any is rewritten: bbolt cursors do not survive
-// writes to their bucket.
+// sealAll frames every record of b unless it is sealed (a store of format
+// version 4), and records that it did. The records are read before any is rewritten:
+// bbolt cursors do not survive writes to their bucket.
 func sealAll(b *buckets) error {
 	if b.sealed {
 		return nil
@@ -361,10 +325,9 @@ func sealAll(b *buckets) error {
 	return nil
 }
 
-// setEntries makes b keep its index entries in index/, or not. Turning
-// them on builds every entry from the key records' index values; turning
-// them off empties index/. Either way in the caller's transaction, with the
-// "entries" record, so a crash leaves the entries current or unused.
+// setEntries makes b keep its index entries in index/, built from the key
+// records, or not (index/ emptied), with the "entries" record in the same
+// transaction, so a crash leaves the entries current or unused.
 func setEntries(b *buckets, names []string, on bool) error {
 	if on == b.entries {
 		return nil
@@ -386,24 +349,15 @@ func setEntries(b *buckets, names []string, on bool) error {
 	if err := markEntries(b, true); err != nil {
 		return err
 	}
-	return putSortedEntries(b, names, entries)
+	return writeEntries(b, names, nil, entries, 1.0)
 }
 
 // eachKeyRecord calls fn with the object key, sequence number and index
-// values (for nindexes indexes) of every key record of b, in key order, and
-// stops at fn's first error.
+// values (of nindexes indexes) of every key record of b, in key order.
 func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, vals [][]string) error) error {
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
-		rec, err := b.open("key record", k, rec)
-		if err != nil {
-			return err
-		}
-		seq, long, vals, err := decodeKeyRecord(rec, nindexes)
-		if err != nil {
-			return fmt.Errorf("object %q: %w", shorten(string(k)), err)
-		}
-		key, err := keyOf(k, long)
+		key, seq, vals, err := b.keyRecord(k, rec, nindexes)
 		if err != nil {
 			return err
 		}
@@ -414,8 +368,22 @@ func eachKeyRecord(b *buckets, nindexes int, fn func(key string, seq uint64, val
 	return nil
 }
 
-// markEntries records whether index/ holds b's index entries, without
-// writing them.
+// keyRecord returns the object key, sequence number and index values (of
+// nindexes indexes) of the key record rec stored under k.
+func (b *buckets) keyRecord(k, rec []byte, nindexes int) (string, uint64, [][]string, error) {
+	rec, err := b.open("key record", k, rec)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	seq, long, vals, err := decodeKeyRecord(rec, nindexes)
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("object %q: %w", shorten(string(k)), err)
+	}
+	key, err := keyOf(k, long)
+	return key, seq, vals, err
+}
+
+// markEntries records whether index/ holds b's index entries.
 func markEntries(b *buckets, on bool) error {
 	b.entries = on
 	if !on {
@@ -439,15 +407,14 @@ func resetIndexBuckets(b *buckets, names []string) error {
 	return nil
 }
 
-// seqLen is the length of a sequence number: 8 bytes, big-endian, so that
-// bbolt's byte order is numeric order.
+// seqLen is the length of a sequence number: big-endian, so that bbolt's
+// byte order is numeric order.
 const seqLen = 8
 
 func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, seqLen), n) }
 
-// nextSeq returns the store's next sequence number. It must exceed every
-// stored object's: a smaller one (a damaged file) would make new objects
-// overwrite old ones.
+// nextSeq returns the store's next sequence number, which must exceed every
+// stored object's, lest new objects overwrite old ones.
 func nextSeq(b *buckets) (uint64, error) {
 	var n uint64
 	if v := b.meta.Get(keySeq); v != nil {
@@ -474,14 +441,12 @@ func nextSeq(b *buckets) (uint64, error) {
 func putSeq(b *buckets, n uint64) error { return b.meta.Put(keySeq, seal(keySeq, seqKey(n))) }
 
 // maxInline is the length above which keys and index values are stored
-// under a digest: bbolt keys are limited to 32 KiB, object keys and index
-// values are not, and long keys would bloat branch pages.
+// under a digest: bbolt limits keys to 32 KiB, and long ones bloat pages.
 const maxInline = 1024
 
 // boltKey returns the bbolt key standing for s: s itself when it is at most
-// maxInline bytes, else its first maxInline bytes followed by its SHA-256.
-// The digest form is longer than any inline form, so the two never collide;
-// its full text is kept in the object's key record (see encodeKeyRecord).
+// maxInline bytes, else its first maxInline bytes and its SHA-256, longer
+// than any inline form; the full text is kept in the object's key record.
 func boltKey(s string) []byte {
 	if len(s) <= maxInline {
 		return []byte(s)
@@ -496,9 +461,8 @@ func boltKey(s string) []byte {
 func isDigest(k []byte) bool { return len(k) > maxInline }
 
 // indexEntryPrefix is the part of an index entry key shared by every object
-// with value: the length of the value's bbolt form, then that form. The
-// length prefix keeps a value that is a prefix of another (or contains
-// "\x00") from mixing its entries with the other's.
+// with value: the length of the value's bbolt form, which keeps a value
+// that is a prefix of another apart from it, then that form.
 func indexEntryPrefix(value string) []byte {
 	v := boltKey(value)
 	p := make([]byte, 0, binary.MaxVarintLen64+len(v))
@@ -507,15 +471,13 @@ func indexEntryPrefix(value string) []byte {
 }
 
 // indexEntryKey is the key of the index entry of (value, the object numbered
-// seq): sorted by value, then by sequence number, so that a new object's
-// entry goes at the end of its value's range. The entry's value is the
-// object key.
+// seq): a new object's entry goes at the end of its value's range.
 func indexEntryKey(value string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(indexEntryPrefix(value), seq)
 }
 
-// splitIndexEntry returns the bbolt form of the value and the sequence
-// number of an index entry key.
+// splitIndexEntry returns the value's bbolt form and the sequence number
+// of an index entry key.
 func splitIndexEntry(k []byte) (value []byte, seq uint64, err error) {
 	n, w := varint.Uvarint(k)
 	if w <= 0 || uint64(len(k)-w) != n+seqLen {
@@ -524,8 +486,7 @@ func splitIndexEntry(k []byte) (value []byte, seq uint64, err error) {
 	return k[w : w+int(n)], binary.BigEndian.Uint64(k[w+int(n):]), nil
 }
 
-// prefixEnd returns the smallest key greater than every key starting with p,
-// or nil if there is none.
+// prefixEnd returns the smallest key after every key starting with p, or nil.
 func prefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {
@@ -537,29 +498,16 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// A key record (encodeKeyRecord) is the object's sequence number followed
-// by an index values record (appendRecord).
-//
-// Index values records start with a flag: recordInline, or recordFullKey
-// followed by the length and text of the object key whose bbolt key is a
-// digest.
+// A key record (encodeKeyRecord) is the object's sequence number and an
+// index values record (appendRecord), which starts with recordInline, or
+// recordFullKey and the object key whose bbolt key is a digest.
 const (
 	recordInline  = 0
 	recordFullKey = 1
 )
 
-// recordSize bounds the length of the index values record of (key, vals).
-func recordSize(key string, vals [][]string) int {
-	n := 1 + binary.MaxVarintLen64 + varint.ValuesSize(vals)
-	if len(key) > maxInline {
-		n += len(key)
-	}
-	return n
-}
-
-// appendRecord appends the index values record of (key, vals) to out: the
-// flag (and full key), then the values as varint.AppendValues writes them.
-// vals is aligned with an IndexSet's names.
+// appendRecord appends the index values record of (key, vals) to out; vals
+// is aligned with an IndexSet's names.
 func appendRecord(out []byte, key string, vals [][]string) []byte {
 	if len(key) > maxInline {
 		out = varint.AppendString(append(out, recordFullKey), key)
@@ -570,8 +518,8 @@ func appendRecord(out []byte, key string, vals [][]string) []byte {
 }
 
 // decodeRecord decodes appendRecord's output, copying the strings out of
-// data (which may be memory-mapped), and checks that it has want indexes.
-// fullKey is "" for records of inline keys.
+// data (which may be memory-mapped), and checks that it has want indexes;
+// fullKey is "" for an inline key.
 func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err error) {
 	bad := func(why string) (string, [][]string, error) {
 		return "", nil, fmt.Errorf("malformed index values record (%s): %w", why, store.ErrCorrupt)
@@ -601,7 +549,11 @@ func decodeRecord(data []byte, want int) (fullKey string, vals [][]string, err e
 // encodeKeyRecord encodes the keys/ record of the object numbered seq under
 // key, with index values vals (aligned with an IndexSet's names).
 func encodeKeyRecord(seq uint64, key string, vals [][]string) []byte {
-	return appendKeyRecord(make([]byte, 0, seqLen+recordSize(key, vals)), seq, key, vals)
+	n := seqLen + 1 + binary.MaxVarintLen64 + varint.ValuesSize(vals)
+	if len(key) > maxInline {
+		n += len(key)
+	}
+	return appendKeyRecord(make([]byte, 0, n), seq, key, vals)
 }
 
 // appendKeyRecord appends the keys/ record of (seq, key, vals) to out.
@@ -626,8 +578,7 @@ func decodeKeyRecord(rec []byte, want int) (seq uint64, fullKey string, vals [][
 	return seq, fullKey, vals, err
 }
 
-// recordKey returns the object key that the keys/ bucket's key k, with
-// record rec, stands for.
+// recordKey returns the object key that k, with the key record rec, stands for.
 func recordKey(k, rec []byte) (string, error) {
 	if !isDigest(k) {
 		return string(k), nil
@@ -643,9 +594,8 @@ func recordKey(k, rec []byte) (string, error) {
 }
 
 // keyOf returns the object key that the keys/ bucket's key k stands for,
-// given the full key its record holds (decodeKeyRecord's fullKey, which
-// only a digest has). A digest whose record holds a key of another digest
-// is ErrCorrupt: read as it is, the record would be another object's.
+// given the full key its record holds (only a digest's has one, and of the
+// same digest: another would be another object's).
 func keyOf(k []byte, fullKey string) (string, error) {
 	if !isDigest(k) {
 		if fullKey != "" {
@@ -659,20 +609,8 @@ func keyOf(k []byte, fullKey string) (string, error) {
 	return fullKey, nil
 }
 
-// recordIdentity returns the object key and sequence number of the key
-// record rec stored under bbolt key k.
-func recordIdentity(k, rec []byte) (string, uint64, error) {
-	seq, err := recordSeq(rec)
-	if err != nil {
-		return "", 0, fmt.Errorf("key %q: %w", shorten(string(k)), err)
-	}
-	key, err := recordKey(k, rec)
-	return key, seq, err
-}
-
-// eachIdentity calls fn with the bucket key, the object key and the
-// sequence number of every key record of b, in key order, and stops at fn's
-// first error. k is valid during the call only.
+// eachIdentity calls fn with the bbolt key (valid during the call), the
+// object key and the sequence number of every key record of b, in order.
 func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) error {
 	c := b.keys.Cursor()
 	for k, rec := c.First(); k != nil; k, rec = c.Next() {
@@ -680,7 +618,11 @@ func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) e
 		if err != nil {
 			return err
 		}
-		key, seq, err := recordIdentity(k, rec)
+		seq, err := recordSeq(rec)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", shorten(string(k)), err)
+		}
+		key, err := recordKey(k, rec)
 		if err != nil {
 			return err
 		}
@@ -691,8 +633,8 @@ func eachIdentity(b *buckets, fn func(k []byte, key string, seq uint64) error) e
 	return nil
 }
 
-// decodeRecordKey decodes only the full key of an index values record, and
-// returns it with the length of the record's part it read.
+// decodeRecordKey decodes the full key of an index values record, and the
+// length it read.
 func decodeRecordKey(rec []byte) (string, int, error) {
 	if len(rec) == 0 || rec[0] != recordFullKey {
 		return "", 0, fmt.Errorf("key record of a long key lacks the key: %w", store.ErrCorrupt)
@@ -718,10 +660,9 @@ func objectOf(b *buckets, key string, seq uint64) ([]byte, error) {
 	return b.openObject(key, sk, data)
 }
 
-// openObject returns the encoded object of the objects/ record data stored
-// under sk, the object of key (see buckets.open). An empty object is
-// ErrCorrupt: no codec encodes an object in 0 bytes, and some (protobuf)
-// decode 0 bytes as an empty object.
+// openObject returns the encoded object of key from the objects/ record
+// data stored under sk (see buckets.open). An empty object is ErrCorrupt:
+// no codec encodes one in 0 bytes, and protobuf decodes them as an object.
 func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
 	if b.sealed {
 		v, ok := recsum.Open(sk, data)
@@ -736,8 +677,51 @@ func (b *buckets) openObject(key string, sk, data []byte) ([]byte, error) {
 	return data, nil
 }
 
+// eachEntry calls fn with the value (see longValue; indexes gives the index
+// names) and object key of every entry of ib, the bucket of index, or with
+// distinct of each value's first.
+func eachEntry(b *buckets, ib *bbolt.Bucket, index string, indexes func() ([]string, error), distinct bool, fn func(value, key string) error) error {
+	pos, nindexes := -1, -1
+	c := ib.Cursor()
+	for k, kv := c.First(); k != nil; {
+		vf, _, err := splitIndexEntry(k)
+		if err != nil {
+			return err
+		}
+		if kv, err = b.open("index entry", k, kv); err != nil {
+			return err
+		}
+		key, value := string(kv), string(vf)
+		if isDigest(vf) {
+			if nindexes < 0 {
+				names, err := indexes()
+				if err != nil {
+					return err
+				}
+				pos, nindexes = slices.Index(names, index), len(names)
+			}
+			if value, err = longValue(b, key, pos, nindexes, vf); err != nil {
+				return err
+			}
+		}
+		if err := fn(value, key); err != nil {
+			return err
+		}
+		if !distinct {
+			k, kv = c.Next()
+			continue
+		}
+		end := prefixEnd(k[:len(k)-seqLen])
+		if end == nil {
+			break
+		}
+		k, kv = c.Seek(end)
+	}
+	return nil
+}
+
 // longValue returns the index value whose digest form is v, from the key
-// record of the object key that has it in index pos.
+// record of the object key, which has it in index pos.
 func longValue(b *buckets, key string, pos, nindexes int, v []byte) (string, error) {
 	bk := boltKey(key)
 	rec := b.keys.Get(bk)
@@ -768,8 +752,7 @@ type entry struct {
 
 func compareEntries(a, b entry) int { return bytes.Compare(a.k, b.k) }
 
-// addEntries appends to to[i] the entries of the object (key, seq) for
-// vals[i].
+// addEntries appends to to[i] the entries of the object (key, seq), vals[i].
 func addEntries(to [][]entry, key string, seq uint64, vals [][]string) {
 	for i, vs := range vals {
 		for _, v := range vs {
@@ -787,28 +770,14 @@ func indexBucketOf(b *buckets, name string) (*bbolt.Bucket, error) {
 	return ib, nil
 }
 
-// keyOp is an operation with its bbolt key.
+// keyOp is a prepared operation of a write with its bbolt key.
 type keyOp struct {
 	k []byte // bbolt key
 	p *indexer.Prepared
 }
 
-// keyOps returns n operations, at(0) to at(n-1), in order, with their
-// bbolt keys: the prepared operations of a write (a Commit's changes, or a
-// bounded store's operations) as writeOps and replaceAll take them.
-func keyOps(n int, at func(i int) *indexer.Prepared) []keyOp {
-	ops := make([]keyOp, n)
-	for i := range ops {
-		p := at(i)
-		ops[i] = keyOp{k: boltKey(p.Key), p: p}
-	}
-	return ops
-}
-
-// lastPerKey sorts ops by bbolt key, keeping the last operation of each key
-// only. Batches usually come sorted already (indexer.Base sorts large ones)
-// and without repeated keys (the informer writes each key once per
-// commit): then this is one pass, with no map of the batch's keys.
+// lastPerKey sorts ops by bbolt key, keeping each key's last operation; a
+// sorted batch without repeated keys (the usual) takes one pass.
 func lastPerKey(ops []keyOp) []keyOp {
 	sorted := true
 	for i := 1; i < len(ops) && sorted; i++ {
@@ -830,20 +799,10 @@ func lastPerKey(ops []keyOp) []keyOp {
 	return out
 }
 
-// writeOps applies prepared operations to b. Only each key's net effect
-// is written: its last operation, with index entries diffed against the
-// key record the file holds, so an object put and deleted in one batch
-// costs nothing, and the entries of intermediate versions never reach the
-// file. Callers need not know old index values.
-//
-// Each bucket is written in its own key order (key records by key, objects
-// and index entries by sequence number): bbolt finds each key from the
-// root, and walking every tree in order keeps the path's pages hot and
-// touches each node once in a row. New objects get sequence numbers in key
-// order, after every stored object's.
-//
-// ops are the operations in batch order (see keyOps); writeOps reorders
-// them.
+// writeOps applies ops, in batch order, to b: each key's last operation,
+// with index entries diffed against the key record the file holds. Each
+// bucket is written in its own key order, which keeps the path's pages hot;
+// new objects are numbered in key order.
 func writeOps(b *buckets, names []string, ops []keyOp) error {
 	ops = lastPerKey(ops)
 	next, err := nextSeq(b)
@@ -852,15 +811,13 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 	}
 	first := next
 	type objOp struct {
-		seq  uint64
-		p    *indexer.Prepared // nil: delete
-		gone string            // the deleted key
+		seq uint64
+		p   *indexer.Prepared
 	}
 	objs := make([]objOp, 0, len(ops))
 	var scratch []byte // a key record
 	// dels and puts are the index entries to remove and add, per index,
-	// when b keeps them. They are disjoint: an entry names its object,
-	// whose old entries are diffed against its new ones.
+	// when b keeps them; disjoint, as each object's are diffed.
 	var dels, puts [][]entry
 	if b.entries {
 		dels, puts = make([][]entry, len(names)), make([][]entry, len(names))
@@ -894,19 +851,16 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 				seq = next
 				next++
 			}
-			// Drop only the entries that change: an update usually keeps
-			// its namespace, owner and labels.
+			// Only the entries that change: most updates keep them.
 			if b.entries {
 				oldOnly, newOnly := diffValues(old, p.Values)
 				addEntries(dels, p.Key, seq, oldOnly)
 				addEntries(puts, p.Key, seq, newOnly)
 			}
 			objs = append(objs, objOp{seq: seq, p: p})
-			// An update that keeps its index values (most do: status
-			// changes) leaves the record alone, so its page stays clean:
-			// every page a commit dirties is rewritten whole.
-			// The record is encoded into scratch to compare; what is
-			// put must stay valid until the transaction ends.
+			// An update that keeps its index values (most do) leaves
+			// the record, and so its page, alone. scratch is only for
+			// comparing: what is put must stay valid until the commit.
 			scratch = appendKeyRecord(scratch[:0], seq, p.Key, p.Values)
 			if oldFramed == nil || !bytes.Equal(scratch, oldRec) {
 				if err := b.keys.Put(k, seal(k, scratch)); err != nil {
@@ -920,7 +874,7 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 			if b.entries {
 				addEntries(dels, p.Key, seq, old)
 			}
-			objs = append(objs, objOp{seq: seq, gone: p.Key})
+			objs = append(objs, objOp{seq: seq, p: p})
 			if err := b.keys.Delete(k); err != nil {
 				return err
 			}
@@ -929,36 +883,20 @@ func writeOps(b *buckets, names []string, ops []keyOp) error {
 	slices.SortFunc(objs, func(a, b objOp) int { return cmp.Compare(a.seq, b.seq) })
 	b.objects.FillPercent = fillAppend
 	for _, o := range objs {
-		if o.p == nil {
-			if err := b.objects.Delete(seqKey(o.seq)); err != nil {
-				return fmt.Errorf("delete %s: %w", o.gone, err)
+		sk := seqKey(o.seq)
+		if o.p.Type == store.OpDelete {
+			if err := b.objects.Delete(sk); err != nil {
+				return fmt.Errorf("delete %s: %w", o.p.Key, err)
 			}
 			continue
 		}
-		sk := seqKey(o.seq)
 		if err := b.objects.Put(sk, seal(sk, o.p.Data)); err != nil {
 			return fmt.Errorf("put %s: %w", o.p.Key, err)
 		}
 	}
-	for i, name := range names {
-		if !b.entries || len(dels[i]) == 0 && len(puts[i]) == 0 {
-			continue
-		}
-		ib, err := indexBucketOf(b, name)
-		if err != nil {
+	if b.entries {
+		if err := writeEntries(b, names, dels, puts, 0); err != nil {
 			return err
-		}
-		slices.SortFunc(dels[i], compareEntries)
-		for _, e := range dels[i] {
-			if err := ib.Delete(e.k); err != nil {
-				return fmt.Errorf("index %q: %w", name, err)
-			}
-		}
-		slices.SortFunc(puts[i], compareEntries)
-		for _, e := range puts[i] {
-			if err := ib.Put(e.k, seal(e.k, []byte(e.key))); err != nil {
-				return fmt.Errorf("index %q: %w", name, err)
-			}
 		}
 	}
 	if next != first {
@@ -996,13 +934,10 @@ func diffValues(old, new [][]string) (oldOnly, newOnly [][]string) {
 	return oldOnly, newOnly
 }
 
-// replaceAll makes the puts of ops (the last one per key wins; a delete
-// removes an earlier put) the complete contents of b. Objects are numbered
-// in key order and written into fresh buckets filled to 100%, in the order
-// of each bucket's keys: bbolt's fast path for bulk loads.
+// replaceAll makes the last operation of each key of ops, if a put, the
+// complete contents of b: numbered in key order and written into fresh
+// buckets filled to 100%, bbolt's fast path for bulk loads.
 func replaceAll(b *buckets, names []string, ops []keyOp) error {
-	// Each key's last operation, in key order; a key whose last is a
-	// delete is not in the new contents.
 	keep := slices.DeleteFunc(lastPerKey(ops), func(o keyOp) bool { return o.p.Type != store.OpPut })
 	if err := b.clear(names); err != nil {
 		return err
@@ -1011,61 +946,69 @@ func replaceAll(b *buckets, names []string, ops []keyOp) error {
 	entries := make([][]entry, len(names))
 	for n, o := range keep {
 		p, seq := o.p, uint64(n)
-		sk := seqKey(seq)
-		if err := b.objects.Put(sk, seal(sk, p.Data)); err != nil {
-			return fmt.Errorf("put %s: %w", p.Key, err)
-		}
-		if err := b.keys.Put(o.k, seal(o.k, encodeKeyRecord(seq, p.Key, p.Values))); err != nil {
-			return fmt.Errorf("put %s: %w", p.Key, err)
+		if err := putNew(b, o.k, seq, p.Key, p.Data, p.Values); err != nil {
+			return err
 		}
 		if b.entries {
 			addEntries(entries, p.Key, seq, p.Values)
 		}
 	}
-	if err := putSortedEntries(b, names, entries); err != nil {
+	if err := writeEntries(b, names, nil, entries, 1.0); err != nil {
 		return err
 	}
 	return putSeq(b, uint64(len(keep)))
 }
 
-// putSortedEntries writes entries[i] into index names[i], sorted, at 100%
-// fill.
-func putSortedEntries(b *buckets, names []string, entries [][]entry) error {
-	for j, es := range entries {
-		ib, err := indexBucketOf(b, names[j])
+// putNew writes the new object (key, data) numbered seq, and its key record
+// with vals under k.
+func putNew(b *buckets, k []byte, seq uint64, key string, data []byte, vals [][]string) error {
+	sk := seqKey(seq)
+	if err := b.objects.Put(sk, seal(sk, data)); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, key, vals))); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// writeEntries deletes dels[i] (dels may be nil) from the bucket of index
+// names[i] and puts puts[i] into it, each in key order; fill, unless 0, is
+// the bucket's FillPercent.
+func writeEntries(b *buckets, names []string, dels, puts [][]entry, fill float64) error {
+	for i, name := range names {
+		var del []entry
+		if dels != nil {
+			del = dels[i]
+		}
+		if len(del) == 0 && len(puts[i]) == 0 {
+			continue
+		}
+		ib, err := indexBucketOf(b, name)
 		if err != nil {
 			return err
 		}
-		ib.FillPercent = 1.0
-		slices.SortFunc(es, compareEntries)
-		for _, e := range es {
+		if fill != 0 {
+			ib.FillPercent = fill
+		}
+		slices.SortFunc(del, compareEntries)
+		for _, e := range del {
+			if err := ib.Delete(e.k); err != nil {
+				return fmt.Errorf("index %q: %w", name, err)
+			}
+		}
+		slices.SortFunc(puts[i], compareEntries)
+		for _, e := range puts[i] {
 			if err := ib.Put(e.k, seal(e.k, []byte(e.key))); err != nil {
-				return fmt.Errorf("index %q: %w", names[j], err)
+				return fmt.Errorf("index %q: %w", name, err)
 			}
 		}
 	}
 	return nil
 }
 
-// rebuildIndexes recomputes every index entry and index value of b under set
-// from the stored objects, decoding them with codec, and records meta.
-func rebuildIndexes(b *buckets, set *indexer.IndexSet, codec store.Codec, meta driver.Meta) error {
-	return writeIndexes(b, set, func(key string, seq uint64) ([][]string, error) {
-		data, err := objectOf(b, key, seq)
-		if err != nil {
-			return nil, err
-		}
-		obj, err := indexer.Decode(codec, data)
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", key, err)
-		}
-		return set.Values(key, obj)
-	}, meta)
-}
-
 // writeIndexes replaces every index value of b, and its index entries when
-// it keeps them, with those valuesOf gives for each stored object under
-// set, and records meta.
+// it keeps them, with those valuesOf gives under set, and records meta.
 func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta driver.Meta) error {
 	names := set.Names()
 	if err := resetIndexBuckets(b, names); err != nil {
@@ -1093,7 +1036,7 @@ func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, s
 			return err
 		}
 	}
-	if err := putSortedEntries(b, names, entries); err != nil {
+	if err := writeEntries(b, names, nil, entries, 1.0); err != nil {
 		return err
 	}
 	return putMeta(b, meta)

@@ -14,12 +14,9 @@ import (
 var _ store.RawLiveViewer = rawDriver{}
 
 // LiveView implements store.RawLiveViewer: every store of the file in one
-// bbolt read transaction of the handle the stores of this process share, so
-// the view is one commit of the file, whichever stores it wrote. A read
-// transaction does not block commits, but while it is open the pages that
-// commits free cannot be reused (the file grows instead), and a commit that
-// makes the file outgrow its memory map (1 GiB, then doubling) waits for it
-// to end: a long view delays such a commit by as long.
+// read transaction of this process's handle, so one commit of the file.
+// While it is open, freed pages are not reused (the file grows), and a
+// commit that outgrows the memory map (1 GiB, then doubling) waits for it.
 func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) (err error) {
 	path, err := driver.AbsPath(u, wantURL)
 	if err != nil {
@@ -28,15 +25,14 @@ func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView
 	path = canonical(path)
 	filesMu.Lock()
 	f := files[path]
-	// A file only the raw driver's reads have open (read-only) is not one
-	// the process's stores use, and holding it would keep a store's Open
-	// waiting (see openFileLocked).
+	// A file only raw reads have open (read-only) is not one the stores
+	// use, and holding it would keep a store's Open waiting.
 	if f == nil || !isClosed(f.opened) || f.readOnly || len(f.names) == 0 {
 		filesMu.Unlock()
 		return fmt.Errorf("store: view %s: no store of this process has the file open: %w", u.Redacted(), store.ErrClosed)
 	}
 	f.refs++
 	filesMu.Unlock()
-	defer func() { err = errors.Join(err, f.unref()) }()
+	defer func() { err = errors.Join(err, f.release("")) }()
 	return viewFile(f, u.Redacted(), func(v *rawdb.View) error { return fn(v) })
 }

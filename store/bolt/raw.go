@@ -22,11 +22,11 @@ import (
 
 // Raw returns the bolt driver with record-level access (store.RawDriver),
 // for the snapshot tool. Its Open is the registered driver's.
-func Raw() store.RawDriver { return rawDriver{} }
+func Raw() store.RawDriver { return rawDriver{readView} }
 
-// rawDriver implements store.RawDriver on the layout of layout.go. It is
-// safe for concurrent use.
-type rawDriver struct{}
+// rawDriver implements store.RawDriver; its Reader (readView) serves
+// Stores, ListStores and Export. It is safe for concurrent use.
+type rawDriver struct{ rawdb.Reader }
 
 var (
 	_ store.RawDriver = rawDriver{}
@@ -34,24 +34,29 @@ var (
 )
 
 // bucketImport is the top-level bucket where Import builds a store before
-// moving it under bucketStores in one transaction. Only Import uses it; a
-// crash leaves garbage there that the next Import of the name drops.
+// moving it under bucketStores, over what a crashed Import left.
 var bucketImport = []byte("snapshot-import")
 
-// errNothingStaged rolls back the cleanup of a failed Import that staged
-// nothing.
+// errNothingStaged rolls back the cleanup of an Import that staged nothing.
 var errNothingStaged = errors.New("nothing staged")
 
-// importBatch bounds the records written per bbolt transaction by Import, so
-// that its memory stays bounded (bbolt keeps a transaction's dirty pages in
-// memory).
+// importBatch and importBatchBytes bound the records an Import writes per
+// bbolt transaction, whose dirty pages bbolt keeps in memory.
 const (
 	importBatch      = 4096
 	importBatchBytes = 32 << 20
 )
 
 func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	return openURL(ctx, u, opts)
+	p := driver.NewParams(u)
+	p.Common(&opts)
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := driver.AbsPath(u, wantURL); err != nil {
+		return nil, fmt.Errorf("store: open %s://%s%s: %w", u.Scheme, u.Host, u.Path, err)
+	}
+	return open(ctx, u.Path, opts)
 }
 
 // wantURL is the form of a bolt URL, for errors.
@@ -70,24 +75,16 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 	}
 	path, err := driver.AbsPath(u, wantURL)
 	if err == nil {
-		err = checkNoTrailingSlash(u.Path)
-	}
-	if err == nil {
-		err = driver.CheckPath(path, false)
+		path, err = filePath(u.Path)
 	}
 	if err != nil {
 		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
-	return canonical(path), o, nil
+	return path, o, nil
 }
 
-// withFile runs fn on the database at u, shared with the stores this
-// process has open on it, or opened for the call. A write (Import) creates
-// a missing file and needs a read-write open. Other operations only read:
-// a missing file is store.ErrNotFound, and a file this process does not
-// have open is opened read-only, so that they never modify it (see
-// openFileLocked). Waiting for another process's lock ends with ctx.
-// withFile names op and u in its own errors; fn names them in its.
+// withFile runs fn on the database at u, shared with this process's stores
+// or opened for the call (see openFileLocked), naming op and u in errors.
 func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f *file) error) (err error) {
 	path, o, err := rawPath(op, u)
 	if err != nil {
@@ -101,7 +98,7 @@ func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f 
 	}
 	f.refs++
 	filesMu.Unlock()
-	defer func() { err = errors.Join(err, f.unref()) }()
+	defer func() { err = errors.Join(err, f.release("")) }()
 	return fn(f)
 }
 
@@ -112,8 +109,7 @@ func readView(ctx context.Context, op string, u *url.URL, fn func(v *rawdb.View)
 	})
 }
 
-// viewFile runs fn on a view of f in one read transaction; where names f
-// in errors.
+// viewFile runs fn on a view of f (named where) in one read transaction.
 func viewFile(f *file, where string, fn func(v *rawdb.View) error) (err error) {
 	var tx *bbolt.Tx
 	if err := guard(func() (err error) {
@@ -130,37 +126,15 @@ func viewFile(f *file, where string, fn func(v *rawdb.View) error) (err error) {
 	return fn(&rawdb.View{Tx: rawTx{tx}, Backend: Scheme, Where: where, Guard: guard, Wrap: withHint})
 }
 
-// Stores implements store.RawDriver: a store this build cannot read fails
-// the call (ListStores names it beside the others).
-func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return rawdb.Reader(readView).Stores(ctx, u)
-}
-
-// ListStores implements store.RawDriver: one read transaction.
-func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
-	return rawdb.Reader(readView).ListStores(ctx, u)
-}
-
-// Export implements store.RawDriver: one read transaction.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	return rawdb.Reader(readView).Export(ctx, u, name, fn)
-}
-
-// IndexEntries calls fn with every index entry (index name, indexed value,
-// object key) of the store name in the database at u, in one read
-// transaction, as a bounded-mode open would serve them: what the snapshot
-// tool's verify compares with the objects' index values. Its signature is
-// snapshot.IndexEntries. A store that keeps no entries on disk (one last
-// written in the default mode, see layout.go) yields those of its key
-// records' index values, from which its in-memory index is built.
+// IndexEntries calls fn with every index entry (index name, value, object
+// key) of the store name in the database at u, in one read transaction (see
+// rawdb.Tx.IndexEntries). Its signature is snapshot.IndexEntries.
 func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
 	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
 }
 
 // Export implements store.Exporter for an open bounded store: one read
-// transaction, so the records and the resume point agree while the informer
-// writes. (A default-mode store is an indexer.Base, which has no Export; its
-// process exports it through Raw, which shares the process's open file.)
+// transaction, so the records and the resume point agree.
 func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
 	if err := s.CheckOpen("export"); err != nil {
 		return store.Info{}, err
@@ -175,9 +149,8 @@ func (s *bounded) Export(ctx context.Context, fn func(store.Record) error) (info
 // rawTx is a read transaction as rawdb reads it. Its callers guard it.
 type rawTx struct{ tx *bbolt.Tx }
 
-// EachStore implements rawdb.Tx, in name (bucket) order. A store whose
-// buckets are incomplete is ErrCorrupt; damage above the stores fails the
-// call.
+// EachStore implements rawdb.Tx, in name order. A store with incomplete
+// buckets is ErrCorrupt; damage above the stores fails the call.
 func (t rawTx) EachStore(ctx context.Context, fn func(name string, info store.Info, err error) error) error {
 	root, err := rootBucket(t.tx)
 	if err != nil || root == nil {
@@ -202,30 +175,18 @@ func (t rawTx) Export(ctx context.Context, name string, fn func(store.Record) er
 	if err != nil {
 		return store.Info{}, err
 	}
-	n := len(info.Indexes)
-	c := b.keys.Cursor()
-	for k, rec := c.First(); k != nil; k, rec = c.Next() {
+	err = eachKeyRecord(b, len(info.Indexes), func(key string, seq uint64, vals [][]string) error {
 		if err := ctx.Err(); err != nil {
-			return store.Info{}, err
-		}
-		rec, err := b.open("key record", k, rec)
-		if err != nil {
-			return store.Info{}, err
-		}
-		seq, key, vals, err := decodeKeyRecord(rec, n)
-		if err != nil {
-			return store.Info{}, fmt.Errorf("object %q: %w", shorten(string(k)), err)
-		}
-		if key == "" {
-			key = string(k)
+			return err
 		}
 		data, err := objectOf(b, key, seq)
 		if err != nil {
-			return store.Info{}, err
+			return err
 		}
-		if err := fn(store.Record{Key: key, Data: data, Values: vals}); err != nil {
-			return store.Info{}, err
-		}
+		return fn(store.Record{Key: key, Data: data, Values: vals})
+	})
+	if err != nil {
+		return store.Info{}, err
 	}
 	return info, nil
 }
@@ -244,39 +205,21 @@ func (t rawTx) IndexEntries(ctx context.Context, name string, fn func(index, val
 			return rawdb.ImpliedEntries(info.Indexes, key, vals, fn)
 		})
 	}
+	indexes := func() ([]string, error) { return info.Indexes, nil }
 	return b.index.ForEachBucket(func(idx []byte) error {
-		pos := slices.Index(info.Indexes, string(idx))
-		c := b.index.Bucket(idx).Cursor()
-		for k, kv := c.First(); k != nil; k, kv = c.Next() {
+		return eachEntry(b, b.index.Bucket(idx), string(idx), indexes, false, func(value, key string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			vf, _, err := splitIndexEntry(k)
-			if err != nil {
-				return err
-			}
-			if kv, err = b.open("index entry", k, kv); err != nil {
-				return err
-			}
-			key, value := string(kv), string(vf)
-			if isDigest(vf) {
-				if value, err = longValue(b, key, pos, len(info.Indexes), vf); err != nil {
-					return err
-				}
-			}
-			if err := fn(string(idx), value, key); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(string(idx), value, key)
+		})
 	})
 }
 
 // corruptHint is what every ErrCorrupt of this backend advises.
 const corruptHint = "(delete the file to start over; informers relist)"
 
-// hinted is an error that ends in corruptHint. Wrapped further, it still
-// tells withHint not to give the hint again.
+// hinted is an error that ends in corruptHint, even wrapped further.
 type hinted struct{ err error }
 
 func (h hinted) Error() string { return h.err.Error() + " " + corruptHint }
@@ -313,12 +256,11 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 		// The same buckets, with every index entry, unframed.
 		b.entries = true
 	case formatUnsealed, FormatVersion:
-		// Read as they are: getMeta checked that a store of a version
-		// with frames has them.
+		// getMeta checked that a version with frames has them.
 	default:
 		return store.Info{}, nil, fmt.Errorf("store %q: format version %d, this build reads %d %s: %w", name, m.FormatVersion, FormatVersion, corruptHint, store.ErrIncompatible)
 	}
-	if err := b.complete(name); err != nil {
+	if err := b.complete(); err != nil {
 		return store.Info{}, nil, err
 	}
 	rv, err := getRV(b)
@@ -328,10 +270,8 @@ func rawInfo(tx *bbolt.Tx, name string) (store.Info, *buckets, error) {
 	return m.Info(Scheme, name, rv), b, nil
 }
 
-// Import implements store.RawDriver. The store is built under bucketImport
-// in transactions of bounded size, then moved over the old one in one
-// final transaction that also records the resume point: a failure or a
-// crash before it leaves the old store untouched.
+// Import implements store.RawDriver: the store is built under bucketImport,
+// then moved over the old one; a failure or crash before leaves it as is.
 func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	name := info.Name
 	fail := func(err error) error {
@@ -351,10 +291,8 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 			err = importDB(ctx, f, []byte(name), recs)
 		}
 		if err != nil {
-			// Drop what was staged; a failure here only leaves garbage
-			// for the next import. With nothing staged, the transaction
-			// rolls back: a commit, even of nothing, writes a meta page,
-			// and a refused import leaves the file as it was.
+			// Drop what was staged, if anything: else roll back, as even
+			// an empty commit writes a meta page.
 			_ = guard(func() error {
 				return f.update(func(tx *bbolt.Tx) error {
 					if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
@@ -370,8 +308,7 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 }
 
 // reserve takes name in f for a raw write (Import, Drop), so that no store
-// opens on it meanwhile; it returns false if a store of this process has it
-// open. release gives it back.
+// opens on it meanwhile; false if a store of this process has it open.
 func (f *file) reserve(name string) (release func(), ok bool) {
 	filesMu.Lock()
 	defer filesMu.Unlock()
@@ -386,17 +323,9 @@ func (f *file) reserve(name string) (release func(), ok bool) {
 	}, true
 }
 
-// Drop implements store.RawDriver. A store is one bucket under the stores
-// bucket (objects, key records, index entries, metadata and resume point,
-// see layout.go), so the store goes in one bbolt transaction: a crash
-// leaves it whole or gone. What an Import of the name staged and did not
-// finish goes with it. The other stores of the file are untouched, and may
-// stay open in this process meanwhile; only the store itself must be
-// closed (store.ErrInUse).
-//
-// bbolt puts the freed pages on its freelist, where later writes reuse
-// them: the file does not shrink. Compact (`snapshot compact`) gives the
-// space back to the file system.
+// Drop implements store.RawDriver: the store's bucket, and what an Import
+// of the name staged, go in one transaction, whole or not at all. Only the
+// store must be closed (store.ErrInUse). The file does not shrink.
 func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	fail := func(err error) error {
 		return withHint(fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err))
@@ -408,10 +337,8 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	if err != nil {
 		return err
 	}
-	// withFile opens for writing, which would create a missing file, and
-	// write bbolt's first pages into an empty one (what a crash while
-	// bbolt created the file leaves): neither holds a store, and a drop
-	// has nothing to create.
+	// withFile opens for writing, which would create a missing file, or
+	// initialise an empty one: neither holds a store to drop.
 	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
 	} else if err == nil && fi.Size() == 0 {
@@ -426,8 +353,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		// An error rolls the transaction back: a refused drop (a missing
-		// name, a damaged file) leaves the file as it was.
+		// A refused drop rolls back, leaving the file as it was.
 		err := guard(func() error {
 			return f.update(func(tx *bbolt.Tx) error {
 				root, err := rootBucket(tx)
@@ -442,10 +368,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 				if err := root.DeleteBucket([]byte(name)); err != nil {
 					return err
 				}
-				if ib := tx.Bucket(bucketImport); ib != nil && ib.Bucket([]byte(name)) != nil {
-					return ib.DeleteBucket([]byte(name))
-				}
-				return nil
+				return dropBucket(tx.Bucket(bucketImport), []byte(name))
 			})
 		})
 		if err != nil {
@@ -455,14 +378,12 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	})
 }
 
-// importDB stages the store name in f with the records of recs, then moves
-// it under the stores bucket.
+// importDB stages the store name in f with recs, then moves it in place.
 func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) error {
 	err := guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
-			// A file that lost its stores bucket is refused before
-			// anything is staged: the final move would create a new one
-			// and bury the old stores.
+			// A file that lost its stores bucket is refused: the final
+			// move would bury the old stores under a new one.
 			if _, err := rootBucket(tx); err != nil {
 				return err
 			}
@@ -470,12 +391,10 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 			if err != nil {
 				return err
 			}
-			if ib.Bucket(name) != nil {
-				if err := ib.DeleteBucket(name); err != nil {
-					return err
-				}
+			if err := dropBucket(ib, name); err != nil {
+				return err
 			}
-			_, err = createStoreIn(ib, name, recs.Meta)
+			_, err = createStore(ib, name, recs.Meta)
 			return err
 		})
 	})
@@ -500,27 +419,25 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 		slices.SortFunc(pending, func(a, b store.Record) int { return bytes.Compare(boltKey(a.Key), boltKey(b.Key)) })
 		err := guard(func() error {
 			return f.update(func(tx *bbolt.Tx) error {
-				ib := tx.Bucket(bucketImport)
-				if ib == nil {
-					return fmt.Errorf("staging bucket vanished: %w", store.ErrCorrupt)
-				}
-				b, err := bucketsIn(ib, name)
+				b, err := storeIn(tx.Bucket(bucketImport), name)
 				if err != nil {
 					return err
 				}
-				// Full pages: objects are numbered in arrival
-				// order, so they are appended; a snapshot of a bolt
-				// store comes sorted by key, the bulk load bbolt
-				// packs best, and each batch is sorted. Keys out of
-				// order split full pages in two, no worse than the
-				// default fill.
+				// Full pages: objects are appended, keys sorted per
+				// batch (a bolt snapshot's all are); keys out of order
+				// split full pages, no worse than the default fill.
 				b.objects.FillPercent, b.keys.FillPercent = 1.0, 1.0
 				seq, err := nextSeq(b)
 				if err != nil {
 					return err
 				}
+				// rawdb.Records checked them; no index entries.
 				for _, rec := range pending {
-					if err := putRecord(b, recs.Meta.Indexes, rec, seq); err != nil {
+					k := boltKey(rec.Key)
+					if b.keys.Get(k) != nil {
+						return rawdb.Twice(rec.Key)
+					}
+					if err := putNew(b, k, seq, rec.Key, rec.Data, rec.Values); err != nil {
 						return err
 					}
 					seq++
@@ -539,9 +456,8 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 		}
 		pending = pending[:0]
 	}
-	// The switch runs in a transaction of its own: bbolt's MoveBucket
-	// moves a bucket as last committed, so changes made to it in the same
-	// transaction would be lost (v1.5.0).
+	// A transaction of its own: bbolt's MoveBucket moves a bucket as last
+	// committed, losing changes of the same transaction (v1.5.0).
 	return guard(func() error {
 		return f.update(func(tx *bbolt.Tx) error {
 			ib := tx.Bucket(bucketImport)
@@ -552,92 +468,35 @@ func importDB(ctx context.Context, f *file, name []byte, recs *rawdb.Records) er
 			if err != nil {
 				return err
 			}
-			if root.Bucket(name) != nil {
-				if err := root.DeleteBucket(name); err != nil {
-					return err
-				}
+			if err := dropBucket(root, name); err != nil {
+				return err
 			}
 			return tx.MoveBucket(name, ib, root)
 		})
 	})
 }
 
-// bucketsIn returns the buckets of the store name under parent.
-func bucketsIn(parent *bbolt.Bucket, name []byte) (*buckets, error) {
-	b, err := lookupStore(parent, name)
-	if err != nil {
-		return nil, err
-	}
-	if b == nil {
-		return nil, fmt.Errorf("staged store %q vanished: %w", name, store.ErrCorrupt)
-	}
-	return b, b.complete(string(name))
-}
-
-// putRecord writes one imported record (rawdb.Records checked it), numbered
-// seq: object, key record and, if b keeps them, index entries (an imported
-// store keeps none until a bounded-mode open builds them).
-func putRecord(b *buckets, names []string, rec store.Record, seq uint64) error {
-	k := boltKey(rec.Key)
-	if b.keys.Get(k) != nil {
-		return rawdb.Twice(rec.Key)
-	}
-	sk := seqKey(seq)
-	if err := b.objects.Put(sk, seal(sk, rec.Data)); err != nil {
-		return fmt.Errorf("put %s: %w", rec.Key, err)
-	}
-	if err := b.keys.Put(k, seal(k, encodeKeyRecord(seq, rec.Key, rec.Values))); err != nil {
-		return fmt.Errorf("put %s: %w", rec.Key, err)
-	}
-	for i, vs := range rec.Values {
-		if len(vs) == 0 || !b.entries {
-			continue
-		}
-		ib, err := indexBucketOf(b, names[i])
-		if err != nil {
-			return err
-		}
-		for _, v := range vs {
-			ek := indexEntryKey(v, seq)
-			if err := ib.Put(ek, seal(ek, []byte(rec.Key))); err != nil {
-				return fmt.Errorf("index %q value %q: %w", names[i], v, err)
-			}
-		}
-	}
-	return nil
-}
-
 // compactTxSize bounds the bytes Compact copies per transaction.
 const compactTxSize = 64 << 20
 
-// Compact rewrites the bbolt file at path without its free pages, the way
-// `bbolt compact` does, and replaces the file atomically: the copy is
-// written to path+".compact.part" (created anew, never through an existing
-// file or link), given the original's owner and mode, fsynced and renamed
-// over path while the original is still locked, then the directory is
-// fsynced. Like every other operation it refuses a path other users could
-// tamper with (driver.CheckPath); run by root, it checks the path as the
-// file owner's, whose file it keeps. It refuses a file open in this process
-// (store.ErrInUse) or locked by another one (store.ErrLocked, after
-// lockTimeout), and a copy it cannot give the original's owner (a caller
-// other than root, for a file of a group the caller is not in). It returns
-// the sizes before and after.
-//
-// A process that opens the file meanwhile waits for the lock, and then
-// opens the compacted copy: an open checks, once it has the lock, that the
-// path still names the file it locked, and opens the path again if not.
+// Compact rewrites the bbolt file at path without its free pages, as
+// `bbolt compact` does, and replaces it atomically: the copy, created anew
+// at path+".compact.part", given the original's owner and mode and
+// fsynced, is renamed over path while the original is locked, and the
+// directory fsynced. It
+// refuses a path other users could tamper with (driver.CheckPath; run by
+// root, as the file owner's), a file open in this process (store.ErrInUse)
+// or locked by another (store.ErrLocked, after lockTimeout). It returns the
+// sizes before and after. An open meanwhile waits, then opens the copy.
 func Compact(ctx context.Context, path string, lockTimeout time.Duration) (before, after int64, err error) {
 	fail := func(err error) (int64, int64, error) {
 		return 0, 0, fmt.Errorf("store: compact %s: %w", path, err)
 	}
-	if !filepath.IsAbs(path) {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return fail(err)
-		}
-		path = abs
+	abs, err := filepath.Abs(path) // cleaned
+	if err != nil {
+		return fail(err)
 	}
-	path = filepath.Clean(path)
+	path = abs
 	fi, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -648,8 +507,7 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	uid, _, owned := fileOwner(fi)
 	check := driver.CheckPath
 	if owned && os.Geteuid() == 0 && uid != 0 {
-		// root (sudo snapshot compact) acts for the owner, whose file the
-		// copy stays: the path must be safe for that user.
+		// root acts for the owner: the path must be safe for that user.
 		check = func(path string, dir bool) error { return driver.CheckPathFor(path, dir, uid) }
 	}
 	if err := check(path, false); err != nil {
@@ -669,20 +527,18 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	if err != nil {
 		var le *lockedError
 		if errors.As(err, &le) {
-			// The open's advice (lock_timeout=) is for URLs; compact
-			// takes no URL parameters.
+			// The open's advice (lock_timeout=) is for URLs.
 			return fail(fmt.Errorf("another process holds the file (waited %v; wait longer with the command's --lock-timeout flag, or Compact's lockTimeout): %w", le.waited, store.ErrLocked))
 		}
 		return fail(err)
 	}
 	defer src.Close()
 	// The checks were of the file found then: refuse one put in its place
-	// before the open (openDB made sure the path names the file it locked).
+	// before the open locked it.
 	if now, err := os.Lstat(path); err != nil || !os.SameFile(fi, now) {
 		return fail(fmt.Errorf("the file was replaced while compact opened it; run compact again: %w", store.ErrLocked))
 	}
-	// bbolt.Compact copies whatever it finds; a file that lost its stores
-	// bucket is refused, not rewritten, like every other operation.
+	// A file that lost its stores bucket is refused, not copied.
 	err = guard(func() error {
 		return src.View(func(tx *bbolt.Tx) error {
 			_, err := rootBucket(tx)
@@ -693,9 +549,8 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 		return fail(withHint(err))
 	}
 	part := path + ".compact.part"
-	// What a crashed compact left; no other compact of this file runs,
-	// as this one holds its lock. O_EXCL below refuses whatever another
-	// user puts at the name meanwhile (possible in a sticky directory).
+	// What a crashed compact left (this one holds the lock); O_EXCL below
+	// refuses what another user puts there meanwhile (a sticky directory).
 	if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fail(fmt.Errorf("remove the copy of an earlier compact: %w", err))
 	}
@@ -752,11 +607,9 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 	return fi.Size(), pi.Size(), nil
 }
 
-// keepOwner gives f, the compacted copy of the file of orig, that file's
-// mode and owner, before it replaces the file: a copy made by root that
-// belonged to root would lock the file's owner (the controller) out of its
-// own database. It fails, before anything is replaced, when the caller may
-// not give the copy that owner.
+// keepOwner gives f, the compacted copy of orig, orig's mode and owner (a
+// copy root made would lock the controller out), or fails, before anything
+// is replaced.
 func keepOwner(f *os.File, orig fs.FileInfo) error {
 	// bbolt created it with the mode less the umask.
 	if err := f.Chmod(orig.Mode().Perm()); err != nil {
