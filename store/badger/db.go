@@ -67,9 +67,8 @@ func defaultDBConfig() dbConfig {
 // tests replace it to run out of space on demand.
 var freeSpace = diskusage.Free
 
-// spaceCheckBytes is how much a write through a write batch (a Replace,
-// an AddIndexers, an Import: any size) writes between two checks of the
-// free space.
+// spaceCheckBytes is how much a write batch (a Replace, an AddIndexers, an
+// Import: any size) writes between two checks of the free space.
 const spaceCheckBytes = 4 << 20
 
 // checkSpace fails with an error wrapping syscall.ENOSPC if writing need
@@ -104,31 +103,6 @@ func checkFree(dir string, minFree, need int64) error {
 
 // mib formats n bytes in MiB.
 func mib(n int64) string { return fmt.Sprintf("%.1fMi", float64(n)/(1<<20)) }
-
-// spaceChecked is a writer that checks the free space before its first
-// write and again every spaceCheckBytes it writes.
-type spaceChecked struct {
-	writer
-	sh      *sharedDB
-	pending int64 // bytes written since the last check, or -1 before the first
-}
-
-func newSpaceChecked(w writer, sh *sharedDB) *spaceChecked {
-	return &spaceChecked{writer: w, sh: sh, pending: -1}
-}
-
-func (w *spaceChecked) Set(k, v []byte) error {
-	if w.pending < 0 || w.pending >= spaceCheckBytes {
-		// Twice the bytes to come: a value goes to the value log and
-		// its pointer to the write-ahead log and, later, a table.
-		if err := w.sh.checkSpace(2 * spaceCheckBytes); err != nil {
-			return err
-		}
-		w.pending = 0
-	}
-	w.pending += int64(len(k) + len(v))
-	return w.writer.Set(k, v)
-}
 
 // sharedDB is one open badger database, shared by the stores opened on its
 // directory in this process.
@@ -395,7 +369,7 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 		err = errors.Join(err, cerr)
 	}
 	if errors.Is(err, errDamaged) {
-		return nil, nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
+		err = corruptDB(err)
 	}
 	return nil, nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 }
@@ -428,32 +402,45 @@ func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.
 	if err := checkFree(dir, cfg.minFree, 0); err != nil {
 		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
-	deadline := time.Now().Add(lockTimeout)
-	delay := 10 * time.Millisecond
-	for {
+	var db *badger.DB
+	err = retryLocked(ctx, lockTimeout, func() (err error) {
 		// A directory that was empty may have been filled meanwhile by
 		// the process whose lock made the last attempt fail (and that
 		// process may have been killed): check it then too.
-		db, err := checkAndOpen(dir, cfg, existed || dirHasFiles(dir), fault)
-		if err == nil {
-			chmodFiles(dir)
-			return db, nil
+		db, err = checkAndOpen(dir, cfg, existed || dirHasFiles(dir), fault)
+		if err != nil && !isLockError(err) && (errors.Is(err, errDamaged) || existed && !errors.Is(err, fs.ErrPermission)) {
+			err = corruptDB(err)
 		}
-		if errors.Is(err, errDamaged) {
-			return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	}
+	chmodFiles(dir)
+	return db, nil
+}
+
+// corruptDB is the error of a database that cannot be read (err).
+func corruptDB(err error) error {
+	return fmt.Errorf("cannot read the database (delete the directory to start over; informers relist): %w: %w", store.ErrCorrupt, err)
+}
+
+// retryLocked calls try until it fails with something else than a
+// directory-lock error (isLockError), or timeout passes or ctx ends.
+func retryLocked(ctx context.Context, timeout time.Duration, try func() error) error {
+	deadline := time.Now().Add(timeout)
+	delay := 10 * time.Millisecond
+	for {
+		err := try()
 		if !isLockError(err) {
-			if existed && !errors.Is(err, fs.ErrPermission) {
-				return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
-			}
-			return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+			return err
 		}
 		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("store: open badger://%s: %w (waited %v; %s)", dir, store.ErrLocked, lockTimeout, driver.LockTimeoutHint)
+			return fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, driver.LockTimeoutHint)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("store: open badger://%s: waiting for the directory lock: %w", dir, ctx.Err())
+			return fmt.Errorf("waiting for the directory lock: %w", ctx.Err())
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 200*time.Millisecond)
@@ -927,10 +914,11 @@ type batch struct {
 	// stopWriteback ends the writeback of badger's logs (startWriteback)
 	// that runs while the batch commits, at Flush or Cancel.
 	stopWriteback func()
+	pending       int64 // bytes Set since the last check of the free space, or -1 before the first
 }
 
 func (sh *sharedDB) newBatch() *batch {
-	return &batch{wb: sh.db.NewWriteBatch(), sh: sh, stopWriteback: sh.startWriteback()}
+	return &batch{wb: sh.db.NewWriteBatch(), sh: sh, stopWriteback: sh.startWriteback(), pending: -1}
 }
 
 func (b *batch) Set(k, v []byte) error {
@@ -944,6 +932,15 @@ func (b *batch) Set(k, v []byte) error {
 		// value a batch writes.
 		return fmt.Errorf("a value of %d bytes is larger than badger's largest, a value-log file (%d bytes): %w", n, b.sh.cfg.valueLogFileSize, store.ErrInvalid)
 	}
+	if b.pending < 0 || b.pending >= spaceCheckBytes {
+		// Twice the bytes to come: a value goes to the value log and
+		// its pointer to the write-ahead log and, later, a table.
+		if err := b.sh.checkSpace(2 * spaceCheckBytes); err != nil {
+			return err
+		}
+		b.pending = 0
+	}
+	b.pending += int64(len(k) + len(v))
 	return b.sh.writeFailed(b.wb.Set(k, v))
 }
 
@@ -984,16 +981,12 @@ var testHookFlushed func(sh *sharedDB) error
 // write goroutine would before releasing the commit.
 var testHookCommitted func(sh *sharedDB) error
 
-func (l klogAdapter) Warningf(f string, args ...interface{}) {
-	klog.Background().V(4).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
-}
+func (l klogAdapter) Warningf(f string, args ...interface{}) { l.log(4, f, args) }
+func (l klogAdapter) Infof(f string, args ...interface{})    { l.log(4, f, args) }
+func (l klogAdapter) Debugf(f string, args ...interface{})   { l.log(5, f, args) }
 
-func (l klogAdapter) Infof(f string, args ...interface{}) {
-	klog.Background().V(4).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
-}
-
-func (l klogAdapter) Debugf(f string, args ...interface{}) {
-	klog.Background().V(5).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+func (l klogAdapter) log(v int, f string, args []interface{}) {
+	klog.Background().V(v).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
 }
 
 // diskSize returns the bytes the files of the database directory take on

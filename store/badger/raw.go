@@ -247,29 +247,18 @@ func (t rawTxn) Export(ctx context.Context, name string, fn func(store.Record) e
 		return info, err
 	}
 	k := newKeys(name, m.Generation)
-	n := len(m.Indexes)
 	err = eachUnder(ctx, t.txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
-		return value(item, func(v []byte) error {
-			key, data, err := parseObj(suffix, v)
-			if err != nil {
-				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+		key, data, err := objectRecord(item, suffix)
+		if err != nil {
+			return err
+		}
+		var vals [][]string
+		if n := len(m.Indexes); n > 0 {
+			if vals, err = readValues(t.txn, k, key, n); err != nil {
+				return err
 			}
-			var vals [][]string
-			if n > 0 {
-				vi, err := t.txn.Get(k.vals(key))
-				if err != nil {
-					return fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
-				}
-				err = value(vi, func(b []byte) error {
-					vals, err = decodeValues(b, n)
-					return err
-				})
-				if err != nil {
-					return fmt.Errorf("object %q: %w: %w", key, store.ErrCorrupt, err)
-				}
-			}
-			return fn(store.Record{Key: key, Data: data, Values: vals})
-		})
+		}
+		return fn(store.Record{Key: key, Data: data, Values: vals})
 	})
 	if err != nil {
 		return store.Info{}, err
@@ -519,24 +508,4 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		return fmt.Errorf("delete the meta record (the store is dropped; a later Drop of the name deletes it): %w", err)
 	}
 	return nil
-}
-
-// eachStoredEntry calls fn with every index entry (index name, value,
-// object key) stored under k's generation, read in txn.
-func eachStoredEntry(ctx context.Context, txn *badger.Txn, k keys, fn func(index, value, key string) error) error {
-	return eachUnder(ctx, txn, k.entriesPrefix(), func(item *badger.Item, suffix []byte) error {
-		index, rest, err := readLP(suffix)
-		if err != nil {
-			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
-		}
-		v, err := valueCopy(item)
-		if err != nil {
-			return err
-		}
-		value, key, err := parseEntry(rest, v)
-		if err != nil {
-			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
-		}
-		return fn(index, value, key)
-	})
 }

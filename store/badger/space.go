@@ -14,7 +14,6 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
-	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // space is one named store's part of a shared database: it knows the key
@@ -165,18 +164,6 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 		}
 	}
 	return s, reopen, nil
-}
-
-// emptyForKeys empties the store, as a scope change does (see empty), because
-// its key function no longer computes the keys its objects are stored under
-// (why, from indexer.KeyCheck): the informer relists. entries is what the
-// opening mode wants of metaRecord.Entries.
-func (s *space) emptyForKeys(entries bool, why string) error {
-	indexer.LogKeyReset(s.name, s.where(), why)
-	if err := s.empty(entries); err != nil {
-		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", s.name, s.where(), why, err)
-	}
-	return nil
 }
 
 // empty drops the store's objects, index entries and resume point
@@ -440,9 +427,8 @@ func (s *space) buildEntries(ctx context.Context) error {
 	if err := entriesStep("build: cleared"); err != nil {
 		return err
 	}
-	wb := s.sh.newBatch()
-	defer wb.Cancel()
-	w := newSpaceChecked(wb, s.sh)
+	w := s.sh.newBatch()
+	defer w.Cancel()
 	n := 0
 	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
 		return eachImpliedEntry(ctx, txn, k, names, func(index, value, key string) error {
@@ -452,7 +438,7 @@ func (s *space) buildEntries(ctx context.Context) error {
 		})
 	})
 	if err == nil {
-		err = wb.Flush()
+		err = w.Flush()
 	}
 	if err != nil {
 		return err
@@ -473,53 +459,6 @@ func (s *space) buildEntries(ctx context.Context) error {
 	}
 	klog.Background().V(2).Info("Built the index entries from the value records for the bounded mode", "store", s.name, "dir", s.sh.dir, "entries", n)
 	return nil
-}
-
-// eachImpliedEntry calls fn with every index entry (index name, value,
-// object key) the value records of k's generation imply, for the indexes
-// names, read in txn: the entries a store keeps when it keeps them.
-func eachImpliedEntry(ctx context.Context, txn *badger.Txn, k keys, names []string, fn func(index, value, key string) error) error {
-	return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
-		return rawdb.ImpliedEntries(names, key, vals, fn)
-	})
-}
-
-// eachValues calls fn with the object key and the index values (aligned
-// with the n index names) of every value record of k's generation, read in
-// txn. A record whose object key is hashed takes the key from the object's
-// record.
-func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key string, vals [][]string) error) error {
-	if n == 0 {
-		return nil
-	}
-	return eachUnder(ctx, txn, k.valsPrefix(), func(item *badger.Item, suffix []byte) error {
-		key, hashed, rest, err := readComp(suffix)
-		if err != nil || len(rest) != 0 {
-			return fmt.Errorf("value record %q: %w: %w", suffix, store.ErrCorrupt, errBadRecord)
-		}
-		if hashed {
-			oi, err := txn.Get(append(k.objPrefix(), suffix...))
-			if err != nil {
-				return fmt.Errorf("object of value record %q: %w: %w", suffix, store.ErrCorrupt, err)
-			}
-			err = value(oi, func(v []byte) error {
-				key, _, err = parseObj(suffix, v)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("object of value record %q: %w: %w", suffix, store.ErrCorrupt, err)
-			}
-		}
-		var vals [][]string
-		err = value(item, func(b []byte) error {
-			vals, err = decodeValues(b, n)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("object %q: %w: %w", key, store.ErrCorrupt, err)
-		}
-		return fn(key, vals)
-	})
 }
 
 // Persist writes changes, and the resume point rv unless it is empty (see
@@ -620,8 +559,7 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 	gen := s.allocGen()
 	k, _, _ := s.snapshot()
 	nk := k.withGen(gen)
-	wb := s.sh.newBatch()
-	w := newSpaceChecked(wb, s.sh)
+	w := s.sh.newBatch()
 	err := func() error {
 		if copyObjs {
 			prefix := k.gen
@@ -635,10 +573,10 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 		if err := fill(w, nk); err != nil {
 			return err
 		}
-		return wb.Flush()
+		return w.Flush()
 	}()
 	if err != nil {
-		wb.Cancel()
+		w.Cancel()
 		if s.sh.syncFault.failed() == nil {
 			// After a fault the deletion would be refused: the next
 			// open deletes gen, which is not current.
@@ -714,56 +652,41 @@ func writeChange(w writer, k keys, names []string, entries bool, c *indexer.Chan
 	if c.Existed {
 		old = c.OldValues
 	}
-	switch c.Type {
-	case store.OpPut:
+	if c.Type == store.OpPut {
 		if err := setSealed(w, k.obj(c.Key), objValue(c.Key, c.Data)); err != nil {
 			return err
 		}
 		return writeIndexes(w, k, names, entries, c.Key, old, c.Values)
-	case store.OpDelete:
-		if !c.Existed {
-			return nil
-		}
-		if err := w.Delete(k.obj(c.Key)); err != nil {
-			return err
-		}
-		if len(names) > 0 {
-			if err := w.Delete(k.vals(c.Key)); err != nil {
-				return err
-			}
-		}
-		if !entries {
-			return nil
-		}
-		for i, name := range names {
-			for _, v := range old[i] {
-				ek, _ := k.entry(name, v, c.Key)
-				if err := w.Delete(ek); err != nil {
-					return err
-				}
-			}
-		}
 	}
-	return nil
+	if !c.Existed {
+		return nil
+	}
+	if err := w.Delete(k.obj(c.Key)); err != nil {
+		return err
+	}
+	return writeIndexes(w, k, names, entries, c.Key, old, nil)
 }
 
-// writeIndexes stores key's value record and, if entries, moves its index
-// entries from old (nil for a new object) to vals.
+// writeIndexes stores key's value record, or deletes it if vals is nil (the
+// object is deleted), and, if entries, moves its index entries from old
+// (nil for a new object) to vals.
 func writeIndexes(w writer, k keys, names []string, entries bool, key string, old, vals [][]string) error {
 	if len(names) == 0 {
 		return nil
 	}
 	if old != nil && slices.EqualFunc(old, vals, slices.Equal[[]string]) {
-		// Most updates (status changes) keep their index values: their
-		// record and entries stand, and each write saved is one less
-		// entry in badger's value log and memtable.
+		// Most updates (status changes) keep their index values: each
+		// write saved is one less entry in badger's logs.
 		return nil
 	}
-	if err := setSealed(w, k.vals(key), encodeValues(vals)); err != nil {
+	var err error
+	if vals == nil {
+		err = w.Delete(k.vals(key))
+	} else {
+		err = setSealed(w, k.vals(key), encodeValues(vals))
+	}
+	if err != nil || !entries {
 		return err
-	}
-	if !entries {
-		return nil
 	}
 	for i, name := range names {
 		var o, n []string

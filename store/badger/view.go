@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
@@ -56,7 +55,11 @@ func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, rel
 	if open {
 		return u, func() error { return nil }, nil
 	}
-	unlock, err := lockDirWait(ctx, dir, o.LockTimeout)
+	var unlock func()
+	err = retryLocked(ctx, o.LockTimeout, func() (err error) {
+		unlock, err = lockDir(dir)
+		return err
+	})
 	if err != nil {
 		return nil, nil, fail(err)
 	}
@@ -73,28 +76,6 @@ func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, rel
 	v := *u
 	v.Path = copyDir
 	return &v, release, nil
-}
-
-// lockDirWait takes badger's directory lock (lockDir), retrying while
-// another process holds it, until timeout or ctx ends.
-func lockDirWait(ctx context.Context, dir string, timeout time.Duration) (unlock func(), err error) {
-	deadline := time.Now().Add(timeout)
-	delay := 10 * time.Millisecond
-	for {
-		unlock, err := lockDir(dir)
-		if err == nil || !isLockError(err) {
-			return unlock, err
-		}
-		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, driver.LockTimeoutHint)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the directory lock: %w", ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 200*time.Millisecond)
-	}
 }
 
 // copyDatabase copies the files of the database in dir (badger's and the
