@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
@@ -15,13 +16,11 @@ import (
 	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
-// engine is a store's storage, in either mode: the store's space, read in
-// badger read transactions of its current generation. entries says whether
-// the mode keeps index entries (the bounded mode reads them). The shared
-// store serializes its writes.
+// engine is a store's storage in either mode: its space, read in badger
+// transactions of its current generation. entries says the mode keeps
+// index entries (the bounded mode).
 type engine struct {
 	sp      *space
-	codec   store.Codec
 	entries bool
 }
 
@@ -42,7 +41,7 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 }
 
 // Commit implements shared.Engine: unless diffed, it reads the index values
-// the changes replace, then persists them (space.Persist).
+// the changes replace first.
 func (e *engine) Commit(ctx context.Context, cs []indexer.Change, diffed bool, _ *indexer.IndexSet, rv string, replace bool) error {
 	if !diffed {
 		if err := e.diff(cs, replace); err != nil {
@@ -52,9 +51,8 @@ func (e *engine) Commit(ctx context.Context, cs []indexer.Change, diffed bool, _
 	return e.sp.Persist(ctx, cs, rv, replace)
 }
 
-// diff sets what each change replaces: that of an earlier change of the
-// same batch, or else the stored state (nothing, with replace), as
-// indexer.Base does from its cache.
+// diff sets what each change replaces: an earlier change of the batch's, or
+// the stored state (nothing, with replace).
 func (e *engine) diff(cs []indexer.Change, replace bool) error {
 	type state struct {
 		exists bool
@@ -113,13 +111,10 @@ func itemValues(item *badger.Item, key string, n int) (vals [][]string, err erro
 	return vals, nil
 }
 
-// SetIndexes implements shared.Engine: the value records (and the index
-// entries, if the mode keeps them) are rewritten for set, in a new
-// generation.
+// SetIndexes implements shared.Engine, in a new generation.
 func (e *engine) SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
-	// As Open does: the store could not be opened again with the index
-	// set it would record.
-	if err := checkIndexNames(set.Indexers()); err != nil {
+	// As Open does, or the store could not be opened again.
+	if err := checkIndexNames(slices.Values(set.Names())); err != nil {
 		return err
 	}
 	return e.sp.reindex(ctx, set.Names(), values, e.entries)
@@ -137,9 +132,8 @@ func (e *engine) Empty(why string) error {
 // Close implements shared.Engine.
 func (e *engine) Close() error { return e.sp.Close() }
 
-// badgerTx implements shared.Tx over a read transaction of the store's
-// current generation, whose keys are k and whose value records are aligned
-// with names.
+// badgerTx implements shared.Tx over a read transaction of the generation
+// whose keys are k and whose value records are aligned with names.
 type badgerTx struct {
 	txn   *badger.Txn
 	k     keys
@@ -158,8 +152,8 @@ func (t *badgerTx) Object(key string, use func(data []byte) error) (bool, error)
 	return true, objectData(item, len(t.k.objPrefix()), use)
 }
 
-// objectData calls use with the encoded object item holds; prefixLen is the
-// length of the object prefix of its key.
+// objectData calls use with the encoding of the object item; prefixLen is
+// that of its key's object prefix.
 func objectData(item *badger.Item, prefixLen int, use func(data []byte) error) error {
 	return value(item, func(v []byte) error {
 		_, data, err := parseObj(item.Key()[prefixLen:], v)
@@ -275,23 +269,13 @@ func readEntry(item *badger.Item, prefixLen int) (value, key string, err error) 
 // iterator seeks past the value's other entries.
 func (t *badgerTx) Values(index string, fn func(value string) error) error {
 	prefix := t.k.indexPrefix(index)
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); {
-		v, _, err := readEntry(it.Item(), len(prefix))
-		if err != nil {
-			return err
+	return eachGroup(t.txn, prefix, func(item *badger.Item) ([]byte, error) {
+		v, _, err := readEntry(item, len(prefix))
+		if err == nil {
+			err = fn(v)
 		}
-		if err := fn(v); err != nil {
-			return err
-		}
-		end := prefixEnd(t.k.valuePrefix(index, v))
-		if end == nil {
-			break
-		}
-		it.Seek(end)
-	}
-	return nil
+		return t.k.valuePrefix(index, v), err
+	})
 }
 
 // Sample implements shared.Tx, in the order of the badger keys.
@@ -321,12 +305,10 @@ func (t *badgerTx) Sample(n int, fn func(r shared.Record) error) error {
 // errSampled ends Sample's iteration.
 var errSampled = errors.New("sampled")
 
-// allBatch is how many records All hands over at a time.
 const allBatch = 256
 
-// All implements shared.Tx: the value records first, then the objects, in
-// the order of their badger keys, each copied out of badger (its values are
-// valid only during a callback).
+// All implements shared.Tx: the value records first, then the objects,
+// copied out of badger.
 func (t *badgerTx) All(ctx context.Context, values bool, fn func(rs []shared.Record) error) error {
 	var vals map[string][][]string
 	if values && len(t.names) > 0 {
@@ -366,9 +348,8 @@ func (t *badgerTx) All(ctx context.Context, values bool, fn func(rs []shared.Rec
 	return err
 }
 
-// eachValues calls fn with the object key and the index values (aligned
-// with the n index names) of every value record of k's generation. A record
-// whose object key is hashed takes the key from the object's record.
+// eachValues calls fn with the object key and index values (of n indexes)
+// of every value record of k's generation.
 func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key string, vals [][]string) error) error {
 	if n == 0 {
 		return nil
@@ -396,8 +377,7 @@ func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key
 }
 
 // eachImpliedEntry calls fn with every index entry (index name, value,
-// object key) the value records of k's generation imply, for the indexes
-// names: the entries a store keeps when it keeps them.
+// object key) the value records of k's generation imply.
 func eachImpliedEntry(ctx context.Context, txn *badger.Txn, k keys, names []string, fn func(index, value, key string) error) error {
 	return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
 		return rawdb.ImpliedEntries(names, key, vals, fn)
