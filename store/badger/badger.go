@@ -31,10 +31,11 @@ func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, 
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return nil, fmt.Errorf("store: open %s: want badger:///absolute/directory (three slashes): %w", u.Redacted(), store.ErrInvalid)
+	dir, err := driver.AbsPath(u, wantURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
 	}
-	return open(ctx, u.Path, &opts, cfg)
+	return open(ctx, dir, &opts, cfg)
 }
 
 // Open opens the store named opts.Name in the badger database in directory

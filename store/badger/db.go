@@ -98,9 +98,8 @@ type sharedDB struct {
 	db  *badger.DB
 	cfg dbConfig
 
-	// names, refs and opening are guarded by registryMu.
-	names map[string]bool // store names open on db
-	refs  int
+	// names and opening are guarded by registryMu.
+	names map[string]bool // store names open on db; the database closes with the last
 	// opening is closed when badger.Open, run without registryMu, has
 	// returned; nil once the database is open.
 	opening chan struct{}
@@ -189,10 +188,9 @@ func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout ti
 				name, dir, cfg.durability, sh.cfg.durability, store.ErrInvalid)
 		}
 		sh.names[name] = true
-		sh.refs++
 		return sh, nil
 	}
-	sh := &sharedDB{dir: dir, cfg: cfg, names: map[string]bool{name: true}, refs: 1, opening: make(chan struct{})}
+	sh := &sharedDB{dir: dir, cfg: cfg, names: map[string]bool{name: true}, opening: make(chan struct{})}
 	registry[dir] = sh
 	registryMu.Unlock()
 
@@ -220,8 +218,7 @@ func (sh *sharedDB) release(name string) error {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	delete(sh.names, name)
-	sh.refs--
-	if sh.refs > 0 {
+	if len(sh.names) > 0 {
 		return nil
 	}
 	delete(registry, sh.dir)
@@ -411,7 +408,7 @@ var errDamaged = errors.New("damaged")
 // never reads files another process is writing; a busy directory fails with
 // a lock error, and the caller retries both steps (the lock is dropped
 // just before badger.Open takes it again).
-func checkAndOpen(dir string, cfg dbConfig, existed bool, fault *syncFault) (*badger.DB, error) {
+func checkAndOpen(dir string, cfg dbConfig, existed bool, fault *syncFault) (db *badger.DB, err error) {
 	if existed {
 		unlock, err := lockDir(dir)
 		if err != nil {
@@ -423,7 +420,13 @@ func checkAndOpen(dir string, cfg dbConfig, existed bool, fault *syncFault) (*ba
 			return nil, err
 		}
 	}
-	return tryOpen(dir, cfg, fault)
+	// badger panics on some damaged files.
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("badger panicked: %v", r)
+		}
+	}()
+	return badger.Open(badgerOptions(dir, cfg, fault))
 }
 
 // checkFiles prepares a directory for badger.Open after a crash, and
@@ -450,10 +453,7 @@ func checkFiles(dir string) error {
 			return fmt.Errorf("%w: table %s, listed in the MANIFEST: %w", errDamaged, path, err)
 		}
 	}
-	if err := removeEmptyLogs(dir); err != nil {
-		return err
-	}
-	return verifyValueLogHeaders(dir)
+	return checkLogs(dir)
 }
 
 // listedTables returns the ids of the tables the MANIFEST of dir lists, read
@@ -488,31 +488,55 @@ func listedTables(dir string) ([]uint64, error) {
 	return ids, nil
 }
 
-// removeEmptyLogs removes the 0-byte .mem and .vlog files of dir (see
-// checkFiles): badger sizes and fills every file it creates.
-func removeEmptyLogs(dir string) error {
+// checkLogs removes the 0-byte .mem and .vlog files of dir (see checkFiles;
+// badger sizes and fills every file it creates), and checks that the first
+// 8 bytes of every value-log file, its encryption key id, are zero (this
+// backend never encrypts): a damaged header makes badger.Open fail after
+// starting goroutines it does not stop (v4.9.6).
+func checkLogs(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	removed := false
 	for _, e := range ents {
-		name := e.Name()
-		if !e.Type().IsRegular() || (!strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog")) {
+		name, path := e.Name(), filepath.Join(dir, e.Name())
+		vlog := strings.HasSuffix(name, ".vlog")
+		if !e.Type().IsRegular() || !vlog && !strings.HasSuffix(name, ".mem") {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			return err
 		}
-		if fi.Size() != 0 {
+		if fi.Size() == 0 {
+			klog.Background().V(2).Info("Removing an empty badger log file left by a crash", "file", path)
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			removed = true
 			continue
 		}
-		klog.Background().V(2).Info("Removing an empty badger log file left by a crash", "file", filepath.Join(dir, name))
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+		if !vlog {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
 			return err
 		}
-		removed = true
+		var hdr [8]byte
+		_, err = io.ReadFull(f, hdr[:])
+		f.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// A crash leaves a new file empty or sized, never this short.
+			return fmt.Errorf("%w: value log %s: shorter than its header", errDamaged, path)
+		}
+		if err != nil {
+			return fmt.Errorf("value log %s: %w", path, err)
+		}
+		if hdr != [8]byte{} {
+			return fmt.Errorf("%w: value log %s: bad header (encryption key id %x)", errDamaged, path, hdr)
+		}
 	}
 	if removed {
 		return syncDir(dir)
@@ -530,37 +554,6 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
-}
-
-// verifyValueLogHeaders checks that the first 8 bytes of every value-log
-// file, its encryption key id, are zero (this backend never encrypts): a
-// damaged header makes badger.Open fail after starting goroutines it does
-// not stop (v4.9.6).
-func verifyValueLogHeaders(dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
-	if err != nil {
-		return err
-	}
-	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		var hdr [8]byte
-		_, err = io.ReadFull(f, hdr[:])
-		f.Close()
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			// A crash leaves a new file empty or sized, never this short.
-			return fmt.Errorf("%w: value log %s: shorter than its header", errDamaged, path)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("value log %s: %w", path, err)
-		}
-		if err == nil && hdr != [8]byte{} {
-			return fmt.Errorf("%w: value log %s: bad header (encryption key id %x)", errDamaged, path, hdr)
-		}
-	}
-	return nil
 }
 
 // verifyTable verifies the checksums of the table at path (keys and small
@@ -593,17 +586,6 @@ func verifyTable(path string) (err error) {
 	}
 	// Not t.DecrRef, which deletes the file; -1: no truncation.
 	return t.Close(-1)
-}
-
-// tryOpen calls badger.Open, turning a panic (on some damaged files) into an
-// error.
-func tryOpen(dir string, cfg dbConfig, fault *syncFault) (db *badger.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("badger panicked: %v", r)
-		}
-	}()
-	return badger.Open(badgerOptions(dir, cfg, fault))
 }
 
 // errDirLocked is lockDir's failure: another process holds the directory.
@@ -643,14 +625,8 @@ func checkNotForeign(dir string) (hasFiles bool, err error) {
 	if len(foreign) == 0 {
 		return len(ents) > 0, nil
 	}
-	const show = 3
-	more := ""
-	if len(foreign) > show {
-		more = fmt.Sprintf(" and %d more", len(foreign)-show)
-		foreign = foreign[:show]
-	}
-	return true, fmt.Errorf("directory is not empty and holds no badger database (no %s or %s; it holds %q%s): give an empty or new directory: %w",
-		badger.ManifestFilename, badger.KeyRegistryFileName, foreign, more, store.ErrInvalid)
+	return true, fmt.Errorf("directory is not empty and holds no badger database (no %s or %s; it holds %s): give an empty or new directory: %w",
+		badger.ManifestFilename, badger.KeyRegistryFileName, quoteFirst(foreign, 3), store.ErrInvalid)
 }
 
 // isBadgerFile reports whether name is one badger (v4) gives the files of a

@@ -30,7 +30,6 @@ func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView
 		return fmt.Errorf("store: view %s: no store of this process has the database open: %w", u.Redacted(), store.ErrClosed)
 	}
 	sh.names[name] = true
-	sh.refs++
 	registryMu.Unlock()
 	defer func() {
 		if rerr := sh.release(name); rerr != nil {

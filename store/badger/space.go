@@ -165,16 +165,16 @@ func (s *space) create(want driver.Meta, entries bool) error {
 	s.rec = metaRecord{Meta: want, Generation: gen, Entries: entries}
 	s.k = s.k.withGen(gen)
 	s.nextGen = gen + 1
-	if err := s.writeMeta(s.rec); err != nil {
-		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
+	err = s.writeMeta(s.rec)
+	if err == nil {
+		for _, g := range gens {
+			s.deleteGen(g)
+		}
+		if err = s.sh.durable(nil); err == nil {
+			err = s.sh.named(s.name)
+		}
 	}
-	for _, g := range gens {
-		s.deleteGen(g)
-	}
-	if err := s.sh.durable(nil); err != nil {
-		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
-	}
-	if err := s.sh.named(s.name); err != nil {
+	if err != nil {
 		return fmt.Errorf("store: open %s in %s: %w", s.name, s.where(), err)
 	}
 	return nil
