@@ -315,20 +315,21 @@ func badgerOptions(dir string, cfg dbConfig, fault *syncFault) badger.Options {
 // file (see storesFile).
 func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, *storesList, error) {
 	db, err := openBadger(ctx, dir, cfg, lockTimeout, fault)
-	if err != nil {
-		return nil, nil, err
-	}
-	stores, err := openStoresList(dir, db)
+	var stores *storesList
 	if err == nil {
-		return db, stores, nil
+		if stores, err = openStoresList(dir, db); err != nil {
+			if cerr := db.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			if errors.Is(err, errDamaged) {
+				err = corruptDB(err)
+			}
+		}
 	}
-	if cerr := db.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
-	if errors.Is(err, errDamaged) {
-		err = corruptDB(err)
-	}
-	return nil, nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	return db, stores, nil
 }
 
 // openBadger opens badger in dir, retrying while another process holds the
@@ -336,24 +337,24 @@ func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Dura
 func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, error) {
 	// Before the chmod below would hide a link or a writable directory.
 	if err := driver.CheckPath(dir, true); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
 	// Before anything changes the directory: others' files stay as they are.
 	existed, err := checkNotForeign(dir)
 	if err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: create directory: %w", dir, err)
+		return nil, fmt.Errorf("create directory: %w", err)
 	}
 	// The cache holds cluster objects (Secrets, maybe): owner only,
 	// whatever the umask or an existing directory's mode.
 	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
 	// Opening writes too: badger flushes the memtables it replays.
 	if err := checkFree(dir, cfg.minFree, 0); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
 	var db *badger.DB
 	err = retryLocked(ctx, lockTimeout, func() (err error) {
@@ -366,11 +367,10 @@ func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.
 		}
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	if err == nil {
+		chmodFiles(dir)
 	}
-	chmodFiles(dir)
-	return db, nil
+	return db, err
 }
 
 // corruptDB is the error of a database that cannot be read (err).
