@@ -410,7 +410,7 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		return err
 	}
 	// Before the marker: the stores file never names a store that is gone.
-	if err := sh.stores.remove(name); err != nil {
+	if err := sh.stores.set(name, false); err != nil {
 		return err
 	}
 	if !m.Dropped {

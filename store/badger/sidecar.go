@@ -203,10 +203,8 @@ func quoteFirst(names []string, n int) string {
 	return strings.Join(q, ", ")
 }
 
-func (l *storesList) add(name string) error { return l.set(name, true) }
-
-func (l *storesList) remove(name string) error { return l.set(name, false) }
-
+// set rewrites the stores file with name in it (once its meta record is
+// durable) or not (before its Drop marks it dropped), unless it is so.
 func (l *storesList) set(name string, in bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

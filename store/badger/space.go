@@ -187,7 +187,7 @@ func (sh *sharedDB) named(name string) error {
 	if err := sh.syncBatches(store.DurabilityNoSync); err != nil {
 		return err
 	}
-	return sh.stores.add(name)
+	return sh.stores.set(name, true)
 }
 
 // generations lists the generation numbers that have keys.
