@@ -287,14 +287,14 @@ func (t *badgerTx) Sample(n int, fn func(r shared.Record) error) error {
 		}
 		i++
 		key, data, err := objectRecord(item, suffix)
-		if err != nil {
-			return nil // left out (see shared.Tx)
+		if err == nil { // else left out (see shared.Tx)
+			r := shared.Record{Key: key, Data: data}
+			if len(t.names) > 0 {
+				r.Values, _ = readValues(t.txn, t.k, key, len(t.names))
+			}
+			return fn(r)
 		}
-		r := shared.Record{Key: key, Data: data}
-		if len(t.names) > 0 {
-			r.Values, _ = readValues(t.txn, t.k, key, len(t.names))
-		}
-		return fn(r)
+		return nil
 	})
 	if errors.Is(err, errSampled) {
 		return nil
