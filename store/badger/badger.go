@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"net/url"
 	"path/filepath"
-
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
@@ -31,15 +31,15 @@ func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, 
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if u.Host != "" || u.Opaque != "" || !filepath.IsAbs(u.Path) {
-		return nil, fmt.Errorf("store: open %s: want badger:///absolute/directory (three slashes): %w", u.Redacted(), store.ErrInvalid)
+	dir, err := driver.AbsPath(u, wantURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
 	}
-	return open(ctx, u.Path, &opts, cfg)
+	return open(ctx, dir, &opts, cfg)
 }
 
 // Open opens the store named opts.Name in the badger database in directory
-// dir, creating both if needed. opts may be nil; opts.Codec is required. The
-// value log is garbage collected every DefaultGCInterval.
+// dir, creating both if needed. opts may be nil; opts.Codec is required.
 func Open(ctx context.Context, dir string, opts *store.Options) (store.Store, error) {
 	return open(ctx, dir, opts, defaultDBConfig())
 }
@@ -62,7 +62,7 @@ func open(ctx context.Context, dir string, opts *store.Options, cfg dbConfig) (s
 	if len(o.Name) > maxNameLen {
 		return nil, fmt.Errorf("store: open %.64s... in badger://%s: store name longer than %d bytes: %w", o.Name, dir, maxNameLen, store.ErrInvalid)
 	}
-	if err := checkIndexNames(o.Indexers); err != nil {
+	if err := checkIndexNames(maps.Keys(o.Indexers)); err != nil {
 		return nil, fmt.Errorf("store: open %s in badger://%s: %w", o.Name, dir, err)
 	}
 	set, err := indexer.NewIndexSet(o.Indexers)
@@ -90,28 +90,53 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 				o.Name, sh.dir, store.ErrCorrupt, r)
 		}
 	}()
-	// The bounded mode reads index entries; the default mode serves
-	// indexes from memory and keeps none.
-	bounded := o.CacheSize > 0
-	sp, reopen, err := openSpace(sh, o.Name, driver.MetaFor(o, FormatVersion), bounded)
+	// Only the bounded mode reads index entries.
+	inBounded := o.CacheSize > 0
+	want := driver.MetaFor(o, FormatVersion)
+	sp, reopen, err := openSpace(sh, o.Name, want, inBounded)
 	if err != nil {
 		return nil, err
 	}
-	info := store.Info{
-		Backend:       Scheme,
-		Name:          o.Name,
-		FormatVersion: FormatVersion,
-		Codec:         o.Codec.Name(),
-		Type:          o.Codec.Type(),
-		KeyFunc:       o.KeyFuncName,
-		Scope:         o.Scope,
-		Reset:         reopen.Reset,
+	info := want.Info(Scheme, o.Name, "")
+	info.Reset = reopen.Reset
+	eng := &engine{sp: sp, entries: inBounded}
+	cfg := shared.OpenConfig{
+		Options:   o,
+		Indexes:   set,
+		Where:     sp.where(),
+		Rebuild:   reopen.RebuildIndexes,
+		CheckData: sp.CheckData,
+		OpenError: func(err error) error {
+			if !errors.Is(err, store.ErrCorrupt) && (errors.Is(err, store.ErrInvalid) ||
+				errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				// An index function that fails on a stored object, or
+				// the open's context.
+				return fmt.Errorf("store: open %s in %s: %w", o.Name, sp.where(), err)
+			}
+			return sp.corrupt("read objects", err)
+		},
 	}
-	if bounded {
-		return openBounded(ctx, sp, o, set, info, reopen.RebuildIndexes)
+	if inBounded {
+		reset, rebuilt, err := shared.Settle(ctx, eng, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if reset != "" {
+			info.Reset = reset // Settle emptied the store
+		} else if !rebuilt {
+			// A store last written by the default mode has no index entries.
+			if err := sp.buildEntries(ctx); err != nil {
+				return nil, fmt.Errorf("store: open %s in %s: build the index entries: %w", sp.name, sp.where(), err)
+			}
+		}
+		return &bounded{Store: shared.New(eng, shared.Config{
+			Info:            info,
+			Options:         o,
+			Indexes:         set,
+			ResourceVersion: sp.resourceVersion(),
+			CheckData:       sp.CheckData,
+		}), extras: extras{sp}}, nil
 	}
-	eng := &engine{sp: sp, codec: o.Codec}
-	cfg := openConfig(sp, o, set, reopen.RebuildIndexes)
 	c, keyReset, err := shared.Load(ctx, eng, cfg)
 	if err != nil {
 		return nil, err
@@ -133,77 +158,49 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	if err != nil {
 		return nil, err
 	}
-	return &defaultStore{Base: base, sp: sp}, nil
-}
-
-// bounded is the store of the bounded mode (Options.CacheSize > 0): the
-// shared bounded store over the store's space (engine), with what is
-// badger's own (Export, DiskSize, MaxBatchOps). It is safe for concurrent
-// use.
-type bounded struct {
-	*shared.Store
-	sp *space
-}
-
-func openBounded(ctx context.Context, sp *space, o store.Options, set *indexer.IndexSet, info store.Info, rebuild bool) (store.Store, error) {
-	eng := &engine{sp: sp, codec: o.Codec, entries: true}
-	reset, rebuilt, err := shared.Settle(ctx, eng, openConfig(sp, o, set, rebuild))
-	if err != nil {
-		return nil, err
-	}
-	if reset != "" {
-		info.Reset = reset // Settle emptied the store
-	} else if !rebuilt {
-		// A store last written by the default mode has no index entries.
-		if err := sp.buildEntries(ctx); err != nil {
-			return nil, fmt.Errorf("store: open %s in %s: build the index entries: %w", sp.name, sp.where(), err)
-		}
-	}
-	return &bounded{
-		Store: shared.New(eng, shared.Config{
-			Info:            info,
-			Options:         o,
-			Indexes:         set,
-			ResourceVersion: sp.resourceVersion(),
-			CheckData:       sp.CheckData,
-		}),
-		sp: sp,
-	}, nil
-}
-
-// openConfig is what the shared store needs to open the store o.Name of
-// sp; rebuild says its index set changed.
-func openConfig(sp *space, o store.Options, set *indexer.IndexSet, rebuild bool) shared.OpenConfig {
-	return shared.OpenConfig{
-		Options:   o,
-		Indexes:   set,
-		Where:     sp.where(),
-		Rebuild:   rebuild,
-		CheckData: sp.CheckData,
-		OpenError: func(err error) error {
-			if !errors.Is(err, store.ErrCorrupt) && (errors.Is(err, store.ErrInvalid) ||
-				errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-				// An index function that fails on a stored object, or
-				// the open's context.
-				return fmt.Errorf("store: open %s in %s: %w", o.Name, sp.where(), err)
-			}
-			return sp.corrupt("read objects", err)
-		},
-	}
+	return &defaultStore{Base: base, extras: extras{sp}}, nil
 }
 
 // defaultStore is the store of the default mode: the shared decoded store,
-// which serves reads from decoded objects, writing through the space
-// (engine). It is safe for concurrent use.
+// serving reads from decoded objects. It is safe for concurrent use.
 type defaultStore struct {
 	*indexer.Base
-	sp *space
+	extras
 }
+
+// bounded is the store of the bounded mode (Options.CacheSize > 0): the
+// shared bounded store. It is safe for concurrent use.
+type bounded struct {
+	*shared.Store
+	extras
+}
+
+// extras is what the stores of both modes add to the shared ones.
+type extras struct{ sp *space }
+
+// DiskSize implements store.DiskSizer: the size of the database directory,
+// shared by every store of the database.
+func (x extras) DiskSize() (int64, error) { return x.sp.sh.diskSize() }
+
+// Export implements store.Exporter: one read transaction, so records and
+// resume point agree while the informer writes.
+func (x extras) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
+	return x.sp.export(ctx, fn)
+}
+
+var (
+	_ store.DiskSizer    = (*defaultStore)(nil)
+	_ store.DiskSizer    = (*bounded)(nil)
+	_ store.Exporter     = (*defaultStore)(nil)
+	_ store.Exporter     = (*bounded)(nil)
+	_ store.BatchLimiter = (*defaultStore)(nil)
+	_ store.BatchLimiter = (*bounded)(nil)
+)
 
 // checkIndexNames refuses index names longer than maxNameLen, which the
 // layout keeps inline in every key of their index entries.
-func checkIndexNames(indexers cache.Indexers) error {
-	for name := range indexers {
+func checkIndexNames(names iter.Seq[string]) error {
+	for name := range names {
 		if len(name) > maxNameLen {
 			return fmt.Errorf("index name %.64q... longer than %d bytes: %w", name, maxNameLen, store.ErrInvalid)
 		}

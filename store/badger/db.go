@@ -31,13 +31,10 @@ import (
 type dbConfig struct {
 	durability store.Durability
 	gcInterval time.Duration
-	// tuning, overridable by tests to make garbage collection observable
-	// on small data.
+	// Sizes, which tests make small to observe GC on little data.
 	memTableSize     int64
 	valueLogFileSize int64
-	// minFree is the free space writes keep on the file system (URL
-	// parameter min_free); 0 checks nothing.
-	minFree int64
+	minFree          int64 // URL parameter min_free; 0 checks nothing
 }
 
 // DefaultGCInterval is how often the value log is garbage collected by
@@ -45,12 +42,9 @@ type dbConfig struct {
 const DefaultGCInterval = 5 * time.Minute
 
 // DefaultMinFree is the free space a database keeps on its file system by
-// default (URL parameter min_free): a write that would leave less fails
-// with an error wrapping syscall.ENOSPC instead of running into a full
-// disk, which ends the process (see the package documentation, Caveats).
-// It covers what badger writes on its own between two commits: a memtable
-// flushed to a table (16 MiB), a compaction of two such tables, and a
-// value-log file rewritten by GC (64 MiB).
+// default (URL parameter min_free; see the package doc, Caveats): what
+// badger writes on its own between two commits (a memtable flush, a
+// compaction, a value-log file rewritten by GC).
 const DefaultMinFree = 128 << 20
 
 func defaultDBConfig() dbConfig {
@@ -63,30 +57,23 @@ func defaultDBConfig() dbConfig {
 	}
 }
 
-// freeSpace tells the free bytes of the file system holding a directory;
-// tests replace it to run out of space on demand.
+// freeSpace is replaced by tests to run out of space on demand.
 var freeSpace = diskusage.Free
 
-// spaceCheckBytes is how much a write through a write batch (a Replace,
-// an AddIndexers, an Import: any size) writes between two checks of the
-// free space.
+// spaceCheckBytes is how much a write batch (a Replace, an AddIndexers, an
+// Import: any size) writes between two checks of the free space.
 const spaceCheckBytes = 4 << 20
 
 // checkSpace fails with an error wrapping syscall.ENOSPC if writing need
-// more bytes would leave the database's file system with less than
-// cfg.minFree free. Badger writes through memory-mapped files that it
-// grows without allocating their blocks, so on a full disk a write faults
-// (SIGBUS) inside badger's own goroutines and the process ends: no error
-// reaches the caller, and nothing can recover. Checking first turns that
-// into an error of the write, which leaves the store as it was (the
-// informer retries it), as long as nothing else fills the disk faster than
-// the reserve. Where the platform does not tell the free space, nothing is
-// checked.
+// more bytes would leave less than cfg.minFree free. Badger grows its
+// memory-mapped files without allocating their blocks, so on a full disk it
+// faults (SIGBUS) in its own goroutines and the process ends; checking first
+// makes it an error of the write, which leaves the store as it was. Where
+// the platform does not tell the free space, nothing is checked.
 func (sh *sharedDB) checkSpace(need int64) error {
 	return checkFree(sh.dir, sh.cfg.minFree, need)
 }
 
-// checkFree is checkSpace for the database in dir, which keeps minFree.
 func checkFree(dir string, minFree, need int64) error {
 	if minFree == 0 {
 		return nil
@@ -102,33 +89,7 @@ func checkFree(dir string, minFree, need int64) error {
 		mib(free), dir, mib(minFree), syscall.ENOSPC)
 }
 
-// mib formats n bytes in MiB.
 func mib(n int64) string { return fmt.Sprintf("%.1fMi", float64(n)/(1<<20)) }
-
-// spaceChecked is a writer that checks the free space before its first
-// write and again every spaceCheckBytes it writes.
-type spaceChecked struct {
-	writer
-	sh      *sharedDB
-	pending int64 // bytes written since the last check, or -1 before the first
-}
-
-func newSpaceChecked(w writer, sh *sharedDB) *spaceChecked {
-	return &spaceChecked{writer: w, sh: sh, pending: -1}
-}
-
-func (w *spaceChecked) Set(k, v []byte) error {
-	if w.pending < 0 || w.pending >= spaceCheckBytes {
-		// Twice the bytes to come: a value goes to the value log and
-		// its pointer to the write-ahead log and, later, a table.
-		if err := w.sh.checkSpace(2 * spaceCheckBytes); err != nil {
-			return err
-		}
-		w.pending = 0
-	}
-	w.pending += int64(len(k) + len(v))
-	return w.writer.Set(k, v)
-}
 
 // sharedDB is one open badger database, shared by the stores opened on its
 // directory in this process.
@@ -137,42 +98,32 @@ type sharedDB struct {
 	db  *badger.DB
 	cfg dbConfig
 
-	// names, refs and opening are guarded by registryMu.
-	names map[string]bool // store names open on db
-	refs  int
+	// names and opening are guarded by registryMu.
+	names map[string]bool // store names open on db; the database closes with the last
 	// opening is closed when badger.Open, run without registryMu, has
 	// returned; nil once the database is open.
 	opening chan struct{}
 
 	stopGC chan struct{}
 	gcDone chan struct{}
-	// gcMu serializes value-log GC runs (badger rejects overlapping ones).
-	gcMu sync.Mutex
+	gcMu   sync.Mutex // serializes GC runs (badger rejects overlapping ones)
 
-	// oldGens runs the deletions of generations that stores (and raw
-	// writes, which have no store to close) switched away from: the
+	// oldGens deletes the generations stores switched away from; the
 	// database closes only once they are over.
-	oldGens background
-
-	// syncFault is set once badger reports a failed fsync of its value log
-	// (see syncFault): from then on no write of the database is durable.
+	oldGens   background
 	syncFault syncFault
-
-	// stores is the stores file, which tells a database that lost its
-	// stores from a new one (see storesFile).
-	stores *storesList
+	stores    *storesList
 }
 
-// background runs goroutines that use a database and waits for them. Unlike
-// a sync.WaitGroup, it may be waited for while others start goroutines: the
-// stores of one database close and write independently.
+// background runs goroutines and waits for them. Unlike a sync.WaitGroup,
+// it may be waited for while goroutines start: stores close and write
+// independently.
 type background struct {
 	mu   sync.Mutex
 	idle sync.Cond // signalled when n drops to 0; L is mu
 	n    int
 }
 
-// Go runs f in a goroutine of its own.
 func (b *background) Go(f func()) {
 	b.mu.Lock()
 	b.n++
@@ -209,8 +160,7 @@ var (
 
 // acquire opens (or shares) the database in dir and reserves the store name.
 // registryMu is not held while badger opens (which may wait for another
-// process's lock): stores of other directories open and close meanwhile, and
-// opens of the same directory wait for the first.
+// process's lock); opens of the same directory wait for the first.
 func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout time.Duration) (*sharedDB, error) {
 	registryMu.Lock()
 	for {
@@ -238,10 +188,9 @@ func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout ti
 				name, dir, cfg.durability, sh.cfg.durability, store.ErrInvalid)
 		}
 		sh.names[name] = true
-		sh.refs++
 		return sh, nil
 	}
-	sh := &sharedDB{dir: dir, cfg: cfg, names: map[string]bool{name: true}, refs: 1, opening: make(chan struct{})}
+	sh := &sharedDB{dir: dir, cfg: cfg, names: map[string]bool{name: true}, opening: make(chan struct{})}
 	registry[dir] = sh
 	registryMu.Unlock()
 
@@ -269,14 +218,11 @@ func (sh *sharedDB) release(name string) error {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	delete(sh.names, name)
-	sh.refs--
-	if sh.refs > 0 {
+	if len(sh.names) > 0 {
 		return nil
 	}
 	delete(registry, sh.dir)
-	// Stores wait for the deletions when they close (space.Close),
-	// outside registryMu; what is left here is a raw write's.
-	sh.oldGens.Wait()
+	sh.oldGens.Wait() // a raw write's; stores waited in space.Close
 	if sh.stopGC != nil {
 		close(sh.stopGC)
 		<-sh.gcDone
@@ -303,8 +249,8 @@ func (sh *sharedDB) gcLoop() {
 	}
 }
 
-// runGC rewrites value-log files until badger finds none worth rewriting, or
-// stop is closed. It returns the number of files rewritten.
+// runGC rewrites value-log files until none is worth it or stop is closed,
+// and returns how many it rewrote.
 func (sh *sharedDB) runGC(stop <-chan struct{}) int {
 	sh.gcMu.Lock()
 	defer sh.gcMu.Unlock()
@@ -315,14 +261,12 @@ func (sh *sharedDB) runGC(stop <-chan struct{}) int {
 			return n
 		default:
 		}
-		// A rewrite writes up to a file's live half before it deletes
-		// the file.
+		// A rewrite writes up to a file's live half first.
 		if err := sh.checkSpace(sh.cfg.valueLogFileSize / 2); err != nil {
 			klog.Background().Error(err, "Badger value log GC skipped", "dir", sh.dir)
 			return n
 		}
-		// 0.5: rewrite a file when half of it is garbage, badger's advice
-		// (a lifetime write amplification of 2).
+		// Half garbage: badger's advice (write amplification 2).
 		err := sh.db.RunValueLogGC(0.5)
 		if err != nil {
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
@@ -341,119 +285,115 @@ func badgerOptions(dir string, cfg dbConfig, fault *syncFault) badger.Options {
 		WithSyncWrites(cfg.durability == store.DurabilitySync).
 		WithNumVersionsToKeep(1).
 		WithLogger(klogAdapter{dir: dir, syncFault: fault}).
-		// Memtables (and their mmap'd write-ahead logs) dominate RSS:
-		// badger's default is five of 64 MiB.
+		// Memtables dominate RSS: badger's default is five of 64 MiB.
 		WithMemTableSize(cfg.memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
-		// Reads are served from decoded objects; the block cache only
-		// helps bounded mode, and a small one suffices for index entries.
+		// Only the bounded mode reads tables, mostly index entries.
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(8 << 20).
-		// Objects from 256 bytes on go to the value log, so the LSM tree
-		// (and compaction) only moves keys and small values, and a
-		// transaction holds thousands of objects (see valueThreshold).
 		WithValueThreshold(valueThreshold).
-		// The default 1 GiB value-log file is mmap'd at twice its size and
-		// is what made a fresh directory report 2.3 GiB.
+		// The default 1 GiB file is mapped at twice its size.
 		WithValueLogFileSize(cfg.valueLogFileSize).
-		// Badger's own checksum of every value-log entry, checked on each
-		// read. Besides finding damage, it is what keeps a damaged entry
-		// from hanging the database: badger v4.9.6's valueLog.Read
-		// returns an entry whose header claims more bytes than were read
-		// ("Invalid read") without the callback that releases the value
-		// log file's read lock, so every later Close (and, with
-		// encryption, Open) waits for ever; with this check a damaged
-		// header fails the checksum first, on a path that releases the
-		// lock. informerdb's own frames (layout.go) then catch what the
-		// value log hands out under the wrong key.
+		// Besides finding damage, this keeps a damaged entry from hanging
+		// the database: badger v4.9.6's valueLog.Read fails an entry whose
+		// header claims more bytes than were read without releasing the
+		// file's read lock, so every later Close waits for ever; the
+		// checksum fails first, on a path that releases it.
 		WithVerifyValueChecksum(true).
 		// Protobuf does not compress much; save the CPU.
 		WithCompression(options.None).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithMetricsEnabled(false).
-		// Each store is written by one writer at a time, and stores own
-		// disjoint keys: conflict detection would only cost.
+		// One writer per store, and stores own disjoint keys.
 		WithDetectConflicts(false)
 }
 
-// openDB opens badger in dir, retrying while another process holds the
-// directory lock, checks it against its stores file (see storesFile), and
-// maps failures to store errors.
+// openDB opens badger in dir (openBadger) and checks it against its stores
+// file (see storesFile).
 func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, *storesList, error) {
 	db, err := openBadger(ctx, dir, cfg, lockTimeout, fault)
-	if err != nil {
-		return nil, nil, err
-	}
-	stores, err := openStoresList(dir, db)
+	var stores *storesList
 	if err == nil {
-		return db, stores, nil
+		if stores, err = openStoresList(dir, db); err != nil {
+			if cerr := db.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			if errors.Is(err, errDamaged) {
+				err = corruptDB(err)
+			}
+		}
 	}
-	if cerr := db.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
 	}
-	if errors.Is(err, errDamaged) {
-		return nil, nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
-	}
-	return nil, nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+	return db, stores, nil
 }
 
 // openBadger opens badger in dir, retrying while another process holds the
 // directory lock, and maps failures to store errors.
 func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, error) {
-	// Before the chmod below would hide it: a directory that is a link,
-	// or that other users can write, is refused.
+	// Before the chmod below would hide a link or a writable directory.
 	if err := driver.CheckPath(dir, true); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
-	// Before anything below changes the directory (its mode, badger's
-	// files): a directory of someone else's files is left as it is.
+	// Before anything changes the directory: others' files stay as they are.
 	existed, err := checkNotForeign(dir)
 	if err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: create directory: %w", dir, err)
+		return nil, fmt.Errorf("create directory: %w", err)
 	}
-	// MkdirAll leaves existing directories alone and is subject to umask;
-	// the cache holds cluster objects (Secrets, maybe): owner only.
+	// The cache holds cluster objects (Secrets, maybe): owner only,
+	// whatever the umask or an existing directory's mode.
 	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
-	// Opening writes too: badger flushes the memtables it replays from its
-	// write-ahead logs to tables (through memory maps, see checkSpace),
-	// right after it opens, whatever the open is for.
+	// Opening writes too: badger flushes the memtables it replays.
 	if err := checkFree(dir, cfg.minFree, 0); err != nil {
-		return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+		return nil, err
 	}
-	deadline := time.Now().Add(lockTimeout)
-	delay := 10 * time.Millisecond
-	for {
+	var db *badger.DB
+	err = retryLocked(ctx, lockTimeout, func() (err error) {
 		// A directory that was empty may have been filled meanwhile by
 		// the process whose lock made the last attempt fail (and that
 		// process may have been killed): check it then too.
-		db, err := checkAndOpen(dir, cfg, existed || dirHasFiles(dir), fault)
-		if err == nil {
-			chmodFiles(dir)
-			return db, nil
+		db, err = checkAndOpen(dir, cfg, existed || dirHasFiles(dir), fault)
+		if err != nil && !isLockError(err) && (errors.Is(err, errDamaged) || existed && !errors.Is(err, fs.ErrPermission)) {
+			err = corruptDB(err)
 		}
-		if errors.Is(err, errDamaged) {
-			return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
-		}
+		return err
+	})
+	if err == nil {
+		chmodFiles(dir)
+	}
+	return db, err
+}
+
+// corruptDB is the error of a database that cannot be read (err).
+func corruptDB(err error) error {
+	return fmt.Errorf("cannot read the database (delete the directory to start over; informers relist): %w: %w", store.ErrCorrupt, err)
+}
+
+// retryLocked calls try until it fails with something else than a
+// directory-lock error (isLockError), or timeout passes or ctx ends.
+func retryLocked(ctx context.Context, timeout time.Duration, try func() error) error {
+	deadline := time.Now().Add(timeout)
+	delay := 10 * time.Millisecond
+	for {
+		err := try()
 		if !isLockError(err) {
-			if existed && !errors.Is(err, fs.ErrPermission) {
-				return nil, fmt.Errorf("store: open badger://%s: cannot read the database (delete the directory to start over; informers relist): %w: %w", dir, store.ErrCorrupt, err)
-			}
-			return nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
+			return err
 		}
 		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("store: open badger://%s: %w (waited %v; %s)", dir, store.ErrLocked, lockTimeout, driver.LockTimeoutHint)
+			return fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, driver.LockTimeoutHint)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("store: open badger://%s: waiting for the directory lock: %w", dir, ctx.Err())
+			return fmt.Errorf("waiting for the directory lock: %w", ctx.Err())
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 200*time.Millisecond)
@@ -464,14 +404,11 @@ func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.
 var errDamaged = errors.New("damaged")
 
 // checkAndOpen checks the files of an existing directory (checkFiles) and
-// opens badger on it. The check runs under badger's own directory lock, so
-// it never reads (or removes) files another process is writing: a busy
-// directory fails with badger's lock error, which the caller retries, and a
-// retry checks again, since the other process may have been killed
-// meanwhile. The lock is dropped just before badger.Open takes it again; a
-// process slipping into that gap makes badger.Open fail on the lock, and
-// the whole step is retried.
-func checkAndOpen(dir string, cfg dbConfig, existed bool, fault *syncFault) (*badger.DB, error) {
+// opens badger on it. The check runs under badger's directory lock, so it
+// never reads files another process is writing; a busy directory fails with
+// a lock error, and the caller retries both steps (the lock is dropped
+// just before badger.Open takes it again).
+func checkAndOpen(dir string, cfg dbConfig, existed bool, fault *syncFault) (db *badger.DB, err error) {
 	if existed {
 		unlock, err := lockDir(dir)
 		if err != nil {
@@ -483,33 +420,28 @@ func checkAndOpen(dir string, cfg dbConfig, existed bool, fault *syncFault) (*ba
 			return nil, err
 		}
 	}
-	return tryOpen(dir, cfg, fault)
+	// badger panics on some damaged files.
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("badger panicked: %v", r)
+		}
+	}()
+	return badger.Open(badgerOptions(dir, cfg, fault))
 }
 
 // checkFiles prepares a directory for badger.Open after a crash, and
-// rejects damage, which badger would either panic on in goroutines of its
-// own (ending the process) or silently skip (losing objects or index
-// entries).
+// rejects damage, which badger would panic on in its own goroutines or
+// silently skip.
 //
-// A kill -9 can leave behind, and badger copes with on its own:
-//   - table files the MANIFEST does not list: the output of a flush or
-//     compaction whose MANIFEST change was never written (possibly empty or
-//     cut short), or the inputs of a compaction whose change was written
-//     but whose files were not yet removed. Badger deletes them on open;
-//     they are not read here, since nothing in them is live.
-//   - a torn last MANIFEST change: badger truncates it (the change never
-//     happened).
-//   - torn tails of the memtable logs (.mem) and the value log (.vlog):
-//     badger replays up to the first damaged entry.
-//   - empty (0-byte) .mem and .vlog files: killed between creating the
-//     file and sizing it. Badger fails the first Open on such a file ("Create
-//     a new file", after sizing it) and succeeds on the second. They hold
-//     nothing, so they are removed here.
+// A kill -9 leaves, and badger copes with: tables the MANIFEST does not
+// list (badger deletes them; not read here), a torn last MANIFEST change,
+// torn tails of the .mem and .vlog logs. It may also leave empty .mem and
+// .vlog files (killed before sizing them), which fail badger's first open:
+// they hold nothing and are removed here.
 //
-// Damage is reported as errDamaged: a MANIFEST that is missing while
-// tables exist, unreadable, or has a bad header or checksum; a table it
-// lists that is missing or fails its checksums; a value-log header naming an
-// encryption key.
+// Damage is errDamaged: a MANIFEST missing while tables exist, unreadable,
+// or failing its checksum; a table it lists missing or failing its
+// checksums; a value-log header naming an encryption key.
 func checkFiles(dir string) error {
 	listed, err := listedTables(dir)
 	if err != nil {
@@ -521,23 +453,16 @@ func checkFiles(dir string) error {
 			return fmt.Errorf("%w: table %s, listed in the MANIFEST: %w", errDamaged, path, err)
 		}
 	}
-	if err := removeEmptyLogs(dir); err != nil {
-		return err
-	}
-	return verifyValueLogHeaders(dir)
+	return checkLogs(dir)
 }
 
-// listedTables returns the ids of the tables the MANIFEST of dir lists,
-// read with badger's own replay (which stops at a torn last change, as
-// badger.Open does).
+// listedTables returns the ids of the tables the MANIFEST of dir lists, read
+// with badger's own replay.
 func listedTables(dir string) ([]uint64, error) {
 	path := filepath.Join(dir, badger.ManifestFilename)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		// Badger writes a new MANIFEST (to a temporary file, renamed)
-		// when there is none: a directory killed while it was first
-		// opened has none. But then it has no tables either; tables
-		// without a MANIFEST would all be deleted.
+		// A first open killed early leaves none, but no tables either.
 		tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 		if err != nil {
 			return nil, err
@@ -563,33 +488,55 @@ func listedTables(dir string) ([]uint64, error) {
 	return ids, nil
 }
 
-// removeEmptyLogs removes the 0-byte memtable and value-log files of dir
-// (see checkFiles). A file badger has created is never empty: it sizes it
-// (to twice the memtable or value-log file size) right after creating it,
-// and writes a header.
-func removeEmptyLogs(dir string) error {
+// checkLogs removes the 0-byte .mem and .vlog files of dir (see checkFiles;
+// badger sizes and fills every file it creates), and checks that the first
+// 8 bytes of every value-log file, its encryption key id, are zero (this
+// backend never encrypts): a damaged header makes badger.Open fail after
+// starting goroutines it does not stop (v4.9.6).
+func checkLogs(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	removed := false
 	for _, e := range ents {
-		name := e.Name()
-		if !e.Type().IsRegular() || (!strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog")) {
+		name, path := e.Name(), filepath.Join(dir, e.Name())
+		vlog := strings.HasSuffix(name, ".vlog")
+		if !e.Type().IsRegular() || !vlog && !strings.HasSuffix(name, ".mem") {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			return err
 		}
-		if fi.Size() != 0 {
+		if fi.Size() == 0 {
+			klog.Background().V(2).Info("Removing an empty badger log file left by a crash", "file", path)
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			removed = true
 			continue
 		}
-		klog.Background().V(2).Info("Removing an empty badger log file left by a crash", "file", filepath.Join(dir, name))
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+		if !vlog {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
 			return err
 		}
-		removed = true
+		var hdr [8]byte
+		_, err = io.ReadFull(f, hdr[:])
+		f.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// A crash leaves a new file empty or sized, never this short.
+			return fmt.Errorf("%w: value log %s: shorter than its header", errDamaged, path)
+		}
+		if err != nil {
+			return fmt.Errorf("value log %s: %w", path, err)
+		}
+		if hdr != [8]byte{} {
+			return fmt.Errorf("%w: value log %s: bad header (encryption key id %x)", errDamaged, path, hdr)
+		}
 	}
 	if removed {
 		return syncDir(dir)
@@ -609,40 +556,8 @@ func syncDir(dir string) error {
 	return err
 }
 
-// verifyValueLogHeaders checks the header of every value-log file: its
-// first 8 bytes name the encryption key, and this backend never encrypts. A
-// damaged header makes badger.Open fail after it has started goroutines it
-// does not stop (badger v4.9.6), so it is caught here first.
-func verifyValueLogHeaders(dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
-	if err != nil {
-		return err
-	}
-	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		var hdr [8]byte
-		_, err = io.ReadFull(f, hdr[:])
-		f.Close()
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			// Badger sizes a new file before writing to it: a crash
-			// leaves it empty or full-sized, never this short.
-			return fmt.Errorf("%w: value log %s: shorter than its header", errDamaged, path)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("value log %s: %w", path, err)
-		}
-		if err == nil && hdr != [8]byte{} {
-			return fmt.Errorf("%w: value log %s: bad header (encryption key id %x)", errDamaged, path, hdr)
-		}
-	}
-	return nil
-}
-
-// verifyTable opens the table file at path and verifies its checksums. Tables
-// hold keys and small values only, so this reads little.
+// verifyTable verifies the checksums of the table at path (keys and small
+// values only: it reads little).
 func verifyTable(path string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -669,46 +584,25 @@ func verifyTable(path string) (err error) {
 	if err != nil {
 		return err
 	}
-	// Not t.DecrRef: dropping a table's last reference deletes its file.
-	// Close the read-only mapping without truncating (-1).
+	// Not t.DecrRef, which deletes the file; -1: no truncation.
 	return t.Close(-1)
-}
-
-// tryOpen calls badger.Open, turning a panic (badger panics on some damaged
-// files) into an error.
-func tryOpen(dir string, cfg dbConfig, fault *syncFault) (db *badger.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("badger panicked: %v", r)
-		}
-	}()
-	return badger.Open(badgerOptions(dir, cfg, fault))
 }
 
 // errDirLocked is lockDir's failure: another process holds the directory.
 var errDirLocked = errors.New("another process is using this badger database")
 
-// isLockError tells a directory-lock failure apart: lockDir's, or badger's,
-// which formats the flock error into a string, so the message is all there
-// is.
+// isLockError tells a directory-lock failure: lockDir's, or badger's, whose
+// message is all there is.
 func isLockError(err error) bool {
 	return errors.Is(err, errDirLocked) || (err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock"))
 }
 
 // checkNotForeign refuses a directory that holds files but no badger
-// database: badger.Open would write its database among them (and openDB
-// would make the directory owner-only), where a user pointing a URL at the wrong
-// directory, or restoring a snapshot into it, expects an error. A database
-// is recognized by its MANIFEST or KEYREGISTRY, which badger writes on its
-// first open. Without either, only what that first open creates before
-// them (and what a crash then leaves) is accepted: badger's own file
-// names. A missing or empty directory is fine: badger creates the database.
-//
-// lost+found is ignored: it is what the root of a freshly formatted ext4
-// volume holds, and a volume mounted for the cache is a natural directory
-// to give.
-//
-// It also reports whether dir holds anything, read in the same listing.
+// database (a URL pointing at the wrong directory), which badger.Open would
+// fill and openBadger chmod. A database has a MANIFEST or KEYREGISTRY;
+// without either, only badger's own file names are accepted (a first open
+// killed early). lost+found is ignored: a freshly formatted volume has it.
+// It also reports whether dir holds anything.
 func checkNotForeign(dir string) (hasFiles bool, err error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -731,20 +625,12 @@ func checkNotForeign(dir string) (hasFiles bool, err error) {
 	if len(foreign) == 0 {
 		return len(ents) > 0, nil
 	}
-	const show = 3
-	more := ""
-	if len(foreign) > show {
-		more = fmt.Sprintf(" and %d more", len(foreign)-show)
-		foreign = foreign[:show]
-	}
-	return true, fmt.Errorf("directory is not empty and holds no badger database (no %s or %s; it holds %q%s): give an empty or new directory: %w",
-		badger.ManifestFilename, badger.KeyRegistryFileName, foreign, more, store.ErrInvalid)
+	return true, fmt.Errorf("directory is not empty and holds no badger database (no %s or %s; it holds %s): give an empty or new directory: %w",
+		badger.ManifestFilename, badger.KeyRegistryFileName, quoteFirst(foreign, 3), store.ErrInvalid)
 }
 
-// isBadgerFile reports whether name is one badger (v4) gives the files of
-// a database directory: lock, manifest, key registry and their rewrites,
-// discard stats, tables, value logs and memtable logs; and the stores file
-// this backend keeps beside them (storesFile).
+// isBadgerFile reports whether name is one badger (v4) gives the files of a
+// database, or the stores file (storesFile).
 func isBadgerFile(name string) bool {
 	switch name {
 	case "LOCK", badger.ManifestFilename, "MANIFEST-REWRITE", badger.KeyRegistryFileName, badger.KeyRegistryRewriteFileName, "DISCARD",
@@ -764,10 +650,8 @@ func dirHasFiles(dir string) bool {
 	return err == nil && len(ents) > 0
 }
 
-// chmodFiles makes the database files owner-only. badger creates its data
-// files with mode 0666 less the umask (only a few with 0600); the 0700
-// directory already keeps other users out, this keeps the files private when
-// copied or when the directory mode is loosened.
+// chmodFiles makes the database files owner-only (badger creates most with
+// 0666 less the umask), so they stay private when copied.
 func chmodFiles(dir string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -780,10 +664,8 @@ func chmodFiles(dir string) {
 	}
 }
 
-// klogAdapter sends badger's chatter to klog: errors as errors, the rest at
-// high verbosity, since badger logs every compaction and value-log replay.
-// It also records in syncFault, if set, the one write failure badger only
-// logs.
+// klogAdapter sends badger's log to klog, all but errors at high verbosity;
+// it records in syncFault, if set, the one write failure badger only logs.
 type klogAdapter struct {
 	dir       string
 	syncFault *syncFault
@@ -796,30 +678,20 @@ func (l klogAdapter) Errorf(f string, args ...interface{}) {
 	klog.Background().Error(nil, "Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
 }
 
-// badgerVlogSyncFailed is the format badger (v4.9.6, valueLog.write) logs a
-// failed fsync of its value log with, the failure it does not return.
-// TestBadgerLogsVlogSyncFailure fails when badger's source no longer has it.
+// badgerVlogSyncFailed is how badger (v4.9.6, valueLog.write) logs a failed
+// fsync of its value log, which it does not return (pinned by
+// TestBadgerLogsVlogSyncFailure).
 const badgerVlogSyncFailed = "Error while curlf sync: %v\n"
 
 // syncFault records the first write of the database that may have failed
-// to reach the disk:
+// to reach the disk: a failed fsync of the value log, which badger only
+// logs (before it releases the commits, which return nil), or any error of
+// badger's write goroutine after a transaction was handed over (see update).
 //
-//   - a failed fsync of the value log, which badger reports only to its
-//     logger: with SyncWrites, badger syncs the value log after writing a
-//     group of transactions; when that fails, it logs the error and goes
-//     on, and the transactions' commits return nil although their objects
-//     may never reach the disk. Badger logs on its write goroutine before
-//     it releases those commits, so a commit that returned sees the fault
-//     already;
-//   - any error of badger's write goroutine, which a commit returns once
-//     its transaction was handed over (see update): the memtable's log
-//     failed to sync, say, after the transaction went into the memtable.
-//
-// The fault is sticky: after a failed fsync the kernel may drop the pages it
-// could not write and report the next fsync as a success, and badger replays
-// its logs only up to the first damaged entry, so no later write of the
-// database is known durable either. Writes fail (see durable) until the
-// database is closed and opened again, which reads back what survived.
+// It is sticky: after a failed fsync the kernel may drop the pages and
+// report the next fsync as a success, and badger replays its logs only up
+// to the first damaged entry, so no later write is known durable. Writes
+// fail (see durable) until the database is opened again.
 type syncFault struct {
 	err atomic.Pointer[error]
 }
@@ -835,14 +707,12 @@ func (f *syncFault) record(args []interface{}) {
 	f.err.CompareAndSwap(nil, &err)
 }
 
-// recordWrite keeps err, an error of badger's write goroutine, as the
-// first failure if there is none yet.
+// recordWrite keeps err, an error of badger's write goroutine.
 func (f *syncFault) recordWrite(err error) {
 	err = fmt.Errorf("badger's write of a transaction failed: %w", err)
 	f.err.CompareAndSwap(nil, &err)
 }
 
-// failed returns the recorded failure, or nil.
 func (f *syncFault) failed() error {
 	if p := f.err.Load(); p != nil {
 		return *p
@@ -850,11 +720,9 @@ func (f *syncFault) failed() error {
 	return nil
 }
 
-// durable returns err, or, when err is nil, an error if a write of the
-// database may have failed to reach the disk since it opened (see
-// syncFault): what badger acknowledged since may not survive a power loss.
-// Every write that makes something durable (a commit, a meta record)
-// checks it before it returns.
+// durable returns err, or, when err is nil, an error if a write may have
+// failed to reach the disk since the database opened (see syncFault). Every
+// write that makes something durable checks it before it returns.
 func (sh *sharedDB) durable(err error) error {
 	if err != nil {
 		return err
@@ -865,16 +733,10 @@ func (sh *sharedDB) durable(err error) error {
 	return nil
 }
 
-// update runs fn in a badger transaction and commits it, unless a write of
-// the database has failed to reach the disk (see syncFault). Like
-// badger's Update it returns fn's error, or the commit's; a nil error
-// means the transaction is written, not that it is durable: the caller
-// makes it current, then checks durable before it reports success. An
-// error of the commit that badger's write goroutine returned, after the
-// transaction was handed over (not ErrTxnTooBig, ErrBlockedWrites,
-// ErrConflict or ErrDBClosed, which badger returns before), leaves it
-// unknown whether the transaction is in badger and on disk: it is recorded
-// in syncFault, and update returns durable's error.
+// update runs fn in a badger transaction and commits it, unless a write has
+// failed to reach the disk (see syncFault). It returns fn's error or the
+// commit's (see writeFailed); nil means written, not durable: the caller
+// makes the write current, then checks durable.
 func (sh *sharedDB) update(fn func(txn *badger.Txn) error) error {
 	if err := sh.durable(nil); err != nil {
 		return err
@@ -885,8 +747,6 @@ func (sh *sharedDB) update(fn func(txn *badger.Txn) error) error {
 	err := sh.db.Update(func(txn *badger.Txn) error {
 		fnErr = fn(txn)
 		if fnErr == nil {
-			// Badger's write goroutine writes the transaction once fn
-			// returns.
 			stopWriteback = sh.startWriteback()
 		}
 		return fnErr
@@ -901,10 +761,9 @@ func (sh *sharedDB) update(fn func(txn *badger.Txn) error) error {
 }
 
 // writeFailed returns err, an error of a badger commit, unless it came from
-// badger's write goroutine, which had the transaction (see update): then it
-// records err in syncFault and returns durable's error. Badger returns
-// ErrTxnTooBig, ErrBlockedWrites, ErrConflict and ErrDBClosed before it
-// hands a transaction over.
+// badger's write goroutine after the transaction was handed over (all but
+// ErrTxnTooBig, ErrBlockedWrites, ErrConflict and ErrDBClosed): then it is
+// unknown whether the transaction is on disk, and err goes to syncFault.
 func (sh *sharedDB) writeFailed(err error) error {
 	if err == nil || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrBlockedWrites) ||
 		errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrDBClosed) {
@@ -914,23 +773,22 @@ func (sh *sharedDB) writeFailed(err error) error {
 	return sh.durable(nil)
 }
 
-// batch is a badger WriteBatch (many transactions, committed in the
-// background as they fill up) held to update's rule: it refuses writes once
-// a write of the database may have failed to reach the disk, and an error
-// of its commits is recorded as such (see writeFailed). The keys the stores
-// write are valid for badger (hashed past maxInline), and Set refuses a
-// value badger would refuse before badger sees it, so an error of Set or
-// Delete is one of an earlier commit of the batch.
+// batch is a badger WriteBatch (transactions committed in the background as
+// they fill up) held to update's rule (see writeFailed), which checks the
+// free space every spaceCheckBytes it sets. Keys are valid for badger and
+// Set refuses a value badger would, so an error of Set or Delete is one of
+// an earlier commit of the batch.
 type batch struct {
 	wb *badger.WriteBatch
 	sh *sharedDB
 	// stopWriteback ends the writeback of badger's logs (startWriteback)
 	// that runs while the batch commits, at Flush or Cancel.
 	stopWriteback func()
+	pending       int64 // bytes Set since the last check of the free space, or -1 before the first
 }
 
 func (sh *sharedDB) newBatch() *batch {
-	return &batch{wb: sh.db.NewWriteBatch(), sh: sh, stopWriteback: sh.startWriteback()}
+	return &batch{wb: sh.db.NewWriteBatch(), sh: sh, stopWriteback: sh.startWriteback(), pending: -1}
 }
 
 func (b *batch) Set(k, v []byte) error {
@@ -938,12 +796,18 @@ func (b *batch) Set(k, v []byte) error {
 		return err
 	}
 	if n := int64(len(v)); n > b.sh.cfg.valueLogFileSize {
-		// Badger's own error for it would read as a failed commit, and
-		// stop every write of the database (writeFailed). Objects are
-		// refused earlier, by name (checkObjectSize); this covers every
-		// value a batch writes.
+		// Badger's error would read as a failed commit (writeFailed).
 		return fmt.Errorf("a value of %d bytes is larger than badger's largest, a value-log file (%d bytes): %w", n, b.sh.cfg.valueLogFileSize, store.ErrInvalid)
 	}
+	if b.pending < 0 || b.pending >= spaceCheckBytes {
+		// Twice the bytes to come: a value goes to the value log and
+		// its pointer to the write-ahead log and, later, a table.
+		if err := b.sh.checkSpace(2 * spaceCheckBytes); err != nil {
+			return err
+		}
+		b.pending = 0
+	}
+	b.pending += int64(len(k) + len(v))
 	return b.sh.writeFailed(b.wb.Set(k, v))
 }
 
@@ -974,33 +838,32 @@ func (b *batch) Cancel() {
 	b.stopWriteback()
 }
 
-// testHookFlushed is testHookCommitted for batch.Flush.
-var testHookFlushed func(sh *sharedDB) error
+// testHookCommitted and testHookFlushed, set by tests, run after update's
+// commit and batch.Flush; their error replaces the nil of badger's write
+// goroutine.
+var testHookCommitted, testHookFlushed func(sh *sharedDB) error
 
-// testHookCommitted, when set (by tests), runs after each transaction
-// update commits, and its error replaces the commit's nil: what badger's
-// write goroutine may return after writing the transaction into the
-// memtable. It may also log a failed fsync through badger's logger, as the
-// write goroutine would before releasing the commit.
-var testHookCommitted func(sh *sharedDB) error
+func (l klogAdapter) Warningf(f string, args ...interface{}) { l.log(4, f, args) }
+func (l klogAdapter) Infof(f string, args ...interface{})    { l.log(4, f, args) }
+func (l klogAdapter) Debugf(f string, args ...interface{})   { l.log(5, f, args) }
 
-func (l klogAdapter) Warningf(f string, args ...interface{}) {
-	klog.Background().V(4).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+func (l klogAdapter) log(v int, f string, args []interface{}) {
+	klog.Background().V(v).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
 }
 
-func (l klogAdapter) Infof(f string, args ...interface{}) {
-	klog.Background().V(4).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
+// syncBatches syncs badger's files when the database's durability is d:
+// writes of batches (and, with nosync, of transactions) are not synced as
+// they commit; badger writes in order, and this covers rotated files too.
+func (sh *sharedDB) syncBatches(d store.Durability) error {
+	if sh.cfg.durability != d {
+		return nil
+	}
+	return sh.db.Sync()
 }
 
-func (l klogAdapter) Debugf(f string, args ...interface{}) {
-	klog.Background().V(5).Info("Badger: "+strings.TrimSpace(fmt.Sprintf(f, args...)), "dir", l.dir)
-}
-
-// diskSize returns the bytes the files of the database directory take on
-// disk (tables, value log, memtables' logs, manifest; see diskusage), which
-// every store of the database shares. Badger's own Size is refreshed once a
-// minute, leaves memtables out and counts the value log's preallocated
-// size; reading the directory is a few dozen stats.
+// diskSize returns the bytes the files of the database take on disk (see
+// diskusage). Badger's own Size is refreshed once a minute, leaves memtables
+// out and counts preallocated sizes.
 func (sh *sharedDB) diskSize() (int64, error) {
 	entries, err := os.ReadDir(sh.dir)
 	if err != nil {
@@ -1022,16 +885,3 @@ func (sh *sharedDB) diskSize() (int64, error) {
 	}
 	return n, nil
 }
-
-// DiskSize implements store.DiskSizer: the size of the database directory,
-// shared by every store of the database.
-func (s *defaultStore) DiskSize() (int64, error) { return s.sp.sh.diskSize() }
-
-// DiskSize implements store.DiskSizer: the size of the database directory,
-// shared by every store of the database.
-func (b *bounded) DiskSize() (int64, error) { return b.sp.sh.diskSize() }
-
-var (
-	_ store.DiskSizer = (*defaultStore)(nil)
-	_ store.DiskSizer = (*bounded)(nil)
-)

@@ -14,34 +14,29 @@
 //
 // The path must be absolute (three slashes); unknown parameters are
 // rejected. The directory must be missing, empty (lost+found aside) or a
-// badger database: a directory of other files is refused with
-// store.ErrInvalid and left untouched. Several stores, told apart by
-// Options.Name, share one directory; the process keeps one badger database
-// per directory, closed with the last store open on it, and a store name
-// already open in the process fails with store.ErrInUse. Database-wide
-// settings are those of the first store opened; a later store asking for
-// another durability fails with store.ErrInvalid.
+// badger database; other files make it store.ErrInvalid, left untouched.
+// Stores told apart by Options.Name share one directory and one badger
+// database per process, closed with the last store; a name already open
+// is store.ErrInUse. The first store opened sets the database's settings;
+// a later one asking for another durability is store.ErrInvalid.
 //
 // # Modes
 //
 // By default every object is decoded at open and reads are served from
-// memory at client-go's speed; badger only takes writes. With cache=N the
-// store keeps at most N decoded objects and reads the rest from badger;
-// ByIndex, IndexKeys and ListIndexFuncValues read persisted index entries
-// and never scan all objects. Both modes use the same files; switching
-// costs once, at the open, and a crash in the middle of it is harmless
-// (the entries stay marked stale until rebuilt).
+// memory; badger only takes writes. With cache=N the store keeps at most N
+// decoded objects and reads the rest from badger, index reads from
+// persisted index entries. Both modes use the same files; switching costs
+// once, at the open, and a crash in the middle of it is harmless.
 //
 // # Durability
 //
 // A commit writes objects, their index values (and, in the bounded mode,
 // index entries) and the resume point in one badger transaction. A write
-// too large for one transaction (a Replace, an AddIndexers, a huge Commit)
-// is built under a fresh generation and switched to, with the resume point,
-// in one final transaction: a crash before the switch leaves the old
-// contents and resume point intact. Such a write costs as much as the whole
-// store; stores implement store.BatchLimiter so the informer keeps its group
-// commits within one transaction.
+// too large for one (a Replace, an AddIndexers, a huge Commit) is built
+// under a new generation and switched to, with the resume point, in one
+// final transaction: a crash before leaves the old contents and resume
+// point. Such a write costs as much as the whole store; store.BatchLimiter
+// keeps the informer's group commits within one transaction.
 //
 // durability=sync (the default) fsyncs every commit before it returns:
 // neither kill -9 nor a power loss loses or tears a commit that returned.
@@ -58,17 +53,14 @@
 //
 // # Integrity
 //
-// Every record carries a CRC32C of its key and value (format version 3), and
-// badger's value-log checksums are verified on read. Before badger opens a
-// directory, the tables its MANIFEST lists are verified and the value-log
-// headers checked, since badger opens tables in goroutines where damage
-// panics the process. A stores file beside badger's files,
-// INFORMERDB-STORES, names the stores the database holds, so a damaged
+// Every record carries a CRC32C of its key and value, and badger's
+// value-log checksums are verified on read. Before badger opens a
+// directory, the tables its MANIFEST lists and the value-log headers are
+// verified (badger would panic on them in its own goroutines). A file
+// beside badger's, INFORMERDB-STORES, names the stores, so a damaged
 // MANIFEST that loses stores is store.ErrCorrupt, never an empty database.
-// What a kill -9 leaves behind (unlisted tables, a torn MANIFEST change or
-// log tail) is not damage and opens as badger handles it. Badger changes a
-// directory it opens even to read it, so snapshot verify reads from a
-// private copy.
+// What a kill -9 leaves is not damage. Badger changes a directory it opens
+// even to read it, so snapshot verify reads a private copy.
 //
 // # Concurrency
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
@@ -12,15 +13,14 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
-// engine is a store's storage, in either mode: the store's space, read in
-// badger read transactions of its current generation. entries says whether
-// the mode keeps index entries (the bounded mode reads them). The shared
-// store serializes its writes.
+// engine is a store's storage in either mode: its space, read in badger
+// transactions of its current generation. entries says the mode keeps
+// index entries (the bounded mode).
 type engine struct {
 	sp      *space
-	codec   store.Codec
 	entries bool
 }
 
@@ -41,7 +41,7 @@ func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
 }
 
 // Commit implements shared.Engine: unless diffed, it reads the index values
-// the changes replace, then persists them (space.Persist).
+// the changes replace first.
 func (e *engine) Commit(ctx context.Context, cs []indexer.Change, diffed bool, _ *indexer.IndexSet, rv string, replace bool) error {
 	if !diffed {
 		if err := e.diff(cs, replace); err != nil {
@@ -51,9 +51,8 @@ func (e *engine) Commit(ctx context.Context, cs []indexer.Change, diffed bool, _
 	return e.sp.Persist(ctx, cs, rv, replace)
 }
 
-// diff sets what each change replaces: that of an earlier change of the
-// same batch, or else the stored state (nothing, with replace), as
-// indexer.Base does from its cache.
+// diff sets what each change replaces: an earlier change of the batch's, or
+// the stored state (nothing, with replace).
 func (e *engine) diff(cs []indexer.Change, replace bool) error {
 	type state struct {
 		exists bool
@@ -90,12 +89,18 @@ func (e *engine) diff(cs []indexer.Change, replace bool) error {
 	})
 }
 
+// readValues reads the value record of the object key, aligned with n
+// index names.
 func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) {
 	item, err := txn.Get(k.vals(key))
 	if err != nil {
 		return nil, fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
 	}
-	var vals [][]string
+	return itemValues(item, key, n)
+}
+
+// itemValues decodes item, the value record of the object key.
+func itemValues(item *badger.Item, key string, n int) (vals [][]string, err error) {
 	err = value(item, func(v []byte) error {
 		vals, err = decodeValues(v, n)
 		return err
@@ -106,27 +111,29 @@ func readValues(txn *badger.Txn, k keys, key string, n int) ([][]string, error) 
 	return vals, nil
 }
 
-// SetIndexes implements shared.Engine: the value records (and the index
-// entries, if the mode keeps them) are rewritten for set, in a new
-// generation.
+// SetIndexes implements shared.Engine, in a new generation.
 func (e *engine) SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
-	// As Open does: the store could not be opened again with the index
-	// set it would record.
-	if err := checkIndexNames(set.Indexers()); err != nil {
+	// As Open does, or the store could not be opened again.
+	if err := checkIndexNames(slices.Values(set.Names())); err != nil {
 		return err
 	}
 	return e.sp.reindex(ctx, set.Names(), values, e.entries)
 }
 
-// Empty implements shared.Engine.
-func (e *engine) Empty(why string) error { return e.sp.emptyForKeys(e.entries, why) }
+// Empty implements shared.Engine, as a scope change does (space.empty).
+func (e *engine) Empty(why string) error {
+	indexer.LogKeyReset(e.sp.name, e.sp.where(), why)
+	if err := e.sp.empty(e.entries); err != nil {
+		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", e.sp.name, e.sp.where(), why, err)
+	}
+	return nil
+}
 
 // Close implements shared.Engine.
 func (e *engine) Close() error { return e.sp.Close() }
 
-// badgerTx implements shared.Tx over a read transaction of the store's
-// current generation, whose keys are k and whose value records are aligned
-// with names.
+// badgerTx implements shared.Tx over a read transaction of the generation
+// whose keys are k and whose value records are aligned with names.
 type badgerTx struct {
 	txn   *badger.Txn
 	k     keys
@@ -145,8 +152,8 @@ func (t *badgerTx) Object(key string, use func(data []byte) error) (bool, error)
 	return true, objectData(item, len(t.k.objPrefix()), use)
 }
 
-// objectData calls use with the encoded object item holds; prefixLen is the
-// length of the object prefix of its key.
+// objectData calls use with the encoding of the object item; prefixLen is
+// that of its key's object prefix.
 func objectData(item *badger.Item, prefixLen int, use func(data []byte) error) error {
 	return value(item, func(v []byte) error {
 		_, data, err := parseObj(item.Key()[prefixLen:], v)
@@ -157,6 +164,36 @@ func objectData(item *badger.Item, prefixLen int, use func(data []byte) error) e
 	})
 }
 
+// objectKey returns the key of the object item, whose badger key ends in
+// suffix: inline in the badger key or, hashed, in the value.
+func objectKey(item *badger.Item, suffix []byte) (string, error) {
+	key, hashed, _, err := readComp(suffix)
+	if err == nil && hashed {
+		err = value(item, func(v []byte) error {
+			key, _, err = parseObj(suffix, v)
+			return err
+		})
+	}
+	if err != nil {
+		return "", fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
+	}
+	return key, nil
+}
+
+// objectRecord returns the key and a copy of the encoding of the object
+// item, whose badger key ends in suffix.
+func objectRecord(item *badger.Item, suffix []byte) (key string, data []byte, err error) {
+	err = value(item, func(v []byte) error {
+		k, d, err := parseObj(suffix, v)
+		if err != nil {
+			return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+		}
+		key, data = k, bytes.Clone(d)
+		return nil
+	})
+	return key, data, err
+}
+
 // Objects implements shared.Tx, in the order of the badger keys: inline
 // keys sorted, hashed ones by their hash.
 func (t *badgerTx) Objects(fn func(key string, load shared.Loader) error) error {
@@ -164,54 +201,41 @@ func (t *badgerTx) Objects(fn func(key string, load shared.Loader) error) error 
 	var item *badger.Item
 	load := func(use func([]byte) error) error { return objectData(item, len(prefix), use) }
 	return eachUnder(context.Background(), t.txn, prefix, func(it *badger.Item, suffix []byte) error {
-		key, hashed, _, err := readComp(suffix)
-		if err == nil && hashed {
-			// The key is in the value.
-			err = value(it, func(v []byte) error {
-				key, _, err = parseObj(suffix, v)
-				return err
-			})
-		}
+		key, err := objectKey(it, suffix)
 		if err != nil {
-			return fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
+			return err
 		}
 		item = it
 		return fn(key, load)
 	})
 }
 
-// Keys implements shared.Tx, reading badger keys only, and values only for
-// hashed keys.
+// Keys implements shared.Tx, reading values only for hashed keys.
 func (t *badgerTx) Keys(fn func(key string) error) error {
-	prefix := t.k.objPrefix()
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		suffix := it.Item().Key()[len(prefix):]
-		key, hashed, _, err := readComp(suffix)
-		if err == nil && hashed {
-			err = value(it.Item(), func(v []byte) error {
-				key, _, err = parseObj(suffix, v)
-				return err
-			})
-		}
+	return eachUnderPrefetch(context.Background(), t.txn, t.k.objPrefix(), false, func(item *badger.Item, suffix []byte) error {
+		key, err := objectKey(item, suffix)
 		if err != nil {
-			return fmt.Errorf("object key: %w: %w", store.ErrCorrupt, err)
-		}
-		if err := fn(key); err != nil {
 			return err
 		}
-	}
-	return nil
+		return fn(key)
+	})
 }
 
-// Indexed implements shared.Tx, in key order: the entries are read first,
-// then each object by its key.
+// Indexed implements shared.Tx, in key order: the entries are read first
+// (inline keys come out sorted, hashed ones by their hash, so they are
+// sorted), then each object by its key.
 func (t *badgerTx) Indexed(index, value string, fn func(key string, load shared.Loader) error) error {
-	keys, err := scanEntries(t.txn, t.k.indexPrefix(index), t.k.valuePrefix(index, value))
+	keys := []string{}
+	n := len(t.k.indexPrefix(index))
+	err := eachUnderPrefetch(context.Background(), t.txn, t.k.valuePrefix(index, value), false, func(item *badger.Item, _ []byte) error {
+		_, key, err := readEntry(item, n)
+		keys = append(keys, key)
+		return err
+	})
 	if err != nil {
 		return err
 	}
+	sort.Strings(keys)
 	var key string
 	load := func(use func([]byte) error) error {
 		found, err := t.Object(key, use)
@@ -228,61 +252,30 @@ func (t *badgerTx) Indexed(index, value string, fn func(key string, load shared.
 	return nil
 }
 
-// scanEntries returns the object keys of the index entries under prefix,
-// which starts with indexPrefix, sorted.
-func scanEntries(txn *badger.Txn, indexPrefix, prefix []byte) ([]string, error) {
-	out := []string{}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		item := it.Item()
-		var val []byte
-		if item.ValueSize() > 0 {
-			var err error
-			if val, err = valueCopy(item); err != nil {
-				return nil, err
-			}
-		}
-		_, key, err := parseEntry(item.Key()[len(indexPrefix):], val)
-		if err != nil {
-			return nil, fmt.Errorf("index entry: %w: %w", store.ErrCorrupt, err)
-		}
-		out = append(out, key)
+// readEntry returns the index value and object key of the index entry item;
+// prefixLen is the length of its index's prefix.
+func readEntry(item *badger.Item, prefixLen int) (value, key string, err error) {
+	v, err := valueCopy(item)
+	if err != nil {
+		return "", "", err
 	}
-	// Inline keys come out sorted; hashed ones sort by their hash.
-	sort.Strings(out)
-	return out, nil
+	if value, key, err = parseEntry(item.Key()[prefixLen:], v); err != nil {
+		return "", "", fmt.Errorf("index entry %q: %w: %w", shortKey(item.Key()), store.ErrCorrupt, err)
+	}
+	return value, key, nil
 }
 
 // Values implements shared.Tx: one entry per value is read, then the
 // iterator seeks past the value's other entries.
 func (t *badgerTx) Values(index string, fn func(value string) error) error {
 	prefix := t.k.indexPrefix(index)
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); {
-		item := it.Item()
-		var val []byte
-		if item.ValueSize() > 0 {
-			var err error
-			if val, err = valueCopy(item); err != nil {
-				return err
-			}
+	return eachGroup(t.txn, prefix, func(item *badger.Item) ([]byte, error) {
+		v, _, err := readEntry(item, len(prefix))
+		if err == nil {
+			err = fn(v)
 		}
-		v, _, err := parseEntry(item.Key()[len(prefix):], val)
-		if err != nil {
-			return fmt.Errorf("index %q entry: %w: %w", index, store.ErrCorrupt, err)
-		}
-		if err := fn(v); err != nil {
-			return err
-		}
-		end := prefixEnd(t.k.valuePrefix(index, v))
-		if end == nil {
-			break
-		}
-		it.Seek(end)
-	}
-	return nil
+		return t.k.valuePrefix(index, v), err
+	})
 }
 
 // Sample implements shared.Tx, in the order of the badger keys.
@@ -293,15 +286,11 @@ func (t *badgerTx) Sample(n int, fn func(r shared.Record) error) error {
 			return errSampled
 		}
 		i++
-		var r shared.Record
-		err := value(item, func(v []byte) error {
-			key, data, err := parseObj(suffix, v)
-			r.Key, r.Data = key, bytes.Clone(data)
-			return err
-		})
+		key, data, err := objectRecord(item, suffix)
 		if err == nil { // else left out (see shared.Tx)
+			r := shared.Record{Key: key, Data: data}
 			if len(t.names) > 0 {
-				r.Values, _ = readValues(t.txn, t.k, r.Key, len(t.names))
+				r.Values, _ = readValues(t.txn, t.k, key, len(t.names))
 			}
 			return fn(r)
 		}
@@ -316,12 +305,10 @@ func (t *badgerTx) Sample(n int, fn func(r shared.Record) error) error {
 // errSampled ends Sample's iteration.
 var errSampled = errors.New("sampled")
 
-// allBatch is how many records All hands over at a time.
 const allBatch = 256
 
-// All implements shared.Tx: the value records first, then the objects, in
-// the order of their badger keys, each copied out of badger (its values are
-// valid only during a callback).
+// All implements shared.Tx: the value records first, then the objects,
+// copied out of badger.
 func (t *badgerTx) All(ctx context.Context, values bool, fn func(rs []shared.Record) error) error {
 	var vals map[string][][]string
 	if values && len(t.names) > 0 {
@@ -336,22 +323,15 @@ func (t *badgerTx) All(ctx context.Context, values bool, fn func(rs []shared.Rec
 	}
 	rs := make([]shared.Record, 0, allBatch)
 	err := eachUnder(ctx, t.txn, t.k.objPrefix(), func(item *badger.Item, suffix []byte) error {
-		var r shared.Record
-		err := value(item, func(v []byte) error {
-			key, data, err := parseObj(suffix, v)
-			if err != nil {
-				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
-			}
-			r.Key, r.Data = key, bytes.Clone(data)
-			return nil
-		})
+		key, data, err := objectRecord(item, suffix)
 		if err != nil {
 			return err
 		}
+		r := shared.Record{Key: key, Data: data}
 		if vals != nil {
 			var ok bool
-			if r.Values, ok = vals[r.Key]; !ok {
-				return fmt.Errorf("object %q has no index values: %w: %w", r.Key, store.ErrCorrupt, errBadRecord)
+			if r.Values, ok = vals[key]; !ok {
+				return fmt.Errorf("object %q has no index values: %w: %w", key, store.ErrCorrupt, errBadRecord)
 			}
 		}
 		if rs = append(rs, r); len(rs) == allBatch {
@@ -366,6 +346,59 @@ func (t *badgerTx) All(ctx context.Context, values bool, fn func(rs []shared.Rec
 		err = fn(rs)
 	}
 	return err
+}
+
+// eachValues calls fn with the object key and index values (of n indexes)
+// of every value record of k's generation.
+func eachValues(ctx context.Context, txn *badger.Txn, k keys, n int, fn func(key string, vals [][]string) error) error {
+	if n == 0 {
+		return nil
+	}
+	return eachUnder(ctx, txn, k.valsPrefix(), func(item *badger.Item, suffix []byte) error {
+		key, hashed, rest, err := readComp(suffix)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("value record %q: %w: %w", suffix, store.ErrCorrupt, errBadRecord)
+		}
+		if hashed {
+			oi, err := txn.Get(append(k.objPrefix(), suffix...))
+			if err == nil {
+				key, err = objectKey(oi, suffix)
+			}
+			if err != nil {
+				return fmt.Errorf("object of value record %q: %w: %w", suffix, store.ErrCorrupt, err)
+			}
+		}
+		vals, err := itemValues(item, key, n)
+		if err != nil {
+			return err
+		}
+		return fn(key, vals)
+	})
+}
+
+// eachImpliedEntry calls fn with every index entry (index name, value,
+// object key) the value records of k's generation imply.
+func eachImpliedEntry(ctx context.Context, txn *badger.Txn, k keys, names []string, fn func(index, value, key string) error) error {
+	return eachValues(ctx, txn, k, len(names), func(key string, vals [][]string) error {
+		return rawdb.ImpliedEntries(names, key, vals, fn)
+	})
+}
+
+// eachStoredEntry calls fn with every index entry (index name, value,
+// object key) stored under k's generation.
+func eachStoredEntry(ctx context.Context, txn *badger.Txn, k keys, fn func(index, value, key string) error) error {
+	prefix := k.entriesPrefix()
+	return eachUnder(ctx, txn, prefix, func(item *badger.Item, suffix []byte) error {
+		index, rest, err := readLP(suffix)
+		if err != nil {
+			return fmt.Errorf("index entry %q: %w: %w", shortKey(item.Key()), store.ErrCorrupt, err)
+		}
+		value, key, err := readEntry(item, len(item.Key())-len(rest))
+		if err != nil {
+			return err
+		}
+		return fn(index, value, key)
+	})
 }
 
 var _ shared.Engine = (*engine)(nil)

@@ -17,57 +17,37 @@ import (
 )
 
 // Key layout. Every store in a database owns the keys under its prefix
-//
-//	's' uvarint(len(name)) name
-//
-// The length prefix keeps one store's keys from being a prefix of another's
-// ("a" and "ab"), whatever bytes the names contain. Under it:
+// 's' uvarint(len(name)) name (the length keeps "a" from prefixing "ab").
+// Under it:
 //
 //	'm'                                      the meta record (JSON metaRecord)
 //	'g' gen(8, big endian) 'o' c(key)        the encoded object
 //	'g' gen 'v' c(key)                       the object's index values (encodeValues)
 //	'g' gen 'i' lp(index) c(value) c(key)    an index entry (bounded mode only)
 //
-// where lp(x) is uvarint(len(x)) x, and c(x) is 0x00 lp(x) for strings up to
-// maxInline bytes and 0x01 sha256(x) for longer ones: badger limits keys to
-// 65,000 bytes, and object keys and index values may be longer. Where c
-// hashed, the full string is kept in the value: an object's value is then
-// lp(key) followed by the encoding, an index entry's value is lp(value)
-// lp(key) (empty when neither is hashed). Index names and values may contain
-// any byte, "\x00" included, hence the length prefixes. All entries of one
-// index value share a prefix.
+// where lp(x) is uvarint(len(x)) x, and c(x) is 0x00 lp(x) up to maxInline
+// bytes and 0x01 sha256(x) beyond (badger keys have at most 65,000 bytes).
+// A hashed string is kept whole in the value: an object's value is then
+// lp(key) and the encoding, an index entry's lp(value) lp(key) (else
+// empty).
 //
-// The value records are the persisted index: every write of an object
-// writes its value record in the same transaction. The index entries are
-// derived from them, one per index value, and only the bounded mode, which
-// reads them, keeps them; the meta record's Entries says whether they are
-// current (exactly what the value records imply), and they are read only
-// then. The default mode clears the flag and then deletes the entries; the
-// bounded mode deletes whatever entries are left, builds them from the
-// value records, and then sets the flag. Entries left behind a clear flag
-// (a crash in the middle) are garbage, deleted by the next open.
+// The value records are the persisted index, written with their objects.
+// The index entries are derived from them; only the bounded mode keeps
+// them, and they are read only while the meta record's Entries says they
+// are current. Entries left behind a clear flag are garbage.
 //
-// The meta record names the current generation. Only the current
-// generation's keys are live: a write too large for one badger transaction
-// builds a new generation in several transactions and switches to it (with
-// the resume point) in one final transaction; other generations are garbage,
-// deleted after the switch or on the next open.
+// Only the generation the meta record names is live: a write too large for
+// one transaction builds a new generation and switches to it (with the
+// resume point) in one final transaction; other generations are garbage,
+// deleted after the switch or on the next open. So are the keys of a store
+// without a meta record, or whose record says Dropped.
 //
-// Every value (format version 3) is framed by recsum: followed by the
-// CRC32C of its badger key and itself, checked whenever it is read (value,
-// valueCopy), so that a damaged value, a value a damaged table or value log
-// shows under another key, or a value badger fails to read and hands out
-// empty, is store.ErrCorrupt naming the key, never another object. Badger
-// checks its tables' blocks only when opening them with checksum
-// verification and the value log only when replaying it; the frames check
-// every value every time. A store of format version 2 or 1 (without
-// frames) is copied into a framed generation when it is opened (openSpace).
-//
-// A store without a meta record, or whose meta record says Dropped, does
-// not exist: whatever generations it has are garbage (an Import of a new
-// store that crashed before its switch, a Drop that crashed before it
-// finished), and an Open of the name deletes them and starts past their
-// numbers.
+// Every value (format version 3) is framed by recsum (a CRC32C of its
+// badger key and itself) and checked whenever it is read, so a damaged
+// value, or one shown under another key, is store.ErrCorrupt naming the
+// key: badger checks tables only when opening them and its value log only
+// when replaying it. A store of format 2 or 1 (no frames) is copied into a
+// framed generation when opened (openSpace).
 const (
 	tagStore = 's'
 	tagMeta  = 'm'
@@ -95,8 +75,7 @@ func appendComp(b []byte, s string) ([]byte, bool) {
 	return append(append(b, compHashed), sum[:]...), true
 }
 
-// readComp reads one c(x) from b. For hashed components it returns
-// hashed=true and s empty: the caller finds the string in the value.
+// readComp reads one c(x) from b; a hashed one leaves s empty.
 func readComp(b []byte) (s string, hashed bool, rest []byte, err error) {
 	if len(b) == 0 {
 		return "", false, nil, errBadRecord
@@ -114,11 +93,9 @@ func readComp(b []byte) (s string, hashed bool, rest []byte, err error) {
 	return "", false, nil, errBadRecord
 }
 
-// FormatVersion is the version of the key layout and records described
-// above. Version 2 added metaRecord.Entries; a version 1 store always kept
-// its index entries, and opens with Entries true. Version 3 frames every
-// value; a version 1 or 2 store is copied into a framed generation when a
-// store opens it.
+// FormatVersion is the version of the layout above. Version 2 added
+// metaRecord.Entries (a version 1 store opens with Entries true); version 3
+// frames every value.
 const FormatVersion = 3
 
 const (
@@ -128,18 +105,15 @@ const (
 	formatUnsealed = 2
 )
 
-// errUnsealed is wrapped by the errors of raw reads of a store of format
-// version 2 or 1, whose values are not framed: opening it upgrades it.
+// errUnsealed is wrapped by raw reads of a store of format 2 or 1.
 var errUnsealed = errors.New("a store of a format without checksums: open it once with this build to upgrade it")
 
-// seal returns the framed value of v stored under the badger key k.
 func seal(k, v []byte) []byte { return recsum.Seal(k, v) }
 
-// setSealed writes the framed value of v under k.
 func setSealed(w writer, k, v []byte) error { return w.Set(k, seal(k, v)) }
 
-// checkValue returns the value of the framed value raw of item, or an
-// error wrapping store.ErrCorrupt that names the key.
+// checkValue returns the value framed in raw, item's, or an error wrapping
+// store.ErrCorrupt naming the key.
 func checkValue(item *badger.Item, raw []byte) ([]byte, error) {
 	v, ok := recsum.Open(item.Key(), raw)
 	if !ok {
@@ -148,9 +122,8 @@ func checkValue(item *badger.Item, raw []byte) ([]byte, error) {
 	return v, nil
 }
 
-// value calls fn with the value of item, once its frame is checked. A
-// failure of badger to read the value is store.ErrCorrupt too: it read
-// the value log where the key pointed.
+// value calls fn with the value of item once its frame is checked. A failure
+// of badger to read it is store.ErrCorrupt too.
 func value(item *badger.Item, fn func(v []byte) error) error {
 	var fnErr error
 	err := item.Value(func(raw []byte) error {
@@ -167,7 +140,6 @@ func value(item *badger.Item, fn func(v []byte) error) error {
 	return err
 }
 
-// valueCopy returns a copy of the value of item, once its frame is checked.
 func valueCopy(item *badger.Item) ([]byte, error) {
 	var out []byte
 	err := value(item, func(v []byte) error {
@@ -177,7 +149,7 @@ func valueCopy(item *badger.Item) ([]byte, error) {
 	return out, err
 }
 
-// shortKey quotes at most 96 bytes of a badger key in errors.
+// shortKey cuts a badger key for errors.
 func shortKey(k []byte) []byte {
 	if len(k) > 96 {
 		return k[:96]
@@ -192,22 +164,16 @@ type metaRecord struct {
 	Generation uint64 `json:"generation"`
 	// ResourceVersion is the resume point.
 	ResourceVersion string `json:"resourceVersion"`
-	// Entries says the current generation's index entries are current:
-	// exactly those its value records imply. Only then are they read.
-	// The default mode keeps none (false); the bounded mode maintains
-	// them (true).
+	// Entries says the index entries are exactly those the value records
+	// imply; only then are they read (the bounded mode keeps them).
 	Entries bool `json:"entries"`
-	// Dropped says that a Drop of the store began (raw.go): the store is
-	// gone, whatever keys it still has, and they are garbage. Its
-	// Generation is then one without keys and its ResourceVersion empty,
-	// so that a build that does not know the field opens an empty store
-	// and relists rather than the dropped contents.
+	// Dropped says a Drop began (raw.go): the store is gone. Generation
+	// then has no keys and ResourceVersion is empty, so a build that does
+	// not know the field opens an empty store.
 	Dropped bool `json:"dropped,omitempty"`
 }
 
-// upgrade returns m in the current format: a version 1 record, whose store
-// always maintained its index entries, with Entries true. It reports
-// whether m changed.
+// upgrade returns a version 1 record with Entries true, and whether it did.
 func (m metaRecord) upgrade() (metaRecord, bool) {
 	if m.FormatVersion != formatV1 {
 		return m, false
@@ -219,27 +185,35 @@ func (m metaRecord) upgrade() (metaRecord, bool) {
 
 func appendLP(b []byte, s string) []byte { return varint.AppendString(b, s) }
 
-// storePrefix returns the prefix of every key of the named store.
 func storePrefix(name string) []byte {
 	return appendLP([]byte{tagStore}, name)
 }
 
-// eachStoreName calls fn with the name of every store that has keys in
-// txn, in key order (not the names' order: keys start with the length of
-// the name), one seek per store, and stops at fn's first error. A key that
-// does not start with a name is an error wrapping errBadRecord.
+// eachStoreName calls fn with the name of every store that has keys in txn,
+// in key order, one seek per store. A key that starts with no name is an
+// error wrapping errBadRecord.
 func eachStoreName(txn *badger.Txn, fn func(name string) error) error {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{tagStore}})
-	defer it.Close()
-	for it.Seek([]byte{tagStore}); it.Valid(); {
-		name, _, err := readLP(it.Item().Key()[1:])
+	return eachGroup(txn, []byte{tagStore}, func(item *badger.Item) ([]byte, error) {
+		key := item.Key()
+		name, _, err := readLP(key[1:])
 		if err != nil {
-			return fmt.Errorf("key %q: %w", shortKey(it.Item().Key()), err)
+			return nil, fmt.Errorf("key %q: %w", shortKey(key), err)
 		}
-		if err := fn(name); err != nil {
+		return storePrefix(name), fn(name)
+	})
+}
+
+// eachGroup calls fn with the first item under prefix, then with the first
+// past the prefix fn returns (its group), and so on: one seek per group.
+func eachGroup(txn *badger.Txn, prefix []byte, fn func(item *badger.Item) (group []byte, err error)) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Seek(prefix); it.Valid(); {
+		group, err := fn(it.Item())
+		if err != nil {
 			return err
 		}
-		end := prefixEnd(storePrefix(name))
+		end := prefixEnd(group)
 		if end == nil {
 			return nil
 		}
@@ -286,22 +260,18 @@ func (k keys) vals(key string) []byte {
 	return b
 }
 
-// entriesPrefix is the prefix of every index entry of the generation.
 func (k keys) entriesPrefix() []byte { return append(append([]byte(nil), k.gen...), tagIndex) }
 
-// indexPrefix is the prefix of every entry of the named index.
 func (k keys) indexPrefix(index string) []byte {
 	return appendLP(k.entriesPrefix(), index)
 }
 
-// valuePrefix is the prefix of the entries of one index value.
 func (k keys) valuePrefix(index, value string) []byte {
 	b, _ := appendComp(k.indexPrefix(index), value)
 	return b
 }
 
-// entry returns the key of an index entry and its value: empty unless a
-// part was hashed.
+// entry returns the key and value of an index entry.
 func (k keys) entry(index, value, key string) ([]byte, []byte) {
 	b, hv := appendComp(k.indexPrefix(index), value)
 	b, hk := appendComp(b, key)
@@ -311,8 +281,7 @@ func (k keys) entry(index, value, key string) ([]byte, []byte) {
 	return b, appendLP(appendLP(nil, value), key)
 }
 
-// objValue returns what is stored under k.obj(key): the encoding, preceded
-// by the key when the key is hashed.
+// objValue returns what is stored under k.obj(key).
 func objValue(key string, data []byte) []byte {
 	if len(key) <= maxInline {
 		return data
@@ -321,7 +290,7 @@ func objValue(key string, data []byte) []byte {
 }
 
 // parseObj returns the object key and encoding from an object's key suffix
-// (after the 'o' prefix) and value.
+// (after 'o') and value.
 func parseObj(suffix, value []byte) (string, []byte, error) {
 	key, hashed, rest, err := readComp(suffix)
 	if err != nil || len(rest) != 0 {
@@ -329,8 +298,7 @@ func parseObj(suffix, value []byte) (string, []byte, error) {
 	}
 	if !hashed {
 		if len(value) == 0 {
-			// No codec encodes an object in 0 bytes, and protobuf
-			// decodes them as an empty object.
+			// No codec encodes an object in 0 bytes.
 			return "", nil, fmt.Errorf("object %q: empty record: %w", key, errBadRecord)
 		}
 		return key, value, nil
@@ -368,8 +336,7 @@ func parseEntry(suffix, value []byte) (string, string, error) {
 	if !hv && !hk {
 		return v, key, nil
 	}
-	// The value holds both parts, whole; each must be the one the key
-	// names, inline or by its digest.
+	// Each part in the value must be the one the key names.
 	fullV, value, err := readLP(value)
 	if err != nil {
 		return "", "", err
@@ -386,7 +353,6 @@ func parseEntry(suffix, value []byte) (string, string, error) {
 
 var errBadRecord = errors.New("malformed record")
 
-// readLP reads one length-prefixed string from b.
 func readLP(b []byte) (string, []byte, error) {
 	s, rest, ok := varint.String(b)
 	if !ok {
@@ -395,8 +361,6 @@ func readLP(b []byte) (string, []byte, error) {
 	return s, rest, nil
 }
 
-// encodeValues encodes index values aligned with the store's index names
-// (varint.AppendValues).
 func encodeValues(vals [][]string) []byte {
 	return varint.AppendValues(make([]byte, 0, varint.ValuesSize(vals)), vals)
 }
@@ -410,7 +374,6 @@ func decodeValues(b []byte, want int) ([][]string, error) {
 	return vals, nil
 }
 
-// encodeMeta returns the framed meta record m, stored under the key k.
 func encodeMeta(k []byte, m metaRecord) []byte {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -420,9 +383,25 @@ func encodeMeta(k []byte, m metaRecord) []byte {
 	return seal(k, b)
 }
 
+// readMeta reads the meta record under the key mk, if found. An error with
+// found is one of reading or decoding it.
+func readMeta(txn *badger.Txn, mk []byte) (m metaRecord, unsealed, found bool, err error) {
+	item, err := txn.Get(mk)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return m, false, false, nil
+	}
+	if err != nil {
+		return m, false, false, err
+	}
+	raw, err := item.ValueCopy(nil)
+	if err == nil {
+		m, unsealed, err = decodeMeta(mk, raw)
+	}
+	return m, unsealed, true, err
+}
+
 // decodeMeta decodes the meta record raw stored under the key k: framed,
-// or, for a store of format version 2 or 1, not (unsealed). Any other
-// record is an error.
+// or not (unsealed) for a store of format 2 or 1.
 func decodeMeta(k, raw []byte) (m metaRecord, unsealed bool, err error) {
 	if b, ok := recsum.Open(k, raw); ok {
 		if err := json.Unmarshal(b, &m); err != nil {
@@ -436,8 +415,7 @@ func decodeMeta(k, raw []byte) (m metaRecord, unsealed bool, err error) {
 	return m, true, nil
 }
 
-// prefixEnd returns the smallest key greater than every key starting with p,
-// or nil if there is none (p is all 0xff).
+// prefixEnd returns the smallest key past every key starting with p, or nil.
 func prefixEnd(p []byte) []byte {
 	end := append([]byte(nil), p...)
 	for i := len(end) - 1; i >= 0; i-- {

@@ -1,33 +1,18 @@
 package badger
 
-import (
-	"github.com/dgraph-io/badger/v4/skl"
-
-	"github.com/informerdb/informerdb/store"
-)
+import "github.com/dgraph-io/badger/v4/skl"
 
 // valueThreshold is the size from which badger keeps a value in the value
-// log rather than in the LSM tree (and counts only a pointer to it in a
-// transaction's size). Nearly every Kubernetes object is larger, and index
-// value records are smaller. A low threshold lets one transaction hold more
-// operations (maxBatchOps), so a stream of objects takes fewer commits and
-// syncs (BENCHMARKS.md section 3).
+// log, counting only a pointer in a transaction's size: nearly every object
+// is larger and value records smaller, so a transaction holds more objects
+// (BENCHMARKS.md section 3).
 const valueThreshold = 1 << 8
 
-var (
-	_ store.BatchLimiter = (*defaultStore)(nil)
-	_ store.BatchLimiter = (*bounded)(nil)
-)
-
-// maxBatchOps returns how many operations of a Commit fit in one badger
-// transaction, with nindexes indexes, assuming the worst of each: badger
-// refuses a transaction of more than 15% of a memtable or of that many bytes
-// divided by the size of a skiplist node entries (ErrTxnTooBig), and a Commit
-// that does not fit is written as a new generation, a copy of every object it
-// does not write. An operation writes its object (counted in full up to
-// valueThreshold) and its values record (a short value per index), and, when
-// the store keeps index entries (withEntries: the bounded mode), may delete one
-// old and add one new index entry per index.
+// maxBatchOps returns how many operations of a Commit surely fit in one
+// badger transaction (15% of a memtable, in bytes and in skiplist nodes),
+// with nindexes indexes: a Commit that does not fit copies every other
+// object into a new generation. An operation writes its object and value
+// record and, withEntries, may delete and add an entry per index.
 func maxBatchOps(memTableSize int64, nindexes int, withEntries bool) int {
 	maxBytes := 15 * memTableSize / 100
 	maxEntries := maxBytes / int64(skl.MaxNodeSize)

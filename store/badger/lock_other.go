@@ -2,9 +2,8 @@
 
 package badger
 
-// lockDir does not lock on platforms without flock: badger locks
-// differently there (a lock file), and checkFiles runs unguarded. Another
-// process's files in progress may then be seen as damage.
+// lockDir does not lock without flock (badger uses a lock file there):
+// another process's files in progress may then be seen as damage.
 func lockDir(dir string) (unlock func(), err error) {
 	return func() {}, nil
 }

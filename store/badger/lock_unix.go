@@ -8,10 +8,9 @@ import (
 	"syscall"
 )
 
-// lockDir takes the lock badger takes on a directory (flock of the
-// directory itself, exclusive, not waiting), so that checkFiles never looks
-// at files another process is writing. It fails with errDirLocked when the
-// lock is held, which isLockError recognizes.
+// lockDir takes badger's lock of a directory (flock, exclusive), so that
+// checkFiles never reads files another process writes; a held lock is
+// errDirLocked.
 func lockDir(dir string) (unlock func(), err error) {
 	f, err := os.Open(dir)
 	if err != nil {

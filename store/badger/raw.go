@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
@@ -17,35 +18,27 @@ import (
 	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
-// Raw returns the badger driver with record-level access
-// (store.RawDriver), for the snapshot tool. Its Open is the registered
-// driver's.
+// Raw returns the badger driver with record-level access (store.RawDriver),
+// for the snapshot tool.
 func Raw() store.RawDriver { return rawDriver{} }
 
-// rawDriver implements store.RawDriver on the layout of layout.go. It is
-// safe for concurrent use.
+// rawDriver implements store.RawDriver. It is safe for concurrent use.
 type rawDriver struct{}
 
-var (
-	_ store.RawDriver = rawDriver{}
-	_ store.Exporter  = (*defaultStore)(nil)
-	_ store.Exporter  = (*bounded)(nil)
-)
+var _ store.RawDriver = rawDriver{}
 
 func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
 	return openURL(ctx, u, opts)
 }
 
-// rawSeq numbers the names under which reads reserve a database in the
-// registry: reads do not reserve a store's name, so they run beside stores
-// open in this process.
+// rawSeq numbers the names under which reads reserve a database, so they
+// run beside the stores open in this process.
 var rawSeq atomic.Uint64
 
-// wantURL is the form of a badger URL, for errors.
 const wantURL = "badger:///absolute/directory"
 
-// rawDir checks u and returns its directory, its options and the settings
-// of a database opened for one raw access (no value-log GC).
+// rawDir checks u and returns its directory, options and database settings
+// for one raw access (no value-log GC).
 func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
 	cfg := defaultDBConfig()
 	cfg.gcInterval = 0
@@ -67,38 +60,26 @@ func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
 	return dir, o, cfg, nil
 }
 
-// withDB runs fn on the database at u, shared with the stores this process
-// has open on it, or opened for the call, with name reserved (a read passes
-// ""). Unless create, a missing directory is store.ErrNotFound.
+// withDB runs fn on the database at u (shared with this process's stores),
+// with name reserved (a read passes ""). Unless create, a missing directory
+// is store.ErrNotFound.
 func withDB(ctx context.Context, op string, u *url.URL, name string, create bool, fn func(sh *sharedDB) error) (err error) {
 	dir, o, cfg, err := rawDir(op, u)
 	if err != nil {
 		return err
 	}
 	if !create {
-		fi, err := os.Stat(dir)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("store: %s badger://%s: %w: %w", op, dir, store.ErrNotFound, err)
-			}
+		if err := checkExists(dir); err != nil {
 			return fmt.Errorf("store: %s badger://%s: %w", op, dir, err)
-		}
-		// Opening a directory without files would make a database of it
-		// (and chmod it): a read has nothing to create. (A database open
-		// in this process has its files.)
-		if fi.IsDir() && !dirHasFiles(dir) {
-			return fmt.Errorf("store: %s badger://%s: no database in the directory (it is empty): %w", op, dir, store.ErrNotFound)
 		}
 	}
 	if name == "" {
-		// NUL cannot start a name an informer picks; the counter keeps
-		// concurrent reads apart.
+		// NUL cannot start a store's name.
 		name = fmt.Sprintf("\x00snapshot-read-%d", rawSeq.Add(1))
 	}
 	sh, err := acquire(ctx, dir, name, cfg, o.LockTimeout)
 	if err != nil && errors.Is(err, store.ErrInvalid) {
-		// The database is open in this process with another durability:
-		// share it as it is.
+		// Open in this process with the other durability: share it.
 		cfg.durability = otherDurability(cfg.durability)
 		sh, err = acquire(ctx, dir, name, cfg, o.LockTimeout)
 	}
@@ -118,6 +99,22 @@ func withDB(ctx context.Context, op string, u *url.URL, name string, create bool
 	return fn(sh)
 }
 
+// checkExists fails with store.ErrNotFound unless dir exists with files:
+// opening an empty directory would make a database of it.
+func checkExists(dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() && !dirHasFiles(dir) {
+		return fmt.Errorf("no database in the directory (it is empty): %w", store.ErrNotFound)
+	}
+	return nil
+}
+
 func otherDurability(d store.Durability) store.Durability {
 	if d == store.DurabilitySync {
 		return store.DurabilityNoSync
@@ -125,36 +122,29 @@ func otherDurability(d store.Durability) store.Durability {
 	return store.DurabilitySync
 }
 
-// Stores implements store.RawDriver: a store this build cannot read fails
-// the call (ListStores names it beside the others).
+// Stores implements store.RawDriver.
 func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
 	return rawdb.Reader(readView).Stores(ctx, u)
 }
 
-// ListStores implements store.RawDriver: one read transaction.
+// ListStores implements store.RawDriver.
 func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
 	return rawdb.Reader(readView).ListStores(ctx, u)
 }
 
-// Export implements store.RawDriver: one read transaction.
+// Export implements store.RawDriver.
 func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
 	return rawdb.Reader(readView).Export(ctx, u, name, fn)
 }
 
-// IndexEntries calls fn with every index entry (index name, indexed value,
-// object key) of the current generation of the store name in the database
-// at u, in one read transaction, as a bounded-mode open would serve them:
-// what the snapshot tool's verify compares with the objects' index values.
-// Its signature is snapshot.IndexEntries. A store last opened in the
-// default mode keeps no index entries (its meta record's Entries is false;
-// any entries left by a crashed drop are never read): it yields those its
-// value records imply, so that verify still checks the persisted index
-// values against the objects.
+// IndexEntries calls fn with every index entry (index name, value, object
+// key) of the store name in the database at u, as a bounded-mode open would
+// serve them (snapshot.IndexEntries): a store that keeps none yields those
+// its value records imply.
 func IndexEntries(ctx context.Context, u *url.URL, name string, fn func(index, value, key string) error) error {
 	return rawdb.Reader(readView).IndexEntries(ctx, u, name, fn)
 }
 
-// readView runs fn on a view of the database at u in one read transaction.
 func readView(ctx context.Context, op string, u *url.URL, fn func(v *rawdb.View) error) error {
 	return withDB(ctx, op, u, "", false, func(sh *sharedDB) error {
 		return sh.db.View(func(txn *badger.Txn) error {
@@ -163,13 +153,11 @@ func readView(ctx context.Context, op string, u *url.URL, fn func(v *rawdb.View)
 	})
 }
 
-// newView returns a view of txn; where names the database in errors.
 func newView(txn *badger.Txn, where string) *rawdb.View {
 	return &rawdb.View{Tx: rawTxn{txn}, Backend: Scheme, Where: where, Guard: guard}
 }
 
-// guard runs fn, turning a panic of badger reading damaged files into
-// store.ErrCorrupt.
+// guard turns a panic of badger on damaged files into store.ErrCorrupt.
 func guard(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -179,11 +167,9 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
-// rawTxn is a read transaction as rawdb reads it.
 type rawTxn struct{ txn *badger.Txn }
 
-// EachStore implements rawdb.Tx. It skips the generations of a store
-// without a meta record: garbage of a store whose creation did not finish.
+// EachStore implements rawdb.Tx, skipping stores without a meta record.
 func (t rawTxn) EachStore(ctx context.Context, fn func(name string, info store.Info, err error) error) error {
 	err := eachStoreName(t.txn, func(name string) error {
 		if err := ctx.Err(); err != nil {
@@ -201,28 +187,20 @@ func (t rawTxn) EachStore(ctx context.Context, fn func(name string, info store.I
 	return err
 }
 
-// errDropped is wrapped by the errors of rawInfo for a store whose Drop was
-// interrupted once the store was marked dropped: it is gone, but its keys
-// are there until a Drop or an Open of the name deletes them.
+// errDropped is wrapped by rawInfo's errors for a store whose Drop did not
+// finish: it is gone, but some of its keys are left.
 var errDropped = errors.New("its drop did not finish")
 
 // rawInfo reads the meta record of the store name in txn.
 func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
-	k := newKeys(name, 0)
-	item, err := txn.Get(k.meta())
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w", name, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Info{}, metaRecord{}, err
-	}
-	raw, err := item.ValueCopy(nil)
-	if err != nil {
-		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: meta record: %w: %w", name, store.ErrCorrupt, err)
-	}
-	m, unsealed, err := decodeMeta(k.meta(), raw)
-	if err != nil {
+	m, unsealed, found, err := readMeta(txn, newKeys(name, 0).meta())
+	switch {
+	case found && err != nil:
 		return store.Info{}, m, fmt.Errorf("store %q: %w: %w", name, store.ErrCorrupt, err)
+	case err != nil:
+		return store.Info{}, metaRecord{}, err
+	case !found:
+		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w", name, store.ErrNotFound)
 	}
 	if unsealed && !m.Dropped {
 		return store.Info{}, m, fmt.Errorf("store %q: format version %d, %w: %w", name, m.FormatVersion, errUnsealed, store.ErrIncompatible)
@@ -230,8 +208,6 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	if m.Dropped {
 		return store.Info{}, metaRecord{}, fmt.Errorf("store %q: %w: %w", name, errDropped, store.ErrNotFound)
 	}
-	// A format 1 store reads as format 2 with its entries current; it
-	// is rewritten as such when a store opens it.
 	m, _ = m.upgrade()
 	if m.FormatVersion != FormatVersion {
 		return store.Info{}, m, fmt.Errorf("store %q: format version %d, this build reads %d (and %d): %w", name, m.FormatVersion, FormatVersion, formatV1, store.ErrIncompatible)
@@ -239,37 +215,25 @@ func rawInfo(txn *badger.Txn, name string) (store.Info, metaRecord, error) {
 	return m.Info(Scheme, name, m.ResourceVersion), m, nil
 }
 
-// Export implements rawdb.Tx: the records of the current generation of
-// the store name.
+// Export implements rawdb.Tx.
 func (t rawTxn) Export(ctx context.Context, name string, fn func(store.Record) error) (store.Info, error) {
 	info, m, err := rawInfo(t.txn, name)
 	if err != nil {
 		return info, err
 	}
 	k := newKeys(name, m.Generation)
-	n := len(m.Indexes)
 	err = eachUnder(ctx, t.txn, k.objPrefix(), func(item *badger.Item, suffix []byte) error {
-		return value(item, func(v []byte) error {
-			key, data, err := parseObj(suffix, v)
-			if err != nil {
-				return fmt.Errorf("%w: %w", store.ErrCorrupt, err)
+		key, data, err := objectRecord(item, suffix)
+		if err != nil {
+			return err
+		}
+		var vals [][]string
+		if n := len(m.Indexes); n > 0 {
+			if vals, err = readValues(t.txn, k, key, n); err != nil {
+				return err
 			}
-			var vals [][]string
-			if n > 0 {
-				vi, err := t.txn.Get(k.vals(key))
-				if err != nil {
-					return fmt.Errorf("index values of %q: %w: %w", key, store.ErrCorrupt, err)
-				}
-				err = value(vi, func(b []byte) error {
-					vals, err = decodeValues(b, n)
-					return err
-				})
-				if err != nil {
-					return fmt.Errorf("object %q: %w: %w", key, store.ErrCorrupt, err)
-				}
-			}
-			return fn(store.Record{Key: key, Data: data, Values: vals})
-		})
+		}
+		return fn(store.Record{Key: key, Data: data, Values: vals})
 	})
 	if err != nil {
 		return store.Info{}, err
@@ -290,17 +254,6 @@ func (t rawTxn) IndexEntries(ctx context.Context, name string, fn func(index, va
 	return eachStoredEntry(ctx, t.txn, k, fn)
 }
 
-// Export implements store.Exporter: one read transaction, so records and
-// resume point agree while the informer writes.
-func (s *defaultStore) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-	return s.sp.export(ctx, fn)
-}
-
-// Export implements store.Exporter, as defaultStore.Export.
-func (b *bounded) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-	return b.sp.export(ctx, fn)
-}
-
 func (s *space) export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
 	err = s.view(func(txn *badger.Txn, _ keys, _ []string) error {
 		info, err = newView(txn, s.where()).Export(ctx, s.name, fn)
@@ -310,9 +263,8 @@ func (s *space) export(ctx context.Context, fn func(store.Record) error) (info s
 }
 
 // Import implements store.RawDriver: the records are written into a new
-// generation through a write batch (bounded memory), and the store switches
-// to it, with info's metadata and resume point, in one final transaction. A
-// failure or a crash before the switch leaves the store as it was.
+// generation, switched to with info's metadata and resume point in one
+// final transaction; a failure or crash before leaves the store as it was.
 func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
 	name := info.Name
 	fail := func(err error) error {
@@ -321,10 +273,8 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 	if err := rawdb.CheckImport(info, maxNameLen); err != nil {
 		return fail(err)
 	}
-	for _, idx := range info.Indexes {
-		if len(idx) > maxNameLen {
-			return fail(fmt.Errorf("index name %.64q... longer than %d bytes: %w", idx, maxNameLen, store.ErrInvalid))
-		}
+	if err := checkIndexNames(slices.Values(info.Indexes)); err != nil {
+		return fail(err)
 	}
 	err := withDB(ctx, "import "+name, u, name, true, func(sh *sharedDB) error {
 		return importDB(ctx, sh, info, next)
@@ -340,8 +290,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	k := newKeys(info.Name, 0)
 	err := sh.db.View(func(txn *badger.Txn) error {
 		_, m, err := rawInfo(txn, info.Name)
-		// A damaged or incompatible meta record is replaced like any
-		// other.
+		// A damaged or incompatible meta record is replaced too.
 		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIncompatible) && !errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
@@ -387,8 +336,7 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	}, func(m *metaRecord) {
 		m.Meta = recs.Meta
 		m.ResourceVersion = recs.ResourceVersion
-		// The import wrote every entry: a bounded store reads them as
-		// they are, a default one drops them when it opens.
+		// Every entry was written.
 		m.Entries = true
 	})
 	if err != nil {
@@ -397,8 +345,8 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 	return sh.named(info.Name)
 }
 
-// testHookDrop, when set (by tests), runs after each step of Drop that a
-// crash could follow; an error stops the drop there, as a crash would.
+// testHookDrop, set by tests, runs after each step of Drop a crash could
+// follow; its error stops the drop there, as a crash.
 var testHookDrop func(step string) error
 
 func dropStep(step string) error {
@@ -408,25 +356,16 @@ func dropStep(step string) error {
 	return nil
 }
 
-// Drop implements store.RawDriver. A store's keys can outnumber what one
-// badger transaction holds, so they are deleted in several, and the store
-// must be gone from the first: Drop first rewrites the meta record, in one
-// transaction, as a drop marker (metaRecord.Dropped, pointing at a
-// generation without keys, no resume point), then deletes every
-// generation, then the meta record. A crash after the marker leaves a store
-// that is gone: Stores skips it, Export finds nothing, an Open of the name
-// starts an empty store (deleting the leftovers, see space.create), and a
-// Drop of the name finishes the job. Deleting the meta record first would
-// have been one step less, but an older build would then open the name at
-// generation 1 and serve whatever objects of the dropped store were left
-// there; with the marker it opens an empty store and relists. badger
-// writes in order, so a crash keeps a prefix of these steps.
+// Drop implements store.RawDriver. A store's keys may take several
+// transactions to delete, and the store must be gone from the first: Drop
+// writes a drop marker (metaRecord.Dropped) first, then deletes every
+// generation, then the meta record; badger writes in order, so a crash
+// keeps a prefix of these steps. After the marker the store is gone
+// (Stores skips it, an Open starts empty, a Drop finishes the job); an
+// older build opens it empty rather than at generation 1 with leftovers.
 //
-// The other stores of the database are untouched, and may stay open in
-// this process meanwhile; only the store itself must be closed
-// (store.ErrInUse). The deletes are tombstones: badger gives the space back
-// with its compactions and value-log GC, which run while stores have the
-// database open.
+// Other stores may stay open meanwhile; the store itself must be closed
+// (store.ErrInUse). Badger gives the space back in compactions and GC.
 func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	fail := func(err error) error {
 		return fmt.Errorf("store: drop %s from %s: %w", name, u.Redacted(), err)
@@ -437,8 +376,7 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	if _, _, _, err := rawDir("drop "+name, u); err != nil {
 		return err
 	}
-	// withDB refuses a directory without files: a drop has nothing to
-	// create.
+	// A drop has nothing to create.
 	err := withDB(ctx, "drop "+name, u, name, false, func(sh *sharedDB) error {
 		return dropStore(ctx, sh, name)
 	})
@@ -448,7 +386,6 @@ func (rawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
 	return nil
 }
 
-// dropStore deletes the store name of sh, whose name the caller reserved.
 func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 	s := &space{sh: sh, name: name, k: newKeys(name, 0)}
 	var m metaRecord
@@ -464,19 +401,16 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		if err != nil {
 			return err
 		}
-		// Whatever the record says, or if it says nothing readable (a
-		// damaged record, another format): dropping is also the way
-		// out of a store this build cannot open, and every generation
-		// goes.
+		// Readable or not: dropping is also the way out of a store
+		// this build cannot open.
 		m, _, _ = decodeMeta(s.k.meta(), raw)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// Before the marker: the stores file never names a store that is
-	// gone (see storesFile).
-	if err := sh.stores.remove(name); err != nil {
+	// Before the marker: the stores file never names a store that is gone.
+	if err := sh.stores.set(name, false); err != nil {
 		return err
 	}
 	if !m.Dropped {
@@ -497,20 +431,15 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 			return err
 		}
 	}
-	// From here on the store is gone; what is left is garbage, and the
-	// context no longer stops the cleanup: finishing costs less than
-	// leaving it for a later Open or Drop.
+	// The store is gone; ctx no longer stops the cleanup of its garbage.
 	if _, err := s.deletePrefix(append(append([]byte(nil), s.k.store...), tagGen)); err != nil {
 		return fmt.Errorf("delete the store's keys (the store is dropped; a later Drop of the name deletes the rest): %w", err)
 	}
 	if err := dropStep("generations deleted"); err != nil {
 		return err
 	}
-	if sh.cfg.durability == store.DurabilitySync {
-		// As in switchGen: the deletes went through a write batch.
-		if err := sh.db.Sync(); err != nil {
-			return err
-		}
+	if err := sh.syncBatches(store.DurabilitySync); err != nil {
+		return err
 	}
 	err = sh.durable(sh.update(func(txn *badger.Txn) error {
 		return txn.Delete(s.k.meta())
@@ -519,24 +448,4 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		return fmt.Errorf("delete the meta record (the store is dropped; a later Drop of the name deletes it): %w", err)
 	}
 	return nil
-}
-
-// eachStoredEntry calls fn with every index entry (index name, value,
-// object key) stored under k's generation, read in txn.
-func eachStoredEntry(ctx context.Context, txn *badger.Txn, k keys, fn func(index, value, key string) error) error {
-	return eachUnder(ctx, txn, k.entriesPrefix(), func(item *badger.Item, suffix []byte) error {
-		index, rest, err := readLP(suffix)
-		if err != nil {
-			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
-		}
-		v, err := valueCopy(item)
-		if err != nil {
-			return err
-		}
-		value, key, err := parseEntry(rest, v)
-		if err != nil {
-			return fmt.Errorf("index entry %q: %w: %w", item.Key(), store.ErrCorrupt, err)
-		}
-		return fn(index, value, key)
-	})
 }

@@ -20,33 +20,25 @@ import (
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
 
-// The stores file. Badger keeps what its tables hold only in its MANIFEST,
-// and a MANIFEST cut short (at any length past its magic) reads as a crash
-// torn in its last change: badger opens it as a new, empty database and
-// deletes the tables it no longer lists. Nothing inside the LSM tree can
-// tell that from a database that never held anything, so a small file
-// beside badger's, written atomically (a temporary file, fsync, rename,
-// fsync of the directory), names the stores the database holds:
+// The stores file. A MANIFEST cut short reads to badger as a torn last
+// change: it opens an empty database and deletes the tables no longer
+// listed, which nothing inside badger tells from a new database. So a file
+// beside badger's, written atomically, names the stores the database holds:
 //
-//	storesMagic uvarint(count) lp(name)... CRC32C
+//	storesMagic uvarint(count) lp(name)... CRC32C (of the file name and the rest)
 //
-// (the CRC32C of the file's name and what precedes it, as recsum frames
-// records). It is written when the set changes, which is rare: a store is
-// added once it is created (its meta record durable), and removed before its
-// Drop marks it dropped, so that a crash between the two steps leaves a
-// store the file does not name, which the next open adds, never a name
-// without a store. Every open checks it against badger's meta records: a
-// store the file names and badger lacks is lost, and the database is
-// store.ErrCorrupt. A directory without the file is a new database, or one
-// an older build wrote: the file is written from what badger holds. A
-// damaged file is rewritten from badger's stores if there are any, and
-// store.ErrCorrupt if there are none (new and lost cannot be told apart).
+// A store is added once its meta record is durable and removed before its
+// Drop marks it dropped: the file never names a store that is not there.
+// Every open checks it: a store it names that badger lacks is lost, and the
+// database store.ErrCorrupt. A missing file is written from what badger
+// holds; a damaged one too, unless badger holds no store (new and lost
+// cannot be told apart: store.ErrCorrupt).
 const (
 	storesFile    = "INFORMERDB-STORES"
 	storesFileTmp = storesFile + ".tmp"
 )
 
-// storesMagic starts the stores file (its format version is the last byte).
+// storesMagic starts the stores file; its last byte is the version.
 var storesMagic = []byte("idbstores\x01")
 
 // storesList is the stores file of one open database.
@@ -57,7 +49,6 @@ type storesList struct {
 	names map[string]bool
 }
 
-// encodeStores returns the content of a stores file naming names.
 func encodeStores(names map[string]bool) []byte {
 	b := append([]byte(nil), storesMagic...)
 	b = binary.AppendUvarint(b, uint64(len(names)))
@@ -67,7 +58,6 @@ func encodeStores(names map[string]bool) []byte {
 	return recsum.Seal([]byte(storesFile), b)
 }
 
-// decodeStores parses the content of a stores file.
 func decodeStores(data []byte) (map[string]bool, error) {
 	b, ok := recsum.Open([]byte(storesFile), data)
 	if !ok {
@@ -98,9 +88,7 @@ func decodeStores(data []byte) (map[string]bool, error) {
 	return names, nil
 }
 
-// readStoresFile reads the stores file of dir: found is false when there
-// is none; a file that cannot be parsed is an error wrapping errBadRecord
-// or naming the checksum mismatch.
+// readStoresFile reads the stores file of dir, if found.
 func readStoresFile(dir string) (names map[string]bool, found bool, err error) {
 	data, err := os.ReadFile(filepath.Join(dir, storesFile))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -116,9 +104,8 @@ func readStoresFile(dir string) (names map[string]bool, found bool, err error) {
 	return names, true, nil
 }
 
-// writeStoresFile replaces the stores file of dir, atomically: a crash
-// leaves the old file or the new one (and maybe the temporary file, which
-// the next write replaces).
+// writeStoresFile replaces the stores file of dir atomically (temporary
+// file, fsync, rename, fsync of the directory).
 func writeStoresFile(dir string, names map[string]bool) error {
 	tmp := filepath.Join(dir, storesFileTmp)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -145,31 +132,20 @@ func writeStoresFile(dir string, names map[string]bool) error {
 	return nil
 }
 
-// storeNames returns the names of the stores db holds: present, those
-// with a meta record, and live, those of them not dropped (a dropped
-// store's name left the stores file before its marker was written, see
-// dropStore). A meta record that cannot be read counts as live: opening
-// the store reports it. One seek per store: the keys of a store share its
-// prefix.
+// storeNames returns the names of the stores db holds: present, those with
+// a meta record, and live, those not dropped (or unreadable: opening the
+// store reports it).
 func storeNames(db *badger.DB) (present, live map[string]bool, err error) {
 	present, live = map[string]bool{}, map[string]bool{}
 	err = db.View(func(txn *badger.Txn) error {
 		return eachStoreName(txn, func(name string) error {
-			mk := newKeys(name, 0).meta()
-			item, err := txn.Get(mk)
-			switch {
-			case err == nil:
-				present[name] = true
-				raw, err := item.ValueCopy(nil)
-				if err != nil {
-					live[name] = true
-					break
-				}
-				if m, _, err := decodeMeta(mk, raw); err != nil || !m.Dropped {
-					live[name] = true
-				}
-			case !errors.Is(err, badger.ErrKeyNotFound):
+			m, _, found, err := readMeta(txn, newKeys(name, 0).meta())
+			if !found {
 				return err
+			}
+			present[name] = true
+			if err != nil || !m.Dropped {
+				live[name] = true
 			}
 			return nil
 		})
@@ -177,9 +153,8 @@ func storeNames(db *badger.DB) (present, live map[string]bool, err error) {
 	return present, live, err
 }
 
-// openStoresList checks the stores file of dir against db, just opened
-// (see storesFile), and returns it, brought up to date. An error wrapping
-// errDamaged means the database lost stores, or cannot tell.
+// openStoresList checks the stores file of dir against db, just opened, and
+// returns it up to date. errDamaged means stores were lost, or may be.
 func openStoresList(dir string, db *badger.DB) (*storesList, error) {
 	present, have, err := storeNames(db)
 	if err != nil {
@@ -217,7 +192,6 @@ func openStoresList(dir string, db *badger.DB) (*storesList, error) {
 	return l, nil
 }
 
-// quoteFirst quotes the first n of names, and says how many more there are.
 func quoteFirst(names []string, n int) string {
 	q := make([]string, 0, n)
 	for _, s := range names[:min(n, len(names))] {
@@ -229,15 +203,8 @@ func quoteFirst(names []string, n int) string {
 	return strings.Join(q, ", ")
 }
 
-// add names the store name in the stores file, once its meta record is
-// durable.
-func (l *storesList) add(name string) error { return l.set(name, true) }
-
-// remove takes the store name out of the stores file, before its Drop
-// marks it dropped.
-func (l *storesList) remove(name string) error { return l.set(name, false) }
-
-// set rewrites the stores file with name in it or not, unless it is so.
+// set rewrites the stores file with name in it (once its meta record is
+// durable) or not (before its Drop marks it dropped), unless it is so.
 func (l *storesList) set(name string, in bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -5,27 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 )
 
 // FrozenView implements store.RawFrozenViewer. Badger changes the files of
-// a directory it opens, even to read them: it truncates a value log at the
-// first entry whose checksum fails, replays and truncates its memtable
-// logs, and deletes the tables its MANIFEST does not list (which a damaged
-// MANIFEST makes of every table). Its ReadOnly option does not help: it
-// still deletes unlisted tables, and refuses the memtable log a kill -9
-// leaves. So the view is a private copy of the directory, in the temporary
-// directory (os.TempDir: $TMPDIR), taken under badger's directory lock, so
-// that no other process writes while it is copied; release deletes it. A
-// database this process has open is read through that open database, whose
-// reads change nothing more, and the view is u itself.
+// a directory it opens, even read-only: it truncates logs and deletes the
+// tables its MANIFEST does not list (every table, if it is damaged). So the
+// view is a private copy in os.TempDir, taken under badger's directory lock;
+// release deletes it. A database open in this process is its own view.
 func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, release func() error, err error) {
 	dir, o, _, err := rawDir("view", u)
 	if err != nil {
@@ -34,15 +26,8 @@ func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, rel
 	fail := func(err error) error {
 		return fmt.Errorf("store: view badger://%s: %w", dir, err)
 	}
-	fi, err := os.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
-	}
-	if err != nil {
+	if err := checkExists(dir); err != nil {
 		return nil, nil, fail(err)
-	}
-	if fi.IsDir() && !dirHasFiles(dir) {
-		return nil, nil, fail(fmt.Errorf("no database in the directory (it is empty): %w", store.ErrNotFound))
 	}
 	if err := driver.CheckPath(dir, true); err != nil {
 		return nil, nil, fail(err)
@@ -56,7 +41,11 @@ func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, rel
 	if open {
 		return u, func() error { return nil }, nil
 	}
-	unlock, err := lockDirWait(ctx, dir, o.LockTimeout)
+	var unlock func()
+	err = retryLocked(ctx, o.LockTimeout, func() (err error) {
+		unlock, err = lockDir(dir)
+		return err
+	})
 	if err != nil {
 		return nil, nil, fail(err)
 	}
@@ -75,30 +64,8 @@ func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, rel
 	return &v, release, nil
 }
 
-// lockDirWait takes badger's directory lock (lockDir), retrying while
-// another process holds it, until timeout or ctx ends.
-func lockDirWait(ctx context.Context, dir string, timeout time.Duration) (unlock func(), err error) {
-	deadline := time.Now().Add(timeout)
-	delay := 10 * time.Millisecond
-	for {
-		unlock, err := lockDir(dir)
-		if err == nil || !isLockError(err) {
-			return unlock, err
-		}
-		if time.Now().Add(delay).After(deadline) {
-			return nil, fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, driver.LockTimeoutHint)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the directory lock: %w", ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 200*time.Millisecond)
-	}
-}
-
-// copyDatabase copies the files of the database in dir (badger's and the
-// stores file; not its LOCK) into dst, a new directory of mode 0700.
+// copyDatabase copies the files of the database in dir but its LOCK into a
+// new directory dst.
 func copyDatabase(ctx context.Context, dir, dst string) error {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return err

@@ -12,17 +12,12 @@ import (
 	"github.com/informerdb/informerdb/store/internal/writeback"
 )
 
-// startWriteback starts the writeback of badger's logs while a durable
-// write runs (package writeback), and returns the function that stops it;
-// stop may be called more than once. Nothing is started with
-// durability=nosync.
-//
-// With SyncWrites, badger's write goroutine copies each batch of
-// transactions into the newest value-log file and memtable log, both
-// memory-mapped, and then waits in msync for their pages. Badger keeps
-// those files to itself, so they are found the way badger names them
-// (logFiles); a file it rotated to since is found a few periods later, and
-// one that is not found is only not written back early.
+// startWriteback starts the writeback of badger's logs while a durable write
+// runs (package writeback), and returns the function, idempotent, that
+// stops it. With SyncWrites badger copies transactions into its newest
+// memory-mapped value-log file and memtable log and waits in msync; the
+// files are found by their names (logFiles); one not found is only not
+// written back early.
 func (sh *sharedDB) startWriteback() (stop func()) {
 	if !writeback.Supported || sh.cfg.durability != store.DurabilitySync {
 		return func() {}
@@ -38,14 +33,12 @@ func (sh *sharedDB) startWriteback() (stop func()) {
 	}
 }
 
-// rescanEvery is every how many kicks logFiles looks for newer logs: badger
-// starts a value-log file every 64 MiB it writes and a memtable log every
-// memtable, while a commit takes milliseconds.
+// rescanEvery is every how many kicks logFiles looks for newer logs (badger
+// rotates them every 64 or 16 MiB).
 const rescanEvery = 16
 
-// logFiles holds the newest value-log file and memtable log of a badger
-// directory open, for writeback. Only the goroutine of writeback.Every uses
-// it until close.
+// logFiles holds the newest value-log file and memtable log of a directory
+// open, for the goroutine of writeback.Every.
 type logFiles struct {
 	dir   string
 	kicks int
@@ -59,9 +52,7 @@ type logFile struct {
 	conn syscall.RawConn
 }
 
-// logExts are the extensions of the files logFiles keeps, in the order of
-// logFiles.logs: badger's value-log files (000001.vlog) and memtable logs
-// (00001.mem).
+// logExts are the extensions of logFiles.logs.
 var logExts = [2]string{".vlog", ".mem"}
 
 func (l *logFiles) kick() {
@@ -76,8 +67,8 @@ func (l *logFiles) kick() {
 	}
 }
 
-// rescan opens the newest log of each kind, if it is not the one open: the
-// one with the highest file number, which is the one badger writes.
+// rescan opens the log of each kind with the highest number, the one badger
+// writes, unless it is open.
 func (l *logFiles) rescan() {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
