@@ -61,5 +61,5 @@ func (e *encodeBuffers) release(ps []Prepared) {
 // appendEncode encodes obj with enc into buf, turning a panic into an
 // error as Encode does.
 func appendEncode(enc store.AppendEncoder, buf []byte, obj interface{}) ([]byte, error) {
-	return guardCodec(func() ([]byte, error) { return enc.AppendEncode(buf, obj) })
+	return guard("codec", func() ([]byte, error) { return enc.AppendEncode(buf, obj) })
 }

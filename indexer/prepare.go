@@ -116,23 +116,6 @@ func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(key
 	return nil
 }
 
-// PrepareOne is Prepare for a single operation, without the slice.
-func (p *Preparer) PrepareOne(op string, o store.Op) (Prepared, error) {
-	var r Prepared
-	err := p.prepareOne(op, 0, 1, &o, &r)
-	return r, err
-}
-
-// keyError reports that op i of n (of the write op) has a key no backend
-// stores (driver.CheckKey), naming the op by its position when the write has
-// several, and by its type and object's type, since its key says nothing.
-func keyError(op string, i, n int, o *store.Op, err error) error {
-	if n > 1 {
-		return fmt.Errorf("store: %s: op %d of %d (%s %T): %w", op, i, n, o.Type, o.Object, err)
-	}
-	return fmt.Errorf("store: %s: %s %T: %w", op, o.Type, o.Object, err)
-}
-
 // prepareOne prepares o, op i of the n of the write op, into r.
 func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) error {
 	r.Type, r.Object, r.Key = o.Type, o.Object, o.Key
@@ -159,10 +142,13 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 		r.Key = k
 	}
 	// Before the index functions, and for deletes too: one rule for every
-	// backend (bbolt cannot store the key), so that no write of ""
-	// succeeds on one backend and fails on another.
+	// backend. The key says nothing, so the error names the op by its type
+	// and object's type, and its position when the write has several.
 	if err := driver.CheckKey(r.Key); err != nil {
-		return keyError(op, i, n, o, err)
+		if n > 1 {
+			return fmt.Errorf("store: %s: op %d of %d (%s %T): %w", op, i, n, o.Type, o.Object, err)
+		}
+		return fmt.Errorf("store: %s: %s %T: %w", op, o.Type, o.Object, err)
 	}
 	if o.Type == store.OpDelete {
 		return nil
