@@ -21,18 +21,13 @@ import (
 
 // Config is what New needs besides the engine.
 type Config struct {
-	// Info holds the static parts of the store's Info (not its
-	// ResourceVersion or Indexes).
-	Info store.Info
-	// Options are the store's options, with defaults applied: its key
-	// function, codec and CacheSize (> 0) are used.
-	Options store.Options
+	Info    store.Info    // static parts, not ResourceVersion or Indexes
+	Options store.Options // with defaults; KeyFunc, Codec and CacheSize (> 0) are used
 	// Indexes is the index set the stored index values are aligned with.
 	Indexes *indexer.IndexSet
 	// ResourceVersion is the stored resume point, once opening settled it.
 	ResourceVersion string
-	// CheckData, when set, refuses encodings the engine cannot store
-	// (see indexer.Preparer).
+	// CheckData, when set, refuses encodings the engine cannot store.
 	CheckData func(key string, data []byte) error
 }
 
@@ -62,9 +57,8 @@ type Store struct {
 	seen *writes.Seen
 
 	// lru holds decoded objects; it is safe for concurrent use, and
-	// readers' hits take no other lock. What adds to it or updates it (a
-	// reader's fill, a writer's update after its commit) holds cacheMu
-	// and checks or changes seq under it.
+	// readers' hits take no other lock. What adds to it or updates it
+	// holds cacheMu and checks or changes seq under it.
 	cacheMu sync.Mutex
 	lru     *lru.Cache
 
@@ -74,21 +68,14 @@ type Store struct {
 	// transaction opens; while it is unchanged (and even), the cache
 	// holds exactly the objects of that transaction's snapshot, so the
 	// reader may use a hit or add what it decoded. Once it changed, a
-	// commit may be in the snapshot but not yet in the cache, or in the
-	// cache but not in the snapshot: the reader decodes from its
-	// transaction and caches nothing. A reader that checked only for
-	// commits after its snapshot opened would miss one landing between
-	// the two, and one that took hits refreshed after its snapshot would
-	// mix two states (an object from ByIndex no longer having the value
-	// asked for). No lock is held across a read, so a long List never
-	// delays a writer, nor the readers queued behind that writer.
+	// commit may be in the snapshot but not in the cache, or the other
+	// way round: the reader decodes from its transaction and caches
+	// nothing. No lock is held across a read, so a long List never delays
+	// a writer, nor the readers queued behind that writer.
 	seq atomic.Uint64
 
-	// afterCommit and afterRead, when set (by tests), run in the windows
-	// a concurrent operation can hit: afterCommit between a write's
-	// commit and its cache update, afterRead between a reader's decoding
-	// of an object from its transaction and its use (its caching, by
-	// GetByKey).
+	// afterCommit and afterRead, set by tests (SetTestHooks), run in the
+	// windows a concurrent operation can hit.
 	afterCommit func()
 	afterRead   func(key string)
 }
@@ -182,8 +169,8 @@ func (s *Store) fill(seq uint64, key string, obj interface{}) {
 }
 
 // reader decodes the objects of one read, whose transaction opened after
-// seq was loaded. Its use method, bound once, is what it gives Loaders, so
-// that reading an object allocates no more than decoding it.
+// seq was loaded. use, bound once, is what it gives Loaders, so that
+// reading an object allocates no more than decoding it.
 type reader struct {
 	s   *Store
 	seq uint64
@@ -210,9 +197,7 @@ func (r *reader) decode(data []byte) error {
 
 // peek returns the object of key, from the cache or decoded with load, for
 // the reads of many objects (List, ByIndex, Index): what it decodes is not
-// cached, so that one large read does not evict the working set (in
-// BenchmarkRead, caching what ByIndex decoded cost allocations and saved
-// none).
+// cached, so that one large read does not evict the working set.
 func (r *reader) peek(key string, load Loader) (interface{}, error) {
 	if obj, ok := r.s.cached(r.seq, key); ok {
 		return obj, nil
@@ -258,15 +243,13 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 	case replace:
 		s.lru.Clear()
 	case err != nil:
-		// The commit may have landed (its final sync failing, a
-		// fallback to a new generation): drop what it may have
-		// changed.
+		// The commit may have landed (its final sync failing): drop
+		// what it may have changed.
 		for i := range ps {
 			s.lru.Remove(ps[i].Key)
 		}
 	default:
-		// Objects written are recently used: the reader that a watch
-		// event wakes up asks for them next.
+		// Objects written are the ones a watch event's reader asks for.
 		for i := range ps {
 			if ps[i].Type == store.OpPut {
 				s.lru.Add(ps[i].Key, ps[i].Object)
@@ -331,8 +314,7 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	if _, closed := s.state(); closed {
 		return nil, false, s.closedErr("get")
 	}
-	// The fast path takes no lock but the cache's own; seq keeps it from
-	// returning an object a landed commit replaced (see Store.seq).
+	// The fast path takes no lock but the cache's own (see Store.seq).
 	if obj, ok := s.cached(s.seq.Load(), key); ok {
 		return obj, true, nil
 	}
@@ -360,9 +342,9 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	return r.obj, found, nil
 }
 
-// List implements cache.Store. It decodes every object not in the cache,
-// without caching them: prefer indexes in bounded mode. An error (a damaged
-// database) is logged, kept (store.ReadFailer) and lists nothing.
+// List implements cache.Store, decoding every object not in the cache
+// without caching it. An error (a damaged database) is logged, kept
+// (store.ReadFailer) and lists nothing.
 func (s *Store) List() []interface{} {
 	if _, closed := s.state(); closed {
 		return nil
@@ -549,8 +531,7 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
-	// With writeMu held, no write runs: the cache holds stored objects,
-	// and nothing changes between the read and the commit.
+	// With writeMu held, nothing changes between the read and the commit.
 	vals, err := indexValues(s.eng, "add indexers", s.codec, nset, func(key string) (interface{}, bool) { return s.lru.Get(key) })
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
@@ -585,3 +566,11 @@ var (
 	_ store.Store      = (*Store)(nil)
 	_ store.ReadFailer = (*Store)(nil)
 )
+
+// CacheLen returns how many decoded objects the cache holds, for the
+// backends' tests.
+func (s *Store) CacheLen() int {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	return s.lru.Len()
+}
