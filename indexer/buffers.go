@@ -1,10 +1,6 @@
 package indexer
 
-import (
-	"sync"
-
-	"github.com/informerdb/informerdb/store"
-)
+import "sync"
 
 // Bounds of what an encodeBuffers keeps for reuse: a group commit of a few
 // thousand objects of a few KiB, and no single large object.
@@ -56,10 +52,4 @@ func (e *encodeBuffers) release(ps []Prepared) {
 			e.bytes += c
 		}
 	}
-}
-
-// appendEncode encodes obj with enc into buf, turning a panic into an
-// error as Encode does.
-func appendEncode(enc store.AppendEncoder, buf []byte, obj interface{}) ([]byte, error) {
-	return guard("codec", func() ([]byte, error) { return enc.AppendEncode(buf, obj) })
 }
