@@ -32,24 +32,6 @@ const (
 	SeenRV
 )
 
-// seenAfter returns the resourceVersion a store has seen after a write
-// whose last operation's object is last (nil for a write without
-// operations) with resourceVersion rv under rule, cur being the one
-// before. It reads the metadata of one object at most: client-go's
-// transaction too takes the resourceVersion of its final object only.
-func seenAfter(cur string, last interface{}, rv string, rule Rule) string {
-	if rule == SeenRV {
-		return rv
-	}
-	if v, ok := objectRV(last); ok {
-		cur = v
-	}
-	if rule == SeenObjectsThenRV && rv != "" {
-		cur = rv
-	}
-	return cur
-}
-
 // CommitRule is the Rule of a Commit of b.
 func CommitRule(b store.Batch) Rule {
 	if b.ResumeOnly {
@@ -58,25 +40,12 @@ func CommitRule(b store.Batch) Rule {
 	return SeenObjectsThenRV
 }
 
-// objectRV returns obj's resourceVersion, and false when obj has no
-// metadata (client-go's store then keeps the resourceVersion it had).
-func objectRV(obj interface{}) (string, bool) {
-	if typednil.Is(obj) {
-		return "", false
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", false
-	}
-	return m.GetResourceVersion(), true
-}
-
 // Seen holds the resourceVersion a store has seen, what cache.Store's
 // LastStoreSyncResourceVersion returns. It is kept in memory only: a store
-// opened again starts from its resume point, up to which it has seen every
-// event. Stores set it once a write is visible to reads and before the
-// next write can start, so it never runs ahead of what reads return. Seen
-// is safe for concurrent use; the zero value holds "".
+// opened again starts from its resume point. Stores set it once a write is
+// visible to reads and before the next write can start, so it never runs
+// ahead of what reads return. Seen is safe for concurrent use; the zero
+// value holds "".
 type Seen struct {
 	mu sync.RWMutex
 	rv string
@@ -101,9 +70,22 @@ func (s *Seen) Store(rv string) {
 
 // After moves the resourceVersion seen past a write whose last
 // operation's object is last (nil for a write without operations), with
-// resourceVersion rv, under rule.
+// resourceVersion rv, under rule. It reads the metadata of one object at
+// most: client-go's transaction too takes its final object's only. An
+// object without metadata leaves the resourceVersion seen, as in client-go.
 func (s *Seen) After(last interface{}, rv string, rule Rule) {
 	s.mu.Lock()
-	s.rv = seenAfter(s.rv, last, rv, rule)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if rule == SeenRV {
+		s.rv = rv
+		return
+	}
+	if !typednil.Is(last) {
+		if m, err := meta.Accessor(last); err == nil {
+			s.rv = m.GetResourceVersion()
+		}
+	}
+	if rule == SeenObjectsThenRV && rv != "" {
+		s.rv = rv
+	}
 }
