@@ -77,10 +77,8 @@ type Base struct {
 	unapplied      map[string]stagedState
 	unappliedGrown bool
 
-	mu   sync.RWMutex // guards rv
-	rv   string
-	seen *writes.Seen // LastStoreSyncResourceVersion, moved by applyCache
-	// closed is set once, by Close. It is atomic rather than under mu
+	seen *writes.Seen // the resume point and LastStoreSyncResourceVersion
+	// closed is set once, by Close. It is atomic rather than under a lock
 	// because every read checks it, and a second lock made Get twice as slow.
 	closed atomic.Bool
 }
@@ -130,7 +128,6 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		prep:        Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec, CheckData: cfg.CheckData},
 		cache:       c,
 		selfDiffing: cfg.Persister == nil || cfg.SelfDiffing,
-		rv:          cfg.Info.ResourceVersion,
 		seen:        writes.NewSeen(cfg.Info.ResourceVersion),
 	}
 	if cfg.Persister != nil && cfg.CopiesData {
@@ -214,11 +211,6 @@ func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule writes.Ru
 		b.cache.Replace(ps)
 	} else {
 		b.cache.Apply(ps)
-	}
-	if rv != "" {
-		b.mu.Lock()
-		b.rv = rv
-		b.mu.Unlock()
 	}
 	var last interface{} // the object whose resourceVersion the store sees
 	if n := len(ps); n > 0 {
@@ -452,13 +444,6 @@ func (b *Base) Resync() error {
 		return b.closedErr("resync")
 	}
 	return nil
-}
-
-// ResourceVersion implements store.Store.
-func (b *Base) ResourceVersion() string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.rv
 }
 
 // Info implements store.Store.

@@ -46,13 +46,26 @@ func CommitRule(b store.Batch) Rule {
 // visible to reads and before the next write can start, so it never runs
 // ahead of what reads return. Seen is safe for concurrent use; the zero
 // value holds "".
+//
+// It also holds the store's resume point (Resume), which only moves with a
+// write that has a resourceVersion.
 type Seen struct {
-	mu sync.RWMutex
-	rv string
+	mu     sync.RWMutex
+	rv     string
+	resume string
 }
 
-// NewSeen returns a Seen holding rv.
-func NewSeen(rv string) *Seen { return &Seen{rv: rv} }
+// NewSeen returns a Seen holding rv, as the resourceVersion seen and the
+// resume point.
+func NewSeen(rv string) *Seen { return &Seen{rv: rv, resume: rv} }
+
+// Resume returns the resume point: NewSeen's, or the last non-empty
+// resourceVersion given to After.
+func (s *Seen) Resume() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.resume
+}
 
 // Load returns the resourceVersion seen.
 func (s *Seen) Load() string {
@@ -76,6 +89,9 @@ func (s *Seen) Store(rv string) {
 func (s *Seen) After(last interface{}, rv string, rule Rule) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if rv != "" {
+		s.resume = rv
+	}
 	if rule == SeenRV {
 		s.rv = rv
 		return

@@ -48,13 +48,11 @@ type Store struct {
 	// writeMu serializes writers (write, AddIndexers, Close).
 	writeMu sync.Mutex
 
-	mu     sync.RWMutex // guards rv, set and closed
-	rv     string
+	mu     sync.RWMutex // guards set and closed
 	set    *indexer.IndexSet
 	closed bool
 
-	// seen is LastStoreSyncResourceVersion, moved by write.
-	seen *writes.Seen
+	seen *writes.Seen // the resume point and LastStoreSyncResourceVersion
 
 	// lru holds decoded objects; it is safe for concurrent use, and
 	// readers' hits take no other lock. What adds to it or updates it
@@ -89,7 +87,6 @@ func New(eng Engine, cfg Config) *Store {
 		codec:     cfg.Options.Codec,
 		kf:        cfg.Options.KeyFunc,
 		checkData: cfg.CheckData,
-		rv:        cfg.ResourceVersion,
 		set:       cfg.Indexes,
 		seen:      writes.NewSeen(cfg.ResourceVersion),
 		lru:       lru.New(cfg.Options.CacheSize),
@@ -263,11 +260,6 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	if rv != "" {
-		s.mu.Lock()
-		s.rv = rv
-		s.mu.Unlock()
-	}
 	var last interface{} // the object whose resourceVersion the store sees
 	if n := len(ps); n > 0 {
 		last = ps[n-1].Object
@@ -279,19 +271,12 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 // Resync implements cache.Store; it does nothing but report a closed store.
 func (s *Store) Resync() error { return s.CheckOpen("resync") }
 
-// ResourceVersion implements store.Store.
-func (s *Store) ResourceVersion() string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rv
-}
-
 // Info implements store.Store.
 func (s *Store) Info() store.Info {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	info := s.info
-	info.ResourceVersion = s.rv
+	info.ResourceVersion = s.ResourceVersion()
 	info.Indexes = append([]string(nil), s.set.Names()...)
 	return info
 }
