@@ -36,10 +36,9 @@ import (
 type Store interface {
 	cache.Indexer
 
-	// ResourceVersion returns the persisted resume point: the resourceVersion
-	// such that every watch event at or before it is reflected in the store.
-	// It is "" when the store has never been synced, was reset, or must be
-	// relisted.
+	// ResourceVersion returns the persisted resume point: every watch event
+	// at or before it is reflected in the store. It is "" when the store
+	// has never been synced, was reset, or must be relisted.
 	ResourceVersion() string
 
 	// Commit applies b atomically: either every operation and the new resume
@@ -49,9 +48,8 @@ type Store interface {
 	// Info describes what the store holds.
 	Info() Info
 
-	// Close releases the store. Every method called after Close returns
-	// ErrClosed (methods without an error result return empty values).
-	// Close is idempotent.
+	// Close releases the store; it is idempotent. Every method called
+	// after it returns ErrClosed, or empty values without an error result.
 	Close() error
 }
 
@@ -78,12 +76,11 @@ func (t OpType) String() string {
 // Op is one change inside a Batch.
 type Op struct {
 	Type OpType
-	// Object is the object to put, or the object to delete. For OpDelete it
-	// may be nil when Key is set, and may be a cache.DeletedFinalStateUnknown.
+	// Object is the object to put or delete. For OpDelete it may be nil
+	// when Key is set, or a cache.DeletedFinalStateUnknown.
 	Object interface{}
-	// Key overrides the key function. It is optional for OpPut and OpDelete
-	// alike; when empty the key function is applied to Object, which must
-	// then yield a non-empty key.
+	// Key, when not empty, overrides the key function, which otherwise
+	// must yield a non-empty key for Object.
 	Key string
 }
 
@@ -104,24 +101,18 @@ type Batch struct {
 // Info describes a store: its identity, recorded in the backend's metadata,
 // and its resume point.
 type Info struct {
-	// Backend is the URL scheme of the backend ("bolt", "memory", ...).
-	Backend string
-	// Name is the store's name inside its database.
-	Name string
-	// FormatVersion is the on-disk format of the store's records.
-	FormatVersion int
+	Backend       string // the backend's URL scheme ("bolt", "memory", ...)
+	Name          string // the store's name inside its database
+	FormatVersion int    // the on-disk format of the store's records
 	// Codec and Type identify how objects are encoded and of what type.
 	Codec string
 	Type  string
 	// KeyFunc names the key function the keys were made with.
 	KeyFunc string
-	// Scope is the fingerprint of what the informer caches (cluster,
-	// resource, namespace, selectors), as given in Options.Scope.
-	Scope string
-	// Indexes are the names of the indexes kept, sorted.
-	Indexes []string
-	// ResourceVersion is the resume point.
-	ResourceVersion string
+	// Scope is the fingerprint of what the informer caches (Options.Scope).
+	Scope           string
+	Indexes         []string // the names of the indexes kept, sorted
+	ResourceVersion string   // the resume point
 	// Reset says why the store was emptied when it was opened (a changed
 	// scope, a relist marker left by a commit that did not finish), or is
 	// empty if it was not. A reset store has no resume point.
