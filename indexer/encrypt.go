@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -342,9 +341,7 @@ type RekeyResult struct {
 // the ring are re-encrypted, and a store written without encryption with
 // c's inner codec is encrypted (its codec becomes c.Name()). Index values
 // and the resume point are kept, so an informer resumes without relisting.
-// The store is replaced in one atomic import. d reads and writes the
-// database record by record; nil uses the driver registered for rawURL's
-// scheme.
+// The store is replaced in one atomic import (store.Export, store.Import).
 //
 // The database must not be open in another process. Rekey holds every
 // record in memory. It does not scrub the database files: a backend may keep
@@ -352,22 +349,9 @@ type RekeyResult struct {
 // key is compromised, or to encrypt a store that held Secrets in plain text,
 // delete the database instead and let the informer relist, or restore a
 // snapshot into a new file.
-func Rekey(ctx context.Context, d store.RawDriver, rawURL, name string, c *EncryptedCodec) (RekeyResult, error) {
-	export, imp := store.Export, store.Import
-	if d != nil {
-		u, err := url.Parse(rawURL)
-		if err != nil {
-			return RekeyResult{}, fmt.Errorf("indexer: rekey %s in %q: %w: %w", name, rawURL, store.ErrInvalid, err)
-		}
-		export = func(ctx context.Context, _, name string, fn func(store.Record) error) (store.Info, error) {
-			return d.Export(ctx, u, name, fn)
-		}
-		imp = func(ctx context.Context, _ string, info store.Info, next func() (store.Record, error)) error {
-			return d.Import(ctx, u, info, next)
-		}
-	}
+func Rekey(ctx context.Context, rawURL, name string, c *EncryptedCodec) (RekeyResult, error) {
 	var recs []store.Record
-	info, err := export(ctx, rawURL, name, func(r store.Record) error {
+	info, err := store.Export(ctx, rawURL, name, func(r store.Record) error {
 		r.Data = bytes.Clone(r.Data)
 		recs = append(recs, r)
 		return nil
@@ -402,7 +386,7 @@ func Rekey(ctx context.Context, d store.RawDriver, rawURL, name string, c *Encry
 	}
 	info.Codec = c.Name()
 	next := 0
-	err = imp(ctx, rawURL, info, func() (store.Record, error) {
+	err = store.Import(ctx, rawURL, info, func() (store.Record, error) {
 		if next == len(recs) {
 			return store.Record{}, io.EOF
 		}
