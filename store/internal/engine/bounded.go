@@ -114,8 +114,19 @@ func (s *Store) CheckOpen(op string) error {
 	return nil
 }
 
-func (s *Store) unknownIndex(op, name string) error {
-	return fmt.Errorf("store: %s %s: index %q does not exist: %w", op, s.info.Name, name, store.ErrNotFound)
+// index returns the current index set and the position of the named index
+// in it, or the error of the operation op: the store is closed, or the
+// index does not exist.
+func (s *Store) index(op, name string) (*indexer.IndexSet, int, error) {
+	set, closed := s.state()
+	if closed {
+		return nil, 0, s.closedErr(op)
+	}
+	i, ok := set.Position(name)
+	if !ok {
+		return nil, 0, fmt.Errorf("store: %s %s: index %q does not exist: %w", op, s.info.Name, name, store.ErrNotFound)
+	}
+	return set, i, nil
 }
 
 // view runs fn in a read transaction of the engine. A reader that uses or
@@ -374,12 +385,8 @@ func (s *Store) ListKeys() []string {
 
 // IndexKeys implements cache.Indexer, from the persisted index entries.
 func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	set, closed := s.state()
-	if closed {
-		return nil, s.closedErr("index keys")
-	}
-	if _, ok := set.Position(indexName); !ok {
-		return nil, s.unknownIndex("index keys", indexName)
+	if _, _, err := s.index("index keys", indexName); err != nil {
+		return nil, err
 	}
 	keys := []string{}
 	err := s.view("index keys", func(tx Tx) error {
@@ -398,19 +405,18 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 // ByIndex implements cache.Indexer: the keys come from the persisted index
 // entries, the objects from the cache or the engine (not cached).
 func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	return s.byValues("by index", indexName, nil, []string{indexedValue})
+	if _, _, err := s.index("by index", indexName); err != nil {
+		return nil, err
+	}
+	return s.byValues("by index", indexName, []string{indexedValue})
 }
 
 // Index implements cache.Indexer: the objects sharing a value of the named
 // index with obj, each once.
 func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	set, closed := s.state()
-	if closed {
-		return nil, s.closedErr("index")
-	}
-	i, ok := set.Position(indexName)
-	if !ok {
-		return nil, s.unknownIndex("index", indexName)
+	set, i, err := s.index("index", indexName)
+	if err != nil {
+		return nil, err
 	}
 	if typednil.Is(obj) {
 		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
@@ -419,22 +425,12 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 	if err != nil {
 		return nil, fmt.Errorf("store: index %q: %w", indexName, err)
 	}
-	return s.byValues("index", indexName, set, vals)
+	return s.byValues("index", indexName, vals)
 }
 
 // byValues returns the objects having any of vals in the named index, each
-// once, read in one transaction; set is the index set to look it up in, or
-// nil for the current one.
-func (s *Store) byValues(op, indexName string, set *indexer.IndexSet, vals []string) ([]interface{}, error) {
-	if set == nil {
-		var closed bool
-		if set, closed = s.state(); closed {
-			return nil, s.closedErr(op)
-		}
-		if _, ok := set.Position(indexName); !ok {
-			return nil, s.unknownIndex(op, indexName)
-		}
-	}
+// once, read in one transaction.
+func (s *Store) byValues(op, indexName string, vals []string) ([]interface{}, error) {
 	list := []interface{}{}
 	r := s.newReader()
 	err := s.view(op, func(tx Tx) error {
