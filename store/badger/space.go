@@ -14,6 +14,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
@@ -169,10 +170,10 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 
 // emptyForKeys empties the store, as a scope change does (see empty), because
 // its key function no longer computes the keys its objects are stored under
-// (why, from indexer.KeyCheck): the informer relists. entries is what the
+// (why, from loadcheck.KeyCheck): the informer relists. entries is what the
 // opening mode wants of metaRecord.Entries.
 func (s *space) emptyForKeys(entries bool, why string) error {
-	indexer.LogKeyReset(s.name, s.where(), why)
+	loadcheck.LogKeyReset(s.name, s.where(), why)
 	if err := s.empty(entries); err != nil {
 		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", s.name, s.where(), why, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 )
 
 // engine is a store's storage, in either mode: its buckets in the file, read
@@ -109,7 +110,7 @@ func (e *engine) Empty(why string) error {
 // emptyStore empties the store name, whose indexes are names, and its
 // resume point, in one transaction, because of why.
 func emptyStore(f *file, name string, names []string, why string) error {
-	indexer.LogKeyReset(name, f.path, why)
+	loadcheck.LogKeyReset(name, f.path, why)
 	err := updateStore(f, name, func(b *buckets) error {
 		if err := b.clear(names); err != nil {
 			return err

@@ -40,7 +40,7 @@ type Engine interface {
 	// with their index entries if the store keeps them, in one commit.
 	SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error
 	// Empty drops every object and the resume point in one commit,
-	// because of why (see indexer.KeyCheck).
+	// because of why (see loadcheck.KeyCheck).
 	Empty(why string) error
 	// Close releases the store's storage.
 	Close() error

@@ -11,6 +11,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 )
 
 // OpenConfig is what opening a store needs besides the engine (Load and
@@ -83,7 +84,7 @@ func (p *persister) Close() error { return p.eng.Close() }
 // the index values cfg.Indexes' functions compute, in one read transaction.
 // A key the key function no longer computes empties the store
 // (Engine.Empty) and returns an empty cache and why (reset); index values
-// that differ from the stored ones (see indexer.ValueCheck), or
+// that differ from the stored ones (see loadcheck.ValueCheck), or
 // cfg.Rebuild, are stored (Engine.SetIndexes). An object that cannot be
 // read or decoded is store.ErrCorrupt, never an object or a store that
 // looks empty; an index function that fails on a stored object fails the
@@ -95,8 +96,8 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 		codec:   o.Codec,
 		set:     set,
 		rebuild: cfg.Rebuild,
-		check:   indexer.NewValueCheck(set),
-		keys:    indexer.NewKeyCheck(o.KeyFunc),
+		check:   loadcheck.NewValueCheck(set),
+		keys:    loadcheck.NewKeyCheck(o.KeyFunc),
 	}
 	var loadErr error
 	err = eng.View("open", func(tx Tx) error {
@@ -124,7 +125,7 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 	c.Replace(ps)
 	var what string
 	if stale := l.check.Stale(); stale != nil {
-		indexer.LogStale(o.Name, cfg.Where, stale)
+		loadcheck.LogStale(o.Name, cfg.Where, stale)
 		what = "store the index values of changed index functions"
 	} else if cfg.Rebuild {
 		what = "rebuild indexes"
@@ -146,8 +147,8 @@ type loader struct {
 	codec   store.Codec
 	set     *indexer.IndexSet
 	rebuild bool
-	check   *indexer.ValueCheck
-	keys    *indexer.KeyCheck
+	check   *loadcheck.ValueCheck
+	keys    *loadcheck.KeyCheck
 
 	mu     sync.Mutex
 	chunks [][]indexer.Prepared // decoded, guarded by mu
@@ -272,8 +273,8 @@ func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebu
 	o, set := cfg.Options, cfg.Indexes
 	what := "rebuild indexes"
 	if !cfg.Rebuild {
-		check := indexer.NewValueCheck(set)
-		keys := indexer.NewKeyCheck(o.KeyFunc)
+		check := loadcheck.NewValueCheck(set)
+		keys := loadcheck.NewKeyCheck(o.KeyFunc)
 		var sampleErr error
 		err := eng.View("open", func(tx Tx) error {
 			sampleErr = tx.Sample(sampleSize, func(r Record) error {
@@ -310,7 +311,7 @@ func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebu
 		if stale == nil {
 			return "", false, nil
 		}
-		indexer.LogStale(o.Name, cfg.Where, stale)
+		loadcheck.LogStale(o.Name, cfg.Where, stale)
 		what = "store the index values of changed index functions"
 	}
 	vals, err := indexValues(eng, "open", o.Codec, set, nil)

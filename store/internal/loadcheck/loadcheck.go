@@ -1,4 +1,8 @@
-package indexer
+// Package loadcheck checks, while a persistent store opens, that its key and
+// index functions still compute the keys and index values stored with its
+// objects: a function changed under the same name looks unchanged to the
+// store's recorded identity (store/driver.Meta).
+package loadcheck
 
 import (
 	"fmt"
@@ -8,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -23,14 +28,14 @@ import (
 //
 // A ValueCheck is safe for concurrent use by a store's decoding workers.
 type ValueCheck struct {
-	set *IndexSet
+	set *indexer.IndexSet
 
 	mu    sync.Mutex
 	stale map[string]int // index name -> objects whose values differ
 }
 
 // NewValueCheck returns a check against the functions of set.
-func NewValueCheck(set *IndexSet) *ValueCheck {
+func NewValueCheck(set *indexer.IndexSet) *ValueCheck {
 	return &ValueCheck{set: set}
 }
 
@@ -54,7 +59,7 @@ func (v *ValueCheck) Values(key string, obj interface{}, stored [][]string) ([][
 		if v.stale == nil {
 			v.stale = map[string]int{}
 		}
-		v.stale[v.set.names[i]]++
+		v.stale[v.set.Names()[i]]++
 		v.mu.Unlock()
 	}
 	return now, nil
@@ -81,7 +86,7 @@ func (v *ValueCheck) Stale() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []string
-	for _, name := range v.set.names {
+	for _, name := range v.set.Names() {
 		if n := v.stale[name]; n > 0 {
 			out = append(out, fmt.Sprintf("%s (%d objects)", name, n))
 		}
@@ -114,7 +119,7 @@ func NewKeyCheck(fn cache.KeyFunc) *KeyCheck { return &KeyCheck{fn: fn} }
 // Check notes whether obj, stored under key, still has that key. A key
 // function that fails on obj counts as a key that differs.
 func (c *KeyCheck) Check(key string, obj interface{}) {
-	now, err := CallKeyFunc(c.fn, obj)
+	now, err := indexer.CallKeyFunc(c.fn, obj)
 	if err == nil && now == key {
 		return
 	}
