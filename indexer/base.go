@@ -140,10 +140,6 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 	return b, nil
 }
 
-// Cache returns the store's cache of decoded objects, for backends that write
-// snapshots of it.
-func (b *Base) Cache() *Cache { return b.cache }
-
 func (b *Base) closedErr(op string) error {
 	return fmt.Errorf("store: %s %s: %w", op, b.info.Name, store.ErrClosed)
 }
