@@ -19,13 +19,10 @@ import (
 type OpenConfig struct {
 	// Info describes the store (NewDecoded); its ResourceVersion is the
 	// stored resume point, once opening settled it.
-	Info store.Info
-	// Options are the store's options, with defaults applied.
-	Options store.Options
-	// Indexes is the store's index set.
-	Indexes *indexer.IndexSet
-	// Where names the database in errors and logs (a path, a URL).
-	Where string
+	Info    store.Info
+	Options store.Options     // with defaults applied
+	Indexes *indexer.IndexSet // the store's index set
+	Where   string            // names the database in errors and logs
 	// Rebuild says the stored index values are not those of Indexes (the
 	// index set changed): every object's are computed and stored.
 	Rebuild bool
