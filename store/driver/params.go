@@ -119,8 +119,8 @@ func param[T int | int64 | time.Duration](p *Params, name string, def T, want st
 const LockTimeoutHint = "to wait longer, add lock_timeout=<duration> to the URL (e.g. ?lock_timeout=30s) or set Options.LockTimeout"
 
 // Common reads the parameters every persistent backend shares into o:
-// durability, lock_timeout (positive) and cache. A backend that supports only some of
-// them reads those itself instead.
+// durability, lock_timeout (positive) and cache. A backend that supports
+// only some of them reads those itself.
 func (p *Params) Common(o *store.Options) {
 	o.Durability = store.Durability(p.String("durability", string(o.Durability)))
 	switch o.Durability {
@@ -129,8 +129,8 @@ func (p *Params) Common(o *store.Options) {
 		p.fail("durability", string(o.Durability), `"sync" or "nosync"`, fmt.Errorf("unknown durability"))
 	}
 	if lt := p.Duration("lock_timeout", o.LockTimeout); lt == 0 && p.q.Has("lock_timeout") {
-		// Options.LockTimeout 0 means the default, but a 0 from the URL
-		// reaches the backend as is, and bbolt waits for ever on 0.
+		// A 0 from the URL would reach the backend as is (Options'
+		// 0 means the default), and bbolt waits for ever on 0.
 		p.fail("lock_timeout", p.q.Get("lock_timeout"), "a positive duration such as 5s", fmt.Errorf("zero"))
 	} else {
 		o.LockTimeout = lt
