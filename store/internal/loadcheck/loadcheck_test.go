@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
@@ -16,25 +17,20 @@ import (
 	"github.com/informerdb/informerdb/store/internal/loadcheck"
 )
 
-func pod(ns, name string, labels ...string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if len(labels) > 0 {
-		p.Labels = map[string]string{}
-		for _, kv := range labels {
-			k, v, _ := strings.Cut(kv, "=")
-			p.Labels[k] = v
-		}
-	}
-	return p
+// pod is the Pod ns/name with the labels kvs, each "key=value".
+func pod(ns, name string, kvs ...string) *corev1.Pod {
+	l, _ := labels.ConvertSelectorToLabelsMap(strings.Join(kvs, ","))
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l}}
 }
 
+// mustIndexSet is the index set of ix.
 func mustIndexSet(t *testing.T, ix cache.Indexers) *indexer.IndexSet {
 	t.Helper()
-	s, err := indexer.NewIndexSet(ix)
+	set, err := indexer.NewIndexSet(ix)
 	if err != nil {
-		t.Fatalf("NewIndexSet: %v", err)
+		t.Fatal(err)
 	}
-	return s
+	return set
 }
 
 // failIndex fails for objects labelled fail.
