@@ -15,15 +15,14 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Change is one prepared operation together with what it replaces, as a
-// Persister needs it to maintain index entries without decoding old objects.
+// Change is one prepared operation with what it replaces, so that a
+// Persister maintains index entries without decoding old objects.
 type Change struct {
 	Prepared
-	// Existed reports whether the key held an object before this change
-	// (taking earlier changes of the same batch into account).
-	Existed bool
-	// OldValues are the index values of the object the change replaces or
-	// deletes; nil when !Existed.
+	// Existed reports whether the key held an object before this change,
+	// earlier changes of the same batch included; OldValues are then that
+	// object's index values.
+	Existed   bool
 	OldValues [][]string
 }
 

@@ -12,7 +12,7 @@ const (
 // encodeBuffers is a free list of encoding buffers. A buffer is taken for
 // one object's encoding and given back once a persister that copies what it
 // writes (BaseConfig.CopiesData) has persisted it. It is safe for
-// concurrent use: a batch is encoded on several goroutines.
+// concurrent use.
 type encodeBuffers struct {
 	mu    sync.Mutex
 	free  [][]byte

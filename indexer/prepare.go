@@ -16,16 +16,15 @@ import (
 type Prepared struct {
 	Type store.OpType
 	Key  string
-	// Object is the object to put; for deletes, the object given (may be
-	// nil or a cache.DeletedFinalStateUnknown).
+	// Object is the object to put, or the one given to delete (may be nil
+	// or a cache.DeletedFinalStateUnknown).
 	Object interface{}
-	// Values are the object's index values aligned with the IndexSet's
-	// names; nil for deletes.
+	// Values are a put's index values, aligned with the IndexSet's names.
 	Values [][]string
-	// Data is the encoding of Object for puts when a codec was given.
+	// Data is the encoding of a put's Object when a codec was given.
 	Data []byte
-	// pooled marks Data as a buffer of the Preparer's encodeBuffers, to be
-	// given back once persisted (see BaseConfig.CopiesData).
+	// pooled marks Data as a buffer of encodeBuffers, given back once
+	// persisted (see BaseConfig.CopiesData).
 	pooled bool
 }
 
@@ -37,10 +36,10 @@ type Preparer struct {
 	// Codec encodes objects for puts; nil skips encoding (memory backends).
 	Codec store.Codec
 	// CheckData, when set, refuses the encodings the backend cannot store
-	// (see BaseConfig.CheckData) with an error wrapping store.ErrInvalid.
+	// (see BaseConfig.CheckData).
 	CheckData func(key string, data []byte) error
-	// bufs, when set (by Base, with BaseConfig.CopiesData), holds the buffers
-	// a Codec that is a store.AppendEncoder encodes into.
+	// bufs, set by Base (BaseConfig.CopiesData), holds the buffers a
+	// store.AppendEncoder encodes into.
 	bufs *encodeBuffers
 }
 
