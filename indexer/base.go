@@ -15,15 +15,14 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Change is one prepared operation together with what it replaces, as a
-// Persister needs it to maintain index entries without decoding old objects.
+// Change is one prepared operation with what it replaces, so that a
+// Persister maintains index entries without decoding old objects.
 type Change struct {
 	Prepared
-	// Existed reports whether the key held an object before this change
-	// (taking earlier changes of the same batch into account).
-	Existed bool
-	// OldValues are the index values of the object the change replaces or
-	// deletes; nil when !Existed.
+	// Existed reports whether the key held an object before this change,
+	// earlier changes of the same batch included; OldValues are then that
+	// object's index values.
+	Existed   bool
 	OldValues [][]string
 }
 
@@ -32,9 +31,8 @@ type Change struct {
 type Persister interface {
 	// Persist writes changes and, when rv is not empty, the resume point,
 	// in one transaction. With replace, the changes are the complete new
-	// contents: everything else is dropped. On error nothing is written.
-	// Persist keeps no reference to changes (the slice) once it returns:
-	// Base reuses it for the next batch.
+	// contents. On error nothing is written. Persist keeps no reference to
+	// the slice changes once it returns: Base reuses it.
 	Persist(ctx context.Context, changes []Change, rv string, replace bool) error
 	// PersistIndexes records a new index set and the index values of every
 	// stored object under it (keyed by object key), in one transaction.
@@ -55,9 +53,9 @@ type Base struct {
 
 	// writeMu serializes writers across Prepare, Persist and Apply, so the
 	// cache only changes after the backend has committed. A staged commit
-	// (store.StagedBatch) holds it for Prepare and Persist only, and is
-	// applied later by its writer; every other write first waits for the
-	// staged commits persisted before it to be applied (waitApplied).
+	// (store.StagedBatch) holds it for Prepare and Persist only; every
+	// other write first waits for the staged commits persisted before it
+	// to be applied (waitApplied).
 	writeMu sync.Mutex
 	// selfDiffing: no persister, or one that ignores Change.Existed and
 	// OldValues.
@@ -67,27 +65,20 @@ type Base struct {
 	stageCond sync.Cond // on stageMu; broadcast when applied grows
 	persisted uint64    // staged commits persisted; guarded by stageMu
 	applied   uint64    // staged commits applied, in order; guarded by stageMu
-	// changeBuf is the slice changes fills, reused from one batch to the
-	// next (emptied, so that it holds no object meanwhile), unless a large
-	// batch (a relist) grew it past maxChangeBuf. Guarded by writeMu.
+	// changeBuf is the emptied slice of the last batch's changes, reused
+	// unless a relist grew it past maxChangeBuf. Guarded by writeMu.
 	changeBuf []Change
 
-	// unapplied holds, for a persister that is not self-diffing, the state
-	// staged commits persisted and did not apply yet, by key: what the
-	// next commit's changes replace, before the cache has it. Guarded by
-	// stageMu.
-	unapplied map[string]stagedState
-	// unappliedGrown says unapplied held more than a group commit's keys
-	// (maxChangeBuf) since it was made. Guarded by stageMu.
+	// unapplied holds, unless selfDiffing, what staged commits persisted
+	// and did not apply yet, by key: what the next commit's changes
+	// replace, before the cache has it. Guarded by stageMu, as is
+	// unappliedGrown: it held more than maxChangeBuf keys since it was made.
+	unapplied      map[string]stagedState
 	unappliedGrown bool
 
-	mu sync.RWMutex // guards rv
-	rv string
-	// seen is LastStoreSyncResourceVersion, moved by applyCache.
-	seen *writes.Seen
-	// closed is set once, by Close. It is atomic rather than under mu
-	// because every read checks it: a second lock per Get made Get twice
-	// as slow as client-go's indexer.
+	seen *writes.Seen // the resume point and LastStoreSyncResourceVersion
+	// closed is set once, by Close. It is atomic rather than under a lock
+	// because every read checks it, and a second lock made Get twice as slow.
 	closed atomic.Bool
 }
 
@@ -104,26 +95,18 @@ type BaseConfig struct {
 	Cache *Cache
 	// CheckData, when set, refuses the encodings the Persister cannot
 	// store (badger: none larger than a value-log file) with an error
-	// wrapping store.ErrInvalid and naming key: Prepare then refuses the
-	// operation before anything is written, which tells a batch's writer
-	// which operation it was.
+	// wrapping store.ErrInvalid and naming key, before anything is written.
 	CheckData func(key string, data []byte) error
 
-	// The fast paths a Persister allows; each is off unless its backend
-	// sets it, which is always correct, only slower.
+	// The fast paths a Persister allows, off unless its backend sets them.
 
 	// SelfDiffing says Persist learns what a change replaces from its own
-	// storage and ignores Change.Existed and Change.OldValues. Base then
-	// does not look them up (in what staged commits persisted and did not
-	// apply yet, or in its cache), nor record what staged commits persist
-	// for the next one. A store without Persister is self-diffing.
+	// storage and ignores Change.Existed and Change.OldValues, which Base
+	// then does not look up. A store without Persister is self-diffing.
 	SelfDiffing bool
-	// CopiesData says Persist keeps no reference to the Data of the
-	// changes it is given once it returns: what it writes, it has copied
-	// (into pages, a log, a memtable). Base then encodes the puts it
-	// persists into buffers it reuses once they are persisted, instead of
-	// allocating one per object: encodings were most of what a durable
-	// commit allocated, and so of its garbage collection.
+	// CopiesData says Persist keeps no reference to the changes' Data once
+	// it returns. Base then encodes puts into buffers it reuses, instead
+	// of allocating one per object (most of what a commit allocated).
 	CopiesData bool
 }
 
@@ -139,48 +122,34 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		c = NewCache(set)
 	}
 	b := &Base{
-		info:      cfg.Info,
-		persister: cfg.Persister,
-		prep:      Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec},
-		cache:     c,
-		rv:        cfg.Info.ResourceVersion,
-		seen:      writes.NewSeen(cfg.Info.ResourceVersion),
+		info:        cfg.Info,
+		persister:   cfg.Persister,
+		prep:        Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec, CheckData: cfg.CheckData},
+		cache:       c,
+		selfDiffing: cfg.Persister == nil || cfg.SelfDiffing,
+		seen:        writes.NewSeen(cfg.Info.ResourceVersion),
 	}
-	// Without a persister nothing reads what a change replaces.
-	b.selfDiffing = cfg.Persister == nil || cfg.SelfDiffing
-	b.prep.CheckData = cfg.CheckData
 	if cfg.Persister != nil && cfg.CopiesData {
 		b.prep.bufs = &encodeBuffers{}
 	}
 	b.stageCond.L = &b.stageMu
-	b.Writes = writes.New(cfg.Info.Name, b.write, b.seen)
+	b.Writes = writes.New(cfg.Info.Name, func(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule writes.Rule) error {
+		return b.commit(ctx, op, ops, nil, nil, rv, replace, rule)
+	}, b.seen)
 	return b, nil
-}
-
-// Cache returns the store's cache of decoded objects, for backends that write
-// snapshots of it.
-func (b *Base) Cache() *Cache { return b.cache }
-
-func (b *Base) isClosed() bool {
-	return b.closed.Load()
 }
 
 func (b *Base) closedErr(op string) error {
 	return fmt.Errorf("store: %s %s: %w", op, b.info.Name, store.ErrClosed)
 }
 
-// write validates ops, persists them with rv and applies them to the cache.
-func (b *Base) write(ctx context.Context, op string, ops []store.Op, rv string, replace bool, rule writes.Rule) error {
-	return b.commit(ctx, op, ops, nil, nil, rv, replace, rule)
-}
-
-// commit is write for operations that may have been prepared already: ps,
-// prepared against the index set set. They are prepared (again) when they
-// were not, or against another index set than the current one.
+// commit validates ops, persists them with rv and applies them to the
+// cache. ps, if not nil, are ops prepared against the index set set; they
+// are prepared again if set is no longer the current one.
 func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool, rule writes.Rule) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	if b.isClosed() {
+	if b.closed.Load() {
 		// Before waiting: a closed store's staged commits may never be
 		// applied.
 		return b.closedErr(op)
@@ -196,11 +165,9 @@ func (b *Base) commit(ctx context.Context, op string, ops []store.Op, ps []Prepa
 
 // persistLocked prepares ops if need be (see commit) and persists them
 // with rv, returning them prepared. It changes nothing that reads return.
-// The caller holds writeMu. What a change replaces is what the last
-// staged commit not yet applied left, or else what the cache holds (see
-// changes).
+// The caller holds writeMu.
 func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps []Prepared, set *IndexSet, rv string, replace bool) ([]Prepared, error) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil, b.closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
@@ -225,9 +192,7 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 			return nil, fmt.Errorf("store: %s: %w", op, err)
 		}
 		if b.prep.bufs != nil {
-			// Persisted, and copied by the persister: nothing reads the
-			// encodings any more (the cache keeps decoded objects, and a
-			// batch is persisted once).
+			// Copied by the persister: nothing reads the encodings again.
 			b.prep.bufs.release(ps)
 		}
 	}
@@ -242,11 +207,6 @@ func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule writes.Ru
 	} else {
 		b.cache.Apply(ps)
 	}
-	if rv != "" {
-		b.mu.Lock()
-		b.rv = rv
-		b.mu.Unlock()
-	}
 	var last interface{} // the object whose resourceVersion the store sees
 	if n := len(ps); n > 0 {
 		last = ps[n-1].Object
@@ -255,8 +215,7 @@ func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule writes.Ru
 }
 
 // waitApplied waits until every staged commit persisted so far is applied
-// to the cache. The caller holds writeMu, so none is persisted meanwhile;
-// applying one takes no lock a writer holds.
+// to the cache. The caller holds writeMu, so none is persisted meanwhile.
 func (b *Base) waitApplied() {
 	b.stageMu.Lock()
 	for b.applied != b.persisted {
@@ -265,11 +224,9 @@ func (b *Base) waitApplied() {
 	b.stageMu.Unlock()
 }
 
-// PrepareBatch implements store.BatchPreparer: keys, index values and
-// encodings are computed on the caller's goroutine, without the write lock,
-// against the current index set.
+// PrepareBatch implements store.BatchPreparer, without the write lock.
 func (b *Base) PrepareBatch(batch store.Batch) (store.PreparedBatch, error) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil, b.closedErr("commit")
 	}
 	p := b.prep
@@ -299,16 +256,13 @@ func (pb *preparedBatch) Commit(ctx context.Context) error {
 }
 
 // spent drops pb's preparation once it is persisted: its encodings may be
-// reused (see BaseConfig.CopiesData), so a batch committed again is prepared
-// again.
+// reused (BaseConfig.CopiesData).
 func (pb *preparedBatch) spent() { pb.ps = nil }
 
 // Persist implements store.StagedBatch. It does not wait for the previous
-// staged commit to reach the cache, which is what lets a writer persist one
-// group while it applies the one before: for a persister that is not
-// self-diffing, what the batch replaces is read from what the staged
-// commits before it persisted (unapplied), and the batch's own state is
-// recorded there until its apply.
+// staged commit's apply: unless selfDiffing, what the batch replaces is
+// read from what earlier staged commits persisted (unapplied), where the
+// batch's own state is recorded until its apply.
 func (pb *preparedBatch) Persist(ctx context.Context) (apply func(), err error) {
 	b := pb.base
 	b.writeMu.Lock()
@@ -362,8 +316,7 @@ func (b *Base) applyStaged(ticket uint64, ps []Prepared, rv string, rule writes.
 		}
 	}
 	if len(b.unapplied) == 0 && b.unappliedGrown {
-		// Go maps keep their largest size: a relist's would stay for the
-		// process's life. The next staged commit makes one of its size.
+		// Go maps never shrink: a relist's would stay for ever.
 		b.unapplied, b.unappliedGrown = nil, false
 	}
 	b.applied = ticket
@@ -378,17 +331,14 @@ const maxChangeBuf = 1 << 14
 // key order.
 const sortThreshold = 64
 
-// changes pairs prepared ops with the state they replace, following earlier
-// ops of the same batch (and, for a persister that is not self-diffing,
-// the cache). From sortThreshold ops on, the changes are in key
-// order, changes to the same key in batch order: B-tree engines insert
-// sorted keys by appending; in the order a list arrives in (a relist's map
-// order), bbolt shifts every key after each insert point within a page that
-// only splits at commit, which made a 100,000-object relist quadratic.
-//
-// In key order, an earlier change of the same key is the one just before:
-// no map of the batch's keys is needed, which matters as commits of
-// thousands of distinct keys are what the informer sends.
+// changes pairs prepared ops with the state they replace: an earlier op of
+// the same batch's, or (unless selfDiffing) the last unapplied staged
+// commit's or the cache's. From sortThreshold ops on, the changes are in
+// key order, changes to the same key in batch order: in a relist's map
+// order, bbolt shifts every key after each insert point within a page that
+// only splits at commit, which made a large relist quadratic. In key order,
+// an earlier change of the same key is the one just before: no map of the
+// batch's keys is needed.
 func (b *Base) changes(ps []Prepared, replace bool) []Change {
 	out := b.changeBuf[:0]
 	if cap(out) < len(ps) {
@@ -400,13 +350,9 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 	order := keyOrder(ps)
 	var old func(key string) ([][]string, bool)
 	if !replace && !b.selfDiffing {
-		// What a change replaces is what the last staged commit not yet
-		// applied left, or what the cache has: both read under stageMu,
-		// which an apply holds while it updates the cache and forgets
-		// what it applied. One hold of the locks for the whole batch, not
-		// one per key: locking per key was most of this function's time.
-		// No writer of the cache waits meanwhile: the caller holds
-		// writeMu, and an apply waits for stageMu.
+		// Under stageMu, which an apply holds while it updates the cache
+		// and forgets what it applied; held once for the whole batch, as
+		// locking per key was most of this function's time.
 		b.stageMu.Lock()
 		defer b.stageMu.Unlock()
 		b.cache.mu.RLock()
@@ -461,9 +407,8 @@ func earlierChange(done []Change, key string, sorted bool) *Change {
 }
 
 // keyOrder returns the positions of ps in key order, ties in batch order,
-// or nil when ps is shorter than sortThreshold. It sorts positions, not
-// the operations: a Prepared is nearly a hundred bytes, and a sort moves
-// elements O(n log n) times.
+// or nil when ps is shorter than sortThreshold. Positions are cheaper to
+// move than a Prepared of nearly a hundred bytes.
 func keyOrder(ps []Prepared) []int32 {
 	if len(ps) < sortThreshold {
 		return nil
@@ -488,20 +433,12 @@ func keyOrder(ps []Prepared) []int32 {
 	return order
 }
 
-// Resync implements cache.Store; it does nothing but report a closed store,
-// as every method with an error result does.
+// Resync implements cache.Store; it does nothing but report a closed store.
 func (b *Base) Resync() error {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return b.closedErr("resync")
 	}
 	return nil
-}
-
-// ResourceVersion implements store.Store.
-func (b *Base) ResourceVersion() string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.rv
 }
 
 // Info implements store.Store.
@@ -526,7 +463,7 @@ func (b *Base) Get(obj interface{}) (interface{}, bool, error) {
 
 // GetByKey implements cache.Store.
 func (b *Base) GetByKey(key string) (interface{}, bool, error) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil, false, b.closedErr("get")
 	}
 	obj, ok := b.cache.Get(key)
@@ -535,7 +472,7 @@ func (b *Base) GetByKey(key string) (interface{}, bool, error) {
 
 // List implements cache.Store. A closed store lists nothing.
 func (b *Base) List() []interface{} {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil
 	}
 	return b.cache.List()
@@ -543,7 +480,7 @@ func (b *Base) List() []interface{} {
 
 // ListKeys implements cache.Store.
 func (b *Base) ListKeys() []string {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil
 	}
 	return b.cache.ListKeys()
@@ -551,7 +488,7 @@ func (b *Base) ListKeys() []string {
 
 // Index implements cache.Indexer.
 func (b *Base) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil, b.closedErr("index")
 	}
 	return b.cache.Index(indexName, obj)
@@ -559,7 +496,7 @@ func (b *Base) Index(indexName string, obj interface{}) ([]interface{}, error) {
 
 // IndexKeys implements cache.Indexer.
 func (b *Base) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil, b.closedErr("index keys")
 	}
 	return b.cache.IndexKeys(indexName, indexedValue)
@@ -567,7 +504,7 @@ func (b *Base) IndexKeys(indexName, indexedValue string) ([]string, error) {
 
 // ListIndexFuncValues implements cache.Indexer.
 func (b *Base) ListIndexFuncValues(indexName string) []string {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil
 	}
 	return b.cache.ListIndexFuncValues(indexName)
@@ -575,10 +512,18 @@ func (b *Base) ListIndexFuncValues(indexName string) []string {
 
 // ByIndex implements cache.Indexer.
 func (b *Base) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return nil, b.closedErr("by index")
 	}
 	return b.cache.ByIndex(indexName, indexedValue)
+}
+
+// Len implements store.Lener, from the cache, which holds every object.
+func (b *Base) Len() int {
+	if b.closed.Load() {
+		return 0
+	}
+	return b.cache.Len()
 }
 
 // GetIndexers implements cache.Indexer.
@@ -592,13 +537,12 @@ func (b *Base) GetIndexers() cache.Indexers {
 func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	if b.isClosed() {
+	if b.closed.Load() {
 		return b.closedErr("add indexers")
 	}
 	b.waitApplied() // the index values are computed from the cache
 	if len(newIndexers) == 0 {
-		// PersistIndexes would rewrite every object's index values.
-		return nil
+		return nil // PersistIndexes would rewrite every object's values
 	}
 	set, vals, err := b.cache.PrepareIndexes(newIndexers)
 	if err != nil {
@@ -626,5 +570,6 @@ func (b *Base) Close() error {
 var (
 	_ store.Store         = (*Base)(nil)
 	_ store.BatchPreparer = (*Base)(nil)
+	_ store.Lener         = (*Base)(nil)
 	_ store.StagedBatch   = (*preparedBatch)(nil)
 )

@@ -1,10 +1,6 @@
 package indexer
 
-import (
-	"sync"
-
-	"github.com/informerdb/informerdb/store"
-)
+import "sync"
 
 // Bounds of what an encodeBuffers keeps for reuse: a group commit of a few
 // thousand objects of a few KiB, and no single large object.
@@ -16,7 +12,7 @@ const (
 // encodeBuffers is a free list of encoding buffers. A buffer is taken for
 // one object's encoding and given back once a persister that copies what it
 // writes (BaseConfig.CopiesData) has persisted it. It is safe for
-// concurrent use: a batch is encoded on several goroutines.
+// concurrent use.
 type encodeBuffers struct {
 	mu    sync.Mutex
 	free  [][]byte
@@ -56,10 +52,4 @@ func (e *encodeBuffers) release(ps []Prepared) {
 			e.bytes += c
 		}
 	}
-}
-
-// appendEncode encodes obj with enc into buf, turning a panic into an
-// error as Encode does.
-func appendEncode(enc store.AppendEncoder, buf []byte, obj interface{}) ([]byte, error) {
-	return guardCodec(func() ([]byte, error) { return enc.AppendEncode(buf, obj) })
 }

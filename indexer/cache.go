@@ -15,23 +15,21 @@ import (
 // path of every backend in its default mode, and all of the memory backend.
 //
 // Cache is safe for concurrent use. Reads take a read lock only. Writes
-// (Apply, Replace, AddIndexes) must come from one writer at a time, which
-// backends ensure with their own write lock held across Prepare, their
-// transaction and Apply; a Cache only guards its maps.
+// (Apply, Replace, SetIndexes) must come from one writer at a time, which
+// backends ensure with their own write lock; a Cache only guards its maps.
 type Cache struct {
 	mu sync.RWMutex // guards items, vals, indexes and indices
-	// items maps keys to objects, as client-go's threadSafeMap does; the
-	// index values live in vals so that the map reads go through keeps
-	// 16-byte values: with both in one struct, Get and ByIndex were up to
-	// twice as slow as client-go's from cache misses on the larger slots.
+	// items maps keys to objects, as client-go's threadSafeMap does. The
+	// index values live apart in vals, so that the map reads go through
+	// keeps small values: one struct of both made Get and ByIndex slower.
 	items map[string]interface{}
-	// vals maps keys to their index values aligned with indexes.Names(),
-	// for moving index entries on writes. It has the keys of items.
+	// vals maps the keys of items to their index values, aligned with
+	// indexes.Names(), for moving index entries on writes.
 	vals    map[string][][]string
 	indexes *IndexSet
-	// indices[i] maps an index value of index i to the keys having it,
-	// aligned with indexes.Names(). Empty key sets are removed, so indexes
-	// over short-lived values do not grow without bound (client-go #84959).
+	// indices[i] maps an index value of index i to the keys having it.
+	// Empty key sets are removed, so indexes over short-lived values do
+	// not grow without bound (client-go #84959).
 	indices []map[string]sets.Set[string]
 }
 
@@ -67,21 +65,13 @@ func (c *Cache) Apply(ps []Prepared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.items) == 0 && len(ps) >= presizeMin {
-		// The first commit of a cold start: sized once, rather than
-		// rehashed a dozen times on the way to a relist's size.
+		// A cold start's first commit: sized once, not rehashed on the way.
 		c.items = make(map[string]interface{}, len(ps))
 		c.vals = make(map[string][][]string, len(ps))
 	}
 	for i := range ps {
 		c.applyLocked(&ps[i])
 	}
-}
-
-// ApplyOne applies one prepared operation.
-func (c *Cache) ApplyOne(p *Prepared) {
-	c.mu.Lock()
-	c.applyLocked(p)
-	c.mu.Unlock()
 }
 
 func (c *Cache) applyLocked(p *Prepared) {
@@ -191,17 +181,6 @@ func (c *Cache) SetIndexes(set *IndexSet, vals map[string][][]string) {
 	}
 }
 
-// AddIndexes adds the indexes in more and backfills them from the stored
-// objects. If an index function fails on any object, nothing changes.
-func (c *Cache) AddIndexes(more cache.Indexers) error {
-	set, vals, err := c.PrepareIndexes(more)
-	if err != nil {
-		return fmt.Errorf("indexer: add indexers: %w", err)
-	}
-	c.SetIndexes(set, vals)
-	return nil
-}
-
 // Get returns the object stored under key.
 func (c *Cache) Get(key string) (interface{}, bool) {
 	c.mu.RLock()
@@ -239,27 +218,8 @@ func (c *Cache) ListKeys() []string {
 	return list
 }
 
-// Range calls fn for each object, under the read lock, until fn returns false.
-// fn must not call other methods of c.
-func (c *Cache) Range(fn func(key string, obj interface{}) bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for k, obj := range c.items {
-		if !fn(k, obj) {
-			return
-		}
-	}
-}
-
-// IndexValues returns the stored index values of key, aligned with
-// Indexes().Names().
-func (c *Cache) IndexValues(key string) ([][]string, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.indexValuesLocked(key)
-}
-
-// indexValuesLocked is IndexValues with c.mu held.
+// indexValuesLocked returns the stored index values of key, aligned with
+// Indexes().Names(). The caller holds c.mu.
 func (c *Cache) indexValuesLocked(key string) ([][]string, bool) {
 	v, ok := c.vals[key]
 	return v, ok
@@ -277,12 +237,16 @@ func (c *Cache) ByIndex(name, value string) ([]interface{}, error) {
 	if !ok {
 		return nil, unknownIndex(name)
 	}
-	set := c.indices[i][value]
-	list := make([]interface{}, 0, len(set))
-	for key := range set {
+	return c.objectsLocked(c.indices[i][value]), nil
+}
+
+// objectsLocked returns the objects of keys. The caller holds c.mu.
+func (c *Cache) objectsLocked(keys sets.Set[string]) []interface{} {
+	list := make([]interface{}, 0, len(keys))
+	for key := range keys {
 		list = append(list, c.items[key])
 	}
-	return list, nil
+	return list
 }
 
 // IndexKeys returns the keys of the objects whose values for the named index
@@ -315,22 +279,13 @@ func (c *Cache) Index(name string, obj interface{}) ([]interface{}, error) {
 	}
 	idx := c.indices[i]
 	if len(vals) == 1 {
-		set := idx[vals[0]]
-		list := make([]interface{}, 0, len(set))
-		for key := range set {
-			list = append(list, c.items[key])
-		}
-		return list, nil
+		return c.objectsLocked(idx[vals[0]]), nil
 	}
 	keys := sets.New[string]()
 	for _, v := range vals {
 		keys = keys.Union(idx[v])
 	}
-	list := make([]interface{}, 0, len(keys))
-	for key := range keys {
-		list = append(list, c.items[key])
-	}
-	return list, nil
+	return c.objectsLocked(keys), nil
 }
 
 // ListIndexFuncValues returns the values of the named index that at least one

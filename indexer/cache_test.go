@@ -187,6 +187,17 @@ func TestCacheReplace(t *testing.T) {
 	}
 }
 
+// addIndexes adds more to c as Base.AddIndexers does: PrepareIndexes, then
+// SetIndexes, so that nothing changes when a function fails.
+func addIndexes(c *indexer.Cache, more cache.Indexers) error {
+	set, vals, err := c.PrepareIndexes(more)
+	if err != nil {
+		return err
+	}
+	c.SetIndexes(set, vals)
+	return nil
+}
+
 func TestCacheAddIndexes(t *testing.T) {
 	c, p := newCache(t)
 	apply(t, c, p, put(pod("ns", "a", "zone=east")), put(pod("ns", "b", "zone=west")), put(pod("ns", "bad", "zone=fail")))
@@ -198,7 +209,7 @@ func TestCacheAddIndexes(t *testing.T) {
 		}
 		return []string{obj.(*corev1.Pod).Labels["zone"]}, nil
 	}
-	err := c.AddIndexes(cache.Indexers{"zone": failing})
+	err := addIndexes(c, cache.Indexers{"zone": failing})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("AddIndexes failing on a stored object: %v; want ErrInvalid", err)
 	}
@@ -208,12 +219,12 @@ func TestCacheAddIndexes(t *testing.T) {
 	if diff := cmp.Diff(before, indexState(t, c)); diff != "" {
 		t.Errorf("a failed AddIndexes changed the entries (-before +after):\n%s", diff)
 	}
-	if err := c.AddIndexes(cache.Indexers{"app": failing}); !errors.Is(err, store.ErrIndexExists) {
+	if err := addIndexes(c, cache.Indexers{"app": failing}); !errors.Is(err, store.ErrIndexExists) {
 		t.Errorf("AddIndexes of an existing name: %v; want ErrIndexExists", err)
 	}
 
 	apply(t, c, p, del(pod("ns", "bad")))
-	if err := c.AddIndexes(cache.Indexers{"zone": failing}); err != nil {
+	if err := addIndexes(c, cache.Indexers{"zone": failing}); err != nil {
 		t.Fatalf("AddIndexes: %v", err)
 	}
 	got := indexState(t, c)

@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
@@ -17,10 +16,9 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// protoMessage is what the gogo-protobuf code generated for every type in
-// k8s.io/api (and metav1) provides. Marshalling through it directly skips the
-// runtime.Unknown envelope and the scheme lookup of the protobuf serializer,
-// and needs no TypeMeta, which informers' objects usually lack.
+// protoMessage is what the generated code of every k8s.io/api type provides.
+// Marshalling through it skips the protobuf serializer's envelope and scheme
+// lookup, and needs no TypeMeta, which informers' objects usually lack.
 type protoMessage interface {
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
@@ -81,9 +79,8 @@ func (c *ProtobufCodec) Encode(obj interface{}) ([]byte, error) {
 	return m.Marshal()
 }
 
-// sizedMarshaler is the part of gogo-protobuf's generated code that
-// marshals into a buffer of the caller's (Marshal itself is Size, then
-// MarshalToSizedBuffer into a new buffer).
+// sizedMarshaler is the part of the generated code that marshals into a
+// buffer of the caller's.
 type sizedMarshaler interface {
 	Size() int
 	MarshalToSizedBuffer(dAtA []byte) (int, error)
@@ -237,11 +234,9 @@ func (c *JSONCodec) Decode(data []byte) (interface{}, error) {
 }
 
 // ErrWrongType is wrapped by the error of a codec's Encode given an object of
-// another type than the one the codec was made for, typically what a
-// transform (informer.Options.Transform) returned. The backends that encode
-// objects (bolt, badger, and memory and memdb with a snapshot file) refuse
-// such an object with store.ErrInvalid, naming both types; memory and memdb
-// without a file keep objects as given, of any type.
+// another type than the codec's, typically what a transform returned. The
+// backends that encode objects refuse it with store.ErrInvalid, naming both
+// types; memory and memdb without a file keep objects of any type.
 var ErrWrongType = errors.New("object of another type than the codec's")
 
 // wrongType is a codec's error for obj, of another type than want.
@@ -253,5 +248,4 @@ var (
 	_ store.Codec = (*ProtobufCodec)(nil)
 	_ store.Codec = (*UnstructuredCodec)(nil)
 	_ store.Codec = (*JSONCodec)(nil)
-	_             = runtime.Object(nil)
 )

@@ -1,10 +1,9 @@
 // Package indexer holds the object semantics every informerdb backend shares,
-// written once: keys, index functions, index maintenance, codecs and
-// resourceVersion extraction.
+// written once: keys, index functions, index maintenance and codecs.
 //
-// Backends validate a write with [Prepare] (keys, index values and encodings
-// for every operation, before anything changes), commit it in their own
-// transaction, and keep decoded objects for reads in a [Cache], the
+// Backends validate a write with [Preparer] (keys, index values and
+// encodings of every operation, before anything changes), commit it in their
+// own transaction, and keep decoded objects for reads in a [Cache], the
 // equivalent of client-go's thread-safe store with errors instead of panics.
 //
 // # Differences from client-go
@@ -52,9 +51,8 @@
 //   - GetIndexers returns a copy; client-go returns its own map, through
 //     which changes reach the indexer.
 //   - Update and Delete remove an object's old index entries using the
-//     values computed when it was written, instead of calling the index
-//     functions on the old object again. The result is the same for
-//     deterministic index functions, which client-go requires.
+//     values computed when it was written, which is the same for the
+//     deterministic index functions client-go requires.
 //   - Objects are the ones given to Add as long as they stay decoded in
 //     memory; in bounded mode (CacheSize) and after a restart, reads return
 //     decoded copies. List, ListKeys, ByIndex, Index and ListIndexFuncValues

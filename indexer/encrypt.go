@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -34,8 +33,8 @@ const (
 	headerSize  = 1 + keyIDSize
 )
 
-// EncryptionKey is one AES-256 encryption key. Its id (ID) is stored with every record
-// sealed under it. An EncryptionKey is immutable and safe for concurrent use.
+// EncryptionKey is one AES-256 key. Its ID is stored with every record sealed
+// under it. An EncryptionKey is immutable and safe for concurrent use.
 type EncryptionKey struct {
 	id   [keyIDSize]byte
 	aead cipher.AEAD
@@ -123,9 +122,8 @@ func (k EncryptionKey) ID() string {
 // KeyRing holds the keys an EncryptedCodec may use: the primary key seals
 // every new record; every key of the ring opens the records sealed under
 // it. To rotate, make the new key primary and keep the old one until every
-// record has been rewritten (Rekey does it at once; the informer does it
-// gradually, as objects change). A KeyRing is immutable and safe for
-// concurrent use.
+// record has been rewritten (by Rekey at once, or as objects change). A
+// KeyRing is immutable and safe for concurrent use.
 type KeyRing struct {
 	primary EncryptionKey
 	byID    map[[keyIDSize]byte]EncryptionKey
@@ -147,8 +145,8 @@ func NewKeyRing(primary EncryptionKey, others ...EncryptionKey) (*KeyRing, error
 	return r, nil
 }
 
-// nearID reports whether id differs from the id of a key of the ring in
-// at most half its bytes.
+// nearID reports whether id differs from a ring key's id in at most half
+// its bytes.
 func (r *KeyRing) nearID(id [keyIDSize]byte) bool {
 	for kid := range r.byID {
 		diff := 0
@@ -177,26 +175,24 @@ func (r *KeyRing) IDs() []string {
 	return ids
 }
 
-// EncryptedCodec seals the encodings of another codec with AES-256-GCM (see
-// NewEncryptedCodec): encryption at rest. Each record is
+// EncryptedCodec seals the encodings of another codec with AES-256-GCM:
+// encryption at rest. Each record is
 //
 //	version (1 byte, 0x01) | key id (8 bytes) | nonce (12 bytes) | ciphertext and tag
 //
-// The key id is the first 8 bytes of SHA-256 of a fixed label and the key,
-// so it names a key without revealing it, and records sealed under an older
-// key still decrypt once that key is in the ring. The authenticated data
-// binds the record to its header and to the inner codec's name and type, so
-// a record cannot be passed off as one of another codec or type. Nonces are
+// The key id is the first 8 bytes of SHA-256 of a fixed label and the key:
+// it names a key without revealing it. The authenticated data binds the
+// record to its header and to the inner codec's name and type. Nonces are
 // random: rotate the key before 2^32 records have been sealed under it.
 //
-// What it protects is each object's confidentiality, and that a record was
-// sealed by a holder of the key. It does not bind a record to its store or
-// object key (a codec sees only the object), and a store's metadata (its
-// resume point, its set of keys) is not encrypted or authenticated: someone
+// It protects each object's confidentiality, and that a record was sealed
+// by a holder of the key. It does not bind a record to its store or object
+// key (a codec sees only the object), and a store's metadata (its resume
+// point, its set of keys) is neither encrypted nor authenticated: someone
 // who can write the database's files, without the key, can move a sealed
 // record between keys or stores of one key ring, drop records, or change
-// the resume point. Against that, protect the files themselves (their
-// permissions are checked at open; see driver.CheckPath).
+// the resume point. Against that, protect the files themselves (see
+// driver.CheckPath).
 //
 // It is safe for concurrent use.
 type EncryptedCodec struct {
@@ -210,15 +206,11 @@ type EncryptedCodec struct {
 var _ store.Codec = (*EncryptedCodec)(nil)
 
 // NewEncryptedCodec returns a codec that encodes with inner and seals the
-// result under keys' primary key, with a random 96-bit nonce per record.
-// Its Name is inner's followed by "+aes256gcm" ("protobuf+aes256gcm"), so
-// that a store written encrypted is refused when opened without encryption,
-// and the reverse, with store.ErrIncompatible; Rekey converts one into the
-// other.
-//
-// Only the objects are encrypted: keys (namespace/name), index values (label
-// values, for the label indexes) and the store's metadata and resume point
-// are stored as they are.
+// result under keys' primary key. Its Name is inner's followed by
+// "+aes256gcm", so that a store written encrypted is refused when opened
+// without encryption, and the reverse, with store.ErrIncompatible; Rekey
+// converts one into the other. Only the objects are encrypted: keys, index
+// values and the store's metadata are stored as they are.
 func NewEncryptedCodec(inner store.Codec, keys *KeyRing) (*EncryptedCodec, error) {
 	if inner == nil {
 		return nil, fmt.Errorf("indexer: new encrypted codec: nil inner codec: %w", store.ErrInvalid)
@@ -269,8 +261,7 @@ func (c *EncryptedCodec) KeyID(data []byte) (string, error) {
 }
 
 // Reencrypt opens the record data with whichever key of the ring sealed it
-// and seals it again under the primary key, with a fresh nonce. The snapshot
-// tool uses it on exported records (see Rekey).
+// and seals it again under the primary key, with a fresh nonce.
 func (c *EncryptedCodec) Reencrypt(data []byte) ([]byte, error) {
 	plain, err := c.open(data)
 	if err != nil {
@@ -278,10 +269,6 @@ func (c *EncryptedCodec) Reencrypt(data []byte) ([]byte, error) {
 	}
 	return c.seal(plain)
 }
-
-// Encrypt seals a record of the inner codec (a store written without
-// encryption) under the primary key.
-func (c *EncryptedCodec) Encrypt(plain []byte) ([]byte, error) { return c.seal(plain) }
 
 func (c *EncryptedCodec) seal(plain []byte) ([]byte, error) {
 	k := c.keys.primary
@@ -303,9 +290,8 @@ func (c *EncryptedCodec) open(data []byte) ([]byte, error) {
 	copy(id[:], data[1:headerSize])
 	k, ok := c.keys.byID[id]
 	if !ok && c.keys.nearID(id) {
-		// Key ids are 8 bytes of SHA-256: another key's id shares at most
-		// a byte or two with those of the ring, by chance. One that
-		// differs from a ring key's id in a few bytes is that id damaged.
+		// Another key's id shares a byte or two with the ring's by chance
+		// at most: one that differs in a few bytes is a ring key's, damaged.
 		return nil, fmt.Errorf("indexer: decrypt: record sealed under key %s, a damaged id of a key of the ring (%s): %w",
 			hex.EncodeToString(id[:]), strings.Join(c.keys.IDs(), ", "), store.ErrCorrupt)
 	}
@@ -339,8 +325,7 @@ func (c *EncryptedCodec) additional(header []byte) []byte {
 	return append(bytes.Clone(c.aad), header...)
 }
 
-// RekeyResult says what Rekey did. It is a plain value, owned by the
-// caller.
+// RekeyResult says what Rekey did.
 type RekeyResult struct {
 	// Records is the number of records rewritten.
 	Records int
@@ -355,35 +340,18 @@ type RekeyResult struct {
 // rawURL sealed under c's primary key: records sealed under older keys of
 // the ring are re-encrypted, and a store written without encryption with
 // c's inner codec is encrypted (its codec becomes c.Name()). Index values
-// and the resume point are kept, so an informer resumes afterwards without
-// relisting. The store is replaced in one atomic import.
+// and the resume point are kept, so an informer resumes without relisting.
+// The store is replaced in one atomic import (store.Export, store.Import).
 //
-// d reads and writes the database record by record (the backends export
-// theirs as Raw(), e.g. bolt.Raw()); nil uses the driver registered for
-// rawURL's scheme through store.Export and store.Import.
-//
-// The database must not be open in another process (the backends lock it).
-// Rekey holds every record in memory while it works. It does not scrub the
-// database files: a backend may keep the old bytes in free pages (bbolt) or
-// until compaction (badger). After a key is compromised, or to encrypt a
-// store that held Secrets in plain text, delete the database instead and let
-// the informer relist, or restore a snapshot into a new file.
-func Rekey(ctx context.Context, d store.RawDriver, rawURL, name string, c *EncryptedCodec) (RekeyResult, error) {
-	export, imp := store.Export, store.Import
-	if d != nil {
-		u, err := url.Parse(rawURL)
-		if err != nil {
-			return RekeyResult{}, fmt.Errorf("indexer: rekey %s in %q: %w: %w", name, rawURL, store.ErrInvalid, err)
-		}
-		export = func(ctx context.Context, _, name string, fn func(store.Record) error) (store.Info, error) {
-			return d.Export(ctx, u, name, fn)
-		}
-		imp = func(ctx context.Context, _ string, info store.Info, next func() (store.Record, error)) error {
-			return d.Import(ctx, u, info, next)
-		}
-	}
+// The database must not be open in another process. Rekey holds every
+// record in memory. It does not scrub the database files: a backend may keep
+// the old bytes in free pages (bbolt) or until compaction (badger). After a
+// key is compromised, or to encrypt a store that held Secrets in plain text,
+// delete the database instead and let the informer relist, or restore a
+// snapshot into a new file.
+func Rekey(ctx context.Context, rawURL, name string, c *EncryptedCodec) (RekeyResult, error) {
 	var recs []store.Record
-	info, err := export(ctx, rawURL, name, func(r store.Record) error {
+	info, err := store.Export(ctx, rawURL, name, func(r store.Record) error {
 		r.Data = bytes.Clone(r.Data)
 		recs = append(recs, r)
 		return nil
@@ -418,7 +386,7 @@ func Rekey(ctx context.Context, d store.RawDriver, rawURL, name string, c *Encry
 	}
 	info.Codec = c.Name()
 	next := 0
-	err = imp(ctx, rawURL, info, func() (store.Record, error) {
+	err = store.Import(ctx, rawURL, info, func() (store.Record, error) {
 		if next == len(recs) {
 			return store.Record{}, io.EOF
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,8 +22,8 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/badger"
-	"github.com/informerdb/informerdb/store/bolt"
+	_ "github.com/informerdb/informerdb/store/badger"
+	_ "github.com/informerdb/informerdb/store/bolt"
 	"github.com/informerdb/informerdb/store/driver"
 )
 
@@ -457,6 +458,9 @@ func TestEncryptionAtRest(t *testing.T) {
 	}
 }
 
+// fakeSchemes numbers the schemes TestRekey registers its fakeRaw under.
+var fakeSchemes atomic.Int32
+
 // fakeRaw is a store.RawDriver over records in memory: Rekey's logic is
 // tested without depending on a backend's record access.
 type fakeRaw struct {
@@ -483,7 +487,7 @@ func (f *fakeRaw) Drop(context.Context, *url.URL, string) error {
 }
 
 func (f *fakeRaw) Export(_ context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	if name != f.info.Name || u.String() != "fake:///db" {
+	if name != f.info.Name || u.Path != "/db" {
 		return store.Info{}, fmt.Errorf("fakeRaw: export %s of %s: %w", name, u, store.ErrNotFound)
 	}
 	for _, r := range f.recs {
@@ -532,9 +536,13 @@ func TestRekey(t *testing.T) {
 		f.recs = append(f.recs, r)
 		wantRecs = append(wantRecs, store.Record{Key: r.Key, Values: r.Values})
 	}
-	const u = "fake:///db"
+	// Registered under a scheme of its own: a test run with -count=N
+	// registers N of them.
+	scheme := fmt.Sprintf("fakerekey%d", fakeSchemes.Add(1))
+	store.Register(scheme, f)
+	u := scheme + ":///db"
 
-	res, err := indexer.Rekey(t.Context(), f, u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k1))
+	res, err := indexer.Rekey(t.Context(), u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k1))
 	if err != nil {
 		t.Fatalf("Rekey to encrypt: %v", err)
 	}
@@ -551,7 +559,7 @@ func TestRekey(t *testing.T) {
 	}
 
 	rotating := mustEncrypted(t, &corev1.Secret{}, k2, k1)
-	res, err = indexer.Rekey(t.Context(), f, u, "v1/secrets", rotating)
+	res, err = indexer.Rekey(t.Context(), u, "v1/secrets", rotating)
 	if err != nil {
 		t.Fatalf("Rekey to rotate: %v", err)
 	}
@@ -592,12 +600,12 @@ func TestRekey(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := indexer.Rekey(t.Context(), f, u, "v1/secrets", tt.codec); !errors.Is(err, tt.want) || !strings.HasPrefix(err.Error(), "indexer: rekey v1/secrets") {
+			if _, err := indexer.Rekey(t.Context(), u, "v1/secrets", tt.codec); !errors.Is(err, tt.want) || !strings.HasPrefix(err.Error(), "indexer: rekey v1/secrets") {
 				t.Errorf("Rekey: %v, want %v", err, tt.want)
 			}
 		})
 	}
-	if _, err := indexer.Rekey(t.Context(), f, u, "v1/other", rotating); !errors.Is(err, store.ErrNotFound) {
+	if _, err := indexer.Rekey(t.Context(), u, "v1/other", rotating); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Rekey of a missing store: %v, want ErrNotFound", err)
 	}
 	if f.imports != before {
@@ -610,21 +618,20 @@ func TestRekey(t *testing.T) {
 // objects, their index and the resume point are intact, and no record
 // needs the old key.
 func TestRekeyBackends(t *testing.T) {
-	raws := map[string]store.RawDriver{"bolt": bolt.Raw(), "badger": badger.Raw()}
 	for _, b := range persistentBackends {
 		t.Run(b.name, func(t *testing.T) {
 			k1, k2 := mustKey(t, 1), mustKey(t, 2)
 			u := b.url(t.TempDir())
 			writeSecrets(t, u, mustCodec(t, &corev1.Secret{}))
 
-			res, err := indexer.Rekey(t.Context(), raws[b.name], u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k1))
+			res, err := indexer.Rekey(t.Context(), u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k1))
 			if err != nil {
 				t.Fatalf("Rekey to encrypt: %v", err)
 			}
 			if diff := cmp.Diff(indexer.RekeyResult{Records: 3, Encrypted: true, From: map[string]int{"": 3}}, res); diff != "" {
 				t.Errorf("encrypting (-want +got):\n%s", diff)
 			}
-			res, err = indexer.Rekey(t.Context(), raws[b.name], u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k2, k1))
+			res, err = indexer.Rekey(t.Context(), u, "v1/secrets", mustEncrypted(t, &corev1.Secret{}, k2, k1))
 			if err != nil {
 				t.Fatalf("Rekey to rotate: %v", err)
 			}

@@ -10,14 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/informerdb/informerdb/internal/typednil"
 )
-
-// KeyFuncNamespaceName names client-go's default key function,
-// cache.DeletionHandlingMetaNamespaceKeyFunc ("namespace/name", or "name"
-// for cluster-scoped objects), in store metadata.
-const KeyFuncNamespaceName = "namespace/name"
 
 // Index names used by the helpers below.
 const (
@@ -145,22 +138,4 @@ func FieldIndexFunc(path string) cache.IndexFunc {
 		}
 		return nil, fmt.Errorf("field %q index: value of type %T cannot be indexed", path, v)
 	}
-}
-
-// ResourceVersion returns the resourceVersion of obj, looking inside
-// cache.DeletedFinalStateUnknown tombstones. Objects without metadata have
-// none ("", nil); it is an error only for a nil object.
-func ResourceVersion(obj interface{}) (string, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if typednil.Is(obj) {
-		return "", fmt.Errorf("indexer: resource version: nil object")
-	}
-	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetResourceVersion(), nil
-	}
-	// Accessor fails only for objects without metadata, which have no
-	// resource version: not an error.
-	return "", nil
 }

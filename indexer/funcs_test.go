@@ -120,32 +120,3 @@ func TestIndexFuncErrors(t *testing.T) {
 		t.Errorf("float field = %q, %v; want 0.5", got, err)
 	}
 }
-
-func TestResourceVersion(t *testing.T) {
-	p := pod("ns", "p")
-	p.ResourceVersion = "42"
-	u := ownedUnstructured()
-	u.SetResourceVersion("43")
-	for _, tc := range []struct {
-		name    string
-		obj     interface{}
-		want    string
-		wantErr bool
-	}{
-		{"typed", p, "42", false},
-		{"unstructured", u, "43", false},
-		{"tombstone", cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: p}, "42", false},
-		{"tombstone of unstructured", cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: u}, "43", false},
-		{"tombstone without object", cache.DeletedFinalStateUnknown{Key: "ns/p"}, "", true},
-		{"object without metadata", struct{ A int }{1}, "", false},
-		{"nil", nil, "", true},
-		{"typed nil", (*corev1.Pod)(nil), "", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := indexer.ResourceVersion(tc.obj)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("ResourceVersion = %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-}

@@ -46,14 +46,6 @@ func (s *IndexSet) Position(name string) (int, bool) {
 	return i, ok
 }
 
-// Func returns the function of the named index, or nil.
-func (s *IndexSet) Func(name string) cache.IndexFunc {
-	if i, ok := s.pos[name]; ok {
-		return s.funcs[i]
-	}
-	return nil
-}
-
 // Indexers returns the set as a new cache.Indexers map.
 func (s *IndexSet) Indexers() cache.Indexers {
 	out := make(cache.Indexers, len(s.names))
@@ -93,69 +85,50 @@ func (s *IndexSet) Values(key string, obj interface{}) ([][]string, error) {
 		return nil, nil
 	}
 	vals := make([][]string, len(s.funcs))
-	for i, f := range s.funcs {
-		v, err := callIndexFunc(f, obj)
+	for i := range s.funcs {
+		v, err := s.ValuesOf(i, key, obj)
 		if err != nil {
-			return nil, fmt.Errorf("indexer: index %q of %q: %w: %w", s.names[i], key, store.ErrInvalid, err)
+			return nil, err
 		}
 		vals[i] = v
 	}
 	return vals, nil
 }
 
-// ValuesOf computes the values of obj for one index.
+// ValuesOf computes the values of obj for the index at position i.
 func (s *IndexSet) ValuesOf(i int, key string, obj interface{}) ([]string, error) {
-	v, err := callIndexFunc(s.funcs[i], obj)
+	v, err := guard("index function", func() ([]string, error) { return s.funcs[i](obj) })
 	if err != nil {
 		return nil, fmt.Errorf("indexer: index %q of %q: %w: %w", s.names[i], key, store.ErrInvalid, err)
 	}
 	return v, nil
 }
 
-func callIndexFunc(f cache.IndexFunc, obj interface{}) (vals []string, err error) {
+// guard runs call, turning a panic into an error saying what panicked.
+// Key, index and codec functions are user code (a custom MarshalJSON),
+// codecs read bytes from disk that may be damaged, and both often run on
+// worker goroutines, where a panic no caller can recover ends the process.
+func guard[T any](what string, call func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("index function panicked: %v", r)
-		}
-	}()
-	return f(obj)
-}
-
-// Encode encodes obj with codec, turning a panic into an error, as
-// CallKeyFunc does for key functions: codecs run users' code (a custom
-// MarshalJSON), and encoding runs in worker goroutines, where a panic
-// could not be recovered by any caller and would end the process.
-func Encode(codec store.Codec, obj interface{}) ([]byte, error) {
-	return guardCodec(func() ([]byte, error) { return codec.Encode(obj) })
-}
-
-// Decode decodes data with codec, turning a panic into an error: a codec
-// may run users' code (a custom UnmarshalJSON) on bytes read from disk,
-// possibly damaged, often in worker goroutines where a panic would end the
-// process.
-func Decode(codec store.Codec, data []byte) (interface{}, error) {
-	return guardCodec(func() (interface{}, error) { return codec.Decode(data) })
-}
-
-// guardCodec runs one call of a codec, turning a panic into an error.
-func guardCodec[T any](call func() (T, error)) (v T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("codec panicked: %v", r)
+			err = fmt.Errorf("%s panicked: %v", what, r)
 		}
 	}()
 	return call()
 }
 
-// CallKeyFunc runs a key function, turning a panic into an error for the
-// same reason as callIndexFunc: key functions are user code, and a panic
-// must not take the informer down. Every backend calls key functions
-// through it.
-func CallKeyFunc(f cache.KeyFunc, obj interface{}) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("key function panicked: %v", r)
-		}
-	}()
-	return f(obj)
+// Encode encodes obj with codec, turning a panic into an error (guard).
+func Encode(codec store.Codec, obj interface{}) ([]byte, error) {
+	return guard("codec", func() ([]byte, error) { return codec.Encode(obj) })
+}
+
+// Decode decodes data with codec, turning a panic into an error (guard).
+func Decode(codec store.Codec, data []byte) (interface{}, error) {
+	return guard("codec", func() (interface{}, error) { return codec.Decode(data) })
+}
+
+// CallKeyFunc runs a key function, turning a panic into an error (guard).
+// Every backend calls key functions through it.
+func CallKeyFunc(f cache.KeyFunc, obj interface{}) (string, error) {
+	return guard("key function", func() (string, error) { return f(obj) })
 }

@@ -16,16 +16,15 @@ import (
 type Prepared struct {
 	Type store.OpType
 	Key  string
-	// Object is the object to put; for deletes, the object given (may be
-	// nil or a cache.DeletedFinalStateUnknown).
+	// Object is the object to put, or the one given to delete (may be nil
+	// or a cache.DeletedFinalStateUnknown).
 	Object interface{}
-	// Values are the object's index values aligned with the IndexSet's
-	// names; nil for deletes.
+	// Values are a put's index values, aligned with the IndexSet's names.
 	Values [][]string
-	// Data is the encoding of Object for puts when a codec was given.
+	// Data is the encoding of a put's Object when a codec was given.
 	Data []byte
-	// pooled marks Data as a buffer of the Preparer's encodeBuffers, to be
-	// given back once persisted (see BaseConfig.CopiesData).
+	// pooled marks Data as a buffer of encodeBuffers, given back once
+	// persisted (see BaseConfig.CopiesData).
 	pooled bool
 }
 
@@ -37,10 +36,10 @@ type Preparer struct {
 	// Codec encodes objects for puts; nil skips encoding (memory backends).
 	Codec store.Codec
 	// CheckData, when set, refuses the encodings the backend cannot store
-	// (see BaseConfig.CheckData) with an error wrapping store.ErrInvalid.
+	// (see BaseConfig.CheckData).
 	CheckData func(key string, data []byte) error
-	// bufs, when set (by Base, with BaseConfig.CopiesData), holds the buffers
-	// a Codec that is a store.AppendEncoder encodes into.
+	// bufs, set by Base (BaseConfig.CopiesData), holds the buffers a
+	// store.AppendEncoder encodes into.
 	bufs *encodeBuffers
 }
 
@@ -50,29 +49,25 @@ type Preparer struct {
 // failed batch leaves no trace. op names the operation for error messages
 // ("add", "commit", ...).
 //
-// Large batches are encoded on every CPU: encoding dominates a commit's CPU
-// time (about 5 us per Pod in protobuf), and the informer commits up to
-// thousands of objects at once. Codecs are safe for concurrent use; key and
-// index functions still run on the calling goroutine, in order, as
-// client-go calls them. The error reported is that of the first failing
-// operation, whatever the worker that found it.
+// Large batches are encoded on every CPU, as encoding dominates a commit's
+// CPU time. Key and index functions still run on the calling goroutine, in
+// order, as client-go calls them. The error reported is that of the first
+// failing operation, whatever the worker that found it.
 func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 	out := make([]Prepared, len(ops))
-	codec := p.Codec
-	parallel := codec != nil && len(ops) >= parallelEncodeMin && runtime.GOMAXPROCS(0) > 1
+	parallel := p.Codec != nil && len(ops) >= parallelEncodeMin && runtime.GOMAXPROCS(0) > 1
+	q := p
 	if parallel {
-		// Encode below, once every operation is known to be valid.
-		p2 := *p
-		p2.Codec = nil
-		p = &p2
+		// Encoded by encodeAll, once every operation is known to be valid.
+		q = &Preparer{KeyFunc: p.KeyFunc, Indexes: p.Indexes}
 	}
 	for i := range ops {
-		if err := p.prepareOne(op, i, len(ops), &ops[i], &out[i]); err != nil {
+		if err := q.prepareOne(op, i, len(ops), &ops[i], &out[i]); err != nil {
 			return nil, err
 		}
 	}
 	if parallel {
-		if err := encodeAll(op, codec, p.bufs, p.CheckData, out); err != nil {
+		if err := p.encodeAll(op, out); err != nil {
 			return nil, err
 		}
 	}
@@ -83,9 +78,8 @@ func (p *Preparer) Prepare(op string, ops []store.Op) ([]Prepared, error) {
 // parallel: below it, starting workers costs more than it saves.
 const parallelEncodeMin = 128
 
-// encodeAll encodes the puts of ps with codec, in parallel chunks, and
-// checks each encoding with check, if set.
-func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(key string, data []byte) error, ps []Prepared) error {
+// encodeAll encodes the puts of ps in parallel chunks.
+func (p *Preparer) encodeAll(op string, ps []Prepared) error {
 	workers := min(runtime.GOMAXPROCS(0), (len(ps)+parallelEncodeMin/2-1)/(parallelEncodeMin/2))
 	chunk := (len(ps) + workers - 1) / workers
 	errs := make([]error, workers)
@@ -98,7 +92,7 @@ func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(key
 				if r.Type != store.OpPut {
 					continue
 				}
-				if err := encodeChecked(op, codec, bufs, check, r); err != nil {
+				if err := p.encode(op, r); err != nil {
 					// Chunks are in order, and each stops at its first
 					// failure: the first chunk's error is the batch's first.
 					errs[w] = err
@@ -114,23 +108,6 @@ func encodeAll(op string, codec store.Codec, bufs *encodeBuffers, check func(key
 		}
 	}
 	return nil
-}
-
-// PrepareOne is Prepare for a single operation, without the slice.
-func (p *Preparer) PrepareOne(op string, o store.Op) (Prepared, error) {
-	var r Prepared
-	err := p.prepareOne(op, 0, 1, &o, &r)
-	return r, err
-}
-
-// keyError reports that op i of n (of the write op) has a key no backend
-// stores (driver.CheckKey), naming the op by its position when the write has
-// several, and by its type and object's type, since its key says nothing.
-func keyError(op string, i, n int, o *store.Op, err error) error {
-	if n > 1 {
-		return fmt.Errorf("store: %s: op %d of %d (%s %T): %w", op, i, n, o.Type, o.Object, err)
-	}
-	return fmt.Errorf("store: %s: %s %T: %w", op, o.Type, o.Object, err)
 }
 
 // prepareOne prepares o, op i of the n of the write op, into r.
@@ -159,10 +136,13 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 		r.Key = k
 	}
 	// Before the index functions, and for deletes too: one rule for every
-	// backend (bbolt cannot store the key), so that no write of ""
-	// succeeds on one backend and fails on another.
+	// backend. The key says nothing, so the error names the op by its type
+	// and object's type, and its position when the write has several.
 	if err := driver.CheckKey(r.Key); err != nil {
-		return keyError(op, i, n, o, err)
+		if n > 1 {
+			return fmt.Errorf("store: %s: op %d of %d (%s %T): %w", op, i, n, o.Type, o.Object, err)
+		}
+		return fmt.Errorf("store: %s: %s %T: %w", op, o.Type, o.Object, err)
 	}
 	if o.Type == store.OpDelete {
 		return nil
@@ -173,40 +153,31 @@ func (p *Preparer) prepareOne(op string, i, n int, o *store.Op, r *Prepared) err
 	}
 	r.Values = vals
 	if p.Codec != nil {
-		return encodeChecked(op, p.Codec, p.bufs, p.CheckData, r)
+		return p.encode(op, r)
 	}
 	return nil
 }
 
-// encodeChecked encodes r's object into r.Data (encodeInto) and checks the
-// encoding with check, if set; either error refuses the op as invalid.
-func encodeChecked(op string, codec store.Codec, bufs *encodeBuffers, check func(key string, data []byte) error, r *Prepared) error {
-	if err := encodeInto(codec, bufs, r); err != nil {
-		return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, codec.Name(), store.ErrInvalid, err)
+// encode sets r.Data to r.Object's encoding, in a buffer of p.bufs when
+// there are bufs and the codec can append to one, and checks it with
+// p.CheckData; either error refuses the op as invalid.
+func (p *Preparer) encode(op string, r *Prepared) error {
+	var data []byte
+	var err error
+	if enc, ok := p.Codec.(store.AppendEncoder); ok && p.bufs != nil {
+		data, err = guard("codec", func() ([]byte, error) { return enc.AppendEncode(p.bufs.get(), r.Object) })
+		r.pooled = err == nil
+	} else {
+		data, err = Encode(p.Codec, r.Object)
 	}
-	if check != nil {
-		if err := check(r.Key, r.Data); err != nil {
+	if err != nil {
+		return fmt.Errorf("store: %s %s: encode with %s codec: %w: %w", op, r.Key, p.Codec.Name(), store.ErrInvalid, err)
+	}
+	r.Data = data
+	if p.CheckData != nil {
+		if err := p.CheckData(r.Key, r.Data); err != nil {
 			return fmt.Errorf("store: %s: %w", op, err)
 		}
 	}
-	return nil
-}
-
-// encodeInto sets r.Data to r.Object's encoding: in a buffer of bufs when
-// there are bufs and codec can append to one, else as Encode returns it.
-func encodeInto(codec store.Codec, bufs *encodeBuffers, r *Prepared) error {
-	if enc, ok := codec.(store.AppendEncoder); ok && bufs != nil {
-		data, err := appendEncode(enc, bufs.get(), r.Object)
-		if err != nil {
-			return err
-		}
-		r.Data, r.pooled = data, true
-		return nil
-	}
-	data, err := Encode(codec, r.Object)
-	if err != nil {
-		return err
-	}
-	r.Data = data
 	return nil
 }

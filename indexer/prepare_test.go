@@ -184,7 +184,7 @@ func TestIndexSet(t *testing.T) {
 	if i, ok := s.Position("b"); !ok || i != 1 {
 		t.Errorf("Position(b) = %d, %v", i, ok)
 	}
-	if _, ok := s.Position("zzz"); ok || s.Func("zzz") != nil {
+	if _, ok := s.Position("zzz"); ok || s.Indexers()["zzz"] != nil {
 		t.Error("an unknown index has a position or a function")
 	}
 	_, err = s.Values("ns/x", pod("ns", "x", "panic=1"))

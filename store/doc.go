@@ -17,19 +17,17 @@
 //
 // The scheme names the backend: memory://, memdb://, bolt:// and badger://.
 // The path, when present, names the file or directory. Query parameters tune
-// the backend; every backend rejects parameters it does not know, with an
-// error that lists the ones it accepts. A URL without a registered scheme (a
-// plain path, "", file://) is an error that lists the registered schemes;
-// for a backend of this module that is not registered, it reminds of the
-// blank import. [CheckURL] makes that check without opening anything.
+// the backend, which rejects those it does not know and lists the ones it
+// accepts. A URL without a registered scheme (a plain path, "", file://) is
+// an error that lists the registered schemes, or reminds of the blank import
+// of a backend of this module. [CheckURL] makes that check alone.
 //
 // # Resume point
 //
 // [Store.ResourceVersion] is the persisted resume point R. It only moves with
-// [Store.Commit] (Batch.ResourceVersion), [Store.Replace] and [Store.Bookmark],
-// always in the same transaction as the objects and index entries it
-// describes, so R never runs ahead of what is stored. Plain Add, Update and
-// Delete leave R where it is: a resume point that lags is safe, one that runs
+// [Store.Commit], [Store.Replace] and [Store.Bookmark], in the same
+// transaction as the objects and index entries it describes, so R never runs
+// ahead of what is stored: a resume point that lags is safe, one that runs
 // ahead loses events.
 //
 // # Errors

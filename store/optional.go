@@ -17,9 +17,9 @@ type DiskSizer interface {
 }
 
 // BatchLimiter is implemented by stores whose Commit costs far more than in
-// proportion beyond a size (badger rewrites the whole store for a batch too
-// large for one transaction). Writers that group operations (the informer's
-// group commit) keep groups within MaxBatchOps when they can.
+// proportion beyond a size (badger, for a batch too large for one
+// transaction). Writers that group operations keep groups within
+// MaxBatchOps when they can.
 type BatchLimiter interface {
 	// MaxBatchOps returns how many operations one Commit holds at its usual
 	// cost, with the store's current indexes; 0 means no limit.
@@ -28,8 +28,7 @@ type BatchLimiter interface {
 
 // BatchPreparer is implemented by stores that can do the CPU work of a
 // Commit (keys, index values, encodings) ahead of it, on the caller's
-// goroutine and outside the store's serialization of writes, so that
-// encoding neither waits for nor holds up the disk.
+// goroutine, so that encoding neither waits for nor holds up the disk.
 type BatchPreparer interface {
 	// PrepareBatch validates and encodes b's operations. It changes
 	// nothing, and fails as Commit(b) would fail on invalid input.
@@ -83,10 +82,9 @@ type unprepared struct {
 func (u unprepared) Commit(ctx context.Context) error { return u.s.Commit(ctx, u.b) }
 
 // ReadFailer is implemented by stores whose reads without an error result
-// (List, ListKeys, ListIndexFuncValues) read the database and can fail: the
-// bounded modes of bolt and badger. Such a read logs the error and returns
-// nothing; the store keeps the error here so that its owner can act as if
-// Open had failed with it (ErrCorrupt: delete the database and relist).
+// (List, ListKeys, ListIndexFuncValues) read the database and can fail (the
+// bounded modes). Such a read logs the error and returns nothing; the store
+// keeps the error so that its owner can act as if Open had failed with it.
 type ReadFailer interface {
 	// ReadErr returns the first error such a read met since Open, or nil.
 	ReadErr() error

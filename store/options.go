@@ -18,10 +18,9 @@ const (
 	// DurabilitySync (the default) makes every commit durable before it
 	// returns: every invariant holds across kill -9 and power loss.
 	DurabilitySync Durability = "sync"
-	// DurabilityNoSync skips fsync. A process crash loses nothing the
-	// operating system has accepted, but a power loss or kernel crash can
-	// lose recent commits or, depending on the backend, the whole database.
-	// Fit for tests and for caches that can relist.
+	// DurabilityNoSync skips fsync. A process crash loses nothing, but a
+	// power loss or kernel crash can lose recent commits or, depending on
+	// the backend, the whole database: fit for caches that can relist.
 	DurabilityNoSync Durability = "nosync"
 )
 
@@ -43,23 +42,22 @@ type Options struct {
 	// "namespace/name" when KeyFunc is nil; required when KeyFunc is set.
 	// A store opened with another name fails with ErrIncompatible; one
 	// whose function computes other keys under the same name starts empty
-	// (Info().Reset says why). Open checks every object's key, in the
-	// bounded mode (CacheSize > 0) a sample of 256.
+	// (Info().Reset says why). Open checks every object's key, or in the
+	// bounded mode a sample of 256.
 	KeyFuncName string
 
 	// Indexers are the indexes kept from the start. A persistent store
 	// whose recorded index set (by name) differs rebuilds its index entries
 	// when opened. A function that computes something else under the same
-	// name is found as a key function is (see KeyFuncName) and its values
-	// stored; give an index a new name when its function changes what only
-	// a few objects yield.
+	// name is found as a key function is, and its values stored; rename an
+	// index whose function changes what only a few objects yield.
 	Indexers cache.Indexers
 
 	// Scope is an opaque fingerprint of what the store caches (cluster,
-	// resource, namespace, selectors), supplied by the informer. A persistent
-	// store opened with a different non-empty Scope than the one recorded is
-	// emptied and loses its resume point, so the informer relists into an
-	// empty store instead of serving objects from another scope.
+	// resource, namespace, selectors), supplied by the informer. A
+	// persistent store opened with another non-empty Scope than the one
+	// recorded is emptied and loses its resume point, so that it never
+	// serves another scope's objects.
 	Scope string
 
 	// Durability of commits. Default DurabilitySync.

@@ -7,9 +7,8 @@ import (
 	"net/url"
 )
 
-// Record is one stored object in its encoded form together with its index
-// values, as snapshots move it between databases without knowing its Go
-// type or the index functions that produced the values.
+// Record is one stored object in its encoded form with its index values, as
+// snapshots move it between databases without its Go type or index functions.
 type Record struct {
 	Key  string
 	Data []byte
@@ -30,7 +29,7 @@ type Exporter interface {
 // RawDriver is implemented by drivers whose databases can be read and written
 // record by record, without the objects' Go types or index functions: how
 // Stores, ListStores, Export, Import, Drop and the snapshot tool reach a
-// backend. Every bundled backend implements it.
+// backend.
 type RawDriver interface {
 	Driver
 	// Stores returns the Info of every store in the database at u. A store
@@ -39,20 +38,17 @@ type RawDriver interface {
 	// ListStores returns every store of the database at u, in name order,
 	// each with its Info or with the error of reading its metadata when
 	// that wraps ErrIncompatible, ErrCorrupt or ErrNotFound (see
-	// StoreEntry.Err). Any other error (the database's own damage, the
-	// lock, ctx) fails the call.
+	// StoreEntry.Err). Any other error fails the call.
 	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
 	// Export reads the store named name at u in one consistent view.
 	Export(ctx context.Context, u *url.URL, name string, fn func(Record) error) (Info, error)
 	// Import replaces the store named info.Name at u with the records next
-	// yields until io.EOF, recording info's metadata and resume point. It
-	// is atomic: on error or a crash the store keeps its previous contents,
-	// or is left empty without a resume point so that its informer
-	// relists. A key driver.CheckKey refuses fails it with ErrInvalid,
-	// naming the record by its position.
+	// yields until io.EOF, recording info's metadata and resume point. On
+	// error or a crash the store keeps its previous contents, or is left
+	// empty without a resume point. A key driver.CheckKey refuses fails it
+	// with ErrInvalid, naming the record by its position.
 	Import(ctx context.Context, u *url.URL, info Info, next func() (Record, error)) error
-	// Drop deletes the store named name from the database at u, as
-	// store.Drop documents.
+	// Drop deletes the store named name from the database at u (see Drop).
 	Drop(ctx context.Context, u *url.URL, name string) error
 }
 
@@ -63,9 +59,8 @@ type StoreEntry struct {
 	// Err, if not nil, is why this build cannot read the store's metadata:
 	// it wraps ErrIncompatible (another format version) or ErrCorrupt (a
 	// damaged metadata record); or ErrNotFound for a store that is gone
-	// but not its data (a badger Drop interrupted after its atomic step),
-	// listed so that a Drop of the name can finish the job. Stores leaves
-	// such an entry out.
+	// but not its data (an interrupted Drop), listed so that a Drop of the
+	// name can finish the job. Stores leaves such an entry out.
 	Err error
 }
 
@@ -74,11 +69,10 @@ type StoreEntry struct {
 func (e StoreEntry) Gone() bool { return errors.Is(e.Err, ErrNotFound) }
 
 // RawFrozenViewer is implemented by raw drivers whose reads can change the
-// database's files (badger replays its logs, truncates a damaged value-log
-// tail and deletes tables its MANIFEST does not list). FrozenView returns
-// the URL of a view of the database at u that reads leave unchanged (for
-// badger, a private copy), read by the same driver, and its release. It
-// fails like the driver's reads (ErrNotFound, ErrLocked).
+// database's files (badger replays its logs). FrozenView returns the URL of
+// a view of the database at u that reads leave unchanged (for badger, a
+// private copy), read by the same driver, and its release. It fails like
+// the driver's reads (ErrNotFound, ErrLocked).
 type RawFrozenViewer interface {
 	FrozenView(ctx context.Context, u *url.URL) (view *url.URL, release func() error, err error)
 }
@@ -92,10 +86,9 @@ type RawLiveViewer interface {
 	// returns fn's error. Only u's path counts. LiveView never opens the
 	// database: when no store of this process has it open it fails with
 	// ErrClosed, and a URL that cannot name such a database with
-	// ErrInvalid. The view is valid until fn returns, and keeps reading
-	// what it started with if the stores close meanwhile. Each backend
-	// documents its unit of consistency and what a long view costs its
-	// writers.
+	// ErrInvalid. The view is valid until fn returns, even if the stores
+	// close meanwhile. Each backend documents its unit of consistency and
+	// what a long view costs its writers.
 	LiveView(ctx context.Context, u *url.URL, fn func(RawView) error) error
 }
 
@@ -200,8 +193,7 @@ func Import(ctx context.Context, rawURL string, info Info, next func() (Record, 
 // Drop deletes the store named name from the database at rawURL: its
 // objects, index data, metadata and resume point, atomically (after an error
 // or a crash the store is whole or gone); the database's other stores stay
-// as they are. It removes the store of an informer that no longer runs
-// without making every informer of the database relist.
+// as they are.
 //
 // A name the database does not hold (or no database) fails with ErrNotFound;
 // a store open in this process with ErrInUse; a database another process

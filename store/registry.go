@@ -99,8 +99,7 @@ func driverFor(op, rawURL string) (Driver, *url.URL, error) {
 		return nil, nil, fmt.Errorf("store: %s %q: the %s backend is not registered (forgotten import of github.com/informerdb/informerdb/store/%s?); registered: %s: %w",
 			op, rawURL, u.Scheme, u.Scheme, schemeList(), ErrInvalid)
 	}
-	// A path is not guessed at: a new file or directory has no content
-	// to tell its backend.
+	// A path is not guessed at: a new file has no content to tell its backend.
 	what := fmt.Sprintf("unknown scheme %q", u.Scheme)
 	if u.Scheme == "" {
 		what = "no scheme"

@@ -9,41 +9,36 @@ import (
 // Store is a cache.Indexer whose objects, index entries and resume point are
 // kept by a backend. Implementations are safe for concurrent use.
 //
-// Reads (Get, List, ByIndex, ...) return the stored objects themselves where
-// the backend keeps them decoded, exactly as client-go's indexer does: callers
-// must treat them as read-only.
+// Reads return the stored objects themselves where the backend keeps them
+// decoded, as client-go's indexer does: callers must treat them as read-only.
 //
-// Writes through the cache.Store methods (Add, Update, Delete) each commit on
-// their own and leave the resume point unchanged. Replace replaces the whole
-// contents and sets the resume point in one commit; Replace(list, "") leaves
-// it unchanged, as Batch.ResourceVersion "" and Bookmark("") do (a relist
-// always has a resourceVersion, so an informer never does that). Commit
-// applies a batch
-// atomically. Every write validates its whole input (keys, index values,
-// encodings) before changing anything: a write that returns an error has left
-// the store as it was.
+// Add, Update and Delete each commit on their own and leave the resume point
+// unchanged. Replace replaces the whole contents and sets the resume point
+// in one commit; Replace(list, ""), like Batch.ResourceVersion "" and
+// Bookmark(""), leaves it unchanged. Commit applies a batch atomically.
+// Every write validates its whole input (keys, index values, encodings)
+// before changing anything: a write that returns an error has left the
+// store as it was.
 //
 // LastStoreSyncResourceVersion is the resourceVersion the store has seen,
 // moved as client-go's store moves it: Add, Update and Delete set it to
-// their object's resourceVersion when the object has metadata (a tombstone
-// or a delete by key leaves it); Replace and Bookmark set it to their
-// resourceVersion, "" included; Commit sets it to its last op's object's
-// (when that object has metadata), then to Batch.ResourceVersion when that
-// is not empty and Batch.ResumeOnly is not set. It is not persisted: a store opened again
-// starts from its resume point. It is never ahead of what reads return.
+// their object's resourceVersion when the object has metadata; Replace and
+// Bookmark to their resourceVersion, "" included; Commit to its last op's
+// object's (when it has metadata), then to Batch.ResourceVersion unless
+// that is empty or Batch.ResumeOnly is set. It is not persisted (a store
+// opened again starts from its resume point), and never ahead of what
+// reads return.
 //
-// Keys are never empty, on every backend alike. A write or Commit op whose
-// key (Op.Key, or the key function's result) is "" fails with an error
-// wrapping ErrInvalid that says "empty key" (see store/driver.CheckKey),
-// and refuses the whole batch; deletes included. Get and GetByKey of "" find nothing and
-// return no error, as client-go's indexer does for a key it does not hold.
+// Keys are never empty, on every backend alike: a write whose key (Op.Key,
+// or the key function's result) is "" fails with an error wrapping
+// ErrInvalid that says "empty key" (see store/driver.CheckKey), deletes
+// included. Get and GetByKey of "" find nothing and return no error.
 type Store interface {
 	cache.Indexer
 
-	// ResourceVersion returns the persisted resume point: the resourceVersion
-	// such that every watch event at or before it is reflected in the store.
-	// It is "" when the store has never been synced, was reset, or must be
-	// relisted.
+	// ResourceVersion returns the persisted resume point: every watch event
+	// at or before it is reflected in the store. It is "" when the store
+	// has never been synced, was reset, or must be relisted.
 	ResourceVersion() string
 
 	// Commit applies b atomically: either every operation and the new resume
@@ -53,9 +48,8 @@ type Store interface {
 	// Info describes what the store holds.
 	Info() Info
 
-	// Close releases the store. Every method called after Close returns
-	// ErrClosed (methods without an error result return empty values).
-	// Close is idempotent.
+	// Close releases the store; it is idempotent. Every method called
+	// after it returns ErrClosed, or empty values without an error result.
 	Close() error
 }
 
@@ -82,12 +76,11 @@ func (t OpType) String() string {
 // Op is one change inside a Batch.
 type Op struct {
 	Type OpType
-	// Object is the object to put, or the object to delete. For OpDelete it
-	// may be nil when Key is set, and may be a cache.DeletedFinalStateUnknown.
+	// Object is the object to put or delete. For OpDelete it may be nil
+	// when Key is set, or a cache.DeletedFinalStateUnknown.
 	Object interface{}
-	// Key overrides the key function. It is optional for OpPut and OpDelete
-	// alike; when empty the key function is applied to Object, which must
-	// then yield a non-empty key.
+	// Key, when not empty, overrides the key function, which otherwise
+	// must yield a non-empty key for Object.
 	Key string
 }
 
@@ -99,38 +92,29 @@ type Batch struct {
 	// current resume point unchanged.
 	ResourceVersion string
 	// ResumeOnly says ResourceVersion moves the resume point only, not
-	// LastStoreSyncResourceVersion, which then follows the last op's
-	// object alone (see Store). The informer sets it when the newest
-	// event of a batch left its object without metadata (a transform
-	// that returns something else than an object), where client-go's
-	// informer keeps the resourceVersion it had seen.
+	// LastStoreSyncResourceVersion (see Store): the informer sets it when
+	// a transform left the batch's newest object without metadata, where
+	// client-go's informer keeps the resourceVersion it had seen.
 	ResumeOnly bool
 }
 
 // Info describes a store: its identity, recorded in the backend's metadata,
 // and its resume point.
 type Info struct {
-	// Backend is the URL scheme of the backend ("bolt", "memory", ...).
-	Backend string
-	// Name is the store's name inside its database.
-	Name string
-	// FormatVersion is the on-disk format of the store's records.
-	FormatVersion int
+	Backend       string // the backend's URL scheme ("bolt", "memory", ...)
+	Name          string // the store's name inside its database
+	FormatVersion int    // the on-disk format of the store's records
 	// Codec and Type identify how objects are encoded and of what type.
 	Codec string
 	Type  string
 	// KeyFunc names the key function the keys were made with.
 	KeyFunc string
-	// Scope is the fingerprint of what the informer caches (cluster,
-	// resource, namespace, selectors), as given in Options.Scope.
-	Scope string
-	// Indexes are the names of the indexes kept, sorted.
-	Indexes []string
-	// ResourceVersion is the resume point.
-	ResourceVersion string
-	// Reset says why the store was emptied when it was opened, or is empty
-	// if it was not: a changed scope, or a relist marker left by a commit
-	// that did not finish. A reset store has no resume point, so its
-	// informer relists.
+	// Scope is the fingerprint of what the informer caches (Options.Scope).
+	Scope           string
+	Indexes         []string // the names of the indexes kept, sorted
+	ResourceVersion string   // the resume point
+	// Reset says why the store was emptied when it was opened (a changed
+	// scope, a relist marker left by a commit that did not finish), or is
+	// empty if it was not. A reset store has no resume point.
 	Reset string
 }

@@ -85,7 +85,7 @@ database instead.`,
 				if err != nil {
 					return err
 				}
-				res, err := indexer.Rekey(cmd.Context(), nil, target, info.Name, c)
+				res, err := indexer.Rekey(cmd.Context(), target, info.Name, c)
 				if err != nil {
 					return err
 				}

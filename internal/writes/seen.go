@@ -32,24 +32,6 @@ const (
 	SeenRV
 )
 
-// seenAfter returns the resourceVersion a store has seen after a write
-// whose last operation's object is last (nil for a write without
-// operations) with resourceVersion rv under rule, cur being the one
-// before. It reads the metadata of one object at most: client-go's
-// transaction too takes the resourceVersion of its final object only.
-func seenAfter(cur string, last interface{}, rv string, rule Rule) string {
-	if rule == SeenRV {
-		return rv
-	}
-	if v, ok := objectRV(last); ok {
-		cur = v
-	}
-	if rule == SeenObjectsThenRV && rv != "" {
-		cur = rv
-	}
-	return cur
-}
-
 // CommitRule is the Rule of a Commit of b.
 func CommitRule(b store.Batch) Rule {
 	if b.ResumeOnly {
@@ -58,32 +40,32 @@ func CommitRule(b store.Batch) Rule {
 	return SeenObjectsThenRV
 }
 
-// objectRV returns obj's resourceVersion, and false when obj has no
-// metadata (client-go's store then keeps the resourceVersion it had).
-func objectRV(obj interface{}) (string, bool) {
-	if typednil.Is(obj) {
-		return "", false
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", false
-	}
-	return m.GetResourceVersion(), true
-}
-
 // Seen holds the resourceVersion a store has seen, what cache.Store's
 // LastStoreSyncResourceVersion returns. It is kept in memory only: a store
-// opened again starts from its resume point, up to which it has seen every
-// event. Stores set it once a write is visible to reads and before the
-// next write can start, so it never runs ahead of what reads return. Seen
-// is safe for concurrent use; the zero value holds "".
+// opened again starts from its resume point. Stores set it once a write is
+// visible to reads and before the next write can start, so it never runs
+// ahead of what reads return. Seen is safe for concurrent use; the zero
+// value holds "".
+//
+// It also holds the store's resume point (Resume), which only moves with a
+// write that has a resourceVersion.
 type Seen struct {
-	mu sync.RWMutex
-	rv string
+	mu     sync.RWMutex
+	rv     string
+	resume string
 }
 
-// NewSeen returns a Seen holding rv.
-func NewSeen(rv string) *Seen { return &Seen{rv: rv} }
+// NewSeen returns a Seen holding rv, as the resourceVersion seen and the
+// resume point.
+func NewSeen(rv string) *Seen { return &Seen{rv: rv, resume: rv} }
+
+// Resume returns the resume point: NewSeen's, or the last non-empty
+// resourceVersion given to After.
+func (s *Seen) Resume() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.resume
+}
 
 // Load returns the resourceVersion seen.
 func (s *Seen) Load() string {
@@ -101,9 +83,25 @@ func (s *Seen) Store(rv string) {
 
 // After moves the resourceVersion seen past a write whose last
 // operation's object is last (nil for a write without operations), with
-// resourceVersion rv, under rule.
+// resourceVersion rv, under rule. It reads the metadata of one object at
+// most: client-go's transaction too takes its final object's only. An
+// object without metadata leaves the resourceVersion seen, as in client-go.
 func (s *Seen) After(last interface{}, rv string, rule Rule) {
 	s.mu.Lock()
-	s.rv = seenAfter(s.rv, last, rv, rule)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if rv != "" {
+		s.resume = rv
+	}
+	if rule == SeenRV {
+		s.rv = rv
+		return
+	}
+	if !typednil.Is(last) {
+		if m, err := meta.Accessor(last); err == nil {
+			s.rv = m.GetResourceVersion()
+		}
+	}
+	if rule == SeenObjectsThenRV && rv != "" {
+		s.rv = rv
+	}
 }

@@ -79,6 +79,9 @@ func (w Writes) Bookmark(rv string) {
 	}
 }
 
+// ResourceVersion implements store.Store: the resume point (Seen.Resume).
+func (w Writes) ResourceVersion() string { return w.seen.Resume() }
+
 // LastStoreSyncResourceVersion implements cache.Store: the resourceVersion
 // the store has seen (see store.Store).
 func (w Writes) LastStoreSyncResourceVersion() string { return w.seen.Load() }

@@ -13,6 +13,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
@@ -122,7 +123,7 @@ func (e *engine) SetIndexes(ctx context.Context, set *indexer.IndexSet, values m
 
 // Empty implements shared.Engine, as a scope change does (space.empty).
 func (e *engine) Empty(why string) error {
-	indexer.LogKeyReset(e.sp.name, e.sp.where(), why)
+	loadcheck.LogKeyReset(e.sp.name, e.sp.where(), why)
 	if err := e.sp.empty(e.entries); err != nil {
 		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", e.sp.name, e.sp.where(), why, err)
 	}

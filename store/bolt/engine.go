@@ -16,6 +16,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 )
 
 // engine is a store's storage, in either mode: its buckets in the file
@@ -92,7 +93,7 @@ func (e *engine) SetIndexes(_ context.Context, set *indexer.IndexSet, values map
 
 // Empty implements shared.Engine, in one transaction.
 func (e *engine) Empty(why string) error {
-	indexer.LogKeyReset(e.name, e.file.path, why)
+	loadcheck.LogKeyReset(e.name, e.file.path, why)
 	err := updateStore(e.file, e.name, func(b *buckets) error {
 		if err := b.clear(e.meta.Indexes); err != nil {
 			return err

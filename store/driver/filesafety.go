@@ -19,19 +19,16 @@ import (
 // controller acts on what it reads back: a database another user can write
 // lets that user feed the controller forged objects. So, where they exist:
 //
-//   - path must not be a symbolic link: a link can point the database at a
-//     file chosen by whoever wrote the link. Give the real path instead.
+//   - path must not be a symbolic link, which can point the database at a
+//     file chosen by whoever wrote the link.
 //   - path must be a directory if dir is true, a regular file otherwise.
 //   - path (and, for a directory, every entry in it) must belong to the
 //     current user and must not be writable by group or others. The modes
-//     of the entries of a directory that others cannot enter (no execute
-//     bit for group and others, as the 0700 the backends make) do not
-//     matter, and are not checked: badger creates its files with 0666
-//     less the umask as it goes.
+//     of the entries of a directory that others cannot enter are not
+//     checked: badger creates its files with 0666 less the umask.
 //   - the directory holding path must belong to the current user or root,
 //     and must not be writable by group or others unless its sticky bit is
-//     set (as /tmp): otherwise anyone could rename the database away and
-//     put another in its place.
+//     set (as /tmp): otherwise anyone could replace the database.
 //
 // A path that does not exist yet passes when its directory passes or does
 // not exist either: the backends create missing directories with mode 0700
@@ -45,11 +42,9 @@ func CheckPath(path string, dir bool) error {
 	return checkPath(path, dir, checkUser{uid: geteuid(), who: "the current user"})
 }
 
-// CheckPathFor is CheckPath with the user uid in place of the current user:
+// CheckPathFor is CheckPath with the user uid in place of the current user,
 // for a tool run by root that rewrites a database on behalf of its owner
-// and keeps that owner (compact), so that root may act on a database that
-// is private to that user. It does not check that the current user may
-// act for uid; the caller decides that.
+// (compact). It does not check that the current user may act for uid.
 func CheckPathFor(path string, dir bool, uid int) error {
 	return checkPath(path, dir, checkUser{uid: uid, who: "the user it is checked for"})
 }

@@ -38,8 +38,7 @@ func MetaFor(o store.Options, formatVersion int) Meta {
 // the one it is opened with.
 type Reopen struct {
 	// Reset, when not empty, says why the stored objects and resume point
-	// must be dropped (the store then starts empty and its informer
-	// relists): the scope changed.
+	// must be dropped (the scope changed): the informer relists.
 	Reset string
 	// RebuildIndexes says the index set changed: index entries must be
 	// rebuilt from the stored objects.
@@ -48,9 +47,9 @@ type Reopen struct {
 
 // CompareMeta decides how to reopen a store recorded as stored when opened as
 // want. A different format version, codec, object type or key function is
-// store.ErrIncompatible, naming every difference: the stored bytes or keys would be
-// misread. A different scope resets the store; a different index set
-// rebuilds indexes. name and where (a file or URL) go into the error.
+// store.ErrIncompatible, naming every difference: the stored bytes or keys
+// would be misread. A different scope resets the store; a different index
+// set rebuilds indexes. name and where (a file or URL) go into the error.
 func CompareMeta(name, where string, stored, want Meta) (Reopen, error) {
 	var diffs []string
 	if stored.FormatVersion != want.FormatVersion {

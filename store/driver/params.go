@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,55 +72,43 @@ func (p *Params) String(name, def string) string {
 
 // Int returns the parameter as a non-negative integer, or def.
 func (p *Params) Int(name string, def int) int {
-	v, ok := p.take(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err == nil && n < 0 {
-		err = fmt.Errorf("negative")
-	}
-	if err != nil {
-		p.fail(name, v, "a non-negative integer", err)
-		return def
-	}
-	return n
+	return param(p, name, def, "a non-negative integer", strconv.Atoi)
 }
 
 // Duration returns the parameter as a non-negative time.Duration ("5s"), or def.
 func (p *Params) Duration(name string, def time.Duration) time.Duration {
-	v, ok := p.take(name)
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err == nil && d < 0 {
-		err = fmt.Errorf("negative")
-	}
-	if err != nil {
-		p.fail(name, v, "a duration such as 5s", err)
-		return def
-	}
-	return d
+	return param(p, name, def, "a duration such as 5s", time.ParseDuration)
 }
 
 // Bytes returns the parameter as a non-negative number of bytes written as
 // a Kubernetes quantity ("128Mi", "1G", "0"), or def.
 func (p *Params) Bytes(name string, def int64) int64 {
+	return param(p, name, def, "a quantity of bytes such as 128Mi", func(v string) (int64, error) {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			return -1, err // param says "negative" when err is nil
+		}
+		n, exact := q.AsInt64()
+		if !exact {
+			return 0, fmt.Errorf("not a whole number of bytes below 2^63")
+		}
+		return n, nil
+	})
+}
+
+// param returns the parameter name parsed by parse, which must not be
+// negative, or def; want says what is expected, for the error.
+func param[T int | int64 | time.Duration](p *Params, name string, def T, want string, parse func(string) (T, error)) T {
 	v, ok := p.take(name)
 	if !ok {
 		return def
 	}
-	q, err := resource.ParseQuantity(v)
-	if err == nil && q.Sign() < 0 {
+	n, err := parse(v)
+	if err == nil && n < 0 {
 		err = fmt.Errorf("negative")
 	}
-	n, exact := q.AsInt64()
-	if err == nil && !exact {
-		err = fmt.Errorf("not a whole number of bytes below 2^63")
-	}
 	if err != nil {
-		p.fail(name, v, "a quantity of bytes such as 128Mi", err)
+		p.fail(name, v, want, err)
 		return def
 	}
 	return n
@@ -130,8 +119,8 @@ func (p *Params) Bytes(name string, def int64) int64 {
 const LockTimeoutHint = "to wait longer, add lock_timeout=<duration> to the URL (e.g. ?lock_timeout=30s) or set Options.LockTimeout"
 
 // Common reads the parameters every persistent backend shares into o:
-// durability, lock_timeout (positive) and cache. A backend that supports only some of
-// them reads those itself instead.
+// durability, lock_timeout (positive) and cache. A backend that supports
+// only some of them reads those itself.
 func (p *Params) Common(o *store.Options) {
 	o.Durability = store.Durability(p.String("durability", string(o.Durability)))
 	switch o.Durability {
@@ -140,8 +129,8 @@ func (p *Params) Common(o *store.Options) {
 		p.fail("durability", string(o.Durability), `"sync" or "nosync"`, fmt.Errorf("unknown durability"))
 	}
 	if lt := p.Duration("lock_timeout", o.LockTimeout); lt == 0 && p.q.Has("lock_timeout") {
-		// Options.LockTimeout 0 means the default, but a 0 from the URL
-		// reaches the backend as is, and bbolt waits for ever on 0.
+		// A 0 from the URL would reach the backend as is (Options'
+		// 0 means the default), and bbolt waits for ever on 0.
 		p.fail("lock_timeout", p.q.Get("lock_timeout"), "a positive duration such as 5s", fmt.Errorf("zero"))
 	} else {
 		o.LockTimeout = lt
@@ -157,14 +146,7 @@ func (p *Params) Err() error {
 	}
 	var unknown []string
 	for name := range p.q {
-		found := false
-		for _, k := range p.known {
-			if k == name {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(p.known, name) {
 			unknown = append(unknown, name)
 		}
 	}
@@ -172,22 +154,15 @@ func (p *Params) Err() error {
 		return nil
 	}
 	sort.Strings(unknown)
-	valid := append([]string(nil), p.known...)
-	sort.Strings(valid)
+	for i, name := range unknown {
+		unknown[i] = strconv.Quote(name)
+	}
 	v := "none"
-	if len(valid) > 0 {
-		v = strings.Join(valid, ", ")
+	if len(p.known) > 0 {
+		v = strings.Join(slices.Sorted(slices.Values(p.known)), ", ")
 	}
 	return fmt.Errorf("store: open %s: unknown parameter %s; %s accepts: %s: %w",
-		redact(p.u), strings.Join(quoteAll(unknown), ", "), p.u.Scheme, v, store.ErrInvalid)
-}
-
-func quoteAll(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[i] = strconv.Quote(v)
-	}
-	return out
+		redact(p.u), strings.Join(unknown, ", "), p.u.Scheme, v, store.ErrInvalid)
 }
 
 // AbsPath returns the cleaned path of u, which must name a database by an

@@ -21,18 +21,13 @@ import (
 
 // Config is what New needs besides the engine.
 type Config struct {
-	// Info holds the static parts of the store's Info (not its
-	// ResourceVersion or Indexes).
-	Info store.Info
-	// Options are the store's options, with defaults applied: its key
-	// function, codec and CacheSize (> 0) are used.
-	Options store.Options
+	Info    store.Info    // static parts, not ResourceVersion or Indexes
+	Options store.Options // with defaults; KeyFunc, Codec and CacheSize (> 0) are used
 	// Indexes is the index set the stored index values are aligned with.
 	Indexes *indexer.IndexSet
 	// ResourceVersion is the stored resume point, once opening settled it.
 	ResourceVersion string
-	// CheckData, when set, refuses encodings the engine cannot store
-	// (see indexer.Preparer).
+	// CheckData, when set, refuses encodings the engine cannot store.
 	CheckData func(key string, data []byte) error
 }
 
@@ -53,18 +48,15 @@ type Store struct {
 	// writeMu serializes writers (write, AddIndexers, Close).
 	writeMu sync.Mutex
 
-	mu     sync.RWMutex // guards rv, set and closed
-	rv     string
+	mu     sync.RWMutex // guards set and closed
 	set    *indexer.IndexSet
 	closed bool
 
-	// seen is LastStoreSyncResourceVersion, moved by write.
-	seen *writes.Seen
+	seen *writes.Seen // the resume point and LastStoreSyncResourceVersion
 
 	// lru holds decoded objects; it is safe for concurrent use, and
-	// readers' hits take no other lock. What adds to it or updates it (a
-	// reader's fill, a writer's update after its commit) holds cacheMu
-	// and checks or changes seq under it.
+	// readers' hits take no other lock. What adds to it or updates it
+	// holds cacheMu and checks or changes seq under it.
 	cacheMu sync.Mutex
 	lru     *lru.Cache
 
@@ -74,21 +66,14 @@ type Store struct {
 	// transaction opens; while it is unchanged (and even), the cache
 	// holds exactly the objects of that transaction's snapshot, so the
 	// reader may use a hit or add what it decoded. Once it changed, a
-	// commit may be in the snapshot but not yet in the cache, or in the
-	// cache but not in the snapshot: the reader decodes from its
-	// transaction and caches nothing. A reader that checked only for
-	// commits after its snapshot opened would miss one landing between
-	// the two, and one that took hits refreshed after its snapshot would
-	// mix two states (an object from ByIndex no longer having the value
-	// asked for). No lock is held across a read, so a long List never
-	// delays a writer, nor the readers queued behind that writer.
+	// commit may be in the snapshot but not in the cache, or the other
+	// way round: the reader decodes from its transaction and caches
+	// nothing. No lock is held across a read, so a long List never delays
+	// a writer, nor the readers queued behind that writer.
 	seq atomic.Uint64
 
-	// afterCommit and afterRead, when set (by tests), run in the windows
-	// a concurrent operation can hit: afterCommit between a write's
-	// commit and its cache update, afterRead between a reader's decoding
-	// of an object from its transaction and its use (its caching, by
-	// GetByKey).
+	// afterCommit and afterRead, set by tests (SetTestHooks), run in the
+	// windows a concurrent operation can hit.
 	afterCommit func()
 	afterRead   func(key string)
 }
@@ -102,7 +87,6 @@ func New(eng Engine, cfg Config) *Store {
 		codec:     cfg.Options.Codec,
 		kf:        cfg.Options.KeyFunc,
 		checkData: cfg.CheckData,
-		rv:        cfg.ResourceVersion,
 		set:       cfg.Indexes,
 		seen:      writes.NewSeen(cfg.ResourceVersion),
 		lru:       lru.New(cfg.Options.CacheSize),
@@ -130,8 +114,19 @@ func (s *Store) CheckOpen(op string) error {
 	return nil
 }
 
-func (s *Store) unknownIndex(op, name string) error {
-	return fmt.Errorf("store: %s %s: index %q does not exist: %w", op, s.info.Name, name, store.ErrNotFound)
+// index returns the current index set and the position of the named index
+// in it, or the error of the operation op: the store is closed, or the
+// index does not exist.
+func (s *Store) index(op, name string) (*indexer.IndexSet, int, error) {
+	set, closed := s.state()
+	if closed {
+		return nil, 0, s.closedErr(op)
+	}
+	i, ok := set.Position(name)
+	if !ok {
+		return nil, 0, fmt.Errorf("store: %s %s: index %q does not exist: %w", op, s.info.Name, name, store.ErrNotFound)
+	}
+	return set, i, nil
 }
 
 // view runs fn in a read transaction of the engine. A reader that uses or
@@ -182,8 +177,8 @@ func (s *Store) fill(seq uint64, key string, obj interface{}) {
 }
 
 // reader decodes the objects of one read, whose transaction opened after
-// seq was loaded. Its use method, bound once, is what it gives Loaders, so
-// that reading an object allocates no more than decoding it.
+// seq was loaded. use, bound once, is what it gives Loaders, so that
+// reading an object allocates no more than decoding it.
 type reader struct {
 	s   *Store
 	seq uint64
@@ -210,9 +205,7 @@ func (r *reader) decode(data []byte) error {
 
 // peek returns the object of key, from the cache or decoded with load, for
 // the reads of many objects (List, ByIndex, Index): what it decodes is not
-// cached, so that one large read does not evict the working set (in
-// BenchmarkRead, caching what ByIndex decoded cost allocations and saved
-// none).
+// cached, so that one large read does not evict the working set.
 func (r *reader) peek(key string, load Loader) (interface{}, error) {
 	if obj, ok := r.s.cached(r.seq, key); ok {
 		return obj, nil
@@ -258,15 +251,13 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 	case replace:
 		s.lru.Clear()
 	case err != nil:
-		// The commit may have landed (its final sync failing, a
-		// fallback to a new generation): drop what it may have
-		// changed.
+		// The commit may have landed (its final sync failing): drop
+		// what it may have changed.
 		for i := range ps {
 			s.lru.Remove(ps[i].Key)
 		}
 	default:
-		// Objects written are recently used: the reader that a watch
-		// event wakes up asks for them next.
+		// Objects written are the ones a watch event's reader asks for.
 		for i := range ps {
 			if ps[i].Type == store.OpPut {
 				s.lru.Add(ps[i].Key, ps[i].Object)
@@ -280,11 +271,6 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	if rv != "" {
-		s.mu.Lock()
-		s.rv = rv
-		s.mu.Unlock()
-	}
 	var last interface{} // the object whose resourceVersion the store sees
 	if n := len(ps); n > 0 {
 		last = ps[n-1].Object
@@ -296,19 +282,12 @@ func (s *Store) write(ctx context.Context, op string, ops []store.Op, rv string,
 // Resync implements cache.Store; it does nothing but report a closed store.
 func (s *Store) Resync() error { return s.CheckOpen("resync") }
 
-// ResourceVersion implements store.Store.
-func (s *Store) ResourceVersion() string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rv
-}
-
 // Info implements store.Store.
 func (s *Store) Info() store.Info {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	info := s.info
-	info.ResourceVersion = s.rv
+	info.ResourceVersion = s.ResourceVersion()
 	info.Indexes = append([]string(nil), s.set.Names()...)
 	return info
 }
@@ -331,8 +310,7 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	if _, closed := s.state(); closed {
 		return nil, false, s.closedErr("get")
 	}
-	// The fast path takes no lock but the cache's own; seq keeps it from
-	// returning an object a landed commit replaced (see Store.seq).
+	// The fast path takes no lock but the cache's own (see Store.seq).
 	if obj, ok := s.cached(s.seq.Load(), key); ok {
 		return obj, true, nil
 	}
@@ -360,9 +338,9 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	return r.obj, found, nil
 }
 
-// List implements cache.Store. It decodes every object not in the cache,
-// without caching them: prefer indexes in bounded mode. An error (a damaged
-// database) is logged, kept (store.ReadFailer) and lists nothing.
+// List implements cache.Store, decoding every object not in the cache
+// without caching it. An error (a damaged database) is logged, kept
+// (store.ReadFailer) and lists nothing.
 func (s *Store) List() []interface{} {
 	if _, closed := s.state(); closed {
 		return nil
@@ -407,12 +385,8 @@ func (s *Store) ListKeys() []string {
 
 // IndexKeys implements cache.Indexer, from the persisted index entries.
 func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	set, closed := s.state()
-	if closed {
-		return nil, s.closedErr("index keys")
-	}
-	if _, ok := set.Position(indexName); !ok {
-		return nil, s.unknownIndex("index keys", indexName)
+	if _, _, err := s.index("index keys", indexName); err != nil {
+		return nil, err
 	}
 	keys := []string{}
 	err := s.view("index keys", func(tx Tx) error {
@@ -431,19 +405,18 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 // ByIndex implements cache.Indexer: the keys come from the persisted index
 // entries, the objects from the cache or the engine (not cached).
 func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	return s.byValues("by index", indexName, nil, []string{indexedValue})
+	if _, _, err := s.index("by index", indexName); err != nil {
+		return nil, err
+	}
+	return s.byValues("by index", indexName, []string{indexedValue})
 }
 
 // Index implements cache.Indexer: the objects sharing a value of the named
 // index with obj, each once.
 func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	set, closed := s.state()
-	if closed {
-		return nil, s.closedErr("index")
-	}
-	i, ok := set.Position(indexName)
-	if !ok {
-		return nil, s.unknownIndex("index", indexName)
+	set, i, err := s.index("index", indexName)
+	if err != nil {
+		return nil, err
 	}
 	if typednil.Is(obj) {
 		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
@@ -452,22 +425,12 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 	if err != nil {
 		return nil, fmt.Errorf("store: index %q: %w", indexName, err)
 	}
-	return s.byValues("index", indexName, set, vals)
+	return s.byValues("index", indexName, vals)
 }
 
 // byValues returns the objects having any of vals in the named index, each
-// once, read in one transaction; set is the index set to look it up in, or
-// nil for the current one.
-func (s *Store) byValues(op, indexName string, set *indexer.IndexSet, vals []string) ([]interface{}, error) {
-	if set == nil {
-		var closed bool
-		if set, closed = s.state(); closed {
-			return nil, s.closedErr(op)
-		}
-		if _, ok := set.Position(indexName); !ok {
-			return nil, s.unknownIndex(op, indexName)
-		}
-	}
+// once, read in one transaction.
+func (s *Store) byValues(op, indexName string, vals []string) ([]interface{}, error) {
 	list := []interface{}{}
 	r := s.newReader()
 	err := s.view(op, func(tx Tx) error {
@@ -549,8 +512,7 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
-	// With writeMu held, no write runs: the cache holds stored objects,
-	// and nothing changes between the read and the commit.
+	// With writeMu held, nothing changes between the read and the commit.
 	vals, err := indexValues(s.eng, "add indexers", s.codec, nset, func(key string) (interface{}, bool) { return s.lru.Get(key) })
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
@@ -585,3 +547,11 @@ var (
 	_ store.Store      = (*Store)(nil)
 	_ store.ReadFailer = (*Store)(nil)
 )
+
+// CacheLen returns how many decoded objects the cache holds, for the
+// backends' tests.
+func (s *Store) CacheLen() int {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	return s.lru.Len()
+}

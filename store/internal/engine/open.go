@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 )
 
 // OpenConfig is what opening a store needs besides the engine (Load and
@@ -17,26 +19,21 @@ import (
 type OpenConfig struct {
 	// Info describes the store (NewDecoded); its ResourceVersion is the
 	// stored resume point, once opening settled it.
-	Info store.Info
-	// Options are the store's options, with defaults applied.
-	Options store.Options
-	// Indexes is the store's index set.
-	Indexes *indexer.IndexSet
-	// Where names the database in errors and logs (a path, a URL).
-	Where string
+	Info    store.Info
+	Options store.Options     // with defaults applied
+	Indexes *indexer.IndexSet // the store's index set
+	Where   string            // names the database in errors and logs
 	// Rebuild says the stored index values are not those of Indexes (the
 	// index set changed): every object's are computed and stored.
 	Rebuild bool
 	// SelfDiffing says the engine's Commit reads what each change
-	// replaces from its storage (see Engine.Commit): the store then does
-	// not look it up in its cache.
+	// replaces from its storage (see Engine.Commit).
 	SelfDiffing bool
 	// CheckData, when set, refuses encodings the engine cannot store
 	// (see indexer.BaseConfig).
 	CheckData func(key string, data []byte) error
 	// OpenError turns a failure to read or decode the stored objects
-	// (Load, Settle) into the error of the open, naming the store and the
-	// database the backend's way.
+	// into the error of the open, the backend's way.
 	OpenError func(err error) error
 }
 
@@ -56,8 +53,7 @@ func NewDecoded(eng Engine, c *indexer.Cache, cfg OpenConfig) (*indexer.Base, er
 	})
 }
 
-// persister is indexer.Base's Persister over an engine. Base serializes its
-// calls.
+// persister is indexer.Base's Persister over an engine.
 type persister struct {
 	eng    Engine
 	set    *indexer.IndexSet // the index set of the values committed; follows PersistIndexes
@@ -83,26 +79,22 @@ func (p *persister) Close() error { return p.eng.Close() }
 
 // Load reads and decodes every object of the store into a new Cache, with
 // the index values cfg.Indexes' functions compute, in one read transaction.
-// It checks them against what is stored: a key the key function no longer
-// computes empties the store (Engine.Empty) and returns an empty cache and
-// why (reset); index values that differ from the stored ones (a function
-// changed under the same name: see indexer.ValueCheck), or cfg.Rebuild, are
-// stored (Engine.SetIndexes), so that the store serves what the functions
-// compute. An object that cannot be read or decoded is store.ErrCorrupt,
-// never an object or a store that looks empty; an index function that
-// fails on a stored object fails the open.
-//
-// Decoding is most of a resume's cost (about 11 us per Pod with protobuf),
-// so it runs on every CPU, while the engine reads the next records.
+// A key the key function no longer computes empties the store
+// (Engine.Empty) and returns an empty cache and why (reset); index values
+// that differ from the stored ones (see loadcheck.ValueCheck), or
+// cfg.Rebuild, are stored (Engine.SetIndexes). An object that cannot be
+// read or decoded is store.ErrCorrupt, never an object or a store that
+// looks empty; an index function that fails on a stored object fails the
+// open. Decoding, most of a resume's cost, runs on every CPU while the
+// engine reads the next records.
 func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, reset string, err error) {
 	o, set := cfg.Options, cfg.Indexes
 	l := &loader{
 		codec:   o.Codec,
 		set:     set,
 		rebuild: cfg.Rebuild,
-		cache:   indexer.NewCache(set),
-		check:   indexer.NewValueCheck(set),
-		keys:    indexer.NewKeyCheck(o.KeyFunc),
+		check:   loadcheck.NewValueCheck(set),
+		keys:    loadcheck.NewKeyCheck(o.KeyFunc),
 	}
 	var loadErr error
 	err = eng.View("open", func(tx Tx) error {
@@ -115,30 +107,36 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 	if err != nil {
 		return nil, "", err
 	}
+	c = indexer.NewCache(set)
 	if why := l.keys.Reset(o.KeyFuncName); why != "" {
 		if err := eng.Empty(why); err != nil {
 			return nil, "", err
 		}
-		return l.cache, why, nil // empty
+		return c, why, nil // empty
 	}
-	l.fill()
+	// Filled at once, sized for it: a cache that grew while the workers
+	// decoded, its maps scanned by the garbage collector over and over,
+	// made an open cost about a third more CPU.
+	ps := slices.Concat(l.chunks...)
+	l.chunks = nil
+	c.Replace(ps)
 	var what string
 	if stale := l.check.Stale(); stale != nil {
-		indexer.LogStale(o.Name, cfg.Where, stale)
+		loadcheck.LogStale(o.Name, cfg.Where, stale)
 		what = "store the index values of changed index functions"
 	} else if cfg.Rebuild {
 		what = "rebuild indexes"
 	} else {
-		return l.cache, "", nil
+		return c, "", nil
 	}
-	vals := make(map[string][][]string, l.cache.Len())
-	for _, key := range l.cache.ListKeys() {
-		vals[key], _ = l.cache.IndexValues(key)
+	vals := make(map[string][][]string, len(ps))
+	for i := range ps {
+		vals[ps[i].Key] = ps[i].Values
 	}
 	if err := eng.SetIndexes(ctx, set, vals); err != nil {
 		return nil, "", fmt.Errorf("store: open %s in %s: %s: %w", o.Name, cfg.Where, what, err)
 	}
-	return l.cache, "", nil
+	return c, "", nil
 }
 
 // loader decodes the records of a Load.
@@ -146,26 +144,11 @@ type loader struct {
 	codec   store.Codec
 	set     *indexer.IndexSet
 	rebuild bool
-	cache   *indexer.Cache
-	check   *indexer.ValueCheck
-	keys    *indexer.KeyCheck
+	check   *loadcheck.ValueCheck
+	keys    *loadcheck.KeyCheck
 
 	mu     sync.Mutex
 	chunks [][]indexer.Prepared // decoded, guarded by mu
-	n      int                  // objects in chunks, guarded by mu
-}
-
-// fill puts what the workers decoded into the cache at once, sized for it
-// (Cache.Replace): a cache grown while the workers decoded, whose maps the
-// garbage collector then scanned over and over, made BenchmarkOpen of bolt
-// spend about a third more CPU.
-func (l *loader) fill() {
-	ps := make([]indexer.Prepared, 0, l.n)
-	for _, c := range l.chunks {
-		ps = append(ps, c...)
-	}
-	l.chunks = nil
-	l.cache.Replace(ps)
 }
 
 // errStopped ends a read whose processing failed.
@@ -202,9 +185,7 @@ func (l *loader) run(ctx context.Context, tx Tx) (err error) {
 		}
 	}
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for rs := range work {
 				select {
 				case <-stop:
@@ -215,7 +196,7 @@ func (l *loader) run(ctx context.Context, tx Tx) (err error) {
 					fail(err)
 				}
 			}
-		}()
+		})
 	}
 	// Deferred: a panic of the engine's read (damage, which the engine
 	// turns into an error) must not leave the workers running.
@@ -236,7 +217,7 @@ func (l *loader) run(ctx context.Context, tx Tx) (err error) {
 	})
 }
 
-// decode decodes rs into the cache. A panic (a codec's or an index
+// decode decodes rs for the cache. A panic (a codec's or an index
 // function's on damaged data) or a memory fault (a page of a memory-mapped
 // file that is not there) is store.ErrCorrupt.
 func (l *loader) decode(rs []Record) (err error) {
@@ -269,7 +250,6 @@ func (l *loader) decode(rs []Record) (err error) {
 	}
 	l.mu.Lock()
 	l.chunks = append(l.chunks, ps)
-	l.n += len(ps)
 	l.mu.Unlock()
 	return nil
 }
@@ -280,35 +260,29 @@ const sampleSize = 256
 
 // Settle makes the index values of a store about to open in the bounded
 // mode (New) those of cfg.Indexes' functions. With cfg.Rebuild, it computes
-// every object's and stores them (Engine.SetIndexes). Otherwise it checks,
-// on a sample of the objects (Tx.Sample), that the index functions and the
-// key function still compute the values and keys stored with them: the
-// bounded mode does not decode every object when it opens, as the decoded
-// mode does (Load), so a sample is how it notices a function that changed
-// under the same name. Values that differ make it recompute and store every
-// object's; a key that differs empties the store (Engine.Empty) and returns
-// why (reset). A change that alters no object of the sample goes unnoticed.
-// rebuilt reports whether it stored every object's values.
+// every object's and stores them (Engine.SetIndexes). Otherwise it checks
+// what Load checks on a sample of the objects (Tx.Sample), since the
+// bounded mode does not decode every object: values that differ make it
+// store every object's; a key that differs empties the store (Engine.Empty)
+// and returns why (reset). A change that alters no object of the sample
+// goes unnoticed. rebuilt reports whether it stored every object's values.
 func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebuilt bool, err error) {
 	o, set := cfg.Options, cfg.Indexes
 	what := "rebuild indexes"
 	if !cfg.Rebuild {
-		check := indexer.NewValueCheck(set)
-		keys := indexer.NewKeyCheck(o.KeyFunc)
+		check := loadcheck.NewValueCheck(set)
+		keys := loadcheck.NewKeyCheck(o.KeyFunc)
 		var sampleErr error
 		err := eng.View("open", func(tx Tx) error {
 			sampleErr = tx.Sample(sampleSize, func(r Record) error {
 				obj, err := indexer.Decode(o.Codec, r.Data)
 				if errors.Is(err, indexer.ErrUnknownKey) {
-					// Not damage to one object: the key ring lacks
-					// the key (a wrong key, a rotation's old key not
-					// loaded), and the decoded mode would fail its
-					// open on it too, rather than serve lists that
-					// are empty.
+					// Not damage to one object: the key ring lacks the
+					// key, and the decoded mode fails its open too.
 					return fmt.Errorf("object %q: %w", r.Key, err)
 				}
-				// An object that cannot be decoded is skipped: as
-				// before the check, reading it fails, not the open.
+				// An object that cannot be decoded is skipped: reading
+				// it fails, not the open.
 				if err == nil {
 					keys.Check(r.Key, obj)
 					if set.Len() > 0 && r.Values != nil {
@@ -334,7 +308,7 @@ func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebu
 		if stale == nil {
 			return "", false, nil
 		}
-		indexer.LogStale(o.Name, cfg.Where, stale)
+		loadcheck.LogStale(o.Name, cfg.Where, stale)
 		what = "store the index values of changed index functions"
 	}
 	vals, err := indexValues(eng, "open", o.Codec, set, nil)

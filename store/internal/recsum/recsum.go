@@ -4,10 +4,8 @@
 //
 // A framed record is the value followed by the CRC32C (Castagnoli) of the
 // key and the value, 4 bytes big-endian. Covering the key catches a record
-// that a damaged file shows under another key (a flipped byte in a key, or
-// a page of another bucket read in its place). CRC32C is computed in
-// hardware on amd64 and arm64, several GB/s, so checking every record a
-// store reads costs little against decoding it.
+// that a damaged file shows under another key. CRC32C is computed in
+// hardware on amd64 and arm64: checking every record read costs little.
 package recsum
 
 import (

@@ -19,6 +19,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 )
 
 // Backend is what the backends whose persistent form is a snapshot file
@@ -258,9 +259,9 @@ func (b *Backend) openFile(ctx context.Context, path string, o store.Options) (s
 
 // decode decodes records with o.Codec into puts under set. keyReset, if not
 // empty, says that o.KeyFunc no longer computes the keys the records are
-// stored under (see indexer.KeyCheck): the store starts empty.
+// stored under (see loadcheck.KeyCheck): the store starts empty.
 func decode(op string, o store.Options, set *indexer.IndexSet, records iter.Seq2[string, []byte]) (ps []indexer.Prepared, keyReset string, err error) {
-	keys := indexer.NewKeyCheck(o.KeyFunc)
+	keys := loadcheck.NewKeyCheck(o.KeyFunc)
 	var ops []store.Op
 	var data [][]byte
 	for key, d := range records {

@@ -4,11 +4,9 @@
 // them.
 //
 // encoding/binary.Uvarint also accepts longer encodings of the same value
-// ("\x80\x00" for 0). A backend that took such bytes from a damaged file
-// would read a key that its own encoder writes differently: a delete of
-// that key would then miss the record, which would come back at the next
-// open. Reading only what the encoders write keeps a record's bytes and
-// its meaning one to one.
+// ("\x80\x00" for 0): a key read so from a damaged file would be written
+// differently by the encoder, and a delete of it would miss the record.
+// Reading only what the encoders write keeps bytes and meaning one to one.
 package varint
 
 import (

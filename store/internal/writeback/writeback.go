@@ -2,15 +2,12 @@
 // while a durable commit writes them, so that the commit's sync waits only
 // for what is left.
 //
-// bbolt writes a commit's pages with pwrite and badger copies its logs into
-// memory maps: both only fill the page cache, then wait in one sync
-// (fdatasync, msync) for all of it to reach the disk. Asked every Period to
-// start writing what is dirty, the disk works while the engine still writes.
-// It is a hint that changes no guarantee: the kernel may write any dirty
-// page at any time anyway, so neither engine's order of syncs depends on
-// when pages are written, only on its sync returning after they are; and
-// without SYNC_FILE_RANGE_WAIT_*, sync_file_range neither waits for pages
-// nor checks their errors, so a write error is still the sync's to report.
+// bbolt and badger only fill the page cache, then wait in one sync for all
+// of it to reach the disk; asked every Period to start writing what is
+// dirty, the disk works while the engine still writes. It is a hint that
+// changes no guarantee: the kernel may write any dirty page at any time
+// anyway, and without SYNC_FILE_RANGE_WAIT_*, sync_file_range neither waits
+// for pages nor checks their errors, so a write error is still the sync's.
 package writeback
 
 import (
@@ -21,14 +18,11 @@ import (
 	"time"
 )
 
-// Period is how often Every asks for writeback. Over 100,000 distinct
-// updates committed to bolt, 250 us to 2 ms gave the same rates
-// (BENCHMARKS.md, section 3).
+// Period is how often Every asks for writeback (BENCHMARKS.md, section 3).
 const Period = time.Millisecond
 
 // TestHookKick, when set by a test, is called after every kick of Every's
-// goroutines. It is atomic because those goroutines may run (a store's
-// background writes) while a test sets or clears it.
+// goroutines, which may run while a test sets or clears it.
 var TestHookKick atomic.Pointer[func()]
 
 // WatchKicks, for tests, sets TestHookKick to signal kicks on the returned

@@ -1,4 +1,4 @@
-package indexer_test
+package loadcheck_test
 
 import (
 	"errors"
@@ -8,11 +8,38 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/loadcheck"
 )
+
+// pod is the Pod ns/name with the labels kvs, each "key=value".
+func pod(ns, name string, kvs ...string) *corev1.Pod {
+	l, _ := labels.ConvertSelectorToLabelsMap(strings.Join(kvs, ","))
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l}}
+}
+
+// mustIndexSet is the index set of ix.
+func mustIndexSet(t *testing.T, ix cache.Indexers) *indexer.IndexSet {
+	t.Helper()
+	set, err := indexer.NewIndexSet(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// failIndex fails for objects labelled fail.
+func failIndex(obj interface{}) ([]string, error) {
+	if _, ok := obj.(*corev1.Pod).Labels["fail"]; ok {
+		return nil, errors.New("index asked to fail")
+	}
+	return nil, nil
+}
 
 // TestValueCheck checks what a loading store learns from a ValueCheck: the
 // values the functions compute now, whatever was stored; which indexes
@@ -26,7 +53,7 @@ func TestValueCheck(t *testing.T) {
 		"none":               func(interface{}) ([]string, error) { return nil, nil },
 	})
 	// Names in order: app, namespace, none.
-	check := indexer.NewValueCheck(set)
+	check := loadcheck.NewValueCheck(set)
 	// Values are a set: order and repeats do not count.
 	everyLabel := func(obj interface{}) ([]string, error) {
 		var out []string
@@ -35,7 +62,7 @@ func TestValueCheck(t *testing.T) {
 		}
 		return out, nil
 	}
-	labels := indexer.NewValueCheck(mustIndexSet(t, cache.Indexers{"labels": everyLabel}))
+	labels := loadcheck.NewValueCheck(mustIndexSet(t, cache.Indexers{"labels": everyLabel}))
 	if _, err := labels.Values("ns/l", pod("ns", "l", "a=1", "b=2", "c=3"), [][]string{{"c=3", "a=1", "b=2", "a=1"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +104,7 @@ func TestValueCheck(t *testing.T) {
 		t.Errorf("Stale (-want +got):\n%s", diff)
 	}
 
-	failing := indexer.NewValueCheck(mustIndexSet(t, cache.Indexers{"fail": failIndex}))
+	failing := loadcheck.NewValueCheck(mustIndexSet(t, cache.Indexers{"fail": failIndex}))
 	if _, err := failing.Values("ns/f", pod("ns", "f", "fail=yes"), [][]string{nil}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("Values with a failing index function: %v; want ErrInvalid", err)
 	}
@@ -91,7 +118,7 @@ func TestValueCheck(t *testing.T) {
 // a reason naming the function, how many objects differ (counted across
 // concurrent workers, a failing function included) and an example.
 func TestKeyCheck(t *testing.T) {
-	keys := indexer.NewKeyCheck(cache.MetaNamespaceKeyFunc)
+	keys := loadcheck.NewKeyCheck(cache.MetaNamespaceKeyFunc)
 	keys.Check("ns/a", pod("ns", "a"))
 	keys.Check("b", pod("", "b"))
 	if r := keys.Reset("namespace/name"); r != "" {

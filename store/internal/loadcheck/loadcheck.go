@@ -1,4 +1,8 @@
-package indexer
+// Package loadcheck checks, while a persistent store opens, that its key and
+// index functions still compute the keys and index values stored with its
+// objects: a function changed under the same name looks unchanged to the
+// store's recorded identity (store/driver.Meta).
+package loadcheck
 
 import (
 	"fmt"
@@ -8,40 +12,37 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
 
 // ValueCheck compares, while a persistent store loads, the index values
 // stored with each object against what the index functions compute now.
 //
-// A store records its index set by name, so a new build whose index
-// function computes something else under the same name (a fixed bug, a new
-// rule) looks unchanged: trusting the stored values would then serve the
-// old function's results, for every object until it changes, which breaks
-// DESIGN invariant 7 without a sign. A store that decodes every object when
-// it opens (the default mode of bolt and badger) runs the functions on each
-// object it decoded, a small cost next to the decode, serves what they
-// compute, and rewrites the stored values if any differed (Stale); a
-// bounded mode checks a sample of its objects.
+// A store records its index set by name, so an index function changed under
+// the same name looks unchanged: trusting the stored values would serve the
+// old function's results, and indexes would disagree with objects. A store
+// that decodes every object when it opens runs the functions on each, serves
+// what they compute, and rewrites the stored values if any differed (Stale);
+// a bounded mode checks a sample.
 //
 // A ValueCheck is safe for concurrent use by a store's decoding workers.
 type ValueCheck struct {
-	set *IndexSet
+	set *indexer.IndexSet
 
 	mu    sync.Mutex
 	stale map[string]int // index name -> objects whose values differ
 }
 
 // NewValueCheck returns a check against the functions of set.
-func NewValueCheck(set *IndexSet) *ValueCheck {
+func NewValueCheck(set *indexer.IndexSet) *ValueCheck {
 	return &ValueCheck{set: set}
 }
 
-// Values returns the index values of obj, stored under key with stored
-// (aligned with the set's names), computed by the set's functions, and
-// notes each index whose stored values differ. A function that fails on obj
-// fails it, as it would fail the write of obj: the error names the index
-// and the key and wraps store.ErrInvalid.
+// Values returns the index values the set's functions compute for obj,
+// stored under key with stored (aligned with the set's names), and notes
+// each index whose stored values differ. A function that fails on obj fails
+// it, as it would fail the write of obj.
 func (v *ValueCheck) Values(key string, obj interface{}, stored [][]string) ([][]string, error) {
 	now, err := v.set.Values(key, obj)
 	if err != nil {
@@ -58,7 +59,7 @@ func (v *ValueCheck) Values(key string, obj interface{}, stored [][]string) ([][
 		if v.stale == nil {
 			v.stale = map[string]int{}
 		}
-		v.stale[v.set.names[i]]++
+		v.stale[v.set.Names()[i]]++
 		v.mu.Unlock()
 	}
 	return now, nil
@@ -66,9 +67,8 @@ func (v *ValueCheck) Values(key string, obj interface{}, stored [][]string) ([][
 
 // sameValues reports whether two lists of an object's values for one index
 // hold the same values. They are a set, as in client-go's indexer: an index
-// function may return them in any order (one that ranges over a map of
-// labels returns them in a new order each time), and repeat them; nil and
-// empty are both no value.
+// function may return them in any order (ranging over a map of labels), and
+// repeat them; nil and empty are both no value.
 func sameValues(a, b []string) bool {
 	if slices.Equal(a, b) {
 		return true
@@ -86,7 +86,7 @@ func (v *ValueCheck) Stale() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []string
-	for _, name := range v.set.names {
+	for _, name := range v.set.Names() {
 		if n := v.stale[name]; n > 0 {
 			out = append(out, fmt.Sprintf("%s (%d objects)", name, n))
 		}
@@ -98,13 +98,11 @@ func (v *ValueCheck) Stale() []string {
 // stored under with what the store's key function computes for it now.
 //
 // A store records its key function by name (store.Options.KeyFuncName). A
-// build whose function computes other keys under the same name would find
-// the stored objects under keys it never computes: the watch's updates and
-// deletes would miss them, and they would stay, beside their new copies,
-// for ever. A store that decodes every object when it opens (the default
-// modes, and snapshot files) checks each key, a bounded mode a sample; if
-// one differs, the store must start empty, as after a scope change
-// (driver.Reopen.Reset), and the informer relists.
+// function changed under the same name would find the stored objects under
+// keys it never computes: updates and deletes would miss them, and they
+// would stay for ever. A store that decodes every object when it opens
+// checks each key, a bounded mode a sample; if one differs, the store must
+// start empty, as after a scope change, and the informer relists.
 //
 // A KeyCheck is safe for concurrent use by a store's decoding workers.
 type KeyCheck struct {
@@ -121,7 +119,7 @@ func NewKeyCheck(fn cache.KeyFunc) *KeyCheck { return &KeyCheck{fn: fn} }
 // Check notes whether obj, stored under key, still has that key. A key
 // function that fails on obj counts as a key that differs.
 func (c *KeyCheck) Check(key string, obj interface{}) {
-	now, err := CallKeyFunc(c.fn, obj)
+	now, err := indexer.CallKeyFunc(c.fn, obj)
 	if err == nil && now == key {
 		return
 	}
@@ -150,8 +148,7 @@ func (c *KeyCheck) Reset(keyFuncName string) string {
 }
 
 // LogKeyReset logs that the store name of the database at where starts
-// empty, and its informer relists, because of why (KeyCheck.Reset): every
-// backend says it in the same words.
+// empty because of why (KeyCheck.Reset), in the same words for every backend.
 func LogKeyReset(name, where, why string) {
 	klog.Background().Info("Emptying the store; its informer relists", "store", name, "database", where, "reason", why)
 }

@@ -1,21 +1,12 @@
 package engine
 
-// The methods below are for the backends' tests, which reach into the
-// windows the consistency protocol guards (see Store.seq).
-
 // SetTestHooks sets what runs between a write's commit and its cache update
 // (afterCommit) and between a reader's decoding of an object from its
-// transaction and its use or caching (afterRead); nil clears one. It must not be
-// called while the store is in use.
+// transaction and its use or caching (afterRead): the windows the
+// consistency protocol guards (see Store.seq). nil clears one. It must not
+// be called while the store is in use.
 func (s *Store) SetTestHooks(afterCommit func(), afterRead func(key string)) {
 	s.afterCommit, s.afterRead = afterCommit, afterRead
-}
-
-// CacheLen returns how many decoded objects the cache holds.
-func (s *Store) CacheLen() int {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	return s.lru.Len()
 }
 
 // Cached reports whether the cache holds key's object.
