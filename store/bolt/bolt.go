@@ -611,8 +611,8 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 	// Only the bounded mode reads index entries (layout.go).
 	wantEntries := o.CacheSize > 0
 	var (
-		exists, upgrade, fromV2 bool
-		reopen                  driver.Reopen
+		exists, upgrade bool
+		reopen          driver.Reopen
 	)
 	err = guard(func() error {
 		return f.db.View(func(tx *bbolt.Tx) error {
@@ -631,7 +631,7 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if err != nil {
 				return err
 			}
-			fromV2 = stored.FormatVersion == formatSeqEntries
+			fromV2 := stored.FormatVersion == formatSeqEntries
 			if fromV2 || stored.FormatVersion == formatUnsealed {
 				stored.FormatVersion, upgrade = FormatVersion, true
 			}
@@ -679,11 +679,18 @@ func prepareStore(f *file, o store.Options, set *indexer.IndexSet, load func() e
 			if err != nil {
 				return err
 			}
+			// The version now: load may have stored index values
+			// (writeIndexes), which makes the store version 4
+			// without the entries that version 2 kept.
+			stored, err := getMeta(b)
+			if err != nil {
+				return err
+			}
 			// Frame the records of format version 2 or 3 first.
 			if err := sealAll(b); err != nil {
 				return err
 			}
-			if fromV2 {
+			if stored.FormatVersion == formatSeqEntries {
 				// Version 2 kept every entry, without the record.
 				if err := markEntries(b, true); err != nil {
 					return err

@@ -1008,8 +1008,14 @@ func writeEntries(b *buckets, names []string, dels, puts [][]entry, fill float64
 }
 
 // writeIndexes replaces every index value of b, and its index entries when
-// it keeps them, with those valuesOf gives under set, and records meta.
+// it keeps them, with those valuesOf gives under set, and records meta. It
+// frames b's records first: opening a store of format version 3 or older
+// stores changed index functions' values before it upgrades the store, and
+// framed records among unframed ones would be framed again.
 func writeIndexes(b *buckets, set *indexer.IndexSet, valuesOf func(key string, seq uint64) ([][]string, error), meta driver.Meta) error {
+	if err := sealAll(b); err != nil {
+		return err
+	}
 	names := set.Names()
 	if err := resetIndexBuckets(b, names); err != nil {
 		return err

@@ -1,0 +1,433 @@
+package bolt
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+)
+
+// TestOldFormatReopenedWithChanges opens a store of format version 2 or 3
+// (unframed records), in each mode, with what else makes an open rewrite
+// records: another index set (its values rebuilt), another scope (emptied),
+// both, a key function or an index function that computes something else
+// under the same name (found by the open's checks, which run before the
+// upgrade). Every record must be framed exactly once, and a version 2
+// store keep the index entries it needs: the store, reopened in each mode,
+// and the raw driver's Export and IndexEntries must read back exactly the
+// objects, keys, index values and resume point it should hold.
+func TestOldFormatReopenedWithChanges(t *testing.T) {
+	nameIndex := func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Name}, nil }
+	otherApp := func(obj interface{}) ([]string, error) {
+		return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
+	}
+	otherKey := func(obj interface{}) (string, error) {
+		k, err := cache.MetaNamespaceKeyFunc(obj)
+		return "v2:" + k, err
+	}
+	changes := []struct {
+		name   string
+		change func(o *store.Options)
+		// reset says the open empties the store.
+		reset bool
+	}{
+		{"none", func(*store.Options) {}, false},
+		{"index set", func(o *store.Options) {
+			delete(o.Indexers, cache.NamespaceIndex)
+			o.Indexers["name"] = nameIndex
+		}, false},
+		{"scope", func(o *store.Options) { o.Scope = "cluster-b" }, true},
+		{"index set and scope", func(o *store.Options) {
+			o.Indexers["name"] = nameIndex
+			o.Scope = "cluster-b"
+		}, true},
+		{"key function", func(o *store.Options) { o.KeyFunc = otherKey }, true},
+		{"index set and key function", func(o *store.Options) {
+			o.Indexers["name"] = nameIndex
+			o.KeyFunc = otherKey
+		}, true},
+		{"index function", func(o *store.Options) { o.Indexers["app"] = otherApp }, false},
+		{"index function and index set", func(o *store.Options) {
+			o.Indexers["app"] = otherApp
+			o.Indexers["name"] = nameIndex
+		}, false},
+	}
+	for _, version := range []int{formatSeqEntries, formatUnsealed} {
+		for _, ch := range changes {
+			for _, cacheSize := range []int{0, 3} {
+				t.Run(fmt.Sprintf("v%d/%s/cache=%d", version, ch.name, cacheSize), func(t *testing.T) {
+					path := filepath.Join(t.TempDir(), "pods.db")
+					u := "bolt://" + path
+					pods := versionedPods()
+					// Written by the bounded mode, which keeps index
+					// entries, as format version 2 always did.
+					before := upgradeOptions(t, 3, "cluster-a", nil)
+					s, err := store.Open(t.Context(), u, &before)
+					if err != nil {
+						t.Fatal(err)
+					}
+					commitPods(t, s, pods, "42")
+					if err := s.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if version == formatSeqEntries {
+						setFormat2(t, path)
+					} else {
+						setFormat3(t, path)
+					}
+
+					o := upgradeOptions(t, cacheSize, "cluster-a", ch.change)
+					s, err = store.Open(t.Context(), u, &o)
+					if err != nil {
+						t.Fatalf("open the version %d store: %v", version, err)
+					}
+					rv := "42"
+					if ch.reset {
+						if got := s.Info().Reset; got == "" {
+							t.Error("Info().Reset is empty; want why the store was emptied")
+						}
+						checkStore(t, "after the emptying open", s, o, nil, "")
+						// The informer relists.
+						commitPods(t, s, pods, "43")
+						rv = "43"
+					}
+					checkStore(t, "after the upgrade", s, o, pods, rv)
+					if err := s.Close(); err != nil {
+						t.Fatal(err)
+					}
+					checkRaw(t, path, o, pods, rv)
+
+					// Reopened, in this mode and then in the other,
+					// which builds or drops the index entries from
+					// the key records.
+					for _, size := range []int{cacheSize, 3 - cacheSize} {
+						ro := o
+						ro.CacheSize = size
+						s, err := store.Open(t.Context(), u, &ro)
+						if err != nil {
+							t.Fatalf("reopen (cache=%d): %v", size, err)
+						}
+						if got := s.Info().Reset; got != "" {
+							t.Errorf("reopen (cache=%d) emptied the store: %s", size, got)
+						}
+						checkStore(t, fmt.Sprintf("reopened (cache=%d)", size), s, ro, pods, rv)
+						if err := s.Close(); err != nil {
+							t.Fatal(err)
+						}
+						checkRaw(t, path, ro, pods, rv)
+					}
+				})
+			}
+		}
+	}
+}
+
+// versionedPods are five Pods in two namespaces and three apps, each with
+// its own resourceVersion, so that a record read under another key shows.
+func versionedPods() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i := range 5 {
+		pods = append(pods, pod(fmt.Sprintf("ns%d", i%2), fmt.Sprint("p", i), fmt.Sprint("app", i%3), fmt.Sprint(i+1)))
+	}
+	return pods
+}
+
+// upgradeOptions are entriesOptions with scope, changed by change (if any);
+// the key function keeps its name, as a changed function compiled under the
+// same name would.
+func upgradeOptions(t *testing.T, cacheSize int, scope string, change func(o *store.Options)) store.Options {
+	t.Helper()
+	o := entriesOptions(t, cacheSize)
+	o.Scope = scope
+	if change != nil {
+		change(&o)
+	}
+	return o
+}
+
+// commitPods stores pods with the resume point rv in one Commit.
+func commitPods(t *testing.T, s store.Store, pods []*corev1.Pod, rv string) {
+	t.Helper()
+	var ops []store.Op
+	for _, p := range pods {
+		ops = append(ops, store.Op{Type: store.OpPut, Object: p})
+	}
+	if err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: rv}); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+}
+
+// podSummary is what a test compares of a Pod: the fields pod sets.
+func podSummary(obj interface{}) string {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Sprintf("not a Pod: %T", obj)
+	}
+	return fmt.Sprintf("%s/%s app=%s rv=%s", p.Namespace, p.Name, p.Labels["app"], p.ResourceVersion)
+}
+
+// wantState is what a store opened with o holding pods must hold: each
+// key's summary, and per index, per value, the sorted keys.
+func wantState(t *testing.T, o store.Options, pods []*corev1.Pod) (objs map[string]string, idx map[string]map[string][]string) {
+	t.Helper()
+	objs, idx = map[string]string{}, map[string]map[string][]string{}
+	for name := range o.Indexers {
+		idx[name] = map[string][]string{}
+	}
+	for _, p := range pods {
+		key, err := o.KeyFunc(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[key] = podSummary(p)
+		for name, fn := range o.Indexers {
+			vals, err := fn(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				idx[name][v] = append(idx[name][v], key)
+			}
+		}
+	}
+	sortKeys(idx)
+	return objs, idx
+}
+
+// checkStore checks that s, opened with o, holds exactly pods at the resume
+// point rv, read through Get, List, ListKeys and every index.
+func checkStore(t *testing.T, when string, s store.Store, o store.Options, pods []*corev1.Pod, rv string) {
+	t.Helper()
+	wantObjs, wantIdx := wantState(t, o, pods)
+	if got := s.ResourceVersion(); got != rv {
+		t.Errorf("%s: resume point %q, want %q", when, got, rv)
+	}
+	keys := s.ListKeys()
+	slices.Sort(keys)
+	if want := slices.Sorted(maps.Keys(wantObjs)); !slices.Equal(keys, want) {
+		t.Errorf("%s: ListKeys %q, want %q", when, keys, want)
+	}
+	gotObjs := map[string]string{}
+	for _, obj := range s.List() {
+		key, err := o.KeyFunc(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotObjs[key] = podSummary(obj)
+	}
+	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
+		t.Errorf("%s: List (-want +got):\n%s", when, diff)
+	}
+	for key, want := range wantObjs {
+		obj, ok, err := s.GetByKey(key)
+		if err != nil || !ok {
+			t.Errorf("%s: GetByKey(%q): exists %v, %v", when, key, ok, err)
+			continue
+		}
+		if got := podSummary(obj); got != want {
+			t.Errorf("%s: GetByKey(%q) = %s, want %s", when, key, got, want)
+		}
+	}
+	gotIdx := map[string]map[string][]string{}
+	for name := range o.Indexers {
+		gotIdx[name] = map[string][]string{}
+		for _, v := range s.ListIndexFuncValues(name) {
+			ikeys, err := s.IndexKeys(name, v)
+			if err != nil {
+				t.Errorf("%s: IndexKeys(%s, %s): %v", when, name, v, err)
+			}
+			objs, err := s.ByIndex(name, v)
+			if err != nil {
+				t.Errorf("%s: ByIndex(%s, %s): %v", when, name, v, err)
+			}
+			var bkeys []string
+			for _, obj := range objs {
+				key, err := o.KeyFunc(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if podSummary(obj) != wantObjs[key] {
+					t.Errorf("%s: ByIndex(%s, %s) holds %s, want %s", when, name, v, podSummary(obj), wantObjs[key])
+				}
+				bkeys = append(bkeys, key)
+			}
+			slices.Sort(ikeys)
+			slices.Sort(bkeys)
+			if !slices.Equal(ikeys, bkeys) {
+				t.Errorf("%s: index %s value %s: IndexKeys %q, ByIndex %q", when, name, v, ikeys, bkeys)
+			}
+			gotIdx[name][v] = ikeys
+		}
+	}
+	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
+		t.Errorf("%s: indexes (-want +got):\n%s", when, diff)
+	}
+	if rf, ok := s.(store.ReadFailer); ok {
+		if err := rf.ReadErr(); err != nil {
+			t.Errorf("%s: a read failed: %v", when, err)
+		}
+	}
+}
+
+// checkRaw checks that the raw driver reads the closed store "pods" of the
+// file at path as one of this format version opened with o, holding
+// exactly pods at the resume point rv: Export's records with their index
+// values, and IndexEntries.
+func checkRaw(t *testing.T, path string, o store.Options, pods []*corev1.Pod, rv string) {
+	t.Helper()
+	wantObjs, wantIdx := wantState(t, o, pods)
+	u := &url.URL{Scheme: Scheme, Path: path}
+	// The records' values follow the index names in sorted order.
+	indexes := slices.Sorted(maps.Keys(o.Indexers))
+	emptyIdx := func() map[string]map[string][]string {
+		m := map[string]map[string][]string{}
+		for _, name := range indexes {
+			m[name] = map[string][]string{}
+		}
+		return m
+	}
+	gotObjs, gotIdx := map[string]string{}, emptyIdx()
+	info, err := Raw().Export(t.Context(), u, "pods", func(r store.Record) error {
+		obj, err := indexer.Decode(o.Codec, r.Data)
+		if err != nil {
+			return fmt.Errorf("decode %q: %w", r.Key, err)
+		}
+		gotObjs[r.Key] = podSummary(obj)
+		if len(r.Values) != len(indexes) {
+			return fmt.Errorf("record %q: values of %d indexes, want %d", r.Key, len(r.Values), len(indexes))
+		}
+		for i, vals := range r.Values {
+			for _, v := range vals {
+				gotIdx[indexes[i]][v] = append(gotIdx[indexes[i]][v], r.Key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("raw Export: %v", err)
+	}
+	if info.FormatVersion != FormatVersion || info.ResourceVersion != rv || info.Scope != o.Scope || !slices.Equal(info.Indexes, indexes) {
+		t.Errorf("raw Export: format version %d, resume point %q, scope %q, indexes %q; want %d, %q, %q, %q",
+			info.FormatVersion, info.ResourceVersion, info.Scope, info.Indexes, FormatVersion, rv, o.Scope, indexes)
+	}
+	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
+		t.Errorf("raw Export: objects (-want +got):\n%s", diff)
+	}
+	sortKeys(gotIdx)
+	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
+		t.Errorf("raw Export: index values (-want +got):\n%s", diff)
+	}
+
+	// The entries the bounded mode keeps, or those the key records imply.
+	gotEntries := emptyIdx()
+	err = IndexEntries(t.Context(), u, "pods", func(index, value, key string) error {
+		if gotEntries[index] == nil {
+			return fmt.Errorf("entry of unknown index %q", index)
+		}
+		gotEntries[index][value] = append(gotEntries[index][value], key)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("raw IndexEntries: %v", err)
+	}
+	sortKeys(gotEntries)
+	if diff := cmp.Diff(wantIdx, gotEntries); diff != "" {
+		t.Errorf("raw IndexEntries (cache=%d) (-want +got):\n%s", o.CacheSize, diff)
+	}
+}
+
+// sortKeys sorts the keys of every value of every index of idx.
+func sortKeys(idx map[string]map[string][]string) {
+	for _, m := range idx {
+		for _, keys := range m {
+			slices.Sort(keys)
+		}
+	}
+}
+
+// TestOldFormatUpgradeCrash opens a store of format version 2 or 3 whose
+// app index function computes something else under the same name, in each
+// mode: the open stores the new values (the decoded mode finds them as it
+// loads, the bounded mode in its sample), then upgrades the store, in two
+// write transactions. The file as each commit of the open left it, which a
+// crash there would leave, opened again in each mode, must hold exactly the
+// objects and resume point it held, under the new function.
+func TestOldFormatUpgradeCrash(t *testing.T) {
+	otherApp := func(obj interface{}) ([]string, error) {
+		return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
+	}
+	change := func(o *store.Options) { o.Indexers["app"] = otherApp }
+	for _, version := range []int{formatSeqEntries, formatUnsealed} {
+		for _, cacheSize := range []int{0, 3} {
+			t.Run(fmt.Sprintf("v%d/cache=%d", version, cacheSize), func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "pods.db")
+				pods := versionedPods()
+				before := upgradeOptions(t, 3, "", nil)
+				s, err := store.Open(t.Context(), "bolt://"+path, &before)
+				if err != nil {
+					t.Fatal(err)
+				}
+				commitPods(t, s, pods, "42")
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if version == formatSeqEntries {
+					setFormat2(t, path)
+				} else {
+					setFormat3(t, path)
+				}
+
+				// The file as each commit of the open leaves it.
+				var states []string
+				t.Cleanup(func() { testHookCommitErr = nil })
+				testHookCommitErr = func() error {
+					data, err := os.ReadFile(path)
+					if err != nil {
+						return err
+					}
+					state := filepath.Join(dir, fmt.Sprintf("state%d.db", len(states)))
+					states = append(states, state)
+					return os.WriteFile(state, data, 0o600)
+				}
+				o := upgradeOptions(t, cacheSize, "", change)
+				s, err = store.Open(t.Context(), "bolt://"+path, &o)
+				testHookCommitErr = nil
+				if err != nil {
+					t.Fatalf("open the version %d store: %v", version, err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if len(states) == 0 {
+					t.Fatal("the open committed nothing; want the upgrade")
+				}
+				for i, state := range states {
+					for _, size := range []int{cacheSize, 3 - cacheSize} {
+						ro := o
+						ro.CacheSize = size
+						s, err := store.Open(t.Context(), "bolt://"+state, &ro)
+						if err != nil {
+							t.Errorf("open the file after commit %d of %d (cache=%d): %v", i+1, len(states), size, err)
+							continue
+						}
+						checkStore(t, fmt.Sprintf("after commit %d of %d (cache=%d)", i+1, len(states), size), s, ro, pods, "42")
+						if err := s.Close(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
