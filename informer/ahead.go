@@ -349,7 +349,7 @@ func (a *aheadInformer) decideLocked(t cache.TransformFunc) error {
 	inner, err := a.c.newInformer(a.lw, a.obj, a.resync, a.indexers, false)
 	if err != nil {
 		a.c.fail(err)
-		a.inner = &failedInformer{SharedIndexInformer: cache.NewSharedIndexInformer(a.lw, a.obj, a.resync, a.indexers), err: err, logger: a.c.opts.Informer.Logger}
+		a.inner = &failedInformer{SharedIndexInformer: clientgoInformer(a.lw, a.obj, a.resync, a.indexers, err), err: err, logger: a.c.opts.Informer.Logger}
 		return err
 	}
 	a.inner = inner

@@ -318,14 +318,7 @@ func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Ob
 			return inf
 		}
 	}
-	if typednil.Is(lw) || typednil.Is(obj) {
-		// client-go's informer would fail at its first use.
-		lw = &cache.ListWatch{ListWithContextFunc: failingList(err), WatchFuncWithContext: failingWatch(err)}
-		if typednil.Is(obj) {
-			obj = &metav1.PartialObjectMetadata{}
-		}
-	}
-	memory := cache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	memory := clientgoInformer(lw, obj, resync, indexers, err)
 	if c.opts.FallBackToMemory {
 		return &memoryInformer{SharedIndexInformer: memory, reason: err, logger: c.opts.Informer.Logger}
 	}
@@ -400,44 +393,23 @@ func (c *InformerConstructor) scopeOf(base string, req listRequest) string {
 // openInformer opens the stores of base's objects that req lists and makes
 // their informer, with iopts as the template of its options.
 func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, obj runtime.Object, resync time.Duration, indexers cache.Indexers, base string, req listRequest, iopts Options) (*Informer, error) {
-	codec, err := codecFor(obj, c.opts.Encryption)
-	if err != nil {
-		return nil, fmt.Errorf("informer: new informer %s: %w", base, err)
-	}
 	name := base + req.nameSuffix()
-	sopts := c.opts.Store
-	sopts.Name = name
-	sopts.Codec = codec
-	sopts.Indexers = indexers
-	sopts.Scope = c.scopeOf(base, req)
-	startEarly(context.Background(), c.url, sopts, lw, &iopts)
-	s, err := openStores(context.Background(), c.url, sopts, &iopts)
-	if errors.Is(err, store.ErrInUse) && c.retire(name) {
-		// controller-runtime's RemoveInformer stops an informer and the
-		// next Get makes a new one of the same scope: its stores are free
-		// once the stopped informer let go of them.
-		s, err = openStores(context.Background(), c.url, sopts, &iopts)
-	}
-	if err != nil {
-		iopts.Reflector.Early.Stop()
-		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
-	}
 	if c.meta != nil {
+		var err error
 		if iopts.StateCatchUp, err = req.stateLister(c.meta); err != nil {
-			iopts.Reflector.Early.Stop()
-			closeAll(s, iopts.Tombstones)
 			return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 		}
 	}
 	iopts.ResyncPeriod = resync
-	iopts.Name = informerName(c.opts.Informer.Name, name)
-	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = name
-	}
-	inf, err := New(lw, obj, s, &iopts)
+	sopts := c.opts.Store
+	sopts.Name = name
+	sopts.Indexers = indexers
+	sopts.Scope = c.scopeOf(base, req)
+	// controller-runtime's RemoveInformer stops an informer and the next
+	// Get makes a new one of the same scope: its stores are free once the
+	// stopped informer let go of them.
+	inf, err := openInformer(context.Background(), c.url, lw, obj, c.opts.Encryption, sopts, iopts, func() bool { return c.retire(name) })
 	if err != nil {
-		iopts.Reflector.Early.Stop()
-		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
 	c.mu.Lock()
@@ -531,14 +503,21 @@ func runLogger(ctx context.Context, fallback *klog.Logger) klog.Logger {
 	return klog.Background()
 }
 
-// failingList and failingWatch stand in for a nil ListerWatcher's
-// functions.
-func failingList(err error) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	return func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, err }
-}
-
-func failingWatch(err error) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	return func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err }
+// clientgoInformer returns client-go's in-memory informer of a stand-in
+// (see failedInformer, memoryInformer). A nil lw or obj, with which
+// client-go's informer would fail at its first use, becomes a
+// ListerWatcher failing with err and a metav1.PartialObjectMetadata.
+func clientgoInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers, err error) cache.SharedIndexInformer {
+	if typednil.Is(lw) || typednil.Is(obj) {
+		lw = &cache.ListWatch{
+			ListWithContextFunc:  func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, err },
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err },
+		}
+		if typednil.Is(obj) {
+			obj = &metav1.PartialObjectMetadata{}
+		}
+	}
+	return cache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
 // retire closes the store named name of an informer the constructor made

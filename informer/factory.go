@@ -7,9 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,26 +108,7 @@ type Factory struct {
 	// held is the store of FactoryStoreName, open from NewFactory to
 	// Shutdown; nil if another factory of this process has it open.
 	held store.Store
-
-	mu      sync.Mutex // guards entries, making, cancels and closed
-	entries map[factoryKey]*factoryEntry
-	// making holds, per key, the informer being made (discovery, opening
-	// its store), closed when that is over: the work is done outside mu,
-	// as it may wait for the API server or another process's lock.
-	making  map[factoryKey]chan struct{}
-	cancels []context.CancelFunc
-	wg      sync.WaitGroup // Start's informers
-	makers  sync.WaitGroup // informerFor calls making an informer
-	closed  bool
-
-	// stopped is cancelled by Shutdown, which ends the waits of the
-	// informers being made.
-	stopped context.Context
-	stop    context.CancelFunc
-	// shutDown is closed once Shutdown is over; shutdownErr is its result,
-	// for every caller.
-	shutDown    chan struct{}
-	shutdownErr error
+	set  *informerSet[factoryKey]
 }
 
 // objectKind is what a factory's informer keeps of its resource's objects.
@@ -159,11 +137,6 @@ type factoryKey struct {
 	kind objectKind
 }
 
-type factoryEntry struct {
-	inf     *Informer
-	started bool
-}
-
 // FactoryStoreName is the name of the store a Factory keeps open in its
 // database from NewFactory to Shutdown: NewFactory opens the database
 // through it, so that a database it cannot use fails NewFactory rather
@@ -189,7 +162,7 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if client == nil || typednil.Is(client) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
 	}
-	f := &Factory{client: client, rest: clientsetREST(client), url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
+	f := &Factory{client: client, rest: clientsetREST(client), url: rawURL, set: newInformerSet[factoryKey]("factory")}
 	f.fake, _ = client.(fakeClient)
 	if opts != nil {
 		f.opts = *opts
@@ -218,7 +191,6 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 		}
 		f.cluster = cluster
 	}
-	f.stopped, f.stop = context.WithCancel(context.Background())
 	return f, nil
 }
 
@@ -405,94 +377,79 @@ func (f *Factory) MetadataInformerFor(ctx context.Context, gvr schema.GroupVersi
 }
 
 func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, error) {
-	name := key.kind.storeName(key.gvr)
-	for {
-		f.mu.Lock()
-		if f.closed {
-			f.mu.Unlock()
-			return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
-		}
-		if e, ok := f.entries[key]; ok {
-			f.mu.Unlock()
-			return e.inf, nil
-		}
-		if made, ok := f.making[key]; ok {
-			// Another call makes it: take its informer, or try again
-			// if it failed.
-			f.mu.Unlock()
-			select {
-			case <-made:
-				continue
-			case <-ctx.Done():
-				return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, context.Cause(ctx))
-			}
-		}
-		made := make(chan struct{})
-		f.making[key] = made
-		f.makers.Add(1)
-		f.mu.Unlock()
-
-		inf, err := f.makeInformer(ctx, key, name)
-		f.mu.Lock()
-		delete(f.making, key)
-		close(made)
-		closed := f.closed
-		if err == nil && !closed {
-			f.entries[key] = &factoryEntry{inf: inf}
-		}
-		f.mu.Unlock()
-		f.makers.Done()
-		if err == nil && closed {
-			// Shutdown ran meanwhile and waits for this call: the store
-			// is closed before it returns.
-			err = fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
-			if cerr := inf.closeStore("factory: shutdown"); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			return nil, err
-		}
-		return inf, err
+	inf, err := f.set.get(ctx, key, key.kind.storeName(key.gvr), func(ctx context.Context) (*Informer, error) {
+		return f.makeInformer(ctx, key)
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
+	return inf.(*Informer), nil
 }
 
 // makeInformer makes key's informer and opens its store. Discovery and
 // the store's open may wait, for the API server or for another process
 // holding the database: until ctx ends or Shutdown.
-func (f *Factory) makeInformer(ctx context.Context, key factoryKey, name string) (*Informer, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer context.AfterFunc(f.stopped, func() { cancel(ErrStopped) })()
+func (f *Factory) makeInformer(ctx context.Context, key factoryKey) (*Informer, error) {
+	name := key.kind.storeName(key.gvr)
 	lw, example, namespaced, err := f.listerWatcher(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	codec, err := codecFor(example, f.opts.Encryption)
+	sopts := f.opts.Store
+	sopts.Name = name
+	sopts.Scope = f.scope(key, namespaced)
+	inf, err := openInformer(ctx, f.url, lw, example, f.opts.Encryption, sopts, f.opts.Informer, nil)
 	if err != nil {
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
-	sopts := f.opts.Store
-	sopts.Name = name
+	return inf, nil
+}
+
+// openInformer is how every maker of informers (Factory, the typed
+// factories, InformerConstructor) makes one: the informer of obj's
+// objects, listed and watched through lw, on the store sopts names in the
+// database at rawURL, with sopts.Codec set to obj's codec (encrypted under
+// keys, if set) and iopts the template of its options (its Name, if set,
+// prefixes the store's name). It starts the resume's first requests ahead
+// of the store's open (startEarly) and opens the store with its tombstone
+// store (openStores), asking reopen, if set, whether to try once more when
+// the store is open in this process already (store.ErrInUse). On error,
+// nothing stays open or running; an error after Shutdown (ctx's cause
+// ErrStopped) wraps ErrStopped.
+func openInformer(ctx context.Context, rawURL string, lw cache.ListerWatcherWithContext, obj runtime.Object, keys *indexer.KeyRing, sopts store.Options, iopts Options, reopen func() bool) (*Informer, error) {
+	codec, err := indexer.NewCodec(obj)
+	if err == nil && keys != nil {
+		codec, err = indexer.NewEncryptedCodec(codec, keys)
+	}
+	if err != nil {
+		return nil, err
+	}
 	sopts.Codec = codec
-	sopts.Scope = f.scope(key, namespaced)
-	iopts := f.opts.Informer
-	startEarly(ctx, f.url, sopts, lw, &iopts)
-	s, err := openStores(ctx, f.url, sopts, &iopts)
+	startEarly(ctx, rawURL, sopts, lw, &iopts)
+	s, err := openStores(ctx, rawURL, sopts, &iopts)
+	if errors.Is(err, store.ErrInUse) && reopen != nil && reopen() {
+		s, err = openStores(ctx, rawURL, sopts, &iopts)
+	}
 	if err != nil {
 		iopts.Reflector.Early.Stop()
 		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
 			err = errors.Join(err, cause)
 		}
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
+		return nil, err
 	}
-	iopts.Name = informerName(f.opts.Informer.Name, name)
+	if iopts.Name != "" {
+		iopts.Name += "/" + sopts.Name
+	} else {
+		iopts.Name = sopts.Name
+	}
 	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = name
+		iopts.Reflector.Name = sopts.Name
 	}
-	inf, err := New(lw, example, s, &iopts)
+	inf, err := New(lw, obj, s, &iopts)
 	if err != nil {
 		iopts.Reflector.Early.Stop()
 		closeAll(s, iopts.Tombstones)
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
+		return nil, err
 	}
 	return inf, nil
 }
@@ -627,24 +584,6 @@ func (l *tweakedLW) WatchWithContext(ctx context.Context, opts metav1.ListOption
 	return l.watch(ctx, opts)
 }
 
-// informerName is the Name of a factory-made informer.
-func informerName(prefix, storeName string) string {
-	if prefix == "" {
-		return storeName
-	}
-	return prefix + "/" + storeName
-}
-
-// codecFor returns the codec of example's type, encrypted under keys when
-// keys is not nil.
-func codecFor(example interface{}, keys *indexer.KeyRing) (store.Codec, error) {
-	codec, err := indexer.NewCodec(example)
-	if err != nil || keys == nil {
-		return codec, err
-	}
-	return indexer.NewEncryptedCodec(codec, keys)
-}
-
 // scope is the fingerprint a store records of what it caches.
 func (f *Factory) scope(key factoryKey, namespaced bool) string {
 	ns := ""
@@ -672,53 +611,20 @@ func (f *Factory) tweak(o *metav1.ListOptions) {
 
 // Start runs, until ctx is done or Shutdown, every informer created so far
 // that is not running yet. Call it again after creating more informers.
-func (f *Factory) Start(ctx context.Context) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return
-	}
-	for _, e := range f.entries {
-		if e.started {
-			continue
-		}
-		e.started = true
-		runCtx, cancel := context.WithCancel(ctx)
-		f.cancels = append(f.cancels, cancel)
-		inf := e.inf
-		f.wg.Go(func() { inf.RunWithContext(runCtx) })
-	}
-}
+func (f *Factory) Start(ctx context.Context) { f.set.start(ctx) }
 
 // WaitForCacheSync waits until every informer Start started has synced or
 // stopped (its start failed, or Shutdown), or ctx is done, and reports which
 // have synced. A resource with informers of several kinds (typed, dynamic,
 // metadata) is reported synced when all of them are.
 func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionResource]bool {
-	f.mu.Lock()
-	started := map[factoryKey]*Informer{}
-	for key, e := range f.entries {
-		if e.started {
-			started[key] = e.inf
+	synced, _ := f.set.waitForCacheSync(ctx)
+	out := make(map[schema.GroupVersionResource]bool, len(synced))
+	for key, ok := range synced {
+		if prev, seen := out[key.gvr]; seen {
+			ok = ok && prev
 		}
-	}
-	f.mu.Unlock()
-	out := make(map[schema.GroupVersionResource]bool, len(started))
-	for key, inf := range started {
-		synced := false
-		select {
-		case <-inf.HasSyncedChecker().Done():
-			synced = true
-		case <-inf.ended:
-			// It will never sync: waiting for it would only wait for ctx.
-			synced = inf.HasSynced()
-		case <-ctx.Done():
-			synced = inf.HasSynced()
-		}
-		if prev, ok := out[key.gvr]; ok {
-			synced = synced && prev
-		}
-		out[key.gvr] = synced
+		out[key.gvr] = ok
 	}
 	return out
 }
@@ -727,26 +633,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 // made: nil while all of their commits get through, else the errors of
 // those whose do not, joined. It is a liveness check for the process.
 func (f *Factory) CheckCommits(maxFailing time.Duration) error {
-	f.mu.Lock()
-	infs := make([]*Informer, 0, len(f.entries))
-	for _, e := range f.entries {
-		infs = append(infs, e.inf)
-	}
-	f.mu.Unlock()
-	return checkCommits(infs, maxFailing)
-}
-
-// checkCommits joins the CheckCommits errors of infs, in the order of
-// their names.
-func checkCommits(infs []*Informer, maxFailing time.Duration) error {
-	slices.SortFunc(infs, func(a, b *Informer) int { return strings.Compare(a.name, b.name) })
-	var errs []error
-	for _, inf := range infs {
-		if err := inf.CheckCommits(maxFailing); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return f.set.checkCommits(maxFailing)
 }
 
 // Shutdown stops the informers Start started, waits for them to return and
@@ -776,38 +663,16 @@ func checkCommits(infs []*Informer, maxFailing time.Duration) error {
 // what it owns, hence the log line. Stop the workers (cancel their context
 // and wait for them) before calling Shutdown.
 func (f *Factory) Shutdown() error {
-	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		<-f.shutDown
-		return f.shutdownErr
-	}
-	f.closed = true
-	f.stop()
-	for _, cancel := range f.cancels {
-		cancel()
-	}
-	f.mu.Unlock()
-	f.makers.Wait()
-	f.wg.Wait()
-	var errs []error
-	for _, e := range f.entries {
-		// An informer the caller runs has its store closed when it ends.
-		if err := e.inf.closeStore("factory: shutdown"); err != nil {
-			errs = append(errs, err)
+	// The database last: it stays open while the informers' stores close.
+	return f.set.shutdown(func() error {
+		if f.held == nil {
+			return nil
 		}
-	}
-	// Last: the database stays open while the informers' stores close.
-	if f.held != nil {
 		if err := f.held.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close store %s: %w", FactoryStoreName, err))
+			return fmt.Errorf("close store %s: %w", FactoryStoreName, err)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		f.shutdownErr = fmt.Errorf("informer: factory: shutdown: %w", err)
-	}
-	close(f.shutDown)
-	return f.shutdownErr
+		return nil
+	})
 }
 
 // earlySchemes are the backends whose open is worth overlapping with the

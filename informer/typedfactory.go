@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -16,8 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -126,35 +129,18 @@ type schemeFactory struct {
 	defaultResync time.Duration
 	o             sharedInformerOptions
 
-	scheme     *runtime.Scheme
-	serializer runtime.NegotiatedSerializer
-	params     runtime.ParameterCodec
-	protobuf   bool // ask for protobuf (built-in types), else the config's content type
+	kind   string // "shared informer factory", in logs and errors
+	codecs schemeCodecs
 
 	config    *rest.Config // with the shared rate limiter
 	http      *http.Client
 	discovery discovery.DiscoveryInterfaceWithContext
 
-	// makeMu serializes the making of informers, which may wait for the
-	// database's lock (within store.Options.LockTimeout): one type is
-	// never made twice.
-	makeMu sync.Mutex
+	set *informerSet[reflect.Type]
 
-	mu        sync.Mutex // guards everything below
-	informers map[reflect.Type]cache.SharedIndexInformer
-	made      []*Informer // the persistent ones, whose stores Shutdown closes
-	started   map[reflect.Type]bool
-	failures  map[reflect.Type]error // informers InformerFor could not make
-	clients   map[schema.GroupVersion]*rest.RESTClient
-	mappings  map[schema.GroupVersionKind]restMapping
-	cancels   []context.CancelFunc
-	closing   bool
-	wg        sync.WaitGroup // the informers Start started
-
-	// stopped is cancelled by Shutdown: it ends the waits of the
-	// informers being made (a database held by another process).
-	stopped context.Context
-	stop    context.CancelFunc
+	mu       sync.Mutex // guards clients and mappings
+	clients  map[schema.GroupVersion]*rest.RESTClient
+	mappings map[schema.GroupVersionKind]restMapping
 }
 
 // schemeCodecs is how a schemeFactory encodes requests and decodes answers.
@@ -162,7 +148,7 @@ type schemeCodecs struct {
 	scheme     *runtime.Scheme
 	serializer runtime.NegotiatedSerializer
 	params     runtime.ParameterCodec
-	protobuf   bool
+	protobuf   bool // ask for protobuf (built-in types), else the config's content type
 }
 
 // restMapping is where a kind is served: its resource, whether it is
@@ -195,8 +181,8 @@ func (m fixedMapping) mapping(context.Context, schema.GroupVersionKind) (restMap
 
 func (fixedMapping) forget(schema.GroupVersionKind) {}
 
-func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, codecs schemeCodecs, defaultResync time.Duration, options []SharedInformerOption) (*schemeFactory, error) {
-	fail := func(err error) (*schemeFactory, error) { return nil, fmt.Errorf("informer: %s: %w", op, err) }
+func newSchemeFactory(ctx context.Context, kind, rawURL string, cfg *rest.Config, codecs schemeCodecs, defaultResync time.Duration, options []SharedInformerOption) (*schemeFactory, error) {
+	fail := func(err error) (*schemeFactory, error) { return nil, fmt.Errorf("informer: new %s: %w", kind, err) }
 	if cfg == nil {
 		return fail(errors.New("nil REST config"))
 	}
@@ -207,10 +193,8 @@ func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, 
 		return fail(err)
 	}
 	e := &schemeFactory{
-		url: rawURL, defaultResync: defaultResync,
-		scheme: codecs.scheme, serializer: codecs.serializer, params: codecs.params, protobuf: codecs.protobuf,
-		informers: map[reflect.Type]cache.SharedIndexInformer{}, started: map[reflect.Type]bool{},
-		failures: map[reflect.Type]error{}, clients: map[schema.GroupVersion]*rest.RESTClient{},
+		url: rawURL, defaultResync: defaultResync, kind: kind, codecs: codecs,
+		set: newInformerSet[reflect.Type]("shared informer factory"), clients: map[schema.GroupVersion]*rest.RESTClient{},
 		mappings: map[schema.GroupVersionKind]restMapping{},
 	}
 	for _, opt := range options {
@@ -256,7 +240,6 @@ func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, 
 			return fail(err)
 		}
 	}
-	e.stopped, e.stop = context.WithCancel(context.Background())
 	return e, nil
 }
 
@@ -268,73 +251,32 @@ func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, 
 // which never syncs; WaitForCacheSync reports it and the error.
 func (e *schemeFactory) informerFor(obj runtime.Object, indexers func(resync time.Duration) cache.Indexers) cache.SharedIndexInformer {
 	t := reflect.TypeOf(obj)
-	e.mu.Lock()
-	inf, ok := e.informers[t]
-	e.mu.Unlock()
-	if ok {
-		return inf
-	}
-	e.makeMu.Lock()
-	defer e.makeMu.Unlock()
-	e.mu.Lock()
-	inf, ok = e.informers[t]
-	closing := e.closing
-	e.mu.Unlock()
-	if ok {
-		return inf
-	}
 	resync, ok := e.o.customResync[t]
 	if !ok {
 		resync = e.defaultResync
 	}
-	var idx cache.Indexers
-	if indexers != nil && !typednil.Is(obj) {
-		idx = indexers(resync)
-	}
-	var made *Informer
-	var err error
-	if closing {
-		err = fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, ErrStopped)
-	} else {
-		made, err = e.makeInformer(obj, resync, idx)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err == nil && e.closing {
-		// Shutdown ran meanwhile and is past closing the stores.
-		err = fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, ErrStopped)
-		if cerr := made.closeStore("shared informer factory: shutdown"); cerr != nil {
-			err = errors.Join(err, cerr)
+	// Only once the informer is made: indexers makes an informer to learn
+	// them.
+	idx := sync.OnceValue(func() cache.Indexers {
+		if indexers == nil || typednil.Is(obj) {
+			return nil
 		}
-	}
-	if err != nil {
-		e.failures[t] = err
-		inf = failed(obj, resync, idx, err, e.o.factory.Informer.Logger)
-	} else {
-		e.made = append(e.made, made)
-		inf = made
-	}
-	e.informers[t] = inf
+		return indexers(resync)
+	})
+	inf, _ := e.set.get(context.Background(), t, fmt.Sprintf("%T", obj), func(ctx context.Context) (*Informer, error) {
+		return e.makeInformer(ctx, obj, resync, idx())
+	}, func(err error) cache.SharedIndexInformer {
+		return &failedInformer{SharedIndexInformer: clientgoInformer(nil, obj, resync, idx(), err), err: err, logger: e.o.factory.Informer.Logger}
+	})
 	return inf
 }
 
-// failed is what informerFor returns for a type it could not make an
-// informer of: an informer that fails every method that can fail with err,
-// and never syncs (see failedInformer).
-func failed(obj runtime.Object, resync time.Duration, indexers cache.Indexers, err error, logger *klog.Logger) cache.SharedIndexInformer {
-	if typednil.Is(obj) {
-		obj = &metav1.PartialObjectMetadata{}
-	}
-	lw := &cache.ListWatch{ListWithContextFunc: failingList(err), WatchFuncWithContext: failingWatch(err)}
-	return &failedInformer{SharedIndexInformer: cache.NewSharedIndexInformer(lw, obj, resync, indexers), err: err, logger: logger}
-}
-
 // makeInformer opens the stores of obj's type and makes its informer.
-func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
+func (e *schemeFactory) makeInformer(ctx context.Context, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
 	if typednil.Is(obj) {
 		return nil, errors.New("informer: shared informer factory: informer for a nil object")
 	}
-	gvks, _, err := e.scheme.ObjectKinds(obj)
+	gvks, _, err := e.codecs.scheme.ObjectKinds(obj)
 	if err != nil {
 		return nil, fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, err)
 	}
@@ -351,65 +293,30 @@ func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, i
 		}
 	}
 	name := base + listRequest{namespace: e.o.namespace, selectors: sel.Encode()}.nameSuffix()
-	codec, err := codecFor(obj, e.o.factory.Encryption)
-	if err != nil {
-		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
-	}
 	sopts := e.o.factory.Store
 	sopts.Name = name
-	sopts.Codec = codec
-	sopts.Scope = typedScope(e.cluster, base, e.o.namespace, probe.LabelSelector, probe.FieldSelector, e.o.factory.Store.Scope)
+	// The caller's part (FactoryOptions.Store.Scope) last, and only when
+	// set.
+	sopts.Scope = fmt.Sprintf("cluster=%s;type=%s;namespace=%s;labels=%s;fields=%s", e.cluster, base, e.o.namespace, probe.LabelSelector, probe.FieldSelector)
+	if e.o.factory.Store.Scope != "" {
+		sopts.Scope += ";scope=" + e.o.factory.Store.Scope
+	}
 	if len(indexers) > 0 {
-		merged := cache.Indexers{}
-		for k, f := range e.o.factory.Store.Indexers {
-			merged[k] = f
-		}
-		for k, f := range indexers {
-			merged[k] = f
-		}
-		sopts.Indexers = merged
+		sopts.Indexers = cache.Indexers{}
+		maps.Copy(sopts.Indexers, e.o.factory.Store.Indexers)
+		maps.Copy(sopts.Indexers, indexers)
 	}
 	iopts := e.o.factory.Informer
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	defer context.AfterFunc(e.stopped, func() { cancel(ErrStopped) })()
-	lw := &restLW{mapper: e, codecs: e.codecs(), gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
-	startEarly(ctx, e.url, sopts, lw, &iopts)
-	s, err := openStores(ctx, e.url, sopts, &iopts)
-	if err != nil {
-		iopts.Reflector.Early.Stop()
-		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
-			err = errors.Join(err, cause)
-		}
-		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
-	}
-	iopts.Name = informerName(e.o.factory.Informer.Name, name)
 	iopts.ResyncPeriod = resync
 	if e.o.transform != nil {
 		iopts.Transform = e.o.transform
 	}
-	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = name
-	}
-	inf, err := New(lw, obj, s, &iopts)
+	lw := &restLW{mapper: e, codecs: e.codecs, gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
+	inf, err := openInformer(ctx, e.url, lw, obj, e.o.factory.Encryption, sopts, iopts, nil)
 	if err != nil {
-		iopts.Reflector.Early.Stop()
-		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
 	}
 	return inf, nil
-}
-
-// typedScope is the scope fingerprint of a store of a shared informer
-// factory: the cluster, the type, the namespace and selectors it lists,
-// and the caller's part (FactoryOptions.Store.Scope), last and only when
-// set.
-func typedScope(cluster, typ, namespace, labels, fields, extra string) string {
-	scope := fmt.Sprintf("cluster=%s;type=%s;namespace=%s;labels=%s;fields=%s", cluster, typ, namespace, labels, fields)
-	if extra != "" {
-		scope += ";scope=" + extra
-	}
-	return scope
 }
 
 // mapping returns where gvk is served, asking the API server's discovery
@@ -472,18 +379,13 @@ func (e *schemeFactory) restClient(gv schema.GroupVersion) (*rest.RESTClient, er
 	if gv.Group == "" {
 		cfg.APIPath = "/api"
 	}
-	cfg.NegotiatedSerializer = e.serializer
+	cfg.NegotiatedSerializer = e.codecs.serializer
 	c, err := rest.RESTClientForConfigAndClient(cfg, e.http)
 	if err != nil {
 		return nil, fmt.Errorf("REST client of %s: %w", gv, err)
 	}
 	e.clients[gv] = c
 	return c, nil
-}
-
-// codecs returns how the factory encodes requests and decodes answers.
-func (e *schemeFactory) codecs() schemeCodecs {
-	return schemeCodecs{scheme: e.scheme, serializer: e.serializer, params: e.params, protobuf: e.protobuf}
 }
 
 // restLW lists and watches one kind through a REST client, as a generated
@@ -555,13 +457,18 @@ func (l *restLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 	return w, err
 }
 
-// genericFor returns the informer of gvr's kind in the factory's scheme,
-// found with the API server's discovery, and a lister of it. ctx bounds
-// the discovery, which waits for an unreachable API server.
-func (e *schemeFactory) genericFor(ctx context.Context, gvr schema.GroupVersionResource) (*genericInformer, error) {
-	fail := func(err error) (*genericInformer, error) {
+// ForResource returns the informer of resource's kind, which must be in
+// the factory's scheme, and a lister, as client-go's factory does; for a
+// GeneratedFactory, the result is also the generated package's
+// GenericInformer. The kind comes from the API server's discovery, which
+// waits for an unreachable API server up to forResourceTimeout (its
+// signature has no context), or until Shutdown.
+func (e *schemeFactory) ForResource(gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
+	fail := func(err error) (informers.GenericInformer, error) {
 		return nil, fmt.Errorf("informer: shared informer factory: resource %s: %w", StoreName(gvr), err)
 	}
+	ctx, cancel := context.WithTimeout(e.set.stopped, forResourceTimeout)
+	defer cancel()
 	var list *metav1.APIResourceList
 	err := retryUnreachable(ctx, "discovery of "+gvr.GroupVersion().String(), func() (err error) {
 		list, err = e.discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
@@ -575,7 +482,7 @@ func (e *schemeFactory) genericFor(ctx context.Context, gvr schema.GroupVersionR
 		return fail(fmt.Errorf("the API server does not serve it"))
 	}
 	r := list.APIResources[i]
-	obj, err := e.scheme.New(gvr.GroupVersion().WithKind(r.Kind))
+	obj, err := e.codecs.scheme.New(gvr.GroupVersion().WithKind(r.Kind))
 	if err != nil {
 		return fail(fmt.Errorf("no informer for kind %s: %w", r.Kind, err))
 	}
@@ -603,136 +510,62 @@ func (g *genericInformer) Lister() cache.GenericLister {
 	return cache.NewGenericLister(g.informer.GetIndexer(), g.resource)
 }
 
-// forResourceTimeout bounds ForResource's discovery: its signature has no
-// context.
+// forResourceTimeout bounds ForResource's discovery.
 const forResourceTimeout = time.Minute
 
-// forResource is ForResource of the factories: genericFor within
-// forResourceTimeout, or until Shutdown.
-func (e *schemeFactory) forResource(gvr schema.GroupVersionResource) (*genericInformer, error) {
-	ctx, cancel := context.WithTimeout(e.stopped, forResourceTimeout)
-	defer cancel()
-	return e.genericFor(ctx, gvr)
+// InformerName returns nil: informerdb informers report their metrics
+// through FactoryOptions.Informer.Metrics, under their store's name.
+func (e *schemeFactory) InformerName() *cache.InformerName { return nil }
+
+// Start runs every informer made so far that is not running yet, until
+// stopCh is closed or Shutdown.
+func (e *schemeFactory) Start(stopCh <-chan struct{}) {
+	e.set.start(wait.ContextForChannel(stopCh))
 }
 
-// start runs every informer made so far that is not running yet, until ctx
-// is done or Shutdown.
-func (e *schemeFactory) start(ctx context.Context) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closing {
-		return
-	}
-	for t, inf := range e.informers {
-		if e.started[t] {
-			continue
+// StartWithContext runs every informer made so far that is not running
+// yet, until ctx is done or Shutdown.
+func (e *schemeFactory) StartWithContext(ctx context.Context) { e.set.start(ctx) }
+
+// WaitForCacheSync waits until every started informer has synced, or
+// stopCh is closed, and reports which have.
+func (e *schemeFactory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
+	return e.WaitForCacheSyncWithContext(wait.ContextForChannel(stopCh)).Synced
+}
+
+// WaitForCacheSyncWithContext waits until every started informer has
+// synced or stopped, or ctx is done, and reports which have synced; Err
+// says why not all have (the errors of informers the factory could not
+// make, ctx's cause).
+func (e *schemeFactory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult {
+	synced, err := e.set.waitForCacheSync(ctx)
+	return cache.SyncResult{Synced: synced, Err: err}
+}
+
+// CheckCommits is Informer.CheckCommits over every informer the factory
+// made: nil while all of their commits get through. It is a liveness check
+// for the process.
+func (e *schemeFactory) CheckCommits(maxFailing time.Duration) error {
+	return e.set.checkCommits(maxFailing)
+}
+
+// Shutdown stops the informers Start started, waits for them to return,
+// and closes the stores of every informer the factory made; the factory
+// makes no informer afterwards. An error closing a store is logged (Close
+// returns it). It may be called more than once.
+func (e *schemeFactory) Shutdown() {
+	if err := e.Close(); err != nil {
+		logger := klog.Background()
+		if l := e.o.factory.Informer.Logger; l != nil {
+			logger = *l
 		}
-		e.started[t] = true
-		runCtx, cancel := context.WithCancel(ctx)
-		e.cancels = append(e.cancels, cancel)
-		e.wg.Go(func() { inf.RunWithContext(runCtx) })
+		logger.Error(err, "Shutting down the "+e.kind)
 	}
 }
 
-// waitForCacheSync waits until every informer start started has synced or
-// stopped, or ctx is done. Err is not nil if one has not synced: it holds
-// the errors of the informers the factory could not make and, if ctx
-// ended, its cause.
-func (e *schemeFactory) waitForCacheSync(ctx context.Context) cache.SyncResult {
-	e.mu.Lock()
-	started := map[reflect.Type]cache.SharedIndexInformer{}
-	for t, inf := range e.informers {
-		if e.started[t] {
-			started[t] = inf
-		}
-	}
-	failures := make(map[reflect.Type]error, len(e.failures))
-	for t, err := range e.failures {
-		failures[t] = err
-	}
-	e.mu.Unlock()
-	res := cache.SyncResult{Synced: make(map[reflect.Type]bool, len(started))}
-	var errs []error
-	for t, inf := range started {
-		synced := false
-		if made, ok := inf.(*Informer); ok {
-			select {
-			case <-made.HasSyncedChecker().Done():
-				synced = true
-			case <-made.ended:
-				// It will never sync: waiting for it would only wait for ctx.
-				synced = made.HasSynced()
-				if !synced {
-					errs = append(errs, fmt.Errorf("informer %s stopped before it synced", made.Name()))
-				}
-			case <-ctx.Done():
-				synced = made.HasSynced()
-			}
-		} else if err := failures[t]; err != nil {
-			errs = append(errs, err)
-		}
-		res.Synced[t] = synced
-	}
-	all := true
-	for _, synced := range res.Synced {
-		all = all && synced
-	}
-	if !all {
-		if ctx.Err() != nil {
-			errs = append(errs, context.Cause(ctx))
-		}
-		res.Err = errors.Join(errs...)
-		if res.Err == nil {
-			res.Err = errors.New("informer: shared informer factory: not every informer synced")
-		}
-	}
-	return res
-}
-
-// checkCommits is CheckCommits over the persistent informers.
-func (e *schemeFactory) checkCommits(maxFailing time.Duration) error {
-	e.mu.Lock()
-	infs := slices.Clone(e.made)
-	e.mu.Unlock()
-	return checkCommits(infs, maxFailing)
-}
-
-// shutdown stops the informers start started, waits for them to return,
-// and closes the stores of every informer the factory made. Later calls
-// wait for the first to end and do nothing.
-func (e *schemeFactory) shutdown() error {
-	e.mu.Lock()
-	if e.closing {
-		e.mu.Unlock()
-		// Wait for the first call: it holds makeMu until it is over.
-		e.makeMu.Lock()
-		e.makeMu.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
-		return nil
-	}
-	e.closing = true
-	e.stop()
-	for _, cancel := range e.cancels {
-		cancel()
-	}
-	e.mu.Unlock()
-	// Informers being made see stopped and give up; none is made after.
-	e.makeMu.Lock()
-	defer e.makeMu.Unlock()
-	e.wg.Wait()
-	e.mu.Lock()
-	made := slices.Clone(e.made)
-	e.mu.Unlock()
-	var errs []error
-	for _, inf := range made {
-		if err := inf.closeStore("shared informer factory: shutdown"); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("informer: shared informer factory: shutdown: %w", err)
-	}
-	return nil
-}
+// Close is Shutdown, returning the errors of closing the stores; every
+// call returns the first's.
+func (e *schemeFactory) Close() error { return e.set.shutdown(nil) }
 
 // indexersOf returns the indexers of the informer newInformer makes (the
 // generated informers' defaultInformer: a namespace index for namespaced
