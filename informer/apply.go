@@ -19,33 +19,27 @@ import (
 
 // pendingCommit gathers popped batches until they are committed together.
 type pendingCommit struct {
-	// ops holds one operation per key, the newest: the store needs only
-	// each key's final state, and a key changed many times in a group is
-	// written once.
+	// ops holds one operation per key, its newest: a key changed many
+	// times in a group is written once.
 	ops   []store.Op
 	opOf  map[string]int // index in ops by key
 	notes []queuedNote
 	rv    string // resume point reached once everything above is applied
 	// resumeOnly: the newest delta that moves the resume point is an
-	// event whose object has no metadata (a transform's doing), after
-	// which client-go's store keeps the resourceVersion it had seen
-	// (store.Batch.ResumeOnly).
+	// event whose object has no metadata (store.Batch.ResumeOnly).
 	resumeOnly bool
 	deltas     int
 	replace    bool // one relist, committed alone
-	// relistOpen: the group holds the first keys of a relist that a
-	// DeltaFIFO hands out key by key, not its last yet (see finishRelist).
+	// relistOpen: the group holds the first keys, not yet the last, of a
+	// relist that a DeltaFIFO hands out key by key (see finishRelist).
 	relistOpen bool
 	seq        uint64 // newest view entry written by ops
-	// handedOut is the queue's count of events handed out once this
-	// group's batches are (deltafifo.Batch.HandedOut).
-	handedOut uint64
+	handedOut  uint64 // deltafifo.Batch.HandedOut of the group's last batch
 	// prepared is ops and rv prepared for the store ahead of the commit
 	// (store.BatchPreparer), or nil.
 	prepared store.PreparedBatch
-	// corrected lists the keys whose committed state is not the one
-	// prepare put in the view: their changes the store rejected were left
-	// out (see leaveOutRejected, commitEach).
+	// corrected lists the keys whose changes the store rejected were left
+	// out: their committed state is not the one prepare put in the view.
 	corrected []string
 }
 
@@ -80,9 +74,9 @@ type queuedNote struct {
 }
 
 // prepare turns b into store operations and notifications, appended to pc.
-// The previous state of each object is read from the view (the store plus
-// what is popped but not committed), and the view is updated, so that the
-// queue sees the new state at once. It runs with the queue locked.
+// Each object's previous state is read from the view, which it updates so
+// that the queue sees the new state at once. It runs with the queue
+// locked.
 func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingCommit) {
 	pc.deltas += len(b.Deltas)
 	inf.stats.popped.Add(int64(len(b.Deltas)))
@@ -90,22 +84,19 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 		pc.replace = true
 	}
 	pc.relistOpen = b.RelistPending
-	// client-go hands OnAdd isInInitialList for an add popped before its
-	// queue synced. FIFO hands out the initial list as one Replace batch;
-	// DeltaFIFO key by key, each batch telling whether it is in it.
+	// OnAdd's isInInitialList, as client-go sets it. FIFO hands out the
+	// initial list as one Replace batch; DeltaFIFO key by key.
 	initialBatch := b.InInitialList && (b.Replace || inf.opts.Queue == DeltaFIFOQueue)
-	// Room for one operation and one notification per delta, made once: a
-	// relist of 100,000 objects would otherwise grow them (and rehash the
-	// map) a dozen times, a quarter of this function's time.
+	// Room for one operation and one notification per delta, made once
+	// rather than grown through a relist.
 	pc.ops = slices.Grow(pc.ops, len(b.Deltas))
 	pc.notes = slices.Grow(pc.notes, len(b.Deltas))
 	if pc.opOf == nil {
 		pc.opOf = make(map[string]int, len(b.Deltas))
 	}
 	if b.Replace && inf.store.ResourceVersion() == "" {
-		// A first list, into a store never synced: each of its objects
-		// is written, so each is pending until the commit. A relist over
-		// a synced store writes only what changed, often a few.
+		// A first list writes each of its objects; a relist over a
+		// synced store only what changed.
 		inf.view.reserve(len(b.Deltas))
 	}
 	for _, d := range b.Deltas {
@@ -128,10 +119,8 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			unchanged := exists && (d.Type == cache.Sync ||
 				d.Type == cache.Replaced && sameResourceVersion(old, d.Object))
 			if !unchanged {
-				// A Sync delta carries the object from the store itself, and
-				// a relisted object whose resourceVersion did not change is
-				// the stored one: nothing to write. That keeps a relist of a
-				// large, mostly unchanged store cheap.
+				// A Sync delta, or a relisted object whose resourceVersion
+				// did not change, is the stored object: nothing to write.
 				op = pc.addOp(key, store.Op{Type: store.OpPut, Object: d.Object, Key: key})
 				pc.seq = inf.view.set(key, d.Object, true)
 			}
@@ -169,10 +158,8 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			notify := true
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok && tomb.Obj == nil {
 				// Handlers are promised the last known object, never a nil
-				// Obj (DESIGN invariant 4). The queue makes tombstones only
-				// with one; a tombstone without one for a key the informer
-				// does not have reports nothing handlers were told of:
-				// client-go's queues only make tombstones for known objects.
+				// Obj (DESIGN invariant 4); a tombstone of a key the
+				// informer does not have reports nothing they heard of.
 				old, exists, err := inf.view.GetByKey(key)
 				switch {
 				case err != nil:
@@ -226,20 +213,10 @@ func recreated(old, cur interface{}) bool {
 }
 
 // popLoop pops batches, commits them and notifies the handlers until ctx is
-// done or the queue is closed and drained.
-//
-// Popping and committing overlap: a committer goroutine commits one group
-// (and notifies its handlers) while this goroutine pops and prepares the
-// next, which keeps growing until the commit is over (within MaxBatchSize
-// operations).
-// A store that is slow to commit (an fsync) thus gets fewer, larger commits
-// instead of a growing queue: group commit that adapts to the store. Groups
-// are committed, and notified, in the order they were popped; the view
-// (store plus popped, uncommitted objects) lets the next group be prepared
-// before the previous one is in the store. A group completed while a
-// commit still runs (it is full) is also prepared for the store
-// (store.Prepare: keys, index values, encodings) before it waits for the
-// committer, which then spends its time on the disk.
+// done or the queue is closed and drained. A committer goroutine commits
+// one group while this one pops and prepares the next (see the package
+// doc, Pipeline), in order; a group completed while a commit still runs is
+// also prepared for the store (store.Prepare) before it waits.
 func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
@@ -408,25 +385,12 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 // finishRelist pops into pc, which holds the first batches of a relist
 // that a DeltaFIFO hands out key by key (deltafifo.Batch.RelistPending),
 // until its last key is out (Batch.RelistDone), so that the relist is
-// committed in one commit with the list resourceVersion, as FIFO's is.
-//
-// This is how the informer keeps DESIGN invariant 2 with DeltaFIFO, rather
-// than committing each key as it is popped and leaving a marker that forces
-// a relist on the next start. The store has no such marker: a Batch whose
-// ResourceVersion is empty leaves the resume point as it is, so clearing it
-// would need a new kind of commit, or a flag in every backend's metadata
-// that every open then checks. A marker would also make each crash during
-// a relist cost one more relist. Gathering the relist costs what FIFO's
-// relist costs already (its objects are in memory, popped, until the
-// commit), and a crash before the commit leaves the store as it was before
-// the relist, with its old resume point, which every event before it has
-// reached (DESIGN invariant 1): the next start resumes from there, or
-// relists if the server no longer serves it.
-//
-// The keys a relist touches are those queued when it arrives, popped in
-// order before any key queued later, so this ends once they are out (a
-// relist arriving meanwhile adds the keys it touches). It returns an error when ctx ends first; pc must then be dropped, not
-// committed: it holds part of a relist.
+// committed whole with the list resourceVersion, as FIFO's is (DESIGN
+// invariant 2). A crash before that commit leaves the store with its old
+// resume point, which every event before it has reached: the store needs
+// no relist marker. The keys a relist touches are popped before any
+// queued after it, so this ends. It returns an error when ctx ends first;
+// pc, part of a relist, must then be dropped.
 func (inf *Informer) finishRelist(ctx context.Context, logger klog.Logger, q deltafifo.Queue, pc *pendingCommit) error {
 	for pc.relistOpen {
 		err := q.Pop(ctx, func(_ context.Context, b deltafifo.Batch) error {
@@ -527,27 +491,17 @@ const (
 // succeeds, then notifies the handlers. It returns false when ctx ended
 // first: nothing of pc was notified, and the resume point did not move.
 //
-// A batch the store rejects as invalid (an object its codec or an index
-// function refuses) would fail forever. What the store rejects in it is
-// then found without committing anything and left out (see
-// leaveOutRejected), and the rest is committed with the resume point in
-// one commit, as the whole would have been: a relist stays atomic (DESIGN
-// invariant 2), and a crash never leaves part of the batch stored with an
-// older resume point, which a restart would replay older events over. A
-// rejected change is skipped as the reflector skips an event the queue
-// refuses: its key keeps its last state the store accepts (of the batch,
-// or from before it), handlers are not told of it (nor given it as the old
-// object of the key's next change, see correctHeard), and the resume point
-// moves past it. Only when the rejected operations cannot be told apart
-// that way (a store without store.BatchPreparer whose codec refuses an
-// object) is the batch applied one operation per commit, skipping what the
-// store rejects, and the resume point moved in a last commit; that gives
-// up the atomicity of this one batch (of a relist, too) rather than stop
-// the informer.
+// A batch the store rejects as invalid would fail forever: what it rejects
+// is found without committing (leaveOutRejected) and left out, and the
+// rest is committed with the resume point in one commit, so a relist stays
+// atomic and no crash leaves part of the batch stored under an older
+// resume point. Only when the rejected operations cannot be told apart (a
+// store without store.BatchPreparer whose codec refuses an object) is the
+// batch applied one operation per commit (commitEach), giving up this
+// batch's atomicity rather than stop the informer.
 //
-// While it retries, Stats and CheckCommits report the failing commit; they
-// stop when it is durable (before it is notified) or when the retries end
-// with the apply loop.
+// While it retries, Stats and CheckCommits report the failing commit, until
+// it is durable or the retries end with the apply loop.
 func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) (committed bool) {
 	defer func() {
 		if !committed {
@@ -704,15 +658,7 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 	if !found {
 		return nil, false
 	}
-	if len(drop) > 0 {
-		notes := make([]queuedNote, 0, len(pc.notes)-len(drop))
-		for j, qn := range pc.notes {
-			if !drop[j] {
-				notes = append(notes, qn)
-			}
-		}
-		pc.notes = notes
-	}
+	pc.dropNotes(drop)
 	pc.prepared = nil // prepared for the operations as they were
 	return rejected, true
 }
@@ -767,17 +713,14 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 		}
 	}
 	if len(ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
-		t0 := inf.opts.Clock.Now()
-		var err error
-		if pc.prepared != nil && len(rejected) == 0 {
-			err = pc.prepared.Commit(ctx)
-		} else {
-			err = inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
-		}
-		if err != nil {
+		if err := inf.timed(len(ops), func() error {
+			if pc.prepared != nil && len(rejected) == 0 {
+				return pc.prepared.Commit(ctx)
+			}
+			return inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
+		}); err != nil {
 			return err
 		}
-		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), len(ops))
 	}
 	inf.commitSucceeded()
 	inf.appliedLocked(logger, pc, rejected)
@@ -801,11 +744,7 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 	defer inf.applyMu.Unlock()
 	rejected := map[int]bool{}
 	for i, op := range pc.ops {
-		t0 := inf.opts.Clock.Now()
-		err := inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}})
-		if err == nil {
-			inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 1)
-		}
+		err := inf.timed(1, func() error { return inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}}) })
 		switch {
 		case err == nil:
 		case errors.Is(err, store.ErrInvalid):
@@ -817,15 +756,26 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 		}
 	}
 	if pc.rv != "" && pc.rv != inf.store.ResourceVersion() {
-		t0 := inf.opts.Clock.Now()
-		if err := inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly}); err != nil {
+		if err := inf.timed(0, func() error {
+			return inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
+		}); err != nil {
 			return err
 		}
-		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 0)
 	}
 	inf.commitSucceeded()
 	inf.appliedLocked(logger, pc, rejected)
 	return nil
+}
+
+// timed runs commit, a store commit of ops operations, and observes its
+// duration if it succeeds.
+func (inf *Informer) timed(ops int, commit func() error) error {
+	t0 := inf.opts.Clock.Now()
+	err := commit()
+	if err == nil {
+		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), ops)
+	}
+	return err
 }
 
 // commitSucceeded ends the failing state of a retried commit once it is
@@ -946,15 +896,21 @@ func (inf *Informer) correctHeard(pc *pendingCommit) {
 			}
 		}
 	}
-	if len(drop) > 0 {
-		notes := pc.notes[:0]
-		for j, qn := range pc.notes {
-			if !drop[j] {
-				notes = append(notes, qn)
-			}
-		}
-		pc.notes = notes
+	pc.dropNotes(drop)
+}
+
+// dropNotes removes the notes of pc whose indexes are in drop.
+func (pc *pendingCommit) dropNotes(drop map[int]bool) {
+	if len(drop) == 0 {
+		return
 	}
+	notes := make([]queuedNote, 0, len(pc.notes)-len(drop))
+	for j, qn := range pc.notes {
+		if !drop[j] {
+			notes = append(notes, qn)
+		}
+	}
+	pc.notes = notes
 }
 
 // noteKey returns the key of pc's note j: its operation's, or, for a

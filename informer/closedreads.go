@@ -12,11 +12,7 @@ import (
 
 // closedReads is an informer's store as GetStore and GetIndexer hand it to
 // listers: the store itself, which logs the first read that finds it
-// closed by the factory that made the informer (Factory.Shutdown, and the
-// typed factories' and the InformerConstructor's). A closed store answers
-// List, ListKeys and ListIndexFuncValues with nothing and the other reads
-// with store.ErrClosed (see Factory.Shutdown for why it is not kept
-// answering). The check costs a length or error test per read until then.
+// closed by the factory that made the informer (see Factory.Shutdown).
 //
 // closedReads is safe for concurrent use.
 type closedReads struct {
@@ -26,10 +22,6 @@ type closedReads struct {
 	once   sync.Once   // the log line
 	logger klog.Logger
 	name   string // the informer's
-}
-
-func newClosedReads(s store.Store, logger klog.Logger, name string) *closedReads {
-	return &closedReads{Indexer: s, logger: logger, name: name}
 }
 
 // read logs, once, that op read the store after the factory closed it.

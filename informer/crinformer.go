@@ -46,61 +46,44 @@ const ConstructorStoreName = "informerdb/constructor"
 // means defaults. NewInformerConstructor copies it.
 type ConstructorOptions struct {
 	// Cluster identifies the cluster in every store's scope, as
-	// FactoryOptions.Cluster does: default "kube-system/<uid>", read by
-	// NewInformerConstructor, which waits (within its ctx) for an
-	// unreachable API server rather than guess. A cluster recreated behind
-	// the same URL has another kube-system UID, so its informers relist
-	// instead of serving the old cluster's objects.
+	// FactoryOptions.Cluster does (default "kube-system/<uid>"): a cluster
+	// recreated behind the same URL has another kube-system UID, so its
+	// informers relist instead of serving the old cluster's objects.
 	Cluster string
 
 	// Informer, Encryption and Store are as in FactoryOptions: the
 	// template of every informer's options, the encryption of every
-	// store's objects, and the template of every store's options
-	// (Durability, LockTimeout, CacheSize, Scope...).
+	// store's objects, and the template of every store's options.
 	Informer   Options
 	Encryption *indexer.KeyRing
 	Store      store.Options
 
 	// FallBackToMemory makes the constructor return client-go's in-memory
-	// informer where it cannot make a persistent one (the database cannot
-	// be opened, an informer's scope cannot be told, its store cannot be
-	// opened), instead of failing: NewInformerConstructor then succeeds
-	// whatever the database's state, and each such informer, when it
-	// runs, logs why at error level through the logger of its context
-	// (controller-runtime's), or Informer.Logger. The controller then
-	// works without persistence: every restart lists everything, and
-	// deletes made while it was down are never delivered. Default false:
-	// such failures are errors (see InformerConstructor).
+	// informer where it cannot make a persistent one (the database, an
+	// informer's scope or its store cannot be opened or told), instead of
+	// failing; each such informer logs why at error level when it runs.
+	// The controller then works without persistence: every restart lists
+	// everything, and deletes made while it was down are never delivered.
+	// Default false: such failures are errors (see InformerConstructor).
 	FallBackToMemory bool
 
 	// StateCatchUp gives every resumed informer Options.StateCatchUp: a
-	// MetadataStateLister of what its ListerWatcher lists (the resource,
-	// namespace and selectors of its request, see InformerConstructor),
-	// through Config. It syncs as soon as its store holds the server's
-	// state, instead of waiting for a bookmark, for one streaming list of
-	// every object's metadata (about 320 bytes per ConfigMap: 22% of a
-	// cold start's bytes for ConfigMaps of 1 KiB): a restart then takes
-	// about as long as client-go's cold start, instead of a bookmark wait
-	// (1-2 s). Informer.StateCatchUp must be nil: a lister is per
-	// informer. Default false.
+	// MetadataStateLister of what its ListerWatcher lists, through Config.
+	// Informer.StateCatchUp must be nil. Default false.
 	StateCatchUp bool
 
-	// ResumeOnDemand turns off resuming ahead. By default, when the
-	// first informer of a type, namespace and selectors runs, the
-	// constructor resumes at once the informers of the same type and
-	// selectors in the other namespaces whose stores the database holds
-	// with a resume point, through the first informer's ListerWatcher sent
-	// to their namespace: controller-runtime's multi-namespace cache asks
-	// for them only once the first one synced, and each would otherwise
-	// wait for its own bookmark, one after another. When it asks,
-	// NewInformer returns the informer already running (Stats.StartedAhead),
-	// if its resync period, indexers and transform are those of the first
-	// informer (the same function values); otherwise the informer is made
-	// anew on its store, as without this. An informer started ahead is
-	// fresh as of that start (DESIGN invariant 3), a moment before it is
-	// asked for. One not asked for within a minute is stopped: a store
-	// of a namespace the controller no longer watches costs a probe and
-	// a short watch at each start, until it is removed (store.Drop).
+	// ResumeOnDemand turns off resuming ahead. By default, when the first
+	// informer of a type, namespace and selectors runs, the constructor
+	// resumes at once the informers of the same type and selectors in the
+	// other namespaces whose stores the database holds with a resume point,
+	// through the first informer's ListerWatcher sent to their namespace:
+	// controller-runtime's multi-namespace cache asks for them one after
+	// another, each once the previous synced. When asked for, NewInformer
+	// returns the informer already running (Stats.StartedAhead) if its
+	// resync period, indexers and transform are the first informer's (the
+	// same function values), else makes it anew. An informer started ahead
+	// is fresh as of that start (DESIGN invariant 3). One not asked for
+	// within a minute is stopped.
 	ResumeOnDemand bool
 }
 
@@ -112,39 +95,26 @@ type ConstructorOptions struct {
 //	err = mgr.Add(c)
 //	defer c.Close() // after the manager stopped
 //
-// NewInformerConstructor identifies the cluster (see
-// ConstructorOptions.Cluster) and opens the database, holding it open (see
-// ConstructorStoreName) until Close: a database URL it cannot use, an unsafe
-// path (relative, a link, a parent directory others can write) or a database
-// another process holds is its error, after one lock wait.
+// A constructor sees only a ListerWatcher, which hides what it lists. So
+// that a store never holds the objects of two scopes, NewInformer asks the
+// ListerWatcher for one page of its list with a context that the
+// constructor's transport recognizes: the transport records the request's
+// URL (resource, namespace, selectors) and answers it without sending it.
+// That is why the clients that list must be built from Config (or a
+// transport wrapped by WrapTransport). The store is named after the
+// object's type and that request ("core/v1/ConfigMap", with
+// "@ns=<namespace>" for one namespace and "@sel=<digest>" when selectors
+// are set; "/unstructured" or "/metadata" after the type for those
+// informers), and its scope records the cluster and the request in full. A
+// namespace or selector change opens another store, which lists; the old
+// one stays in the database until it is removed (store.Drop, `snapshot
+// drop`).
 //
-// A constructor sees only a ListerWatcher, which hides what it lists: the
-// namespace and the selectors are inside its functions. So that a store
-// never holds the objects of two scopes, NewInformer asks the ListerWatcher
-// for one page of its list with a context that the constructor's transport
-// recognizes: the transport records the request's URL (the resource, the
-// namespace, the label and field selectors) and answers it without sending
-// it. That is why the clients that list must be built from Config (or a
-// transport wrapped by WrapTransport). The store is then named after
-// the object's type and that request ("core/v1/ConfigMap" for a list of
-// every namespace without selectors, "core/v1/ConfigMap@ns=team-a" for one
-// namespace, with "@sel=<digest>" when selectors are set;
-// "core/v1/ConfigMap/unstructured" and "core/v1/ConfigMap/metadata" for the
-// unstructured and metadata-only informers of the type), and its scope
-// records the cluster and the request in full. Informers of a
-// multi-namespace cache, created in a different order at each start, each
-// find their own store. A namespace or selector change opens another store,
-// which starts empty and lists; the store no informer opens any more stays
-// in the database until it is removed (store.Drop, `snapshot drop`).
-//
-// When NewInformer cannot make a persistent informer (the scope cannot be
-// told, the store cannot be opened), it does not run without persistence
-// (unless ConstructorOptions.FallBackToMemory): it returns an informer that
-// fails every method that can fail with the error, and records the error
-// for Start. Added to a controller-runtime manager (mgr.Add(c)), the
-// constructor's Start returns that error, which stops the manager with it;
-// controller-runtime's GetInformer returns it too, as the informer's
-// SetTransform fails.
+// When NewInformer cannot make a persistent informer, it returns (unless
+// ConstructorOptions.FallBackToMemory) an informer that fails every method
+// that can fail with the error, and records the error for Start: added to
+// a controller-runtime manager (mgr.Add(c)), the constructor stops the
+// manager with it.
 //
 // An InformerConstructor is safe for concurrent use.
 type InformerConstructor struct {
@@ -158,32 +128,25 @@ type InformerConstructor struct {
 	// opened (dbErr, with FallBackToMemory).
 	held  store.Store
 	dbErr error
-	// meta lists the informers' state (ConstructorOptions.StateCatchUp);
-	// nil without it.
-	meta metadata.Interface
+	meta  metadata.Interface // with ConstructorOptions.StateCatchUp, else nil
 
 	mu     sync.Mutex  // guards the fields below up to wg
 	made   []*Informer // every informer made; Close closes their stores
 	closed bool        // by Close: NewInformer opens no store any more
-	// aheads are the informers started ahead and not claimed, by store
-	// name; opening counts the NewInformer calls opening a store, by
-	// name; families are the types and selectors whose other namespaces
-	// were resumed ahead (see resumeSiblings).
+	// aheads are the informers started ahead and not claimed, and opening
+	// counts the NewInformer calls opening a store, by store name;
+	// families are the types and selectors resumed ahead (resumeSiblings).
 	aheads   map[string]*ahead
 	opening  map[string]int
 	families map[string]bool
-	// started are the informers started ahead, claimed or not: Close
-	// stops those still running.
-	started []*ahead
-	// failure is the first error of NewInformer, for Start; failed is
-	// closed when it is set.
+	started  []*ahead // started ahead, claimed or not: Close stops them
+	// failure is NewInformer's first error, for Start; failed is closed
+	// when it is set.
 	failure error
 	failed  chan struct{}
 
-	// wg counts the goroutines resuming informers ahead and running them.
-	wg sync.WaitGroup
-	// claimWindow is aheadClaimWindow, shorter in tests.
-	claimWindow time.Duration
+	wg          sync.WaitGroup // the goroutines resuming and running informers ahead
+	claimWindow time.Duration  // aheadClaimWindow, shorter in tests
 }
 
 // NewInformerConstructor returns a constructor whose informers keep their
@@ -220,7 +183,11 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 
 	// The database first: a misconfigured one fails at once, not after a
 	// wait for the API server.
-	if err := c.openDatabase(ctx); err != nil {
+	err := store.CheckURL(c.url)
+	if err == nil {
+		c.held, err = openHeld(ctx, c.url, ConstructorStoreName, "informer constructor", c.opts.Store)
+	}
+	if err != nil {
 		if !c.opts.FallBackToMemory {
 			return nil, fmt.Errorf("informer: new informer constructor: %w", err)
 		}
@@ -243,29 +210,6 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 		}
 	}
 	return c, nil
-}
-
-// openDatabase checks the URL and opens the constructor's own store,
-// which opens the database, checks its path and waits for its lock.
-func (c *InformerConstructor) openDatabase(ctx context.Context) error {
-	if err := store.CheckURL(c.url); err != nil {
-		return err
-	}
-	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})
-	if err != nil {
-		return err
-	}
-	sopts := c.opts.Store
-	sopts.Name = ConstructorStoreName
-	sopts.Codec = codec
-	sopts.Indexers = nil
-	sopts.Scope = "informer constructor"
-	s, err := store.Open(ctx, c.url, &sopts)
-	if err != nil {
-		return err
-	}
-	c.held = s
-	return nil
 }
 
 // Config returns a copy of the REST config given to NewInformerConstructor

@@ -172,7 +172,12 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	}
 	// The database first: a misconfigured one fails at once, not after a
 	// wait for the API server.
-	held, err := openFactoryStore(ctx, rawURL, f.opts.Store)
+	held, err := openHeld(ctx, rawURL, FactoryStoreName, "factory", f.opts.Store)
+	if errors.Is(err, store.ErrInUse) {
+		// Another factory of this process holds it: the database is
+		// usable, and this factory's informers share it.
+		held, err = nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
@@ -194,25 +199,20 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	return f, nil
 }
 
-// openFactoryStore opens the store of FactoryStoreName at rawURL, with the
-// durability and lock timeout of sopts, the template of the factory's
-// stores. It returns nil and no error if the store is open already in this
-// process (store.ErrInUse): another factory of the same database holds it,
-// so the database is usable, and this factory's informers share it.
-func openFactoryStore(ctx context.Context, rawURL string, sopts store.Options) (store.Store, error) {
+// openHeld opens the store name, which holds no objects, that a maker of
+// informers keeps open in the database at rawURL (see FactoryStoreName),
+// with the durability and lock timeout of sopts, the template of its
+// stores.
+func openHeld(ctx context.Context, rawURL, name, scope string, sopts store.Options) (store.Store, error) {
 	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})
 	if err != nil {
 		return nil, err
 	}
-	sopts.Name = FactoryStoreName
+	sopts.Name = name
 	sopts.Codec = codec
 	sopts.Indexers = nil
-	sopts.Scope = "factory"
-	s, err := store.Open(ctx, rawURL, &sopts)
-	if errors.Is(err, store.ErrInUse) {
-		return nil, nil
-	}
-	return s, err
+	sopts.Scope = scope
+	return store.Open(ctx, rawURL, &sopts)
 }
 
 // clusterIdentity returns the default FactoryOptions.Cluster:
