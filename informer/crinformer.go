@@ -214,10 +214,8 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 
 // Config returns a copy of the REST config given to NewInformerConstructor
 // whose transport lets the constructor see the scope of each ListerWatcher
-// it is given (see InformerConstructor). Build the clients whose
-// ListerWatchers reach NewInformer from it (for controller-runtime: the
-// config passed to ctrl.NewManager). Requests other than the constructor's
-// own are passed on unchanged.
+// (see InformerConstructor): build the clients whose ListerWatchers reach
+// NewInformer from it (controller-runtime: the config of ctrl.NewManager).
 func (c *InformerConstructor) Config() *rest.Config { return rest.CopyConfig(c.config) }
 
 // WrapTransport wraps rt as Config's transport is wrapped, for callers
@@ -228,11 +226,9 @@ func (c *InformerConstructor) WrapTransport(rt http.RoundTripper) http.RoundTrip
 }
 
 // Start waits until ctx ends, and returns nil, or until NewInformer could
-// not make an informer (the scope of its ListerWatcher could not be told,
-// its store could not be opened), and returns that error, the first one.
-// Add the constructor to a controller-runtime manager (mgr.Add(c)) so that
-// such an error stops the manager and is what its Start returns. It may be
-// called more than once.
+// not make an informer, and returns that error, the first one: added to a
+// controller-runtime manager (mgr.Add(c)), it stops the manager with it.
+// It may be called more than once.
 func (c *InformerConstructor) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
@@ -244,16 +240,15 @@ func (c *InformerConstructor) Start(ctx context.Context) error {
 	}
 }
 
-// NeedLeaderElection reports false: a manager runs the constructor's Start
-// (see Start) on every replica, as it runs its caches.
+// NeedLeaderElection reports false: a manager runs Start on every
+// replica, as it runs its caches.
 func (c *InformerConstructor) NeedLeaderElection() bool { return false }
 
 // NewInformer has the signature of controller-runtime's
-// cache.Options.NewInformer. It cannot return an error: if the informer's
-// scope cannot be told or its store cannot be opened, it returns an
-// informer that fails with that error (and Start returns it), or, with
-// ConstructorOptions.FallBackToMemory, client-go's in-memory informer,
-// which logs the error when it runs (see InformerConstructor).
+// cache.Options.NewInformer. It cannot return an error: if it cannot make
+// a persistent informer, it returns one that fails with the error (and
+// Start returns it), or, with ConstructorOptions.FallBackToMemory,
+// client-go's in-memory informer, which logs the error when it runs.
 func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	err := c.dbErr
 	if err == nil {
@@ -373,12 +368,10 @@ func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, ob
 	return inf, nil
 }
 
-// failedInformer stands in for an informer NewInformer could not make: its
-// methods that can fail return err, and it never syncs nor runs.
-// controller-runtime calls SetTransform on every informer it is given, so
-// its GetInformer returns err and never starts the informer. The embedded
-// client-go informer, never run, answers the other methods (an empty
-// store).
+// failedInformer stands in for an informer that could not be made: its
+// methods that can fail return err (controller-runtime's GetInformer then
+// fails, as it calls SetTransform), and it never syncs nor runs. The
+// embedded client-go informer, never run, answers the other methods.
 type failedInformer struct {
 	cache.SharedIndexInformer
 	err    error
@@ -465,8 +458,9 @@ func clientgoInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Du
 }
 
 // retire closes the store named name of an informer the constructor made
-// that stopped, waiting (up to probeTimeout) for it to end, and forgets
-// the informer. It reports whether it closed one.
+// that stopped (controller-runtime's RemoveInformer), waiting up to
+// probeTimeout for it to end, and forgets it. It reports whether it closed
+// one.
 func (c *InformerConstructor) retire(name string) bool {
 	c.mu.Lock()
 	var stopped *Informer
@@ -504,11 +498,10 @@ func (c *InformerConstructor) retire(name string) bool {
 }
 
 // Close closes every store the constructor opened, and the database. Call
-// it after the informers stopped; NewInformer then opens no store (its
-// informers fail with an error saying so). An informer that never ran
-// leaves its Metrics and can no longer run. The store of an informer still
-// running is not closed under it but when its Run returns (an error closing
-// it is then logged, not returned). Close may be called more than once.
+// it after the informers stopped; NewInformer then opens no store. An
+// informer that never ran can no longer run. The store of an informer
+// still running is closed when its Run returns (an error is then logged).
+// Close may be called more than once.
 func (c *InformerConstructor) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -518,9 +511,8 @@ func (c *InformerConstructor) Close() error {
 	}
 	c.started = nil
 	c.mu.Unlock()
-	// The informers started ahead stop with their Run, which the
-	// constructor's goroutines hold; claimed ones stopped with the Run
-	// they were given.
+	// The informers started ahead stop with their Run, held by the
+	// constructor's goroutines.
 	c.wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -545,8 +537,7 @@ func (c *InformerConstructor) Close() error {
 }
 
 // CheckCommits is Informer.CheckCommits over every persistent informer the
-// constructor made and has not closed: nil while all of their commits get
-// through, else the errors of those whose do not, joined. Add it to the
+// constructor made and has not closed, their errors joined. Add it to the
 // manager as a liveness check:
 //
 //	mgr.AddHealthzCheck("informerdb", func(*http.Request) error { return c.CheckCommits(2 * time.Minute) })
@@ -557,9 +548,9 @@ func (c *InformerConstructor) CheckCommits(maxFailing time.Duration) error {
 	return checkCommits(infs, maxFailing)
 }
 
-// probeTimeout bounds the constructor's scope request. Its own transport
-// answers it at once; the bound is for a client-side rate limiter that makes
-// it wait for its turn, or a ListerWatcher that sends it elsewhere.
+// probeTimeout bounds the constructor's scope request, which its transport
+// answers at once, for a client-side rate limiter that makes it wait or a
+// ListerWatcher that sends it elsewhere.
 const probeTimeout = 30 * time.Second
 
 // errScopeProbed is the constructor's transport's answer to its own scope
@@ -577,7 +568,7 @@ type scopeProbe struct {
 
 // scopeTransport records the URL of a request made with a scopeProbe in its
 // context and answers it with errScopeProbed; it passes every other request
-// on.
+// on (moved to another namespace, see moveNamespace).
 type scopeTransport struct{ next http.RoundTripper }
 
 func (t *scopeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -704,8 +695,8 @@ func (r listRequest) inNamespace(ns string) listRequest {
 
 // nameSuffix tells apart the stores of one type that list different
 // things: "@ns=<namespace>", and "@sel=<digest of the selectors>". The
-// store's scope holds the request in full, so two requests whose digests
-// collide relist rather than share objects.
+// scope holds the request in full: colliding digests relist rather than
+// share objects.
 func (r listRequest) nameSuffix() string {
 	s := ""
 	if r.namespace != "" {
@@ -745,9 +736,8 @@ func constructedTypeName(obj runtime.Object) string {
 type watchListOptOut interface{ IsWatchListSemanticsUnSupported() bool }
 
 // withContext is cache.ToListerWatcherWithContext keeping lw's opt-out of
-// the streaming watch-list, which client-go's wrapper of a ListerWatcher
-// without context methods hides: the reflector would otherwise ask such a
-// source for a streaming list at every relist and fall back after it fails.
+// the streaming watch-list, which client-go's wrapper hides: the reflector
+// would otherwise try a streaming list at every relist.
 func withContext(lw cache.ListerWatcher) cache.ListerWatcherWithContext {
 	wc := cache.ToListerWatcherWithContext(lw)
 	if o, ok := lw.(watchListOptOut); ok {

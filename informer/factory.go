@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -45,56 +46,44 @@ type FactoryOptions struct {
 
 	// Cluster identifies the cluster in every store's scope, so that a
 	// database reused against another cluster is relisted instead of
-	// served (DESIGN invariant 5). Default: "kube-system/<uid>" from the
-	// kube-system namespace, read by NewFactory, or "server=<scheme://host>"
-	// of the API server (and a log line) where the API server answers that
-	// it cannot be read (Forbidden, NotFound): that tells apart clusters
-	// reached at different addresses only. While the API server cannot be reached, NewFactory retries
-	// until its context ends, and then fails: an identity it had to guess
-	// would change every store's scope and make every informer relist.
-	// Setting Cluster makes NewFactory send no request.
+	// served (DESIGN invariant 5). Default: "kube-system/<uid>", read by
+	// NewFactory, or "server=<scheme://host>" (and a log line) where the
+	// API server answers that the namespace cannot be read. While the API
+	// server cannot be reached, NewFactory retries until its context ends,
+	// and then fails rather than guess an identity, which would make every
+	// informer relist. Setting Cluster makes NewFactory send no request.
 	Cluster string
 
 	// Informer is the template of every informer's options. Each
-	// informer's Name is its store's name ("core/v1/configmaps"), after
-	// Informer.Name and a "/" when Informer.Name is set: informers sharing
-	// Informer.Metrics report under distinct labels, and two factories
-	// sharing one Metrics (two clusters) tell theirs apart by prefix.
+	// informer's Name is its store's name, after Informer.Name and a "/"
+	// when set: two factories sharing one Metrics tell theirs apart.
 	Informer Options
 
 	// Encryption, when set, encrypts every store's objects at rest
-	// (indexer.NewEncryptedCodec around the resource's codec). A database
-	// written with encryption cannot be opened without it, nor the
-	// reverse (store.ErrIncompatible). Default nil: plain text on disk.
+	// (indexer.NewEncryptedCodec). A database written with encryption
+	// cannot be opened without it, nor the reverse (store.ErrIncompatible).
+	// Default nil.
 	Encryption *indexer.KeyRing
 
-	// Dynamic lists and watches for DynamicInformerFor (any resource,
-	// custom resources included, as unstructured.Unstructured), and
-	// Metadata for MetadataInformerFor (metav1.PartialObjectMetadata: only
-	// the objects' metadata is listed, watched and stored). Either may be
-	// nil if the factory is not asked for that kind of informer;
-	// NewFactoryForConfig sets both.
+	// Dynamic lists and watches for DynamicInformerFor, and Metadata for
+	// MetadataInformerFor. Either may be nil if the factory is not asked
+	// for that kind of informer; NewFactoryForConfig sets both.
 	Dynamic  dynamic.Interface
 	Metadata metadata.Interface
 
-	// Store is the template of every store's options (Durability,
-	// LockTimeout, CacheSize, Indexers...). The factory sets Name (the
-	// resource, "core/v1/configmaps"), Codec (chosen for the resource's
-	// type), and Scope (cluster, resource, namespace and selectors, and
+	// Store is the template of every store's options. The factory sets
+	// Name, Codec and Scope (cluster, resource, namespace, selectors, and
 	// Store.Scope if set). Store.Scope is the caller's part of every
-	// store's scope: a change relists every store into an empty one. Put
-	// in it what changes the stored objects but that no store can see,
-	// such as a version of Informer.Transform: objects stored by one
-	// transform are not transformed again by the next.
+	// store's scope, whose change relists every store: put in it what
+	// changes the stored objects that no store can see, such as a version
+	// of Informer.Transform.
 	Store store.Options
 }
 
 // Factory makes informers for many resources of one cluster, all kept in
-// one database (one URL), each in its own store named after its resource:
-// informers of the clientset's types (InformerFor), of unstructured objects
-// through the dynamic client (DynamicInformerFor: custom resources), and of
-// objects' metadata alone (MetadataInformerFor). The three kinds of one
-// resource are separate informers with separate stores.
+// one database, each in its own store named after its resource: informers
+// of the clientset's types (InformerFor), of unstructured objects
+// (DynamicInformerFor) and of objects' metadata (MetadataInformerFor).
 //
 // A Factory is safe for concurrent use.
 type Factory struct {
@@ -111,25 +100,19 @@ type Factory struct {
 	set  *informerSet[factoryKey]
 }
 
-// objectKind is what a factory's informer keeps of its resource's objects.
-type objectKind int
+// objectKind is what a factory's informer keeps of its resource's objects,
+// as the suffix of its store's name.
+type objectKind string
 
 const (
-	typedObjects        objectKind = iota // the clientset's Go type
-	unstructuredObjects                   // unstructured.Unstructured, through the dynamic client
-	metadataObjects                       // metav1.PartialObjectMetadata, through the metadata client
+	typedObjects        objectKind = ""              // the clientset's Go type
+	unstructuredObjects objectKind = "/unstructured" // through the dynamic client
+	metadataObjects     objectKind = "/metadata"     // through the metadata client
 )
 
-// storeName is the name of the store of gvr's informer of this kind:
-// StoreName(gvr), with "/unstructured" or "/metadata" after it.
+// storeName is the name of the store of gvr's informer of this kind.
 func (k objectKind) storeName(gvr schema.GroupVersionResource) string {
-	switch k {
-	case unstructuredObjects:
-		return StoreName(gvr) + "/unstructured"
-	case metadataObjects:
-		return StoreName(gvr) + "/metadata"
-	}
-	return StoreName(gvr)
+	return StoreName(gvr) + string(k)
 }
 
 type factoryKey struct {
@@ -148,16 +131,11 @@ const FactoryStoreName = "informerdb/factory"
 // client and keep their objects in the database at rawURL (see store.Open;
 // the backend must be imported). opts may be nil.
 //
-// It opens the database first, and fails with the store's error if it
-// cannot be used: a URL no registered backend serves or with an unknown
-// parameter (store.ErrInvalid), a relative path (store.ErrInvalid), an
-// unsafe path (store.ErrUnsafe, see driver.CheckPath), a database another
-// process holds beyond store.Options.LockTimeout (store.ErrLocked), a
-// damaged or incompatible one. It keeps the database open until Shutdown
-// (see FactoryStoreName). Then it identifies the cluster (see
-// FactoryOptions.Cluster), which waits for an unreachable API server
-// within ctx; ctx bounds the wait for the database's lock too. On error,
-// nothing stays open.
+// It opens the database first (see FactoryStoreName), failing with the
+// store's error if it cannot be used (store.ErrInvalid, store.ErrUnsafe,
+// store.ErrLocked, a damaged or incompatible database), then identifies
+// the cluster (see FactoryOptions.Cluster). ctx bounds the waits for the
+// database's lock and for the API server. On error, nothing stays open.
 func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface, opts *FactoryOptions) (*Factory, error) {
 	if client == nil || typednil.Is(client) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
@@ -170,8 +148,8 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if _, err := f.opts.Informer.withDefaults(); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	// The database first: a misconfigured one fails at once, not after a
-	// wait for the API server.
+	// The database first: a misconfigured one fails without a wait for
+	// the API server.
 	held, err := openHeld(ctx, rawURL, FactoryStoreName, "factory", f.opts.Store)
 	if errors.Is(err, store.ErrInUse) {
 		// Another factory of this process holds it: the database is
@@ -216,13 +194,11 @@ func openHeld(ctx context.Context, rawURL, name, scope string, sopts store.Optio
 }
 
 // clusterIdentity returns the default FactoryOptions.Cluster:
-// "kube-system/<uid>", the one name of a cluster that no route to it
-// changes. If the API server answers that the kube-system namespace cannot
-// be read (a namespaced controller may not get namespaces), it is
-// "server=<scheme://host>" of client's API server: weaker (the in-cluster
-// address of the API server is the same in every cluster), but two
-// clusters reached at two addresses are not mixed. Other failures are
-// retried until ctx ends.
+// "kube-system/<uid>", which no route to the cluster changes. If the API
+// server answers that the namespace cannot be read (a namespaced
+// controller may not get namespaces), it is the weaker
+// "server=<scheme://host>", which still tells apart clusters reached at
+// different addresses. Other failures are retried until ctx ends.
 func clusterIdentity(ctx context.Context, client kubernetes.Interface) (string, error) {
 	var ns *corev1.Namespace
 	err := retryUnreachable(ctx, "reading namespace kube-system for the cluster identity", func() (err error) {
@@ -254,15 +230,13 @@ func serverOf(client kubernetes.Interface) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// unreachableBackoff spaces the retries of retryUnreachable: from 100ms,
-// doubling, to at most 10s between requests.
+// unreachableBackoff spaces the retries of retryUnreachable.
 var unreachableBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 10 * time.Second}
 
-// retryUnreachable calls request, which does what (for the log), until it
-// succeeds or fails with the API server's answer (isAnswer), and returns
-// that error, or ctx's cause joined with the last error once ctx ends. It
-// logs the first failure it retries, so that a start waiting for the API
-// server says why, and the others at verbosity 2.
+// retryUnreachable calls request, which does what, until it succeeds or
+// fails with the API server's answer (isAnswer), and returns that error,
+// or ctx's cause joined with the last error once ctx ends. It logs the
+// first failure it retries, and the others at verbosity 2.
 func retryUnreachable(ctx context.Context, what string, request func() error) error {
 	backoff := unreachableBackoff
 	for tries := 1; ; tries++ {
@@ -285,11 +259,10 @@ func retryUnreachable(ctx context.Context, what string, request func() error) er
 	}
 }
 
-// isAnswer tells whether err is the API server's definite answer to a
-// request, which a retry would only repeat: a 4xx status other than 401
-// (credentials may be on their way), 408 and 429. Everything else (no
-// connection, timeouts, 5xx while the API server starts or an aggregated
-// API is down) may pass.
+// isAnswer tells whether err is the API server's definite answer, which a
+// retry would only repeat: a 4xx status other than 401 (credentials may be
+// on their way), 408 and 429. Everything else (no connection, timeouts,
+// 5xx) may pass.
 func isAnswer(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
@@ -344,34 +317,29 @@ func NewFactoryForConfig(ctx context.Context, rawURL string, cfg *rest.Config, o
 // InformerFor returns the informer of gvr's objects as the clientset's Go
 // type (*corev1.ConfigMap for configmaps), creating it (and opening its
 // store, named StoreName(gvr)) on first use. gvr must be a resource of
-// client-go's clientset (DynamicInformerFor serves the others): its kind
-// comes from client-go's scheme, and its objects are listed and watched
-// through the clientset's REST client, as its typed client would, or
-// through the reactors of one of client-go's fake clientsets. With
-// FactoryOptions.Namespace set, the clientset's discovery tells whether gvr
-// is namespaced, as for DynamicInformerFor (a fake clientset's Resources
-// must list it). ctx bounds that and opening the store. The informer
-// starts with the next Start.
+// client-go's clientset (DynamicInformerFor serves the others); its objects
+// are listed and watched through the clientset's REST client, or through
+// a fake clientset's reactors. With FactoryOptions.Namespace set, the
+// clientset's discovery tells whether gvr is namespaced. ctx bounds that
+// and opening the store. The informer starts with the next Start.
 func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, typedObjects})
 }
 
 // DynamicInformerFor returns the informer of gvr's objects as
 // *unstructured.Unstructured, listed and watched through
-// FactoryOptions.Dynamic: any resource the API server serves, custom
-// resources included. Its store is named StoreName(gvr)+"/unstructured".
-// With FactoryOptions.Namespace set, the clientset's discovery tells
-// whether gvr is namespaced (a cluster-scoped resource is listed whole).
+// FactoryOptions.Dynamic: any resource, custom resources included. Its
+// store is named StoreName(gvr)+"/unstructured". Namespaces are handled
+// as by InformerFor.
 func (f *Factory) DynamicInformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, unstructuredObjects})
 }
 
 // MetadataInformerFor returns the informer of gvr's objects' metadata
 // (*metav1.PartialObjectMetadata), listed and watched through
-// FactoryOptions.Metadata: the API server sends, and the store keeps, only
-// names, labels, annotations, owners and the like, a fraction of the bytes
-// of whole objects. Its store is named StoreName(gvr)+"/metadata".
-// Namespaces are handled as by DynamicInformerFor.
+// FactoryOptions.Metadata: only the metadata is sent and stored. Its store
+// is named StoreName(gvr)+"/metadata". Namespaces are handled as by
+// InformerFor.
 func (f *Factory) MetadataInformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, metadataObjects})
 }
@@ -492,19 +460,28 @@ func closeAll(stores ...store.Store) {
 }
 
 // listerWatcher returns the ListerWatcher of key's informer, an example of
-// its objects, and whether it lists one namespace.
+// its objects, and whether it lists one namespace. Typed objects' kind
+// comes from client-go's scheme and their requests go through a REST
+// client (clientsetREST): no clientset method is looked up by name, which
+// would keep the linker from dropping those a program does not call.
 func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.ListerWatcherWithContext, runtime.Object, bool, error) {
 	gvr := key.gvr
 	fail := func(format string, args ...interface{}) (cache.ListerWatcherWithContext, runtime.Object, bool, error) {
 		return nil, nil, false, fmt.Errorf("informer: factory: resource %s: "+format, append([]interface{}{key.kind.storeName(gvr)}, args...)...)
 	}
-	if key.kind == typedObjects {
-		return f.typedListerWatcher(ctx, gvr)
-	}
 	if gvr.Version == "" || gvr.Resource == "" {
 		return fail("version and resource are required")
 	}
+	var gvk schema.GroupVersionKind
 	switch {
+	case key.kind == typedObjects:
+		var err error
+		if gvk, err = builtinKind(gvr); err != nil {
+			return fail("%w", err)
+		}
+		if f.rest == nil && f.fake == nil {
+			return fail("the clientset has no REST client (CoreV1().RESTClient() is nil)")
+		}
 	case key.kind == unstructuredObjects && (f.opts.Dynamic == nil || typednil.Is(f.opts.Dynamic)):
 		return fail("no dynamic client (FactoryOptions.Dynamic, or NewFactoryForConfig)")
 	case key.kind == metadataObjects && (f.opts.Metadata == nil || typednil.Is(f.opts.Metadata)):
@@ -521,22 +498,23 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 	if namespaced {
 		ns = f.opts.Namespace
 	}
-	lw := &tweakedLW{tweak: f.tweak}
-	var example runtime.Object
-	if key.kind == unstructuredObjects {
-		var ri dynamic.ResourceInterface = f.opts.Dynamic.Resource(gvr)
-		if namespaced {
-			ri = f.opts.Dynamic.Resource(gvr).Namespace(ns)
+	switch key.kind {
+	case typedObjects:
+		example, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			return fail("%w", err)
 		}
-		lw.list, lw.watch, example = listOf(ri.List), ri.Watch, &unstructured.Unstructured{}
-	} else {
-		var ri metadata.ResourceInterface = f.opts.Metadata.Resource(gvr)
-		if namespaced {
-			ri = f.opts.Metadata.Resource(gvr).Namespace(ns)
+		if f.rest == nil {
+			return &fakeClientLW{client: f.fake, gvr: gvr, gvk: gvk, namespace: ns, tweak: f.tweak}, example, namespaced, nil
 		}
-		lw.list, lw.watch, example = listOf(ri.List), ri.Watch, &metav1.PartialObjectMetadata{}
+		m := fixedMapping{resource: gvr.Resource, namespaced: namespaced, client: f.rest, absPath: apiPath(gvr.GroupVersion())}
+		return &restLW{mapper: m, codecs: clientsetCodecs, gvk: gvk, namespace: ns, tweak: f.tweak}, example, namespaced, nil
+	case unstructuredObjects:
+		ri := f.opts.Dynamic.Resource(gvr).Namespace(ns)
+		return &tweakedLW{list: listOf(ri.List), watch: ri.Watch, tweak: f.tweak}, &unstructured.Unstructured{}, namespaced, nil
 	}
-	return lw, example, namespaced, nil
+	ri := f.opts.Metadata.Resource(gvr).Namespace(ns)
+	return &tweakedLW{list: listOf(ri.List), watch: ri.Watch, tweak: f.tweak}, &metav1.PartialObjectMetadata{}, namespaced, nil
 }
 
 // listOf turns a client's List, which returns its own list type, into one
@@ -593,8 +571,8 @@ func (f *Factory) scope(key factoryKey, namespaced bool) string {
 	scope := fmt.Sprintf("cluster=%s;resource=%s;namespace=%s;labels=%s;fields=%s",
 		f.cluster, key.kind.storeName(key.gvr), ns, f.opts.LabelSelector, f.opts.FieldSelector)
 	if f.opts.Store.Scope != "" {
-		// Last, and only when set: scopes recorded before this part
-		// existed stay equal.
+		// Last, and only when set: scopes recorded before it existed
+		// stay equal.
 		scope += ";scope=" + f.opts.Store.Scope
 	}
 	return scope
@@ -636,32 +614,26 @@ func (f *Factory) CheckCommits(maxFailing time.Duration) error {
 	return f.set.checkCommits(maxFailing)
 }
 
-// Shutdown stops the informers Start started, waits for them to return and
+// Shutdown stops the informers Start started, waits for them to return,
 // closes the stores of every informer the factory made, which then cannot
-// run any more, and then the database (see FactoryStoreName). Calls of InformerFor (and its kinds) still making an
-// informer, waiting for the API server or for another process's lock on
-// the database, end with ErrStopped, and Shutdown waits for them. The
-// factory cannot be used afterwards. Shutdown may be called again, and
-// concurrently: every call returns once the first is over, with its result.
+// run any more, and then the database (see FactoryStoreName). Calls of
+// InformerFor (and its kinds) still making an informer end with ErrStopped,
+// and Shutdown waits for them. The factory cannot be used afterwards.
+// Shutdown may be called again, and concurrently: every call returns once
+// the first is over, with its result.
 //
 // As with client-go's SharedInformerFactory, an informer the caller runs
-// itself (its Run, not Start) is neither stopped nor waited for: the caller
-// stops it. Its store is not closed under it but when its Run returns, after
-// Shutdown has returned (an error closing it is logged, not returned).
+// itself (its Run, not Start) is neither stopped nor waited for. Its store
+// is closed when its Run returns (an error is then logged).
 //
 // Reads after Shutdown: a lister (or GetStore, GetIndexer) of a closed
-// store finds no objects (List, ListKeys) and its Get and index reads fail
-// with store.ErrClosed; the first such read of each informer is logged at
-// error level, once. client-go's informers keep answering with their last
-// state after Shutdown; these do not, because Shutdown releases the
-// database for the next process (the new pod of a rolling update waits for
-// its lock) and keeping the last state answering would mean holding the
-// database, or a decoded copy of every object (which the bounded mode,
-// store.Options.CacheSize, exists to avoid), for as long as something may
-// read it. A read after Shutdown comes from a worker that outlives the
-// informers: an empty List it took for "no objects" could make it delete
-// what it owns, hence the log line. Stop the workers (cancel their context
-// and wait for them) before calling Shutdown.
+// store finds no objects (List, ListKeys) and its other reads fail with
+// store.ErrClosed; the first such read of each informer is logged at error
+// level. client-go's informers keep answering with their last state; these
+// do not, because Shutdown releases the database for the next process (the
+// new pod of a rolling update waits for its lock), and an empty List taken
+// for "no objects" could make a worker delete what it owns. Stop the
+// workers before calling Shutdown.
 func (f *Factory) Shutdown() error {
 	// The database last: it stays open while the informers' stores close.
 	return f.set.shutdown(func() error {
@@ -676,9 +648,8 @@ func (f *Factory) Shutdown() error {
 }
 
 // earlySchemes are the backends whose open is worth overlapping with the
-// resume's first requests: they read and decode every object from disk
-// (0.2-0.6 s at 50,000 objects), and list their stores' metadata cheaply
-// in a live view. The in-memory backends open in a fraction of that.
+// resume's first requests: they read and decode every object from disk,
+// and list their stores' metadata cheaply in a live view.
 var earlySchemes = map[string]bool{"bolt": true, "badger": true}
 
 // startEarly starts the probe and the catch-up watch of the store that
