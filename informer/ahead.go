@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,20 +23,11 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Resuming ahead.
-//
-// A resumed informer syncs once the server confirmed, by a bookmark, that it
-// has sent every change up to the sync target; the server sends that
-// bookmark a second or two after the watch opens (invariant 10). A
-// controller-runtime cache of several namespaces asks for one namespace's
-// informer of a type, waits until it synced, then asks for the next, so its
-// informers would wait for their bookmarks one after another. So when the
-// first informer of a type, namespace and selectors runs, the constructor
-// resumes at once the informers of the same type and selectors in the other
-// namespaces its database holds, with the first informer's ListerWatcher
-// sent to the other namespace (see namespaceKey); when controller-runtime
-// asks for one of them, NewInformer hands it the informer already running,
-// usually synced by then.
+// Resuming ahead (see ConstructorOptions.ResumeOnDemand): a resumed
+// informer syncs by a bookmark a second or two after its watch opens, and a
+// controller-runtime cache of several namespaces asks for each namespace's
+// informer once the previous one synced; informers started ahead wait for
+// their bookmarks together instead of one after another.
 
 // aheadClaimWindow is how long an informer started ahead runs without being
 // asked for before it is stopped: a namespace the controller no longer
@@ -251,12 +243,7 @@ func (c *InformerConstructor) release(ah *ahead, why string) {
 	ah.cancel()
 	<-ah.inf.ended
 	c.mu.Lock()
-	for i, inf := range c.made {
-		if inf == ah.inf {
-			c.made = append(c.made[:i], c.made[i+1:]...)
-			break
-		}
-	}
+	c.made = slices.DeleteFunc(c.made, func(inf *Informer) bool { return inf == ah.inf })
 	c.mu.Unlock()
 	if err := ah.inf.closeStore("informer constructor: release an informer started ahead"); err != nil {
 		klog.Background().Error(err, "Closing the store of an informer started ahead failed", "store", ah.name)
@@ -484,25 +471,21 @@ func (r rewritingLW) WatchWithContext(ctx context.Context, o metav1.ListOptions)
 // constructor's transport as requests of want (see listRequest.request),
 // asking each with a context the transport answers without sending.
 func routedTo(lw cache.ListerWatcherWithContext, want string) bool {
-	calls := []func(ctx context.Context){
-		func(ctx context.Context) {
-			_, _ = lw.ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+	calls := []func(ctx context.Context) error{
+		func(ctx context.Context) error {
+			_, err := lw.ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+			return err
 		},
-		func(ctx context.Context) {
-			if w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true}); err == nil {
+		func(ctx context.Context) error {
+			w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true})
+			if err == nil {
 				w.Stop()
 			}
+			return err
 		},
 	}
 	for _, call := range calls {
-		p := &scopeProbe{}
-		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
-		call(ctx)
-		cancel()
-		p.mu.Lock()
-		u := p.url
-		p.mu.Unlock()
-		if u == nil || parseListRequest(u).request != want {
+		if u, _ := probed(call); u == nil || parseListRequest(u).request != want {
 			return false
 		}
 	}

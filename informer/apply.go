@@ -201,15 +201,8 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 // recreated reports whether cur is another object than old under the same
 // key: both have UIDs, and they differ.
 func recreated(old, cur interface{}) bool {
-	o, err := meta.Accessor(old)
-	if err != nil {
-		return false
-	}
-	c, err := meta.Accessor(cur)
-	if err != nil {
-		return false
-	}
-	return o.GetUID() != "" && c.GetUID() != "" && o.GetUID() != c.GetUID()
+	o, c, ok := uids(old, cur)
+	return ok && o != "" && c != "" && o != c
 }
 
 // popLoop pops batches, commits them and notifies the handlers until ctx is

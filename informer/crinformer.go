@@ -641,13 +641,10 @@ func (r listRequest) stateLister(client metadata.Interface) (StateLister, error)
 // probeScope learns what lw lists by asking it for one object with a context
 // that the constructor's transport recognizes (see InformerConstructor).
 func (c *InformerConstructor) probeScope(lw cache.ListerWatcher) (listRequest, error) {
-	p := &scopeProbe{}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
-	defer cancel()
-	_, listErr := cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
-	p.mu.Lock()
-	u := p.url
-	p.mu.Unlock()
+	u, listErr := probed(func(ctx context.Context) error {
+		_, err := cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+		return err
+	})
 	if u == nil {
 		const cause = "its scope cannot be told: its ListerWatcher does not list through InformerConstructor.Config (controller-runtime: build the manager from it)"
 		if listErr != nil {
@@ -656,6 +653,20 @@ func (c *InformerConstructor) probeScope(lw cache.ListerWatcher) (listRequest, e
 		return listRequest{}, errors.New(cause)
 	}
 	return parseListRequest(u), nil
+}
+
+// probed calls call with a context that the constructor's transport
+// recognizes, and returns the URL of the first request it made through
+// that transport (nil if none), which the transport did not send, and
+// call's error.
+func probed(call func(ctx context.Context) error) (*url.URL, error) {
+	p := &scopeProbe{}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
+	defer cancel()
+	err := call(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.url, err
 }
 
 // parseListRequest reads the scope of a list request: the API server, the
