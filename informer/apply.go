@@ -286,12 +286,10 @@ type commitJob struct {
 }
 
 // gather pops one batch and, unless it is a relist or group commit is off,
-// more batches for up to MaxBatchDelay, and beyond that for as long as the
-// previous group is still being committed (inflight is not closed), as long
-// as its operations fit in MaxBatchSize (and the store's limit) and its
-// deltas in GroupDeltasPerOp times that. A batch that must not join the
-// commit (a relist, or one that would not fit) comes back as carry, to be
-// committed on its own right after pc.
+// more for up to MaxBatchDelay, and beyond that while the previous group
+// is still being committed (inflight not closed), within the operations
+// and deltas a commit may hold. A batch that must not join (a relist, or
+// one that would not fit) comes back as carry, committed right after pc.
 func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo.Queue, inflight <-chan struct{}) (pc, carry *pendingCommit, err error) {
 	first := inf.newGroup()
 	popped := false
@@ -312,17 +310,13 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		return first, nil, err
 	}
 	pc = first
-	// MaxBatchSize and the store's limit bound the operations of its
-	// commit (one per key); the deltas, which cost the commit nothing
-	// once their key is in it, are bounded too, as a safety net.
 	opLimit := inf.storeLimit()
 	maxDeltas := GroupDeltasPerOp * inf.opts.MaxBatchSize
 	dctx, cancel := context.WithTimeout(ctx, inf.opts.MaxBatchDelay)
 	defer cancel()
-	// A group whose operations reached opLimit is full: it is handed over
-	// as soon as no commit is running. While one is, it still takes
-	// batches that only change its keys (they cost its commit nothing);
-	// the first that would add one ends it, as carry.
+	// A full group is handed over as soon as no commit runs; while one
+	// does, it still takes batches that only change its keys, which cost
+	// its commit nothing.
 	running := inflight
 	var fullCtx context.Context // done once the running commit is over
 	for carry == nil && pc.deltas < maxDeltas {
@@ -356,9 +350,8 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		if popCtx == fullCtx {
 			return pc, carry, nil // full, and the running commit is over
 		}
-		// The delay is over. While the previous group is still being
-		// committed, this one could not be committed anyway: keep
-		// gathering until that commit is over.
+		// The delay is over; while the previous group is still being
+		// committed, keep gathering until that commit is over.
 		if inflight == nil || isClosed(inflight) {
 			return pc, carry, nil
 		}
@@ -398,8 +391,8 @@ func (inf *Informer) finishRelist(ctx context.Context, logger klog.Logger, q del
 }
 
 // newGroup returns an empty group with room for as many operations and
-// notifications as the last one held: under a steady stream, groups of
-// thousands would otherwise grow by copying themselves a dozen times.
+// notifications as the last one held, rather than grow under a steady
+// stream.
 func (inf *Informer) newGroup() *pendingCommit {
 	h := inf.lastGroup
 	pc := &pendingCommit{}
@@ -413,9 +406,8 @@ func (inf *Informer) newGroup() *pendingCommit {
 }
 
 // exceedsOps reports whether adding b to pc could take pc's operations
-// past limit. Keys are computed (again, prepare computes them too) only
-// when b's deltas alone could reach the limit: a key pc already has adds
-// no operation.
+// past limit: a key pc already has adds none. Keys are computed only when
+// b's deltas alone could reach the limit.
 func (inf *Informer) exceedsOps(pc *pendingCommit, b deltafifo.Batch, limit int) bool {
 	if len(pc.ops)+len(b.Deltas) <= limit {
 		return false
@@ -438,8 +430,7 @@ func (inf *Informer) exceedsOps(pc *pendingCommit, b deltafifo.Batch, limit int)
 }
 
 // storeLimit returns how many operations a commit may hold: MaxBatchSize,
-// or less when the store says a commit that large would cost far more than
-// in proportion (store.BatchLimiter; badger's transaction limit).
+// or the store's lower store.BatchLimiter bound.
 func (inf *Informer) storeLimit() int {
 	n := inf.opts.MaxBatchSize
 	if l, ok := inf.store.(store.BatchLimiter); ok {
@@ -561,16 +552,13 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 }
 
 // leaveOutRejected finds, without committing anything, the operations of
-// pc that the store rejects as invalid: one operation at a time, with the
-// store's store.BatchPreparer, which fails as Commit would; without one,
-// with the store's index functions, the usual cause. A rejected operation
-// is the newest state of its key in pc; if an earlier change of the key in
-// pc is accepted, the key's operation becomes the newest of those, and the
-// notifications of the later changes are dropped, so that the key ends as
-// if each change had been committed on its own and the rejected ones
-// skipped. It returns the operations left out (their notifications are
-// not delivered), and false when it found nothing the store rejects or
-// cannot tell (the store closed).
+// pc that the store rejects as invalid: one at a time, with the store's
+// store.BatchPreparer, which fails as Commit would, else with its index
+// functions. If an earlier change of a rejected key in pc is accepted, the
+// key's operation becomes the newest such and the later changes'
+// notifications are dropped, as if each change had been committed on its
+// own and the rejected ones skipped. It returns the operations left out
+// (not notified), and false when it found nothing rejected or cannot tell.
 func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (map[int]bool, bool) {
 	bp, canPrepare := inf.store.(store.BatchPreparer)
 	var set *indexer.IndexSet
@@ -659,22 +647,16 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 // commitOnce commits pc, except the operations in rejected, and, on
 // success, notifies the handlers; the store's reads change and the handlers
 // are notified under applyMu, so a handler added meanwhile sees either the
-// store before the commit and these notifications, or the store after it
-// and none.
-//
+// store before the commit and these notifications, or after it and none.
 // When the store can stage the commit (store.StagedBatch), pc is persisted
 // here and applied and notified by the applier, in order, while the
-// committer persists the next group: the store's durable write, the longest
-// part of a commit, no longer waits for the previous group's cache update
-// and notifications. Otherwise the applier is drained first, so that
-// commits reach the store's reads and the handlers in order.
+// committer persists the next group; otherwise the applier is drained
+// first.
 func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit, rejected map[int]bool) error {
 	if err := inf.tombs.persist(ctx, logger, pc, rejected); err != nil {
 		return err
 	}
 	if len(rejected) == 0 {
-		// Groups are prepared ahead while the previous commit runs, which
-		// is when there is something to overlap.
 		if sb, ok := pc.prepared.(store.StagedBatch); ok {
 			t0 := inf.opts.Clock.Now()
 			apply, err := sb.Persist(ctx)
@@ -720,15 +702,13 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 	return nil
 }
 
-// commitEach commits pc one operation at a time, skipping the operations
-// the store rejects as invalid, then moves the resume point. Puts and
-// deletes are idempotent, so after a failure the whole of it can be
-// retried. It is the last resort of commit: until the resume point moves,
-// the store holds part of pc only.
+// commitEach, commit's last resort, commits pc one operation at a time,
+// skipping those the store rejects as invalid, then moves the resume
+// point. Puts and deletes are idempotent: after a failure it is retried
+// whole.
 func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
-	// Every delete of pc is persisted first: one the store then rejects
-	// leaves a tombstone whose key is still stored, which the next start
-	// drops (see tombstones.load).
+	// Every delete is persisted first: one the store then rejects leaves
+	// a tombstone of a stored key, which the next start drops.
 	if err := inf.tombs.persist(ctx, logger, pc, nil); err != nil {
 		return err
 	}
@@ -772,8 +752,7 @@ func (inf *Informer) timed(ops int, commit func() error) error {
 }
 
 // commitSucceeded ends the failing state of a retried commit once it is
-// durable, before it is notified: whoever hears of it finds Stats and
-// CheckCommits saying that commits get through.
+// durable, before it is notified.
 func (inf *Informer) commitSucceeded() {
 	if inf.stats.failing.Load() != nil {
 		inf.stats.failing.Store(nil)
@@ -787,16 +766,15 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
 	if len(pc.corrected) > 0 {
-		// A key may be listed twice: left out of the batch, then again
-		// when the rest was committed one operation at a time.
+		// A key may be listed twice (left out, then by commitEach).
 		inf.stats.rejected.Add(int64(len(sets.New(pc.corrected...))))
 	}
 	inf.correctHeard(pc)
 	inf.tombs.recordLocked(logger, pc, rejected, inf.synced)
 	for _, key := range pc.corrected {
 		if inf.view.isPending(key) {
-			// A later group, prepared while pc was committed, took the
-			// left-out change from the view as the key's previous state.
+			// A later group took the left-out change from the view as
+			// the key's previous state.
 			obj, exists, err := inf.store.GetByKey(key)
 			if err != nil {
 				logger.Error(err, "Reading the state a left-out change leaves failed; the next change of the key may be notified with the left-out object as the old one", "key", key)
@@ -829,14 +807,11 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.checkSyncedLocked(logger, pc.replace)
 }
 
-// correctHeard mends the notifications of pc that were prepared from a
-// change an earlier commit left out (see heard): the first notification
-// of such a key in pc took that change as its previous state, which
-// handlers never heard of. It now reports the change from the state they
-// did hear of, as if the left-out change had never been popped: an update
-// of an object they do not know becomes an add, an add of one they know
-// an update, and a tombstone carries the object they know (or is not
-// delivered, if they know none).
+// correctHeard mends the first notification in pc of each key of heard,
+// which took a change an earlier commit left out as its previous state:
+// it now starts from the state handlers heard of, as if that change had
+// never been popped (an update becomes an add, an add an update, a
+// tombstone carries the object they know or is dropped).
 func (inf *Informer) correctHeard(pc *pendingCommit) {
 	if len(inf.heard) == 0 {
 		return
@@ -922,10 +897,8 @@ func (inf *Informer) noteKey(pc *pendingCommit, j int) string {
 }
 
 // sameResourceVersion reports whether two objects carry the same non-empty
-// resourceVersion: an update between them is a resync, which client-go
-// delivers only to handlers whose resync is due. Unlike client-go, objects
-// without a resourceVersion (a transform may strip it) never compare equal,
-// so their updates are not mistaken for resyncs.
+// resourceVersion: an update between them is a resync. Unlike client-go,
+// objects without one (a transform may strip it) never compare equal.
 func sameResourceVersion(a, b interface{}) bool {
 	rv := resourceVersionOf(a)
 	return rv != "" && rv == resourceVersionOf(b)
@@ -955,8 +928,8 @@ func resourceVersionOf(obj interface{}) string {
 }
 
 // applier applies and notifies staged commits (see commitOnce) on a
-// goroutine of its own, one at a time, in the order the committer hands
-// them over. The committer is its only user.
+// goroutine of its own, in the order the committer, its only user, hands
+// them over.
 type applier struct {
 	work    chan func()
 	pending sync.WaitGroup // handed over and not yet done

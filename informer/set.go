@@ -57,11 +57,10 @@ func newInformerSet[K comparable](op string) *informerSet[K] {
 	return s
 }
 
-// get returns key's informer, calling newInformer (name names it in errors) on
-// first use with a context that ends with ctx or shutdown (its cause then
-// ErrStopped). When newInformer fails, get returns its error and, if failed is
-// set, keeps failed(err) as key's informer for good, returning it (with
-// the error) from then on, after shutdown too; without failed, the next
+// get returns key's informer, made by newInformer (name names it in
+// errors) on first use, with a context that ends with ctx or shutdown
+// (cause ErrStopped). If failed is set, a failure is kept for good as
+// failed(err), returned with the error from then on; otherwise the next
 // get tries again, and every get after shutdown fails with ErrStopped.
 func (s *informerSet[K]) get(ctx context.Context, key K, name string, newInformer func(context.Context) (*Informer, error), failed func(error) cache.SharedIndexInformer) (cache.SharedIndexInformer, error) {
 	for {

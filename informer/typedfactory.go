@@ -32,11 +32,10 @@ import (
 )
 
 // SharedInformerOption configures a SharedInformerFactory or a
-// GeneratedFactory, as client-go's informers.SharedInformerOption configures
-// client-go's factory. client-go's options keep their values in an
-// unexported struct that no other package can read, so this package has its
-// own, with the same names and meanings: a call such as
-// informers.WithNamespace("team-a") becomes informer.WithNamespace("team-a").
+// GeneratedFactory as client-go's informers.SharedInformerOption configures
+// client-go's factory, whose values no other package can read: a call such
+// as informers.WithNamespace("team-a") becomes
+// informer.WithNamespace("team-a").
 type SharedInformerOption func(*sharedInformerOptions)
 
 // sharedInformerOptions is what SharedInformerOptions set.
@@ -58,13 +57,11 @@ func WithNamespace(namespace string) SharedInformerOption {
 }
 
 // WithTweakListOptions sets a function that edits every list and watch
-// request's options, as client-go's informers.WithTweakListOptions does:
-// usually a label or field selector. The selectors it sets on an empty
-// ListOptions, when the informer is made, are part of the store's name
-// ("@sel=<digest>") and scope, so that one store never holds the objects of
-// two selections; a tweak must therefore set the same selectors every time.
-// It must not set the resourceVersion, the limit or the continue token,
-// which the informer's reflector owns.
+// request's options, as client-go's informers.WithTweakListOptions does.
+// The selectors it sets on an empty ListOptions are part of the store's
+// name ("@sel=<digest>") and scope, so it must set the same ones every
+// time. It must not set the resourceVersion, the limit or the continue
+// token, which the reflector owns.
 func WithTweakListOptions(tweak func(*metav1.ListOptions)) SharedInformerOption {
 	return func(o *sharedInformerOptions) { o.tweak = tweak }
 }
@@ -96,12 +93,10 @@ func WithTransform(transform cache.TransformFunc) SharedInformerOption {
 }
 
 // WithFactoryOptions sets what informerdb adds to client-go's factory: the
-// cluster identity, the template of every informer's and every store's
-// options (metrics, durability, CacheSize, tombstones...), encryption at
-// rest. Its Namespace, LabelSelector and FieldSelector must be empty (use
-// WithNamespace and WithTweakListOptions), and its Dynamic and Metadata
-// clients nil: these factories list and watch each type through a REST
-// client of its own, built from the rest.Config.
+// cluster identity, the templates of every informer's and store's options,
+// encryption at rest. Its Namespace, LabelSelector and FieldSelector must
+// be empty (use WithNamespace and WithTweakListOptions), and its Dynamic
+// and Metadata clients nil.
 func WithFactoryOptions(opts FactoryOptions) SharedInformerOption {
 	return func(o *sharedInformerOptions) {
 		if (opts.Namespace != "" || opts.LabelSelector != "" || opts.FieldSelector != "" || opts.Dynamic != nil || opts.Metadata != nil) && o.err == nil {
@@ -112,15 +107,13 @@ func WithFactoryOptions(opts FactoryOptions) SharedInformerOption {
 }
 
 // schemeFactory is what SharedInformerFactory and GeneratedFactory run on:
-// informerdb informers of the Go types of one scheme, made on demand by
-// InformerFor, keyed by type as client-go's factories key theirs, all in one
-// database. Each type is listed and watched through a REST client of its
-// group and version, built from the rest.Config: the resource and whether
-// it is namespaced come from the API server's discovery of that group and
-// version, asked when the informer first lists and remembered, so that
-// making an informer needs neither the API server nor reflection over a
-// clientset's methods (which would keep the linker from dropping the
-// methods a program does not use).
+// informerdb informers of the Go types of one scheme, made on demand and
+// keyed by type, all in one database. Each type is listed and watched
+// through a REST client of its group and version; its resource and scope
+// come from discovery when it first lists, so that making an informer
+// needs neither the API server nor reflection over a clientset's methods
+// (which would keep the linker from dropping those a program does not
+// use).
 //
 // A schemeFactory is safe for concurrent use.
 type schemeFactory struct {
@@ -152,9 +145,8 @@ type schemeCodecs struct {
 }
 
 // restMapping is where a kind is served: its resource, whether it is
-// namespaced, and the REST client of its group version, or (absPath set)
-// another of the same API server and codecs, whose requests are sent to
-// absPath ("/apis/apps/v1") instead of the client's own group version.
+// namespaced, and the REST client of its group version, or another whose
+// requests are sent to absPath ("/apis/apps/v1").
 type restMapping struct {
 	resource   string
 	namespaced bool
@@ -243,12 +235,10 @@ func newSchemeFactory(ctx context.Context, kind, rawURL string, cfg *rest.Config
 	return e, nil
 }
 
-// informerFor returns the informer of obj's type, making it on first use:
-// an informerdb informer in its own store, with the indexers indexers
-// returns for the type's resync period. If it cannot be made (obj's type is
-// not in the scheme, its store cannot be opened, the factory is shut down),
-// it returns an informer whose methods that can fail return the error and
-// which never syncs; WaitForCacheSync reports it and the error.
+// informerFor returns the informer of obj's type, making it on first use
+// in its own store, with the indexers indexers returns for the type's
+// resync period. If it cannot be made, it returns a failedInformer, which
+// WaitForCacheSync reports with the error.
 func (e *schemeFactory) informerFor(obj runtime.Object, indexers func(resync time.Duration) cache.Indexers) cache.SharedIndexInformer {
 	t := reflect.TypeOf(obj)
 	resync, ok := e.o.customResync[t]
@@ -319,11 +309,10 @@ func (e *schemeFactory) makeInformer(ctx context.Context, obj runtime.Object, re
 	return inf, nil
 }
 
-// mapping returns where gvk is served, asking the API server's discovery
-// of its group and version the first time (and again while it is not
-// served). A kind that discovery does not list is a NotFound error, as a
-// LIST of a resource the server does not serve is: the informer then
-// empties its store (see the package doc, Restart).
+// mapping returns where gvk is served, asking discovery the first time
+// (and again while it is not served). A kind that discovery does not list
+// is a NotFound error, as a LIST of a resource not served is: the informer
+// then empties its store (see the package doc, Restart).
 func (e *schemeFactory) mapping(ctx context.Context, gvk schema.GroupVersionKind) (restMapping, error) {
 	e.mu.Lock()
 	m, ok := e.mappings[gvk]
@@ -389,9 +378,7 @@ func (e *schemeFactory) restClient(gv schema.GroupVersion) (*rest.RESTClient, er
 }
 
 // restLW lists and watches one kind through a REST client, as a generated
-// clientset does: the clientset's methods are not needed, so a program
-// links only the REST client, not every typed client method (which finding
-// them by reflection would keep).
+// clientset does, without the clientset's methods.
 type restLW struct {
 	mapper    restMapper
 	codecs    schemeCodecs // the scheme of the kind, the parameter codec, protobuf
@@ -567,12 +554,10 @@ func (e *schemeFactory) Shutdown() {
 // call returns the first's.
 func (e *schemeFactory) Close() error { return e.set.shutdown(nil) }
 
-// indexersOf returns the indexers of the informer newInformer makes (the
-// generated informers' defaultInformer: a namespace index for namespaced
-// types), which is made for that and dropped: it is client-go's informer,
-// never run. newInformer is called with client, which generated code does
-// not use until the informer runs; if it panics (a hand-written newFunc
-// that uses its client at once), the informer gets a namespace index.
+// indexersOf returns the indexers of the informer newInformer makes for
+// client (generated code uses it only when the informer runs), which is
+// then dropped, never run. If it panics (a hand-written newFunc that uses
+// its client at once), the informer gets a namespace index.
 func indexersOf[C any](newInformer func(C, time.Duration) cache.SharedIndexInformer, client C, resync time.Duration) (idx cache.Indexers) {
 	defer func() {
 		if recover() != nil {

@@ -44,26 +44,19 @@ import (
 //	f.Start(ctx.Done())
 //	f.WaitForCacheSync(ctx.Done())
 //
-// Every group of the interface works: its generated informers call
-// InformerFor, which makes an informerdb informer of the object's type (see
-// InformerFor). Each informer has its own store in the database, named
-// after its group, version and kind ("apps/v1/Deployment", with
-// "@ns=<namespace>" under WithNamespace and "@sel=<digest>" when
-// WithTweakListOptions sets selectors); its scope records the cluster (see
-// FactoryOptions.Cluster), the type, the namespace and the selectors, so a
-// change of any of them relists into an empty store.
+// Each informer has its own store in the database, named after its group,
+// version and kind ("apps/v1/Deployment", with "@ns=<namespace>" under
+// WithNamespace and "@sel=<digest>" when WithTweakListOptions sets
+// selectors); its scope records the cluster, the type, the namespace and
+// the selectors, so a change of any of them relists into an empty store.
 //
 // The differences from client-go's factory:
 //
-//   - Its options are this package's SharedInformerOptions (WithNamespace,
-//     WithTweakListOptions, WithCustomResyncConfig, WithTransform, with
-//     client-go's meanings), not client-go's, whose values no other package
-//     can read; WithFactoryOptions adds informerdb's (metrics, store options,
-//     encryption, cluster identity).
-//   - An informer it cannot make (its store cannot be opened: another
-//     process holds the database beyond store.Options.LockTimeout) fails
-//     the methods that can fail, never syncs, and WaitForCacheSync reports
-//     it (SyncResult.Err holds the error).
+//   - Its options are this package's SharedInformerOptions, with
+//     client-go's names and meanings, and WithFactoryOptions.
+//   - An informer it cannot make (its store cannot be opened) fails the
+//     methods that can fail, never syncs, and WaitForCacheSync reports it
+//     (SyncResult.Err holds the error).
 //   - Shutdown stops the informers Start started (client-go's waits for
 //     the stop channel given to Start to close), as it closes their stores.
 //   - InformerName returns nil: informerdb's metrics are configured with
@@ -78,12 +71,10 @@ var _ informers.SharedInformerFactory = (*SharedInformerFactory)(nil)
 
 // NewSharedInformerFactory returns a factory of informerdb informers of
 // client-go's built-in types that keep their objects in the database at
-// rawURL (see store.Open; the backend must be imported), list and watch
-// through cfg, and resync their handlers every defaultResync (0: never), as
-// informers.NewSharedInformerFactoryWithOptions(client, defaultResync,
-// options...) does. It identifies the cluster as NewFactory does (ctx
-// bounds the wait for an unreachable API server; FactoryOptions.Cluster
-// skips it); it sends no other request.
+// rawURL (see store.Open), list and watch through cfg, and resync their
+// handlers every defaultResync (0: never), as
+// informers.NewSharedInformerFactoryWithOptions does. It identifies the
+// cluster as NewFactory does (within ctx); it sends no other request.
 func NewSharedInformerFactory(ctx context.Context, rawURL string, cfg *rest.Config, defaultResync time.Duration, options ...SharedInformerOption) (*SharedInformerFactory, error) {
 	codecs := schemeCodecs{
 		scheme:     scheme.Scheme,
@@ -98,12 +89,10 @@ func NewSharedInformerFactory(ctx context.Context, rawURL string, cfg *rest.Conf
 	return &SharedInformerFactory{e}, nil
 }
 
-// InformerFor returns the informer of obj's type, as client-go's factory
-// does, making it on first use: an informerdb informer of the type of obj,
-// which must be one of client-go's scheme, listed and watched in the
-// factory's namespace, with the indexers of the informer newFunc makes
-// (newFunc is called with a nil client, to learn them; generated informers
-// use their client only when they run).
+// InformerFor returns the informer of obj's type, which must be in
+// client-go's scheme, making it on first use, as client-go's factory does,
+// with the indexers of the informer newFunc makes (called with a nil
+// client, to learn them).
 func (f *SharedInformerFactory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
 	return f.informerFor(obj, func(resync time.Duration) cache.Indexers {
 		if newFunc == nil {
