@@ -31,7 +31,7 @@ import (
 
 // aheadClaimWindow is how long an informer started ahead runs without being
 // asked for before it is stopped: a namespace the controller no longer
-// watches must not be watched for ever.
+// watches is not watched for ever.
 const aheadClaimWindow = time.Minute
 
 // ahead is an informer the constructor started before it was asked for.
@@ -46,24 +46,18 @@ type ahead struct {
 
 	// ready is closed once inf is set, or left nil because starting
 	// failed (its store is then closed).
-	ready chan struct{}
-	inf   *Informer
-	// cancel stops inf's Run.
-	cancel context.CancelFunc
+	ready  chan struct{}
+	inf    *Informer
+	cancel context.CancelFunc // stops inf's Run
 	// errHandler is the watch error handler set through the informer
 	// NewInformer returned; nil until then.
 	errHandler atomic.Pointer[cache.WatchErrorHandlerWithContext]
-
-	// claimed is set, under the constructor's mu, once NewInformer took
-	// it; an unclaimed one is stopped after aheadClaimWindow.
-	claimed bool
+	claimed    bool // under the constructor's mu, once NewInformer took it
 }
 
 // resumeSiblings starts ahead the informers of first's type and selectors
 // in the other namespaces whose stores the database holds with a resume
-// point, unless they are open already. It runs once per type and selectors
-// (the first informer of them to run calls it) and returns once they were
-// started.
+// point, unless they are open already, once per type and selectors.
 func (c *InformerConstructor) resumeSiblings(ctx context.Context, first *Informer, lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers, base string, req listRequest) {
 	family := base + "|" + req.server + "|" + req.selectors
 	c.mu.Lock()
@@ -129,10 +123,9 @@ func (c *InformerConstructor) startAhead(ctx context.Context, lw cache.ListerWat
 	}
 	moved := namespaceRewriter(lw, first.namespace, sib.namespace)
 	if !routedTo(moved, sib.request) {
-		// Its requests do not all go through the constructor's transport
-		// (a ListerWatcher of another client, or one that lists through
-		// it only to show its scope): sent elsewhere, they would fill
-		// the store with another namespace's objects.
+		// Requests that do not all go through the constructor's
+		// transport would fill the store with another namespace's
+		// objects.
 		fail(errors.New("its ListerWatcher does not send its list and watch through InformerConstructor.Config"))
 		return
 	}
@@ -204,10 +197,9 @@ func (ah *ahead) watchError(ctx context.Context, r *cache.Reflector, err error) 
 }
 
 // claimAhead returns the informer started ahead for name, if there is one
-// and it was started as the caller asks (the same request, resync period and
-// indexers), as the informer NewInformer returns. ok is false when the
-// caller must make the informer itself; c.opening[name] is then counted,
-// and the caller uncounts it once its store is open.
+// started as the caller asks (the same request, resync period and
+// indexers). ok is false when the caller must make the informer itself;
+// c.opening[name] is then counted, for the caller to uncount.
 func (c *InformerConstructor) claimAhead(name string, req listRequest, lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, bool) {
 	c.mu.Lock()
 	ah := c.aheads[name]
@@ -278,9 +270,8 @@ func sameIndexers(a, b cache.Indexers) bool {
 }
 
 // sameFunc reports whether f and g are the same function value: the same
-// function, or the same closure (not merely one made by the same code,
-// which may capture other values). Go cannot compare functions; a func
-// value is a pointer to its closure, which tells.
+// function, or the same closure (not one made by the same code, which may
+// capture other values). A func value is a pointer to its closure.
 func sameFunc[F any](f, g F) bool {
 	if reflect.ValueOf(f).Kind() != reflect.Func {
 		return false
@@ -288,14 +279,12 @@ func sameFunc[F any](f, g F) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&f)) == *(*unsafe.Pointer)(unsafe.Pointer(&g))
 }
 
-// aheadInformer is the informer NewInformer returns for one started ahead:
-// the running informer, whose lifetime becomes that of the Run it is given.
-// The informer commits nothing until it is known to run with the transform
-// its asker sets (SetTransform; none if the asker uses it without setting
-// one): the objects it queued were transformed by the first informer's
-// transform. If the transforms differ, it is stopped, what it queued is
-// thrown away, and an informer is made anew on its store, as NewInformer
-// would have made it.
+// aheadInformer is the informer NewInformer returns for one started ahead,
+// whose lifetime becomes that of the Run it is given. It commits nothing
+// until it is known to run with its asker's transform (SetTransform, or
+// none if the asker uses it without one), as what it queued was
+// transformed by the first informer's; if they differ, it is stopped and
+// an informer made anew on its store.
 type aheadInformer struct {
 	c  *InformerConstructor
 	ah *ahead
@@ -428,8 +417,7 @@ func (a *aheadInformer) AddIndexers(indexers cache.Indexers) error {
 
 // Of returns the *Informer that i is or stands for, and whether there is
 // one: InformerConstructor.NewInformer returns an informer started ahead
-// (see ConstructorOptions.ResumeOnDemand) behind a type of its own, whose
-// Stats and Store are reached through Of.
+// behind a type of its own.
 func Of(i cache.SharedIndexInformer) (*Informer, bool) {
 	if a, ok := i.(*aheadInformer); ok {
 		a.mu.Lock()

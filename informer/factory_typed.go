@@ -18,12 +18,10 @@ import (
 var clientsetCodecs = schemeCodecs{scheme: scheme.Scheme, params: scheme.ParameterCodec, protobuf: true}
 
 // clientsetREST returns the REST client through which a Factory's typed
-// informers list and watch: the clientset's core/v1 client, whose requests
-// they send to their own group version's path. Every client of a
-// clientset shares its API server, HTTP client, rate limiter and codecs
-// (client-go's scheme), so this is the request the resource's own typed
-// client would send. It is nil for a clientset without REST clients (the
-// fake clientsets).
+// informers list and watch, sending their requests to their own group
+// version's path: the clientset's core/v1 client, whose API server, HTTP
+// client, rate limiter and codecs every client of the clientset shares.
+// It is nil for a fake clientset.
 func clientsetREST(client kubernetes.Interface) rest.Interface {
 	rc := client.CoreV1().RESTClient()
 	if rc == nil || typednil.Is(rc) {

@@ -276,8 +276,8 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 }
 
 // start builds the queue and the reflector, marks the informer started and
-// replays the stored objects to the handlers, all under mu, so that a
-// handler added meanwhile waits and then sees the store once, not twice.
+// replays the stored objects to the handlers, under mu: a handler added
+// meanwhile sees the store once, not twice.
 func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Queue, *reflector.Reflector, error) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -468,10 +468,9 @@ func (inf *Informer) resyncLoop(ctx context.Context, q deltafifo.Queue, t clock.
 	}
 }
 
-// adoptResync makes d the informer's default resync period
-// (Options.ResyncPeriod) after it started, and its resync check period if
-// shorter. The informer must resync already (a check period above zero)
-// unless d is zero.
+// adoptResync makes d the informer's default resync period after it
+// started, and its resync check period if shorter. The informer must
+// resync already unless d is zero.
 func (inf *Informer) adoptResync(d time.Duration) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -585,8 +584,8 @@ func (inf *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistr
 func (inf *Informer) GetStore() cache.Store { return inf.reads }
 
 // GetIndexer returns the store, a cache.Indexer; generated listers work on
-// it. After the factory that made the informer closed the store (see
-// Factory.Shutdown), its first read is logged.
+// it. A read after the factory that made the informer closed the store is
+// logged (see Factory.Shutdown).
 func (inf *Informer) GetIndexer() cache.Indexer { return inf.reads }
 
 // Store returns the store with its informerdb methods.
@@ -610,11 +609,8 @@ func (inf *Informer) AddIndexers(indexers cache.Indexers) error {
 // compatibility; its Run methods do nothing.
 func (inf *Informer) GetController() cache.Controller { return controllerView{inf} }
 
-// HasSynced reports whether the informer has synced: on a cold start once
-// the first relist is committed; after a restart once it has applied every
-// event up to a consistent read taken at start (or, with
-// Options.ServeStale, once the persisted objects were replayed).
-// A handler's own HasSynced is on its registration.
+// HasSynced reports whether the informer has synced (see the package doc,
+// HasSynced). A handler's own HasSynced is on its registration.
 func (inf *Informer) HasSynced() bool {
 	select {
 	case <-inf.syncedCh:
@@ -638,11 +634,10 @@ func (inf *Informer) LastSyncResourceVersion() string {
 	return inf.appliedRV
 }
 
-// SetWatchErrorHandler sets the function called when a list or watch fails.
-// The reflector is not client-go's: the *cache.Reflector the handler gets
-// only describes it (Name, TypeDescription), so that handlers written for
-// client-go, which pass it on to cache.DefaultWatchErrorHandler, work; it is
-// never run. It must be called before the informer starts.
+// SetWatchErrorHandler sets the function called when a list or watch fails,
+// before the informer starts. The *cache.Reflector the handler gets only
+// describes the reflector (Name, TypeDescription), for handlers that pass
+// it on to cache.DefaultWatchErrorHandler; it is never run.
 func (inf *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 	if handler == nil {
 		return inf.SetWatchErrorHandlerWithContext(nil)
@@ -651,7 +646,7 @@ func (inf *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error
 }
 
 // withReflector returns h called with a *cache.Reflector that describes the
-// informer's reflector, never nil as in client-go (cache.DefaultWatchErrorHandler
+// informer's reflector, never nil (cache.DefaultWatchErrorHandler
 // dereferences it); nil when h is nil.
 func withReflector(h cache.WatchErrorHandlerWithContext, name string, example runtime.Object) cache.WatchErrorHandlerWithContext {
 	if h == nil {
@@ -685,10 +680,9 @@ func (inf *Informer) SetTransform(handler cache.TransformFunc) error {
 	return nil
 }
 
-// IsStopped reports whether the informer has stopped (its Run is
-// returning or has returned, its start failed, or the Factory or
-// InformerConstructor that made it let go of it before it ran); it cannot
-// be started again.
+// IsStopped reports whether the informer has stopped (its Run returned or
+// is returning, its start failed, or its maker let go of it before it
+// ran); it cannot be started again.
 func (inf *Informer) IsStopped() bool {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -822,9 +816,8 @@ func (c controllerView) LastSyncResourceVersion() string     { return c.inf.Last
 func typeName(obj interface{}) string { return fmt.Sprintf("%T", obj) }
 
 // bookmarkCounter is the queue as the reflector writes to it: after each
-// bookmark it notes how many events the queue has taken, so that, when the
-// reflector catches up by a bookmark, the informer knows which group
-// brings it (see checkSyncedLocked).
+// bookmark it notes how many events the queue has taken, which tells the
+// informer which group brings the bookmark it caught up by.
 type bookmarkCounter struct {
 	deltafifo.Queue
 	arrived *atomic.Uint64

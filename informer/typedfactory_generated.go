@@ -12,14 +12,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// GeneratedFactory runs the informers of a package that
-// k8s.io/code-generator's informer-gen wrote (the externalversions of a
-// custom resource's clientset) on informerdb: it satisfies that package's
-// internalinterfaces.SharedInformerFactory, whose InformerFor takes the
-// package's NewInformerFunc, F, a func(C, time.Duration)
-// cache.SharedIndexInformer of the package's versioned clientset C. The
-// package's group constructors take it where its own factory's group
-// accessors took theirs:
+// GeneratedFactory runs on informerdb the informers of a package that
+// informer-gen wrote (the externalversions of a custom resource's
+// clientset): it satisfies that package's
+// internalinterfaces.SharedInformerFactory, whose InformerFor takes F, the
+// package's NewInformerFunc of its clientset C. The package's group
+// constructors take it where its own factory's accessors took theirs:
 //
 //	import (
 //		"github.com/example/site/pkg/generated/clientset/versioned/scheme"
@@ -33,9 +31,7 @@ import (
 //
 // Its informers, stores, options and differences from the generated
 // factory are those of SharedInformerFactory, over the types of the
-// scheme given (the generated clientset's scheme package), listed and
-// watched through REST clients built from the rest.Config with that
-// scheme's codecs.
+// generated clientset's scheme.
 //
 // A GeneratedFactory is safe for concurrent use.
 type GeneratedFactory[F ~func(C, time.Duration) cache.SharedIndexInformer, C any] struct {
