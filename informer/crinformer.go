@@ -193,21 +193,9 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 		}
 		c.dbErr = err
 	}
-	c.cluster = c.opts.Cluster
-	if c.cluster == "" {
-		client, err := kubernetes.NewForConfig(cfg)
-		if err == nil {
-			c.cluster, err = clusterIdentity(ctx, client)
-		}
-		if err != nil {
-			err = fmt.Errorf("informer: new informer constructor: %w", err)
-			if c.held != nil {
-				if cerr := c.held.Close(); cerr != nil {
-					err = errors.Join(err, cerr)
-				}
-			}
-			return nil, err
-		}
+	c.cluster, err = clusterIdentity(ctx, c.opts.Cluster, func() (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) }, c.held)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new informer constructor: %w", err)
 	}
 	return c, nil
 }

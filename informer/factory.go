@@ -160,19 +160,9 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
 	f.held = held
-	f.cluster = f.opts.Cluster
-	if f.cluster == "" {
-		cluster, err := clusterIdentity(ctx, client)
-		if err != nil {
-			err = fmt.Errorf("informer: new factory: %w", err)
-			if held != nil {
-				if cerr := held.Close(); cerr != nil {
-					err = errors.Join(err, fmt.Errorf("informer: new factory: close store %s: %w", FactoryStoreName, cerr))
-				}
-			}
-			return nil, err
-		}
-		f.cluster = cluster
+	f.cluster, err = clusterIdentity(ctx, f.opts.Cluster, func() (kubernetes.Interface, error) { return client, nil }, held)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
 	return f, nil
 }
@@ -193,13 +183,31 @@ func openHeld(ctx context.Context, rawURL, name, scope string, sopts store.Optio
 	return store.Open(ctx, rawURL, &sopts)
 }
 
-// clusterIdentity returns the default FactoryOptions.Cluster:
+// clusterIdentity returns cluster or, if it is "", the default
+// FactoryOptions.Cluster, read through the clientset newClient returns:
 // "kube-system/<uid>", which no route to the cluster changes. If the API
 // server answers that the namespace cannot be read (a namespaced
 // controller may not get namespaces), it is the weaker
 // "server=<scheme://host>", which still tells apart clusters reached at
-// different addresses. Other failures are retried until ctx ends.
-func clusterIdentity(ctx context.Context, client kubernetes.Interface) (string, error) {
+// different addresses. Other failures are retried until ctx ends. On
+// error, it closes held, if not nil.
+func clusterIdentity(ctx context.Context, cluster string, newClient func() (kubernetes.Interface, error), held store.Store) (string, error) {
+	if cluster != "" {
+		return cluster, nil
+	}
+	client, err := newClient()
+	if err == nil {
+		cluster, err = readClusterIdentity(ctx, client)
+	}
+	if err != nil && held != nil {
+		if cerr := held.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store %s: %w", held.Info().Name, cerr))
+		}
+	}
+	return cluster, err
+}
+
+func readClusterIdentity(ctx context.Context, client kubernetes.Interface) (string, error) {
 	var ns *corev1.Namespace
 	err := retryUnreachable(ctx, "reading namespace kube-system for the cluster identity", func() (err error) {
 		ns, err = client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})

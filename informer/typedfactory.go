@@ -222,15 +222,11 @@ func newSchemeFactory(ctx context.Context, kind, rawURL string, cfg *rest.Config
 		return fail(fmt.Errorf("discovery client: %w", err))
 	}
 	e.discovery = discovery.ToDiscoveryInterfaceWithContext(dc)
-	e.cluster = e.o.factory.Cluster
-	if e.cluster == "" {
-		client, err := kubernetes.NewForConfigAndClient(e.config, hc)
-		if err == nil {
-			e.cluster, err = clusterIdentity(ctx, client)
-		}
-		if err != nil {
-			return fail(err)
-		}
+	e.cluster, err = clusterIdentity(ctx, e.o.factory.Cluster, func() (kubernetes.Interface, error) {
+		return kubernetes.NewForConfigAndClient(e.config, hc)
+	}, nil)
+	if err != nil {
+		return fail(err)
 	}
 	return e, nil
 }
