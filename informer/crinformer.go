@@ -339,21 +339,26 @@ func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, ob
 	if err != nil {
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
+	if kept, cerr := c.keep(inf); !kept {
+		return nil, errors.Join(fmt.Errorf("informer: new informer %s: the informer constructor is closed", name), cerr)
+	}
+	return inf, nil
+}
+
+// keep adds inf to the informers whose stores Close closes, and reports
+// whether it did: if Close ran already, it closes inf's store (returning
+// the error) or has it closed when inf ends.
+func (c *InformerConstructor) keep(inf *Informer) (bool, error) {
 	c.mu.Lock()
 	closed := c.closed
 	if !closed {
 		c.made = append(c.made, inf)
 	}
 	c.mu.Unlock()
-	if closed {
-		// Close ran meanwhile: nothing would close this store.
-		err := fmt.Errorf("informer: new informer %s: the informer constructor is closed", name)
-		if cerr := inf.closeStore("informer constructor: close"); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		return nil, err
+	if !closed {
+		return true, nil
 	}
-	return inf, nil
+	return false, inf.closeStore("informer constructor: close")
 }
 
 // failedInformer stands in for an informer that could not be made: its
@@ -466,17 +471,8 @@ func (c *InformerConstructor) retire(name string) bool {
 	select {
 	case <-stopped.ended:
 	case <-time.After(probeTimeout):
-		// Its Run does not return: keep it for Close, or, if Close ran
-		// meanwhile, have its store closed when it returns.
-		c.mu.Lock()
-		closed := c.closed
-		if !closed {
-			c.made = append(c.made, stopped)
-		}
-		c.mu.Unlock()
-		if closed {
-			_ = stopped.closeStore("informer constructor: close")
-		}
+		// Its Run does not return: keep it for Close.
+		_, _ = c.keep(stopped)
 		return false
 	}
 	if err := stopped.closeStore("informer constructor: new informer of the same scope"); err != nil {
