@@ -536,20 +536,27 @@ func (f *Factory) isNamespaced(ctx context.Context, gvr schema.GroupVersionResou
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	r, err := discoverResource(ctx, discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()), gvr)
+	return r.Namespaced, err
+}
+
+// discoverResource returns gvr from d's discovery of its group and
+// version, waiting for an unreachable API server within ctx.
+func discoverResource(ctx context.Context, d discovery.DiscoveryInterfaceWithContext, gvr schema.GroupVersionResource) (metav1.APIResource, error) {
 	var list *metav1.APIResourceList
 	err := retryUnreachable(ctx, "discovery of "+gvr.GroupVersion().String(), func() (err error) {
-		list, err = discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()).ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
+		list, err = d.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
+		return metav1.APIResource{}, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
 	}
 	for _, r := range list.APIResources {
 		if r.Name == gvr.Resource {
-			return r.Namespaced, nil
+			return r, nil
 		}
 	}
-	return false, fmt.Errorf("discovery of %s: the API server does not serve %q", gvr.GroupVersion(), gvr.Resource)
+	return metav1.APIResource{}, fmt.Errorf("discovery of %s: the API server does not serve %q", gvr.GroupVersion(), gvr.Resource)
 }
 
 // tweakedLW lists and watches through two functions, after applying the

@@ -452,19 +452,10 @@ func (e *schemeFactory) ForResource(gvr schema.GroupVersionResource) (informers.
 	}
 	ctx, cancel := context.WithTimeout(e.set.stopped, forResourceTimeout)
 	defer cancel()
-	var list *metav1.APIResourceList
-	err := retryUnreachable(ctx, "discovery of "+gvr.GroupVersion().String(), func() (err error) {
-		list, err = e.discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
-		return err
-	})
+	r, err := discoverResource(ctx, e.discovery, gvr)
 	if err != nil {
-		return fail(fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err))
+		return fail(err)
 	}
-	i := slices.IndexFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
-	if i < 0 {
-		return fail(fmt.Errorf("the API server does not serve it"))
-	}
-	r := list.APIResources[i]
 	obj, err := e.codecs.scheme.New(gvr.GroupVersion().WithKind(r.Kind))
 	if err != nil {
 		return fail(fmt.Errorf("no informer for kind %s: %w", r.Kind, err))
