@@ -515,7 +515,10 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 		if f.rest == nil {
 			return &fakeClientLW{client: f.fake, gvr: gvr, gvk: gvk, namespace: ns, tweak: f.tweak}, example, namespaced, nil
 		}
-		m := fixedMapping{resource: gvr.Resource, namespaced: namespaced, client: f.rest, absPath: apiPath(gvr.GroupVersion())}
+		m := fixedMapping{resource: gvr.Resource, namespaced: namespaced, client: f.rest, absPath: "/apis/" + gvr.Group + "/" + gvr.Version}
+		if gvr.Group == "" {
+			m.absPath = "/api/" + gvr.Version
+		}
 		return &restLW{mapper: m, codecs: clientsetCodecs, gvk: gvk, namespace: ns, tweak: f.tweak}, example, namespaced, nil
 	case unstructuredObjects:
 		ri := f.opts.Dynamic.Resource(gvr).Namespace(ns)

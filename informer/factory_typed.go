@@ -30,15 +30,6 @@ func clientsetREST(client kubernetes.Interface) rest.Interface {
 	return rc
 }
 
-// apiPath is the path of gv's resources on the API server: "/api/v1",
-// "/apis/apps/v1".
-func apiPath(gv schema.GroupVersion) string {
-	if gv.Group == "" {
-		return "/api/" + gv.Version
-	}
-	return "/apis/" + gv.Group + "/" + gv.Version
-}
-
 // builtinKind returns the kind of gvr in client-go's scheme: the listable
 // kind of gvr's group and version whose resource name is gvr.Resource
 // (ConfigMap for configmaps, NetworkPolicy for networkpolicies), as the API

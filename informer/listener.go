@@ -96,7 +96,7 @@ func newListener(logger klog.Logger, handler cache.ResourceEventHandler, request
 		name:            fmt.Sprintf("informerdb handler %T", handler),
 		requestedResync: requested,
 		resyncPeriod:    period,
-		buf:             newRing(initialBufferSize),
+		buf:             ring{buf: make([]notification, initialBufferSize)},
 		wake:            make(chan struct{}, 1),
 		stopped:         make(chan struct{}),
 		synced:          make(chan struct{}),

@@ -73,7 +73,11 @@ func (m *metadataState) ListState(ctx context.Context) ([]metav1.Object, string,
 				return nil, "", fmt.Errorf("informer: list state of %s: the streaming list ended before its initial-events-end bookmark", m.gvr.String())
 			}
 			if ev.Type == watch.Error {
-				return nil, "", fmt.Errorf("informer: list state of %s: %w", m.gvr.String(), statusErr(ev))
+				err := errors.New("error event")
+				if st, ok := ev.Object.(*metav1.Status); ok && st != nil {
+					err = fmt.Errorf("%s (%s, code %d)", st.Message, st.Reason, st.Code)
+				}
+				return nil, "", fmt.Errorf("informer: list state of %s: %w", m.gvr.String(), err)
 			}
 			obj, err := meta.Accessor(ev.Object)
 			if err != nil {
@@ -100,13 +104,6 @@ func (m *metadataState) ListState(ctx context.Context) ([]metav1.Object, string,
 			}
 		}
 	}
-}
-
-func statusErr(ev watch.Event) error {
-	if st, ok := ev.Object.(*metav1.Status); ok && st != nil {
-		return fmt.Errorf("%s (%s, code %d)", st.Message, st.Reason, st.Code)
-	}
-	return errors.New("error event")
 }
 
 // stateWait is what a resumed informer with Options.StateCatchUp still
