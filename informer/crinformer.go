@@ -557,23 +557,19 @@ type scopeTransport struct{ next http.RoundTripper }
 
 func (t *scopeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	moved, err := moveNamespace(req)
-	if err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
-	}
-	req = moved
-	p, ok := req.Context().Value(probeKey{}).(*scopeProbe)
-	if !ok {
-		return t.next.RoundTrip(req)
+	p, probe := req.Context().Value(probeKey{}).(*scopeProbe)
+	if err == nil && !probe {
+		return t.next.RoundTrip(moved)
 	}
 	if req.Body != nil {
 		_ = req.Body.Close() // a RoundTripper closes the body, even on error
 	}
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	if p.url == nil {
-		u := *req.URL
+		u := *moved.URL
 		p.url = &u
 	}
 	p.mu.Unlock()
