@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,24 +23,15 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Resuming ahead.
-//
-// A resumed informer syncs once the server confirmed, by a bookmark, that it
-// has sent every change up to the sync target; the server sends that
-// bookmark a second or two after the watch opens (invariant 10). A
-// controller-runtime cache of several namespaces asks for one namespace's
-// informer of a type, waits until it synced, then asks for the next, so its
-// informers would wait for their bookmarks one after another. So when the
-// first informer of a type, namespace and selectors runs, the constructor
-// resumes at once the informers of the same type and selectors in the other
-// namespaces its database holds, with the first informer's ListerWatcher
-// sent to the other namespace (see namespaceKey); when controller-runtime
-// asks for one of them, NewInformer hands it the informer already running,
-// usually synced by then.
+// Resuming ahead (see ConstructorOptions.ResumeOnDemand): a resumed
+// informer syncs by a bookmark a second or two after its watch opens, and a
+// controller-runtime cache of several namespaces asks for each namespace's
+// informer once the previous one synced; informers started ahead wait for
+// their bookmarks together instead of one after another.
 
 // aheadClaimWindow is how long an informer started ahead runs without being
 // asked for before it is stopped: a namespace the controller no longer
-// watches must not be watched for ever.
+// watches is not watched for ever.
 const aheadClaimWindow = time.Minute
 
 // ahead is an informer the constructor started before it was asked for.
@@ -54,24 +46,18 @@ type ahead struct {
 
 	// ready is closed once inf is set, or left nil because starting
 	// failed (its store is then closed).
-	ready chan struct{}
-	inf   *Informer
-	// cancel stops inf's Run.
-	cancel context.CancelFunc
+	ready  chan struct{}
+	inf    *Informer
+	cancel context.CancelFunc // stops inf's Run
 	// errHandler is the watch error handler set through the informer
 	// NewInformer returned; nil until then.
 	errHandler atomic.Pointer[cache.WatchErrorHandlerWithContext]
-
-	// claimed is set, under the constructor's mu, once NewInformer took
-	// it; an unclaimed one is stopped after aheadClaimWindow.
-	claimed bool
+	claimed    bool // under the constructor's mu, once NewInformer took it
 }
 
 // resumeSiblings starts ahead the informers of first's type and selectors
 // in the other namespaces whose stores the database holds with a resume
-// point, unless they are open already. It runs once per type and selectors
-// (the first informer of them to run calls it) and returns once they were
-// started.
+// point, unless they are open already, once per type and selectors.
 func (c *InformerConstructor) resumeSiblings(ctx context.Context, first *Informer, lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers, base string, req listRequest) {
 	family := base + "|" + req.server + "|" + req.selectors
 	c.mu.Lock()
@@ -137,10 +123,9 @@ func (c *InformerConstructor) startAhead(ctx context.Context, lw cache.ListerWat
 	}
 	moved := namespaceRewriter(lw, first.namespace, sib.namespace)
 	if !routedTo(moved, sib.request) {
-		// Its requests do not all go through the constructor's transport
-		// (a ListerWatcher of another client, or one that lists through
-		// it only to show its scope): sent elsewhere, they would fill
-		// the store with another namespace's objects.
+		// Requests that do not all go through the constructor's
+		// transport would fill the store with another namespace's
+		// objects.
 		fail(errors.New("its ListerWatcher does not send its list and watch through InformerConstructor.Config"))
 		return
 	}
@@ -212,10 +197,9 @@ func (ah *ahead) watchError(ctx context.Context, r *cache.Reflector, err error) 
 }
 
 // claimAhead returns the informer started ahead for name, if there is one
-// and it was started as the caller asks (the same request, resync period and
-// indexers), as the informer NewInformer returns. ok is false when the
-// caller must make the informer itself; c.opening[name] is then counted,
-// and the caller uncounts it once its store is open.
+// started as the caller asks (the same request, resync period and
+// indexers). ok is false when the caller must make the informer itself;
+// c.opening[name] is then counted, for the caller to uncount.
 func (c *InformerConstructor) claimAhead(name string, req listRequest, lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, bool) {
 	c.mu.Lock()
 	ah := c.aheads[name]
@@ -251,12 +235,7 @@ func (c *InformerConstructor) release(ah *ahead, why string) {
 	ah.cancel()
 	<-ah.inf.ended
 	c.mu.Lock()
-	for i, inf := range c.made {
-		if inf == ah.inf {
-			c.made = append(c.made[:i], c.made[i+1:]...)
-			break
-		}
-	}
+	c.made = slices.DeleteFunc(c.made, func(inf *Informer) bool { return inf == ah.inf })
 	c.mu.Unlock()
 	if err := ah.inf.closeStore("informer constructor: release an informer started ahead"); err != nil {
 		klog.Background().Error(err, "Closing the store of an informer started ahead failed", "store", ah.name)
@@ -291,9 +270,8 @@ func sameIndexers(a, b cache.Indexers) bool {
 }
 
 // sameFunc reports whether f and g are the same function value: the same
-// function, or the same closure (not merely one made by the same code,
-// which may capture other values). Go cannot compare functions; a func
-// value is a pointer to its closure, which tells.
+// function, or the same closure (not one made by the same code, which may
+// capture other values). A func value is a pointer to its closure.
 func sameFunc[F any](f, g F) bool {
 	if reflect.ValueOf(f).Kind() != reflect.Func {
 		return false
@@ -301,14 +279,12 @@ func sameFunc[F any](f, g F) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&f)) == *(*unsafe.Pointer)(unsafe.Pointer(&g))
 }
 
-// aheadInformer is the informer NewInformer returns for one started ahead:
-// the running informer, whose lifetime becomes that of the Run it is given.
-// The informer commits nothing until it is known to run with the transform
-// its asker sets (SetTransform; none if the asker uses it without setting
-// one): the objects it queued were transformed by the first informer's
-// transform. If the transforms differ, it is stopped, what it queued is
-// thrown away, and an informer is made anew on its store, as NewInformer
-// would have made it.
+// aheadInformer is the informer NewInformer returns for one started ahead,
+// whose lifetime becomes that of the Run it is given. It commits nothing
+// until it is known to run with its asker's transform (SetTransform, or
+// none if the asker uses it without one), as what it queued was
+// transformed by the first informer's; if they differ, it is stopped and
+// an informer made anew on its store.
 type aheadInformer struct {
 	c  *InformerConstructor
 	ah *ahead
@@ -349,7 +325,7 @@ func (a *aheadInformer) decideLocked(t cache.TransformFunc) error {
 	inner, err := a.c.newInformer(a.lw, a.obj, a.resync, a.indexers, false)
 	if err != nil {
 		a.c.fail(err)
-		a.inner = &failedInformer{SharedIndexInformer: cache.NewSharedIndexInformer(a.lw, a.obj, a.resync, a.indexers), err: err, logger: a.c.opts.Informer.Logger}
+		a.inner = &failedInformer{SharedIndexInformer: clientgoInformer(a.lw, a.obj, a.resync, a.indexers, err), err: err, logger: a.c.opts.Informer.Logger}
 		return err
 	}
 	a.inner = inner
@@ -441,8 +417,7 @@ func (a *aheadInformer) AddIndexers(indexers cache.Indexers) error {
 
 // Of returns the *Informer that i is or stands for, and whether there is
 // one: InformerConstructor.NewInformer returns an informer started ahead
-// (see ConstructorOptions.ResumeOnDemand) behind a type of its own, whose
-// Stats and Store are reached through Of.
+// behind a type of its own.
 func Of(i cache.SharedIndexInformer) (*Informer, bool) {
 	if a, ok := i.(*aheadInformer); ok {
 		a.mu.Lock()
@@ -484,25 +459,21 @@ func (r rewritingLW) WatchWithContext(ctx context.Context, o metav1.ListOptions)
 // constructor's transport as requests of want (see listRequest.request),
 // asking each with a context the transport answers without sending.
 func routedTo(lw cache.ListerWatcherWithContext, want string) bool {
-	calls := []func(ctx context.Context){
-		func(ctx context.Context) {
-			_, _ = lw.ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+	calls := []func(ctx context.Context) error{
+		func(ctx context.Context) error {
+			_, err := lw.ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+			return err
 		},
-		func(ctx context.Context) {
-			if w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true}); err == nil {
+		func(ctx context.Context) error {
+			w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true})
+			if err == nil {
 				w.Stop()
 			}
+			return err
 		},
 	}
 	for _, call := range calls {
-		p := &scopeProbe{}
-		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
-		call(ctx)
-		cancel()
-		p.mu.Lock()
-		u := p.url
-		p.mu.Unlock()
-		if u == nil || parseListRequest(u).request != want {
+		if u, _ := probed(call); u == nil || parseListRequest(u).request != want {
 			return false
 		}
 	}

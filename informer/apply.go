@@ -19,33 +19,27 @@ import (
 
 // pendingCommit gathers popped batches until they are committed together.
 type pendingCommit struct {
-	// ops holds one operation per key, the newest: the store needs only
-	// each key's final state, and a key changed many times in a group is
-	// written once.
+	// ops holds one operation per key, its newest: a key changed many
+	// times in a group is written once.
 	ops   []store.Op
 	opOf  map[string]int // index in ops by key
 	notes []queuedNote
 	rv    string // resume point reached once everything above is applied
 	// resumeOnly: the newest delta that moves the resume point is an
-	// event whose object has no metadata (a transform's doing), after
-	// which client-go's store keeps the resourceVersion it had seen
-	// (store.Batch.ResumeOnly).
+	// event whose object has no metadata (store.Batch.ResumeOnly).
 	resumeOnly bool
 	deltas     int
 	replace    bool // one relist, committed alone
-	// relistOpen: the group holds the first keys of a relist that a
-	// DeltaFIFO hands out key by key, not its last yet (see finishRelist).
+	// relistOpen: the group holds the first keys, not yet the last, of a
+	// relist that a DeltaFIFO hands out key by key (see finishRelist).
 	relistOpen bool
 	seq        uint64 // newest view entry written by ops
-	// handedOut is the queue's count of events handed out once this
-	// group's batches are (deltafifo.Batch.HandedOut).
-	handedOut uint64
+	handedOut  uint64 // deltafifo.Batch.HandedOut of the group's last batch
 	// prepared is ops and rv prepared for the store ahead of the commit
 	// (store.BatchPreparer), or nil.
 	prepared store.PreparedBatch
-	// corrected lists the keys whose committed state is not the one
-	// prepare put in the view: their changes the store rejected were left
-	// out (see leaveOutRejected, commitEach).
+	// corrected lists the keys whose changes the store rejected were left
+	// out: their committed state is not the one prepare put in the view.
 	corrected []string
 }
 
@@ -80,9 +74,9 @@ type queuedNote struct {
 }
 
 // prepare turns b into store operations and notifications, appended to pc.
-// The previous state of each object is read from the view (the store plus
-// what is popped but not committed), and the view is updated, so that the
-// queue sees the new state at once. It runs with the queue locked.
+// Each object's previous state is read from the view, which it updates so
+// that the queue sees the new state at once. It runs with the queue
+// locked.
 func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingCommit) {
 	pc.deltas += len(b.Deltas)
 	inf.stats.popped.Add(int64(len(b.Deltas)))
@@ -90,22 +84,19 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 		pc.replace = true
 	}
 	pc.relistOpen = b.RelistPending
-	// client-go hands OnAdd isInInitialList for an add popped before its
-	// queue synced. FIFO hands out the initial list as one Replace batch;
-	// DeltaFIFO key by key, each batch telling whether it is in it.
+	// OnAdd's isInInitialList, as client-go sets it. FIFO hands out the
+	// initial list as one Replace batch; DeltaFIFO key by key.
 	initialBatch := b.InInitialList && (b.Replace || inf.opts.Queue == DeltaFIFOQueue)
-	// Room for one operation and one notification per delta, made once: a
-	// relist of 100,000 objects would otherwise grow them (and rehash the
-	// map) a dozen times, a quarter of this function's time.
+	// Room for one operation and one notification per delta, made once
+	// rather than grown through a relist.
 	pc.ops = slices.Grow(pc.ops, len(b.Deltas))
 	pc.notes = slices.Grow(pc.notes, len(b.Deltas))
 	if pc.opOf == nil {
 		pc.opOf = make(map[string]int, len(b.Deltas))
 	}
 	if b.Replace && inf.store.ResourceVersion() == "" {
-		// A first list, into a store never synced: each of its objects
-		// is written, so each is pending until the commit. A relist over
-		// a synced store writes only what changed, often a few.
+		// A first list writes each of its objects; a relist over a
+		// synced store only what changed.
 		inf.view.reserve(len(b.Deltas))
 	}
 	for _, d := range b.Deltas {
@@ -128,10 +119,8 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			unchanged := exists && (d.Type == cache.Sync ||
 				d.Type == cache.Replaced && sameResourceVersion(old, d.Object))
 			if !unchanged {
-				// A Sync delta carries the object from the store itself, and
-				// a relisted object whose resourceVersion did not change is
-				// the stored one: nothing to write. That keeps a relist of a
-				// large, mostly unchanged store cheap.
+				// A Sync delta, or a relisted object whose resourceVersion
+				// did not change, is the stored object: nothing to write.
 				op = pc.addOp(key, store.Op{Type: store.OpPut, Object: d.Object, Key: key})
 				pc.seq = inf.view.set(key, d.Object, true)
 			}
@@ -169,10 +158,8 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 			notify := true
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok && tomb.Obj == nil {
 				// Handlers are promised the last known object, never a nil
-				// Obj (DESIGN invariant 4). The queue makes tombstones only
-				// with one; a tombstone without one for a key the informer
-				// does not have reports nothing handlers were told of:
-				// client-go's queues only make tombstones for known objects.
+				// Obj (DESIGN invariant 4); a tombstone of a key the
+				// informer does not have reports nothing they heard of.
 				old, exists, err := inf.view.GetByKey(key)
 				switch {
 				case err != nil:
@@ -214,32 +201,15 @@ func (inf *Informer) prepare(logger klog.Logger, b deltafifo.Batch, pc *pendingC
 // recreated reports whether cur is another object than old under the same
 // key: both have UIDs, and they differ.
 func recreated(old, cur interface{}) bool {
-	o, err := meta.Accessor(old)
-	if err != nil {
-		return false
-	}
-	c, err := meta.Accessor(cur)
-	if err != nil {
-		return false
-	}
-	return o.GetUID() != "" && c.GetUID() != "" && o.GetUID() != c.GetUID()
+	o, c, ok := uids(old, cur)
+	return ok && o != "" && c != "" && o != c
 }
 
 // popLoop pops batches, commits them and notifies the handlers until ctx is
-// done or the queue is closed and drained.
-//
-// Popping and committing overlap: a committer goroutine commits one group
-// (and notifies its handlers) while this goroutine pops and prepares the
-// next, which keeps growing until the commit is over (within MaxBatchSize
-// operations).
-// A store that is slow to commit (an fsync) thus gets fewer, larger commits
-// instead of a growing queue: group commit that adapts to the store. Groups
-// are committed, and notified, in the order they were popped; the view
-// (store plus popped, uncommitted objects) lets the next group be prepared
-// before the previous one is in the store. A group completed while a
-// commit still runs (it is full) is also prepared for the store
-// (store.Prepare: keys, index values, encodings) before it waits for the
-// committer, which then spends its time on the disk.
+// done or the queue is closed and drained. A committer goroutine commits
+// one group while this one pops and prepares the next (see the package
+// doc, Pipeline), in order; a group completed while a commit still runs is
+// also prepared for the store (store.Prepare) before it waits.
 func (inf *Informer) popLoop(ctx context.Context, q deltafifo.Queue) {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
@@ -316,12 +286,10 @@ type commitJob struct {
 }
 
 // gather pops one batch and, unless it is a relist or group commit is off,
-// more batches for up to MaxBatchDelay, and beyond that for as long as the
-// previous group is still being committed (inflight is not closed), as long
-// as its operations fit in MaxBatchSize (and the store's limit) and its
-// deltas in GroupDeltasPerOp times that. A batch that must not join the
-// commit (a relist, or one that would not fit) comes back as carry, to be
-// committed on its own right after pc.
+// more for up to MaxBatchDelay, and beyond that while the previous group
+// is still being committed (inflight not closed), within the operations
+// and deltas a commit may hold. A batch that must not join (a relist, or
+// one that would not fit) comes back as carry, committed right after pc.
 func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo.Queue, inflight <-chan struct{}) (pc, carry *pendingCommit, err error) {
 	first := inf.newGroup()
 	popped := false
@@ -342,17 +310,13 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		return first, nil, err
 	}
 	pc = first
-	// MaxBatchSize and the store's limit bound the operations of its
-	// commit (one per key); the deltas, which cost the commit nothing
-	// once their key is in it, are bounded too, as a safety net.
 	opLimit := inf.storeLimit()
 	maxDeltas := GroupDeltasPerOp * inf.opts.MaxBatchSize
 	dctx, cancel := context.WithTimeout(ctx, inf.opts.MaxBatchDelay)
 	defer cancel()
-	// A group whose operations reached opLimit is full: it is handed over
-	// as soon as no commit is running. While one is, it still takes
-	// batches that only change its keys (they cost its commit nothing);
-	// the first that would add one ends it, as carry.
+	// A full group is handed over as soon as no commit runs; while one
+	// does, it still takes batches that only change its keys, which cost
+	// its commit nothing.
 	running := inflight
 	var fullCtx context.Context // done once the running commit is over
 	for carry == nil && pc.deltas < maxDeltas {
@@ -386,9 +350,8 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 		if popCtx == fullCtx {
 			return pc, carry, nil // full, and the running commit is over
 		}
-		// The delay is over. While the previous group is still being
-		// committed, this one could not be committed anyway: keep
-		// gathering until that commit is over.
+		// The delay is over; while the previous group is still being
+		// committed, keep gathering until that commit is over.
 		if inflight == nil || isClosed(inflight) {
 			return pc, carry, nil
 		}
@@ -408,25 +371,12 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 // finishRelist pops into pc, which holds the first batches of a relist
 // that a DeltaFIFO hands out key by key (deltafifo.Batch.RelistPending),
 // until its last key is out (Batch.RelistDone), so that the relist is
-// committed in one commit with the list resourceVersion, as FIFO's is.
-//
-// This is how the informer keeps DESIGN invariant 2 with DeltaFIFO, rather
-// than committing each key as it is popped and leaving a marker that forces
-// a relist on the next start. The store has no such marker: a Batch whose
-// ResourceVersion is empty leaves the resume point as it is, so clearing it
-// would need a new kind of commit, or a flag in every backend's metadata
-// that every open then checks. A marker would also make each crash during
-// a relist cost one more relist. Gathering the relist costs what FIFO's
-// relist costs already (its objects are in memory, popped, until the
-// commit), and a crash before the commit leaves the store as it was before
-// the relist, with its old resume point, which every event before it has
-// reached (DESIGN invariant 1): the next start resumes from there, or
-// relists if the server no longer serves it.
-//
-// The keys a relist touches are those queued when it arrives, popped in
-// order before any key queued later, so this ends once they are out (a
-// relist arriving meanwhile adds the keys it touches). It returns an error when ctx ends first; pc must then be dropped, not
-// committed: it holds part of a relist.
+// committed whole with the list resourceVersion, as FIFO's is (DESIGN
+// invariant 2). A crash before that commit leaves the store with its old
+// resume point, which every event before it has reached: the store needs
+// no relist marker. The keys a relist touches are popped before any
+// queued after it, so this ends. It returns an error when ctx ends first;
+// pc, part of a relist, must then be dropped.
 func (inf *Informer) finishRelist(ctx context.Context, logger klog.Logger, q deltafifo.Queue, pc *pendingCommit) error {
 	for pc.relistOpen {
 		err := q.Pop(ctx, func(_ context.Context, b deltafifo.Batch) error {
@@ -441,8 +391,8 @@ func (inf *Informer) finishRelist(ctx context.Context, logger klog.Logger, q del
 }
 
 // newGroup returns an empty group with room for as many operations and
-// notifications as the last one held: under a steady stream, groups of
-// thousands would otherwise grow by copying themselves a dozen times.
+// notifications as the last one held, rather than grow under a steady
+// stream.
 func (inf *Informer) newGroup() *pendingCommit {
 	h := inf.lastGroup
 	pc := &pendingCommit{}
@@ -456,9 +406,8 @@ func (inf *Informer) newGroup() *pendingCommit {
 }
 
 // exceedsOps reports whether adding b to pc could take pc's operations
-// past limit. Keys are computed (again, prepare computes them too) only
-// when b's deltas alone could reach the limit: a key pc already has adds
-// no operation.
+// past limit: a key pc already has adds none. Keys are computed only when
+// b's deltas alone could reach the limit.
 func (inf *Informer) exceedsOps(pc *pendingCommit, b deltafifo.Batch, limit int) bool {
 	if len(pc.ops)+len(b.Deltas) <= limit {
 		return false
@@ -481,8 +430,7 @@ func (inf *Informer) exceedsOps(pc *pendingCommit, b deltafifo.Batch, limit int)
 }
 
 // storeLimit returns how many operations a commit may hold: MaxBatchSize,
-// or less when the store says a commit that large would cost far more than
-// in proportion (store.BatchLimiter; badger's transaction limit).
+// or the store's lower store.BatchLimiter bound.
 func (inf *Informer) storeLimit() int {
 	n := inf.opts.MaxBatchSize
 	if l, ok := inf.store.(store.BatchLimiter); ok {
@@ -527,27 +475,17 @@ const (
 // succeeds, then notifies the handlers. It returns false when ctx ended
 // first: nothing of pc was notified, and the resume point did not move.
 //
-// A batch the store rejects as invalid (an object its codec or an index
-// function refuses) would fail forever. What the store rejects in it is
-// then found without committing anything and left out (see
-// leaveOutRejected), and the rest is committed with the resume point in
-// one commit, as the whole would have been: a relist stays atomic (DESIGN
-// invariant 2), and a crash never leaves part of the batch stored with an
-// older resume point, which a restart would replay older events over. A
-// rejected change is skipped as the reflector skips an event the queue
-// refuses: its key keeps its last state the store accepts (of the batch,
-// or from before it), handlers are not told of it (nor given it as the old
-// object of the key's next change, see correctHeard), and the resume point
-// moves past it. Only when the rejected operations cannot be told apart
-// that way (a store without store.BatchPreparer whose codec refuses an
-// object) is the batch applied one operation per commit, skipping what the
-// store rejects, and the resume point moved in a last commit; that gives
-// up the atomicity of this one batch (of a relist, too) rather than stop
-// the informer.
+// A batch the store rejects as invalid would fail forever: what it rejects
+// is found without committing (leaveOutRejected) and left out, and the
+// rest is committed with the resume point in one commit, so a relist stays
+// atomic and no crash leaves part of the batch stored under an older
+// resume point. Only when the rejected operations cannot be told apart (a
+// store without store.BatchPreparer whose codec refuses an object) is the
+// batch applied one operation per commit (commitEach), giving up this
+// batch's atomicity rather than stop the informer.
 //
-// While it retries, Stats and CheckCommits report the failing commit; they
-// stop when it is durable (before it is notified) or when the retries end
-// with the apply loop.
+// While it retries, Stats and CheckCommits report the failing commit, until
+// it is durable or the retries end with the apply loop.
 func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pendingCommit) (committed bool) {
 	defer func() {
 		if !committed {
@@ -614,16 +552,13 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 }
 
 // leaveOutRejected finds, without committing anything, the operations of
-// pc that the store rejects as invalid: one operation at a time, with the
-// store's store.BatchPreparer, which fails as Commit would; without one,
-// with the store's index functions, the usual cause. A rejected operation
-// is the newest state of its key in pc; if an earlier change of the key in
-// pc is accepted, the key's operation becomes the newest of those, and the
-// notifications of the later changes are dropped, so that the key ends as
-// if each change had been committed on its own and the rejected ones
-// skipped. It returns the operations left out (their notifications are
-// not delivered), and false when it found nothing the store rejects or
-// cannot tell (the store closed).
+// pc that the store rejects as invalid: one at a time, with the store's
+// store.BatchPreparer, which fails as Commit would, else with its index
+// functions. If an earlier change of a rejected key in pc is accepted, the
+// key's operation becomes the newest such and the later changes'
+// notifications are dropped, as if each change had been committed on its
+// own and the rejected ones skipped. It returns the operations left out
+// (not notified), and false when it found nothing rejected or cannot tell.
 func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (map[int]bool, bool) {
 	bp, canPrepare := inf.store.(store.BatchPreparer)
 	var set *indexer.IndexSet
@@ -704,15 +639,7 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 	if !found {
 		return nil, false
 	}
-	if len(drop) > 0 {
-		notes := make([]queuedNote, 0, len(pc.notes)-len(drop))
-		for j, qn := range pc.notes {
-			if !drop[j] {
-				notes = append(notes, qn)
-			}
-		}
-		pc.notes = notes
-	}
+	pc.dropNotes(drop)
 	pc.prepared = nil // prepared for the operations as they were
 	return rejected, true
 }
@@ -720,22 +647,16 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 // commitOnce commits pc, except the operations in rejected, and, on
 // success, notifies the handlers; the store's reads change and the handlers
 // are notified under applyMu, so a handler added meanwhile sees either the
-// store before the commit and these notifications, or the store after it
-// and none.
-//
+// store before the commit and these notifications, or after it and none.
 // When the store can stage the commit (store.StagedBatch), pc is persisted
 // here and applied and notified by the applier, in order, while the
-// committer persists the next group: the store's durable write, the longest
-// part of a commit, no longer waits for the previous group's cache update
-// and notifications. Otherwise the applier is drained first, so that
-// commits reach the store's reads and the handlers in order.
+// committer persists the next group; otherwise the applier is drained
+// first.
 func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit, rejected map[int]bool) error {
 	if err := inf.tombs.persist(ctx, logger, pc, rejected); err != nil {
 		return err
 	}
 	if len(rejected) == 0 {
-		// Groups are prepared ahead while the previous commit runs, which
-		// is when there is something to overlap.
 		if sb, ok := pc.prepared.(store.StagedBatch); ok {
 			t0 := inf.opts.Clock.Now()
 			apply, err := sb.Persist(ctx)
@@ -767,32 +688,27 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 		}
 	}
 	if len(ops) > 0 || (pc.rv != "" && pc.rv != inf.store.ResourceVersion()) {
-		t0 := inf.opts.Clock.Now()
-		var err error
-		if pc.prepared != nil && len(rejected) == 0 {
-			err = pc.prepared.Commit(ctx)
-		} else {
-			err = inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
-		}
-		if err != nil {
+		if err := inf.timed(len(ops), func() error {
+			if pc.prepared != nil && len(rejected) == 0 {
+				return pc.prepared.Commit(ctx)
+			}
+			return inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
+		}); err != nil {
 			return err
 		}
-		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), len(ops))
 	}
 	inf.commitSucceeded()
 	inf.appliedLocked(logger, pc, rejected)
 	return nil
 }
 
-// commitEach commits pc one operation at a time, skipping the operations
-// the store rejects as invalid, then moves the resume point. Puts and
-// deletes are idempotent, so after a failure the whole of it can be
-// retried. It is the last resort of commit: until the resume point moves,
-// the store holds part of pc only.
+// commitEach, commit's last resort, commits pc one operation at a time,
+// skipping those the store rejects as invalid, then moves the resume
+// point. Puts and deletes are idempotent: after a failure it is retried
+// whole.
 func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
-	// Every delete of pc is persisted first: one the store then rejects
-	// leaves a tombstone whose key is still stored, which the next start
-	// drops (see tombstones.load).
+	// Every delete is persisted first: one the store then rejects leaves
+	// a tombstone of a stored key, which the next start drops.
 	if err := inf.tombs.persist(ctx, logger, pc, nil); err != nil {
 		return err
 	}
@@ -801,11 +717,7 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 	defer inf.applyMu.Unlock()
 	rejected := map[int]bool{}
 	for i, op := range pc.ops {
-		t0 := inf.opts.Clock.Now()
-		err := inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}})
-		if err == nil {
-			inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 1)
-		}
+		err := inf.timed(1, func() error { return inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}}) })
 		switch {
 		case err == nil:
 		case errors.Is(err, store.ErrInvalid):
@@ -817,20 +729,30 @@ func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pen
 		}
 	}
 	if pc.rv != "" && pc.rv != inf.store.ResourceVersion() {
-		t0 := inf.opts.Clock.Now()
-		if err := inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly}); err != nil {
+		if err := inf.timed(0, func() error {
+			return inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
+		}); err != nil {
 			return err
 		}
-		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), 0)
 	}
 	inf.commitSucceeded()
 	inf.appliedLocked(logger, pc, rejected)
 	return nil
 }
 
+// timed runs commit, a store commit of ops operations, and observes its
+// duration if it succeeds.
+func (inf *Informer) timed(ops int, commit func() error) error {
+	t0 := inf.opts.Clock.Now()
+	err := commit()
+	if err == nil {
+		inf.metrics.observeCommit(inf.opts.Clock.Since(t0), ops)
+	}
+	return err
+}
+
 // commitSucceeded ends the failing state of a retried commit once it is
-// durable, before it is notified: whoever hears of it finds Stats and
-// CheckCommits saying that commits get through.
+// durable, before it is notified.
 func (inf *Informer) commitSucceeded() {
 	if inf.stats.failing.Load() != nil {
 		inf.stats.failing.Store(nil)
@@ -844,16 +766,15 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
 	if len(pc.corrected) > 0 {
-		// A key may be listed twice: left out of the batch, then again
-		// when the rest was committed one operation at a time.
+		// A key may be listed twice (left out, then by commitEach).
 		inf.stats.rejected.Add(int64(len(sets.New(pc.corrected...))))
 	}
 	inf.correctHeard(pc)
 	inf.tombs.recordLocked(logger, pc, rejected, inf.synced)
 	for _, key := range pc.corrected {
 		if inf.view.isPending(key) {
-			// A later group, prepared while pc was committed, took the
-			// left-out change from the view as the key's previous state.
+			// A later group took the left-out change from the view as
+			// the key's previous state.
 			obj, exists, err := inf.store.GetByKey(key)
 			if err != nil {
 				logger.Error(err, "Reading the state a left-out change leaves failed; the next change of the key may be notified with the left-out object as the old one", "key", key)
@@ -886,14 +807,11 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.checkSyncedLocked(logger, pc.replace)
 }
 
-// correctHeard mends the notifications of pc that were prepared from a
-// change an earlier commit left out (see heard): the first notification
-// of such a key in pc took that change as its previous state, which
-// handlers never heard of. It now reports the change from the state they
-// did hear of, as if the left-out change had never been popped: an update
-// of an object they do not know becomes an add, an add of one they know
-// an update, and a tombstone carries the object they know (or is not
-// delivered, if they know none).
+// correctHeard mends the first notification in pc of each key of heard,
+// which took a change an earlier commit left out as its previous state:
+// it now starts from the state handlers heard of, as if that change had
+// never been popped (an update becomes an add, an add an update, a
+// tombstone carries the object they know or is dropped).
 func (inf *Informer) correctHeard(pc *pendingCommit) {
 	if len(inf.heard) == 0 {
 		return
@@ -946,15 +864,21 @@ func (inf *Informer) correctHeard(pc *pendingCommit) {
 			}
 		}
 	}
-	if len(drop) > 0 {
-		notes := pc.notes[:0]
-		for j, qn := range pc.notes {
-			if !drop[j] {
-				notes = append(notes, qn)
-			}
-		}
-		pc.notes = notes
+	pc.dropNotes(drop)
+}
+
+// dropNotes removes the notes of pc whose indexes are in drop.
+func (pc *pendingCommit) dropNotes(drop map[int]bool) {
+	if len(drop) == 0 {
+		return
 	}
+	notes := make([]queuedNote, 0, len(pc.notes)-len(drop))
+	for j, qn := range pc.notes {
+		if !drop[j] {
+			notes = append(notes, qn)
+		}
+	}
+	pc.notes = notes
 }
 
 // noteKey returns the key of pc's note j: its operation's, or, for a
@@ -973,10 +897,8 @@ func (inf *Informer) noteKey(pc *pendingCommit, j int) string {
 }
 
 // sameResourceVersion reports whether two objects carry the same non-empty
-// resourceVersion: an update between them is a resync, which client-go
-// delivers only to handlers whose resync is due. Unlike client-go, objects
-// without a resourceVersion (a transform may strip it) never compare equal,
-// so their updates are not mistaken for resyncs.
+// resourceVersion: an update between them is a resync. Unlike client-go,
+// objects without one (a transform may strip it) never compare equal.
 func sameResourceVersion(a, b interface{}) bool {
 	rv := resourceVersionOf(a)
 	return rv != "" && rv == resourceVersionOf(b)
@@ -1006,8 +928,8 @@ func resourceVersionOf(obj interface{}) string {
 }
 
 // applier applies and notifies staged commits (see commitOnce) on a
-// goroutine of its own, one at a time, in the order the committer hands
-// them over. The committer is its only user.
+// goroutine of its own, in the order the committer, its only user, hands
+// them over.
 type applier struct {
 	work    chan func()
 	pending sync.WaitGroup // handed over and not yet done

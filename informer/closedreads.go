@@ -12,11 +12,7 @@ import (
 
 // closedReads is an informer's store as GetStore and GetIndexer hand it to
 // listers: the store itself, which logs the first read that finds it
-// closed by the factory that made the informer (Factory.Shutdown, and the
-// typed factories' and the InformerConstructor's). A closed store answers
-// List, ListKeys and ListIndexFuncValues with nothing and the other reads
-// with store.ErrClosed (see Factory.Shutdown for why it is not kept
-// answering). The check costs a length or error test per read until then.
+// closed by the factory that made the informer (see Factory.Shutdown).
 //
 // closedReads is safe for concurrent use.
 type closedReads struct {
@@ -28,13 +24,10 @@ type closedReads struct {
 	name   string // the informer's
 }
 
-func newClosedReads(s store.Store, logger klog.Logger, name string) *closedReads {
-	return &closedReads{Indexer: s, logger: logger, name: name}
-}
-
-// read logs, once, that op read the store after the factory closed it.
-func (r *closedReads) read(op string) {
-	if !r.closed.Load() {
+// read logs, once, that op read the store after the factory closed it, if
+// its answer (empty, or an error) says it may have.
+func (r *closedReads) read(op string, may bool) {
+	if !may || !r.closed.Load() {
 		return
 	}
 	r.once.Do(func() {
@@ -45,64 +38,48 @@ func (r *closedReads) read(op string) {
 
 func (r *closedReads) List() []interface{} {
 	objs := r.Indexer.List()
-	if len(objs) == 0 {
-		r.read("List")
-	}
+	r.read("List", len(objs) == 0)
 	return objs
 }
 
 func (r *closedReads) ListKeys() []string {
 	keys := r.Indexer.ListKeys()
-	if len(keys) == 0 {
-		r.read("ListKeys")
-	}
+	r.read("ListKeys", len(keys) == 0)
 	return keys
 }
 
 func (r *closedReads) ListIndexFuncValues(name string) []string {
 	values := r.Indexer.ListIndexFuncValues(name)
-	if len(values) == 0 {
-		r.read("ListIndexFuncValues")
-	}
+	r.read("ListIndexFuncValues", len(values) == 0)
 	return values
 }
 
 func (r *closedReads) Get(obj interface{}) (interface{}, bool, error) {
 	item, exists, err := r.Indexer.Get(obj)
-	if err != nil {
-		r.read("Get")
-	}
+	r.read("Get", err != nil)
 	return item, exists, err
 }
 
 func (r *closedReads) GetByKey(key string) (interface{}, bool, error) {
 	item, exists, err := r.Indexer.GetByKey(key)
-	if err != nil {
-		r.read("GetByKey")
-	}
+	r.read("GetByKey", err != nil)
 	return item, exists, err
 }
 
 func (r *closedReads) Index(name string, obj interface{}) ([]interface{}, error) {
 	objs, err := r.Indexer.Index(name, obj)
-	if err != nil {
-		r.read("Index")
-	}
+	r.read("Index", err != nil)
 	return objs, err
 }
 
 func (r *closedReads) IndexKeys(name, value string) ([]string, error) {
 	keys, err := r.Indexer.IndexKeys(name, value)
-	if err != nil {
-		r.read("IndexKeys")
-	}
+	r.read("IndexKeys", err != nil)
 	return keys, err
 }
 
 func (r *closedReads) ByIndex(name, value string) ([]interface{}, error) {
 	objs, err := r.Indexer.ByIndex(name, value)
-	if err != nil {
-		r.read("ByIndex")
-	}
+	r.read("ByIndex", err != nil)
 	return objs, err
 }

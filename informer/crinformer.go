@@ -46,61 +46,44 @@ const ConstructorStoreName = "informerdb/constructor"
 // means defaults. NewInformerConstructor copies it.
 type ConstructorOptions struct {
 	// Cluster identifies the cluster in every store's scope, as
-	// FactoryOptions.Cluster does: default "kube-system/<uid>", read by
-	// NewInformerConstructor, which waits (within its ctx) for an
-	// unreachable API server rather than guess. A cluster recreated behind
-	// the same URL has another kube-system UID, so its informers relist
-	// instead of serving the old cluster's objects.
+	// FactoryOptions.Cluster does (default "kube-system/<uid>"): a cluster
+	// recreated behind the same URL has another kube-system UID, so its
+	// informers relist instead of serving the old cluster's objects.
 	Cluster string
 
 	// Informer, Encryption and Store are as in FactoryOptions: the
 	// template of every informer's options, the encryption of every
-	// store's objects, and the template of every store's options
-	// (Durability, LockTimeout, CacheSize, Scope...).
+	// store's objects, and the template of every store's options.
 	Informer   Options
 	Encryption *indexer.KeyRing
 	Store      store.Options
 
 	// FallBackToMemory makes the constructor return client-go's in-memory
-	// informer where it cannot make a persistent one (the database cannot
-	// be opened, an informer's scope cannot be told, its store cannot be
-	// opened), instead of failing: NewInformerConstructor then succeeds
-	// whatever the database's state, and each such informer, when it
-	// runs, logs why at error level through the logger of its context
-	// (controller-runtime's), or Informer.Logger. The controller then
-	// works without persistence: every restart lists everything, and
-	// deletes made while it was down are never delivered. Default false:
-	// such failures are errors (see InformerConstructor).
+	// informer where it cannot make a persistent one (the database, an
+	// informer's scope or its store cannot be opened or told), instead of
+	// failing; each such informer logs why at error level when it runs.
+	// The controller then works without persistence: every restart lists
+	// everything, and deletes made while it was down are never delivered.
+	// Default false: such failures are errors (see InformerConstructor).
 	FallBackToMemory bool
 
 	// StateCatchUp gives every resumed informer Options.StateCatchUp: a
-	// MetadataStateLister of what its ListerWatcher lists (the resource,
-	// namespace and selectors of its request, see InformerConstructor),
-	// through Config. It syncs as soon as its store holds the server's
-	// state, instead of waiting for a bookmark, for one streaming list of
-	// every object's metadata (about 320 bytes per ConfigMap: 22% of a
-	// cold start's bytes for ConfigMaps of 1 KiB): a restart then takes
-	// about as long as client-go's cold start, instead of a bookmark wait
-	// (1-2 s). Informer.StateCatchUp must be nil: a lister is per
-	// informer. Default false.
+	// MetadataStateLister of what its ListerWatcher lists, through Config.
+	// Informer.StateCatchUp must be nil. Default false.
 	StateCatchUp bool
 
-	// ResumeOnDemand turns off resuming ahead. By default, when the
-	// first informer of a type, namespace and selectors runs, the
-	// constructor resumes at once the informers of the same type and
-	// selectors in the other namespaces whose stores the database holds
-	// with a resume point, through the first informer's ListerWatcher sent
-	// to their namespace: controller-runtime's multi-namespace cache asks
-	// for them only once the first one synced, and each would otherwise
-	// wait for its own bookmark, one after another. When it asks,
-	// NewInformer returns the informer already running (Stats.StartedAhead),
-	// if its resync period, indexers and transform are those of the first
-	// informer (the same function values); otherwise the informer is made
-	// anew on its store, as without this. An informer started ahead is
-	// fresh as of that start (DESIGN invariant 3), a moment before it is
-	// asked for. One not asked for within a minute is stopped: a store
-	// of a namespace the controller no longer watches costs a probe and
-	// a short watch at each start, until it is removed (store.Drop).
+	// ResumeOnDemand turns off resuming ahead. By default, when the first
+	// informer of a type, namespace and selectors runs, the constructor
+	// resumes at once the informers of the same type and selectors in the
+	// other namespaces whose stores the database holds with a resume point,
+	// through the first informer's ListerWatcher sent to their namespace:
+	// controller-runtime's multi-namespace cache asks for them one after
+	// another, each once the previous synced. When asked for, NewInformer
+	// returns the informer already running (Stats.StartedAhead) if its
+	// resync period, indexers and transform are the first informer's (the
+	// same function values), else makes it anew. An informer started ahead
+	// is fresh as of that start (DESIGN invariant 3). One not asked for
+	// within a minute is stopped.
 	ResumeOnDemand bool
 }
 
@@ -112,39 +95,26 @@ type ConstructorOptions struct {
 //	err = mgr.Add(c)
 //	defer c.Close() // after the manager stopped
 //
-// NewInformerConstructor identifies the cluster (see
-// ConstructorOptions.Cluster) and opens the database, holding it open (see
-// ConstructorStoreName) until Close: a database URL it cannot use, an unsafe
-// path (relative, a link, a parent directory others can write) or a database
-// another process holds is its error, after one lock wait.
+// A constructor sees only a ListerWatcher, which hides what it lists. So
+// that a store never holds the objects of two scopes, NewInformer asks the
+// ListerWatcher for one page of its list with a context that the
+// constructor's transport recognizes: the transport records the request's
+// URL (resource, namespace, selectors) and answers it without sending it.
+// That is why the clients that list must be built from Config (or a
+// transport wrapped by WrapTransport). The store is named after the
+// object's type and that request ("core/v1/ConfigMap", with
+// "@ns=<namespace>" for one namespace and "@sel=<digest>" when selectors
+// are set; "/unstructured" or "/metadata" after the type for those
+// informers), and its scope records the cluster and the request in full. A
+// namespace or selector change opens another store, which lists; the old
+// one stays in the database until it is removed (store.Drop, `snapshot
+// drop`).
 //
-// A constructor sees only a ListerWatcher, which hides what it lists: the
-// namespace and the selectors are inside its functions. So that a store
-// never holds the objects of two scopes, NewInformer asks the ListerWatcher
-// for one page of its list with a context that the constructor's transport
-// recognizes: the transport records the request's URL (the resource, the
-// namespace, the label and field selectors) and answers it without sending
-// it. That is why the clients that list must be built from Config (or a
-// transport wrapped by WrapTransport). The store is then named after
-// the object's type and that request ("core/v1/ConfigMap" for a list of
-// every namespace without selectors, "core/v1/ConfigMap@ns=team-a" for one
-// namespace, with "@sel=<digest>" when selectors are set;
-// "core/v1/ConfigMap/unstructured" and "core/v1/ConfigMap/metadata" for the
-// unstructured and metadata-only informers of the type), and its scope
-// records the cluster and the request in full. Informers of a
-// multi-namespace cache, created in a different order at each start, each
-// find their own store. A namespace or selector change opens another store,
-// which starts empty and lists; the store no informer opens any more stays
-// in the database until it is removed (store.Drop, `snapshot drop`).
-//
-// When NewInformer cannot make a persistent informer (the scope cannot be
-// told, the store cannot be opened), it does not run without persistence
-// (unless ConstructorOptions.FallBackToMemory): it returns an informer that
-// fails every method that can fail with the error, and records the error
-// for Start. Added to a controller-runtime manager (mgr.Add(c)), the
-// constructor's Start returns that error, which stops the manager with it;
-// controller-runtime's GetInformer returns it too, as the informer's
-// SetTransform fails.
+// When NewInformer cannot make a persistent informer, it returns (unless
+// ConstructorOptions.FallBackToMemory) an informer that fails every method
+// that can fail with the error, and records the error for Start: added to
+// a controller-runtime manager (mgr.Add(c)), the constructor stops the
+// manager with it.
 //
 // An InformerConstructor is safe for concurrent use.
 type InformerConstructor struct {
@@ -158,32 +128,25 @@ type InformerConstructor struct {
 	// opened (dbErr, with FallBackToMemory).
 	held  store.Store
 	dbErr error
-	// meta lists the informers' state (ConstructorOptions.StateCatchUp);
-	// nil without it.
-	meta metadata.Interface
+	meta  metadata.Interface // with ConstructorOptions.StateCatchUp, else nil
 
 	mu     sync.Mutex  // guards the fields below up to wg
 	made   []*Informer // every informer made; Close closes their stores
 	closed bool        // by Close: NewInformer opens no store any more
-	// aheads are the informers started ahead and not claimed, by store
-	// name; opening counts the NewInformer calls opening a store, by
-	// name; families are the types and selectors whose other namespaces
-	// were resumed ahead (see resumeSiblings).
+	// aheads are the informers started ahead and not claimed, and opening
+	// counts the NewInformer calls opening a store, by store name;
+	// families are the types and selectors resumed ahead (resumeSiblings).
 	aheads   map[string]*ahead
 	opening  map[string]int
 	families map[string]bool
-	// started are the informers started ahead, claimed or not: Close
-	// stops those still running.
-	started []*ahead
-	// failure is the first error of NewInformer, for Start; failed is
-	// closed when it is set.
+	started  []*ahead // started ahead, claimed or not: Close stops them
+	// failure is NewInformer's first error, for Start; failed is closed
+	// when it is set.
 	failure error
 	failed  chan struct{}
 
-	// wg counts the goroutines resuming informers ahead and running them.
-	wg sync.WaitGroup
-	// claimWindow is aheadClaimWindow, shorter in tests.
-	claimWindow time.Duration
+	wg          sync.WaitGroup // the goroutines resuming and running informers ahead
+	claimWindow time.Duration  // aheadClaimWindow, shorter in tests
 }
 
 // NewInformerConstructor returns a constructor whose informers keep their
@@ -220,60 +183,27 @@ func NewInformerConstructor(ctx context.Context, rawURL string, cfg *rest.Config
 
 	// The database first: a misconfigured one fails at once, not after a
 	// wait for the API server.
-	if err := c.openDatabase(ctx); err != nil {
+	err := store.CheckURL(c.url)
+	if err == nil {
+		c.held, err = openHeld(ctx, c.url, ConstructorStoreName, "informer constructor", c.opts.Store)
+	}
+	if err != nil {
 		if !c.opts.FallBackToMemory {
 			return nil, fmt.Errorf("informer: new informer constructor: %w", err)
 		}
 		c.dbErr = err
 	}
-	c.cluster = c.opts.Cluster
-	if c.cluster == "" {
-		client, err := kubernetes.NewForConfig(cfg)
-		if err == nil {
-			c.cluster, err = clusterIdentity(ctx, client)
-		}
-		if err != nil {
-			err = fmt.Errorf("informer: new informer constructor: %w", err)
-			if c.held != nil {
-				if cerr := c.held.Close(); cerr != nil {
-					err = errors.Join(err, cerr)
-				}
-			}
-			return nil, err
-		}
+	c.cluster, err = clusterIdentity(ctx, c.opts.Cluster, func() (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) }, c.held)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new informer constructor: %w", err)
 	}
 	return c, nil
 }
 
-// openDatabase checks the URL and opens the constructor's own store,
-// which opens the database, checks its path and waits for its lock.
-func (c *InformerConstructor) openDatabase(ctx context.Context) error {
-	if err := store.CheckURL(c.url); err != nil {
-		return err
-	}
-	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})
-	if err != nil {
-		return err
-	}
-	sopts := c.opts.Store
-	sopts.Name = ConstructorStoreName
-	sopts.Codec = codec
-	sopts.Indexers = nil
-	sopts.Scope = "informer constructor"
-	s, err := store.Open(ctx, c.url, &sopts)
-	if err != nil {
-		return err
-	}
-	c.held = s
-	return nil
-}
-
 // Config returns a copy of the REST config given to NewInformerConstructor
 // whose transport lets the constructor see the scope of each ListerWatcher
-// it is given (see InformerConstructor). Build the clients whose
-// ListerWatchers reach NewInformer from it (for controller-runtime: the
-// config passed to ctrl.NewManager). Requests other than the constructor's
-// own are passed on unchanged.
+// (see InformerConstructor): build the clients whose ListerWatchers reach
+// NewInformer from it (controller-runtime: the config of ctrl.NewManager).
 func (c *InformerConstructor) Config() *rest.Config { return rest.CopyConfig(c.config) }
 
 // WrapTransport wraps rt as Config's transport is wrapped, for callers
@@ -284,11 +214,9 @@ func (c *InformerConstructor) WrapTransport(rt http.RoundTripper) http.RoundTrip
 }
 
 // Start waits until ctx ends, and returns nil, or until NewInformer could
-// not make an informer (the scope of its ListerWatcher could not be told,
-// its store could not be opened), and returns that error, the first one.
-// Add the constructor to a controller-runtime manager (mgr.Add(c)) so that
-// such an error stops the manager and is what its Start returns. It may be
-// called more than once.
+// not make an informer, and returns that error, the first one: added to a
+// controller-runtime manager (mgr.Add(c)), it stops the manager with it.
+// It may be called more than once.
 func (c *InformerConstructor) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
@@ -300,16 +228,15 @@ func (c *InformerConstructor) Start(ctx context.Context) error {
 	}
 }
 
-// NeedLeaderElection reports false: a manager runs the constructor's Start
-// (see Start) on every replica, as it runs its caches.
+// NeedLeaderElection reports false: a manager runs Start on every
+// replica, as it runs its caches.
 func (c *InformerConstructor) NeedLeaderElection() bool { return false }
 
 // NewInformer has the signature of controller-runtime's
-// cache.Options.NewInformer. It cannot return an error: if the informer's
-// scope cannot be told or its store cannot be opened, it returns an
-// informer that fails with that error (and Start returns it), or, with
-// ConstructorOptions.FallBackToMemory, client-go's in-memory informer,
-// which logs the error when it runs (see InformerConstructor).
+// cache.Options.NewInformer. It cannot return an error: if it cannot make
+// a persistent informer, it returns one that fails with the error (and
+// Start returns it), or, with ConstructorOptions.FallBackToMemory,
+// client-go's in-memory informer, which logs the error when it runs.
 func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	err := c.dbErr
 	if err == nil {
@@ -318,14 +245,7 @@ func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Ob
 			return inf
 		}
 	}
-	if typednil.Is(lw) || typednil.Is(obj) {
-		// client-go's informer would fail at its first use.
-		lw = &cache.ListWatch{ListWithContextFunc: failingList(err), WatchFuncWithContext: failingWatch(err)}
-		if typednil.Is(obj) {
-			obj = &metav1.PartialObjectMetadata{}
-		}
-	}
-	memory := cache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	memory := clientgoInformer(lw, obj, resync, indexers, err)
 	if c.opts.FallBackToMemory {
 		return &memoryInformer{SharedIndexInformer: memory, reason: err, logger: c.opts.Informer.Logger}
 	}
@@ -400,69 +320,51 @@ func (c *InformerConstructor) scopeOf(base string, req listRequest) string {
 // openInformer opens the stores of base's objects that req lists and makes
 // their informer, with iopts as the template of its options.
 func (c *InformerConstructor) openInformer(lw cache.ListerWatcherWithContext, obj runtime.Object, resync time.Duration, indexers cache.Indexers, base string, req listRequest, iopts Options) (*Informer, error) {
-	codec, err := codecFor(obj, c.opts.Encryption)
-	if err != nil {
-		return nil, fmt.Errorf("informer: new informer %s: %w", base, err)
-	}
 	name := base + req.nameSuffix()
-	sopts := c.opts.Store
-	sopts.Name = name
-	sopts.Codec = codec
-	sopts.Indexers = indexers
-	sopts.Scope = c.scopeOf(base, req)
-	startEarly(context.Background(), c.url, sopts, lw, &iopts)
-	s, err := openStores(context.Background(), c.url, sopts, &iopts)
-	if errors.Is(err, store.ErrInUse) && c.retire(name) {
-		// controller-runtime's RemoveInformer stops an informer and the
-		// next Get makes a new one of the same scope: its stores are free
-		// once the stopped informer let go of them.
-		s, err = openStores(context.Background(), c.url, sopts, &iopts)
-	}
-	if err != nil {
-		iopts.Reflector.Early.Stop()
-		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
-	}
 	if c.meta != nil {
+		var err error
 		if iopts.StateCatchUp, err = req.stateLister(c.meta); err != nil {
-			iopts.Reflector.Early.Stop()
-			closeAll(s, iopts.Tombstones)
 			return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 		}
 	}
 	iopts.ResyncPeriod = resync
-	iopts.Name = informerName(c.opts.Informer.Name, name)
-	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = name
-	}
-	inf, err := New(lw, obj, s, &iopts)
+	sopts := c.opts.Store
+	sopts.Name = name
+	sopts.Indexers = indexers
+	sopts.Scope = c.scopeOf(base, req)
+	// controller-runtime's RemoveInformer stops an informer and the next
+	// Get makes a new one of the same scope: its stores are free once the
+	// stopped informer let go of them.
+	inf, err := openInformer(context.Background(), c.url, lw, obj, c.opts.Encryption, sopts, iopts, func() bool { return c.retire(name) })
 	if err != nil {
-		iopts.Reflector.Early.Stop()
-		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: new informer %s: %w", name, err)
 	}
+	if kept, cerr := c.keep(inf); !kept {
+		return nil, errors.Join(fmt.Errorf("informer: new informer %s: the informer constructor is closed", name), cerr)
+	}
+	return inf, nil
+}
+
+// keep adds inf to the informers whose stores Close closes, and reports
+// whether it did: if Close ran already, it closes inf's store (returning
+// the error) or has it closed when inf ends.
+func (c *InformerConstructor) keep(inf *Informer) (bool, error) {
 	c.mu.Lock()
 	closed := c.closed
 	if !closed {
 		c.made = append(c.made, inf)
 	}
 	c.mu.Unlock()
-	if closed {
-		// Close ran meanwhile: nothing would close this store.
-		err := fmt.Errorf("informer: new informer %s: the informer constructor is closed", name)
-		if cerr := inf.closeStore("informer constructor: close"); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		return nil, err
+	if !closed {
+		return true, nil
 	}
-	return inf, nil
+	return false, inf.closeStore("informer constructor: close")
 }
 
-// failedInformer stands in for an informer NewInformer could not make: its
-// methods that can fail return err, and it never syncs nor runs.
-// controller-runtime calls SetTransform on every informer it is given, so
-// its GetInformer returns err and never starts the informer. The embedded
-// client-go informer, never run, answers the other methods (an empty
-// store).
+// failedInformer stands in for an informer that could not be made: its
+// methods that can fail return err (controller-runtime's GetInformer then
+// fails, as it calls SetTransform), and it never syncs nor runs. The
+// embedded client-go informer, never run, answers the other methods.
 type failedInformer struct {
 	cache.SharedIndexInformer
 	err    error
@@ -531,19 +433,27 @@ func runLogger(ctx context.Context, fallback *klog.Logger) klog.Logger {
 	return klog.Background()
 }
 
-// failingList and failingWatch stand in for a nil ListerWatcher's
-// functions.
-func failingList(err error) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	return func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, err }
-}
-
-func failingWatch(err error) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	return func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err }
+// clientgoInformer returns client-go's in-memory informer of a stand-in
+// (see failedInformer, memoryInformer). A nil lw or obj, with which
+// client-go's informer would fail at its first use, becomes a
+// ListerWatcher failing with err and a metav1.PartialObjectMetadata.
+func clientgoInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers, err error) cache.SharedIndexInformer {
+	if typednil.Is(lw) || typednil.Is(obj) {
+		lw = &cache.ListWatch{
+			ListWithContextFunc:  func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, err },
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return nil, err },
+		}
+		if typednil.Is(obj) {
+			obj = &metav1.PartialObjectMetadata{}
+		}
+	}
+	return cache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
 // retire closes the store named name of an informer the constructor made
-// that stopped, waiting (up to probeTimeout) for it to end, and forgets
-// the informer. It reports whether it closed one.
+// that stopped (controller-runtime's RemoveInformer), waiting up to
+// probeTimeout for it to end, and forgets it. It reports whether it closed
+// one.
 func (c *InformerConstructor) retire(name string) bool {
 	c.mu.Lock()
 	var stopped *Informer
@@ -561,17 +471,8 @@ func (c *InformerConstructor) retire(name string) bool {
 	select {
 	case <-stopped.ended:
 	case <-time.After(probeTimeout):
-		// Its Run does not return: keep it for Close, or, if Close ran
-		// meanwhile, have its store closed when it returns.
-		c.mu.Lock()
-		closed := c.closed
-		if !closed {
-			c.made = append(c.made, stopped)
-		}
-		c.mu.Unlock()
-		if closed {
-			_ = stopped.closeStore("informer constructor: close")
-		}
+		// Its Run does not return: keep it for Close.
+		_, _ = c.keep(stopped)
 		return false
 	}
 	if err := stopped.closeStore("informer constructor: new informer of the same scope"); err != nil {
@@ -581,11 +482,10 @@ func (c *InformerConstructor) retire(name string) bool {
 }
 
 // Close closes every store the constructor opened, and the database. Call
-// it after the informers stopped; NewInformer then opens no store (its
-// informers fail with an error saying so). An informer that never ran
-// leaves its Metrics and can no longer run. The store of an informer still
-// running is not closed under it but when its Run returns (an error closing
-// it is then logged, not returned). Close may be called more than once.
+// it after the informers stopped; NewInformer then opens no store. An
+// informer that never ran can no longer run. The store of an informer
+// still running is closed when its Run returns (an error is then logged).
+// Close may be called more than once.
 func (c *InformerConstructor) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -595,9 +495,8 @@ func (c *InformerConstructor) Close() error {
 	}
 	c.started = nil
 	c.mu.Unlock()
-	// The informers started ahead stop with their Run, which the
-	// constructor's goroutines hold; claimed ones stopped with the Run
-	// they were given.
+	// The informers started ahead stop with their Run, held by the
+	// constructor's goroutines.
 	c.wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -622,8 +521,7 @@ func (c *InformerConstructor) Close() error {
 }
 
 // CheckCommits is Informer.CheckCommits over every persistent informer the
-// constructor made and has not closed: nil while all of their commits get
-// through, else the errors of those whose do not, joined. Add it to the
+// constructor made and has not closed, their errors joined. Add it to the
 // manager as a liveness check:
 //
 //	mgr.AddHealthzCheck("informerdb", func(*http.Request) error { return c.CheckCommits(2 * time.Minute) })
@@ -634,9 +532,9 @@ func (c *InformerConstructor) CheckCommits(maxFailing time.Duration) error {
 	return checkCommits(infs, maxFailing)
 }
 
-// probeTimeout bounds the constructor's scope request. Its own transport
-// answers it at once; the bound is for a client-side rate limiter that makes
-// it wait for its turn, or a ListerWatcher that sends it elsewhere.
+// probeTimeout bounds the constructor's scope request, which its transport
+// answers at once, for a client-side rate limiter that makes it wait or a
+// ListerWatcher that sends it elsewhere.
 const probeTimeout = 30 * time.Second
 
 // errScopeProbed is the constructor's transport's answer to its own scope
@@ -654,28 +552,24 @@ type scopeProbe struct {
 
 // scopeTransport records the URL of a request made with a scopeProbe in its
 // context and answers it with errScopeProbed; it passes every other request
-// on.
+// on (moved to another namespace, see moveNamespace).
 type scopeTransport struct{ next http.RoundTripper }
 
 func (t *scopeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	moved, err := moveNamespace(req)
-	if err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
-	}
-	req = moved
-	p, ok := req.Context().Value(probeKey{}).(*scopeProbe)
-	if !ok {
-		return t.next.RoundTrip(req)
+	p, probe := req.Context().Value(probeKey{}).(*scopeProbe)
+	if err == nil && !probe {
+		return t.next.RoundTrip(moved)
 	}
 	if req.Body != nil {
 		_ = req.Body.Close() // a RoundTripper closes the body, even on error
 	}
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	if p.url == nil {
-		u := *req.URL
+		u := *moved.URL
 		p.url = &u
 	}
 	p.mu.Unlock()
@@ -727,13 +621,10 @@ func (r listRequest) stateLister(client metadata.Interface) (StateLister, error)
 // probeScope learns what lw lists by asking it for one object with a context
 // that the constructor's transport recognizes (see InformerConstructor).
 func (c *InformerConstructor) probeScope(lw cache.ListerWatcher) (listRequest, error) {
-	p := &scopeProbe{}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
-	defer cancel()
-	_, listErr := cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
-	p.mu.Lock()
-	u := p.url
-	p.mu.Unlock()
+	u, listErr := probed(func(ctx context.Context) error {
+		_, err := cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+		return err
+	})
 	if u == nil {
 		const cause = "its scope cannot be told: its ListerWatcher does not list through InformerConstructor.Config (controller-runtime: build the manager from it)"
 		if listErr != nil {
@@ -742,6 +633,20 @@ func (c *InformerConstructor) probeScope(lw cache.ListerWatcher) (listRequest, e
 		return listRequest{}, errors.New(cause)
 	}
 	return parseListRequest(u), nil
+}
+
+// probed calls call with a context that the constructor's transport
+// recognizes, and returns the URL of the first request it made through
+// that transport (nil if none), which the transport did not send, and
+// call's error.
+func probed(call func(ctx context.Context) error) (*url.URL, error) {
+	p := &scopeProbe{}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, p), probeTimeout)
+	defer cancel()
+	err := call(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.url, err
 }
 
 // parseListRequest reads the scope of a list request: the API server, the
@@ -781,8 +686,8 @@ func (r listRequest) inNamespace(ns string) listRequest {
 
 // nameSuffix tells apart the stores of one type that list different
 // things: "@ns=<namespace>", and "@sel=<digest of the selectors>". The
-// store's scope holds the request in full, so two requests whose digests
-// collide relist rather than share objects.
+// scope holds the request in full: colliding digests relist rather than
+// share objects.
 func (r listRequest) nameSuffix() string {
 	s := ""
 	if r.namespace != "" {
@@ -822,9 +727,8 @@ func constructedTypeName(obj runtime.Object) string {
 type watchListOptOut interface{ IsWatchListSemanticsUnSupported() bool }
 
 // withContext is cache.ToListerWatcherWithContext keeping lw's opt-out of
-// the streaming watch-list, which client-go's wrapper of a ListerWatcher
-// without context methods hides: the reflector would otherwise ask such a
-// source for a streaming list at every relist and fall back after it fails.
+// the streaming watch-list, which client-go's wrapper hides: the reflector
+// would otherwise try a streaming list at every relist.
 func withContext(lw cache.ListerWatcher) cache.ListerWatcherWithContext {
 	wc := cache.ToListerWatcherWithContext(lw)
 	if o, ok := lw.(watchListOptOut); ok {

@@ -7,9 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -48,56 +46,44 @@ type FactoryOptions struct {
 
 	// Cluster identifies the cluster in every store's scope, so that a
 	// database reused against another cluster is relisted instead of
-	// served (DESIGN invariant 5). Default: "kube-system/<uid>" from the
-	// kube-system namespace, read by NewFactory, or "server=<scheme://host>"
-	// of the API server (and a log line) where the API server answers that
-	// it cannot be read (Forbidden, NotFound): that tells apart clusters
-	// reached at different addresses only. While the API server cannot be reached, NewFactory retries
-	// until its context ends, and then fails: an identity it had to guess
-	// would change every store's scope and make every informer relist.
-	// Setting Cluster makes NewFactory send no request.
+	// served (DESIGN invariant 5). Default: "kube-system/<uid>", read by
+	// NewFactory, or "server=<scheme://host>" (and a log line) where the
+	// API server answers that the namespace cannot be read. While the API
+	// server cannot be reached, NewFactory retries until its context ends,
+	// and then fails rather than guess an identity, which would make every
+	// informer relist. Setting Cluster makes NewFactory send no request.
 	Cluster string
 
 	// Informer is the template of every informer's options. Each
-	// informer's Name is its store's name ("core/v1/configmaps"), after
-	// Informer.Name and a "/" when Informer.Name is set: informers sharing
-	// Informer.Metrics report under distinct labels, and two factories
-	// sharing one Metrics (two clusters) tell theirs apart by prefix.
+	// informer's Name is its store's name, after Informer.Name and a "/"
+	// when set: two factories sharing one Metrics tell theirs apart.
 	Informer Options
 
 	// Encryption, when set, encrypts every store's objects at rest
-	// (indexer.NewEncryptedCodec around the resource's codec). A database
-	// written with encryption cannot be opened without it, nor the
-	// reverse (store.ErrIncompatible). Default nil: plain text on disk.
+	// (indexer.NewEncryptedCodec). A database written with encryption
+	// cannot be opened without it, nor the reverse (store.ErrIncompatible).
+	// Default nil.
 	Encryption *indexer.KeyRing
 
-	// Dynamic lists and watches for DynamicInformerFor (any resource,
-	// custom resources included, as unstructured.Unstructured), and
-	// Metadata for MetadataInformerFor (metav1.PartialObjectMetadata: only
-	// the objects' metadata is listed, watched and stored). Either may be
-	// nil if the factory is not asked for that kind of informer;
-	// NewFactoryForConfig sets both.
+	// Dynamic lists and watches for DynamicInformerFor, and Metadata for
+	// MetadataInformerFor. Either may be nil if the factory is not asked
+	// for that kind of informer; NewFactoryForConfig sets both.
 	Dynamic  dynamic.Interface
 	Metadata metadata.Interface
 
-	// Store is the template of every store's options (Durability,
-	// LockTimeout, CacheSize, Indexers...). The factory sets Name (the
-	// resource, "core/v1/configmaps"), Codec (chosen for the resource's
-	// type), and Scope (cluster, resource, namespace and selectors, and
+	// Store is the template of every store's options. The factory sets
+	// Name, Codec and Scope (cluster, resource, namespace, selectors, and
 	// Store.Scope if set). Store.Scope is the caller's part of every
-	// store's scope: a change relists every store into an empty one. Put
-	// in it what changes the stored objects but that no store can see,
-	// such as a version of Informer.Transform: objects stored by one
-	// transform are not transformed again by the next.
+	// store's scope, whose change relists every store: put in it what
+	// changes the stored objects that no store can see, such as a version
+	// of Informer.Transform.
 	Store store.Options
 }
 
 // Factory makes informers for many resources of one cluster, all kept in
-// one database (one URL), each in its own store named after its resource:
-// informers of the clientset's types (InformerFor), of unstructured objects
-// through the dynamic client (DynamicInformerFor: custom resources), and of
-// objects' metadata alone (MetadataInformerFor). The three kinds of one
-// resource are separate informers with separate stores.
+// one database, each in its own store named after its resource: informers
+// of the clientset's types (InformerFor), of unstructured objects
+// (DynamicInformerFor) and of objects' metadata (MetadataInformerFor).
 //
 // A Factory is safe for concurrent use.
 type Factory struct {
@@ -111,57 +97,27 @@ type Factory struct {
 	// held is the store of FactoryStoreName, open from NewFactory to
 	// Shutdown; nil if another factory of this process has it open.
 	held store.Store
-
-	mu      sync.Mutex // guards entries, making, cancels and closed
-	entries map[factoryKey]*factoryEntry
-	// making holds, per key, the informer being made (discovery, opening
-	// its store), closed when that is over: the work is done outside mu,
-	// as it may wait for the API server or another process's lock.
-	making  map[factoryKey]chan struct{}
-	cancels []context.CancelFunc
-	wg      sync.WaitGroup // Start's informers
-	makers  sync.WaitGroup // informerFor calls making an informer
-	closed  bool
-
-	// stopped is cancelled by Shutdown, which ends the waits of the
-	// informers being made.
-	stopped context.Context
-	stop    context.CancelFunc
-	// shutDown is closed once Shutdown is over; shutdownErr is its result,
-	// for every caller.
-	shutDown    chan struct{}
-	shutdownErr error
+	set  *informerSet[factoryKey]
 }
 
-// objectKind is what a factory's informer keeps of its resource's objects.
-type objectKind int
+// objectKind is what a factory's informer keeps of its resource's objects,
+// as the suffix of its store's name.
+type objectKind string
 
 const (
-	typedObjects        objectKind = iota // the clientset's Go type
-	unstructuredObjects                   // unstructured.Unstructured, through the dynamic client
-	metadataObjects                       // metav1.PartialObjectMetadata, through the metadata client
+	typedObjects        objectKind = ""              // the clientset's Go type
+	unstructuredObjects objectKind = "/unstructured" // through the dynamic client
+	metadataObjects     objectKind = "/metadata"     // through the metadata client
 )
 
-// storeName is the name of the store of gvr's informer of this kind:
-// StoreName(gvr), with "/unstructured" or "/metadata" after it.
+// storeName is the name of the store of gvr's informer of this kind.
 func (k objectKind) storeName(gvr schema.GroupVersionResource) string {
-	switch k {
-	case unstructuredObjects:
-		return StoreName(gvr) + "/unstructured"
-	case metadataObjects:
-		return StoreName(gvr) + "/metadata"
-	}
-	return StoreName(gvr)
+	return StoreName(gvr) + string(k)
 }
 
 type factoryKey struct {
 	gvr  schema.GroupVersionResource
 	kind objectKind
-}
-
-type factoryEntry struct {
-	inf     *Informer
-	started bool
 }
 
 // FactoryStoreName is the name of the store a Factory keeps open in its
@@ -175,21 +131,16 @@ const FactoryStoreName = "informerdb/factory"
 // client and keep their objects in the database at rawURL (see store.Open;
 // the backend must be imported). opts may be nil.
 //
-// It opens the database first, and fails with the store's error if it
-// cannot be used: a URL no registered backend serves or with an unknown
-// parameter (store.ErrInvalid), a relative path (store.ErrInvalid), an
-// unsafe path (store.ErrUnsafe, see driver.CheckPath), a database another
-// process holds beyond store.Options.LockTimeout (store.ErrLocked), a
-// damaged or incompatible one. It keeps the database open until Shutdown
-// (see FactoryStoreName). Then it identifies the cluster (see
-// FactoryOptions.Cluster), which waits for an unreachable API server
-// within ctx; ctx bounds the wait for the database's lock too. On error,
-// nothing stays open.
+// It opens the database first (see FactoryStoreName), failing with the
+// store's error if it cannot be used (store.ErrInvalid, store.ErrUnsafe,
+// store.ErrLocked, a damaged or incompatible database), then identifies
+// the cluster (see FactoryOptions.Cluster). ctx bounds the waits for the
+// database's lock and for the API server. On error, nothing stays open.
 func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface, opts *FactoryOptions) (*Factory, error) {
 	if client == nil || typednil.Is(client) {
 		return nil, fmt.Errorf("informer: new factory: nil clientset")
 	}
-	f := &Factory{client: client, rest: clientsetREST(client), url: rawURL, entries: map[factoryKey]*factoryEntry{}, making: map[factoryKey]chan struct{}{}, shutDown: make(chan struct{})}
+	f := &Factory{client: client, rest: clientsetREST(client), url: rawURL, set: newInformerSet[factoryKey]("factory")}
 	f.fake, _ = client.(fakeClient)
 	if opts != nil {
 		f.opts = *opts
@@ -197,61 +148,66 @@ func NewFactory(ctx context.Context, rawURL string, client kubernetes.Interface,
 	if _, err := f.opts.Informer.withDefaults(); err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	// The database first: a misconfigured one fails at once, not after a
-	// wait for the API server.
-	held, err := openFactoryStore(ctx, rawURL, f.opts.Store)
+	// The database first: a misconfigured one fails without a wait for
+	// the API server.
+	held, err := openHeld(ctx, rawURL, FactoryStoreName, "factory", f.opts.Store)
+	if errors.Is(err, store.ErrInUse) {
+		// Another factory of this process holds it: the database is
+		// usable, and this factory's informers share it.
+		held, err = nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
 	f.held = held
-	f.cluster = f.opts.Cluster
-	if f.cluster == "" {
-		cluster, err := clusterIdentity(ctx, client)
-		if err != nil {
-			err = fmt.Errorf("informer: new factory: %w", err)
-			if held != nil {
-				if cerr := held.Close(); cerr != nil {
-					err = errors.Join(err, fmt.Errorf("informer: new factory: close store %s: %w", FactoryStoreName, cerr))
-				}
-			}
-			return nil, err
-		}
-		f.cluster = cluster
+	f.cluster, err = clusterIdentity(ctx, f.opts.Cluster, func() (kubernetes.Interface, error) { return client, nil }, held)
+	if err != nil {
+		return nil, fmt.Errorf("informer: new factory: %w", err)
 	}
-	f.stopped, f.stop = context.WithCancel(context.Background())
 	return f, nil
 }
 
-// openFactoryStore opens the store of FactoryStoreName at rawURL, with the
-// durability and lock timeout of sopts, the template of the factory's
-// stores. It returns nil and no error if the store is open already in this
-// process (store.ErrInUse): another factory of the same database holds it,
-// so the database is usable, and this factory's informers share it.
-func openFactoryStore(ctx context.Context, rawURL string, sopts store.Options) (store.Store, error) {
+// openHeld opens the store name, which holds no objects, that a maker of
+// informers keeps open in the database at rawURL (see FactoryStoreName),
+// with the durability and lock timeout of sopts, the template of its
+// stores.
+func openHeld(ctx context.Context, rawURL, name, scope string, sopts store.Options) (store.Store, error) {
 	codec, err := indexer.NewCodec(&metav1.PartialObjectMetadata{})
 	if err != nil {
 		return nil, err
 	}
-	sopts.Name = FactoryStoreName
+	sopts.Name = name
 	sopts.Codec = codec
 	sopts.Indexers = nil
-	sopts.Scope = "factory"
-	s, err := store.Open(ctx, rawURL, &sopts)
-	if errors.Is(err, store.ErrInUse) {
-		return nil, nil
-	}
-	return s, err
+	sopts.Scope = scope
+	return store.Open(ctx, rawURL, &sopts)
 }
 
-// clusterIdentity returns the default FactoryOptions.Cluster:
-// "kube-system/<uid>", the one name of a cluster that no route to it
-// changes. If the API server answers that the kube-system namespace cannot
-// be read (a namespaced controller may not get namespaces), it is
-// "server=<scheme://host>" of client's API server: weaker (the in-cluster
-// address of the API server is the same in every cluster), but two
-// clusters reached at two addresses are not mixed. Other failures are
-// retried until ctx ends.
-func clusterIdentity(ctx context.Context, client kubernetes.Interface) (string, error) {
+// clusterIdentity returns cluster or, if it is "", the default
+// FactoryOptions.Cluster, read through the clientset newClient returns:
+// "kube-system/<uid>", which no route to the cluster changes. If the API
+// server answers that the namespace cannot be read (a namespaced
+// controller may not get namespaces), it is the weaker
+// "server=<scheme://host>", which still tells apart clusters reached at
+// different addresses. Other failures are retried until ctx ends. On
+// error, it closes held, if not nil.
+func clusterIdentity(ctx context.Context, cluster string, newClient func() (kubernetes.Interface, error), held store.Store) (string, error) {
+	if cluster != "" {
+		return cluster, nil
+	}
+	client, err := newClient()
+	if err == nil {
+		cluster, err = readClusterIdentity(ctx, client)
+	}
+	if err != nil && held != nil {
+		if cerr := held.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store %s: %w", held.Info().Name, cerr))
+		}
+	}
+	return cluster, err
+}
+
+func readClusterIdentity(ctx context.Context, client kubernetes.Interface) (string, error) {
 	var ns *corev1.Namespace
 	err := retryUnreachable(ctx, "reading namespace kube-system for the cluster identity", func() (err error) {
 		ns, err = client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
@@ -282,15 +238,13 @@ func serverOf(client kubernetes.Interface) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// unreachableBackoff spaces the retries of retryUnreachable: from 100ms,
-// doubling, to at most 10s between requests.
+// unreachableBackoff spaces the retries of retryUnreachable.
 var unreachableBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 10 * time.Second}
 
-// retryUnreachable calls request, which does what (for the log), until it
-// succeeds or fails with the API server's answer (isAnswer), and returns
-// that error, or ctx's cause joined with the last error once ctx ends. It
-// logs the first failure it retries, so that a start waiting for the API
-// server says why, and the others at verbosity 2.
+// retryUnreachable calls request, which does what, until it succeeds or
+// fails with the API server's answer (isAnswer), and returns that error,
+// or ctx's cause joined with the last error once ctx ends. It logs the
+// first failure it retries, and the others at verbosity 2.
 func retryUnreachable(ctx context.Context, what string, request func() error) error {
 	backoff := unreachableBackoff
 	for tries := 1; ; tries++ {
@@ -313,11 +267,10 @@ func retryUnreachable(ctx context.Context, what string, request func() error) er
 	}
 }
 
-// isAnswer tells whether err is the API server's definite answer to a
-// request, which a retry would only repeat: a 4xx status other than 401
-// (credentials may be on their way), 408 and 429. Everything else (no
-// connection, timeouts, 5xx while the API server starts or an aggregated
-// API is down) may pass.
+// isAnswer tells whether err is the API server's definite answer, which a
+// retry would only repeat: a 4xx status other than 401 (credentials may be
+// on their way), 408 and 429. Everything else (no connection, timeouts,
+// 5xx) may pass.
 func isAnswer(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
@@ -372,127 +325,107 @@ func NewFactoryForConfig(ctx context.Context, rawURL string, cfg *rest.Config, o
 // InformerFor returns the informer of gvr's objects as the clientset's Go
 // type (*corev1.ConfigMap for configmaps), creating it (and opening its
 // store, named StoreName(gvr)) on first use. gvr must be a resource of
-// client-go's clientset (DynamicInformerFor serves the others): its kind
-// comes from client-go's scheme, and its objects are listed and watched
-// through the clientset's REST client, as its typed client would, or
-// through the reactors of one of client-go's fake clientsets. With
-// FactoryOptions.Namespace set, the clientset's discovery tells whether gvr
-// is namespaced, as for DynamicInformerFor (a fake clientset's Resources
-// must list it). ctx bounds that and opening the store. The informer
-// starts with the next Start.
+// client-go's clientset (DynamicInformerFor serves the others); its objects
+// are listed and watched through the clientset's REST client, or through
+// a fake clientset's reactors. With FactoryOptions.Namespace set, the
+// clientset's discovery tells whether gvr is namespaced. ctx bounds that
+// and opening the store. The informer starts with the next Start.
 func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, typedObjects})
 }
 
 // DynamicInformerFor returns the informer of gvr's objects as
 // *unstructured.Unstructured, listed and watched through
-// FactoryOptions.Dynamic: any resource the API server serves, custom
-// resources included. Its store is named StoreName(gvr)+"/unstructured".
-// With FactoryOptions.Namespace set, the clientset's discovery tells
-// whether gvr is namespaced (a cluster-scoped resource is listed whole).
+// FactoryOptions.Dynamic: any resource, custom resources included. Its
+// store is named StoreName(gvr)+"/unstructured". Namespaces are handled
+// as by InformerFor.
 func (f *Factory) DynamicInformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, unstructuredObjects})
 }
 
 // MetadataInformerFor returns the informer of gvr's objects' metadata
 // (*metav1.PartialObjectMetadata), listed and watched through
-// FactoryOptions.Metadata: the API server sends, and the store keeps, only
-// names, labels, annotations, owners and the like, a fraction of the bytes
-// of whole objects. Its store is named StoreName(gvr)+"/metadata".
-// Namespaces are handled as by DynamicInformerFor.
+// FactoryOptions.Metadata: only the metadata is sent and stored. Its store
+// is named StoreName(gvr)+"/metadata". Namespaces are handled as by
+// InformerFor.
 func (f *Factory) MetadataInformerFor(ctx context.Context, gvr schema.GroupVersionResource) (*Informer, error) {
 	return f.informerFor(ctx, factoryKey{gvr, metadataObjects})
 }
 
 func (f *Factory) informerFor(ctx context.Context, key factoryKey) (*Informer, error) {
-	name := key.kind.storeName(key.gvr)
-	for {
-		f.mu.Lock()
-		if f.closed {
-			f.mu.Unlock()
-			return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
-		}
-		if e, ok := f.entries[key]; ok {
-			f.mu.Unlock()
-			return e.inf, nil
-		}
-		if made, ok := f.making[key]; ok {
-			// Another call makes it: take its informer, or try again
-			// if it failed.
-			f.mu.Unlock()
-			select {
-			case <-made:
-				continue
-			case <-ctx.Done():
-				return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, context.Cause(ctx))
-			}
-		}
-		made := make(chan struct{})
-		f.making[key] = made
-		f.makers.Add(1)
-		f.mu.Unlock()
-
-		inf, err := f.makeInformer(ctx, key, name)
-		f.mu.Lock()
-		delete(f.making, key)
-		close(made)
-		closed := f.closed
-		if err == nil && !closed {
-			f.entries[key] = &factoryEntry{inf: inf}
-		}
-		f.mu.Unlock()
-		f.makers.Done()
-		if err == nil && closed {
-			// Shutdown ran meanwhile and waits for this call: the store
-			// is closed before it returns.
-			err = fmt.Errorf("informer: factory: informer for %s: %w", name, ErrStopped)
-			if cerr := inf.closeStore("factory: shutdown"); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			return nil, err
-		}
-		return inf, err
+	inf, err := f.set.get(ctx, key, key.kind.storeName(key.gvr), func(ctx context.Context) (*Informer, error) {
+		return f.makeInformer(ctx, key)
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
+	return inf.(*Informer), nil
 }
 
 // makeInformer makes key's informer and opens its store. Discovery and
 // the store's open may wait, for the API server or for another process
 // holding the database: until ctx ends or Shutdown.
-func (f *Factory) makeInformer(ctx context.Context, key factoryKey, name string) (*Informer, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer context.AfterFunc(f.stopped, func() { cancel(ErrStopped) })()
+func (f *Factory) makeInformer(ctx context.Context, key factoryKey) (*Informer, error) {
+	name := key.kind.storeName(key.gvr)
 	lw, example, namespaced, err := f.listerWatcher(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	codec, err := codecFor(example, f.opts.Encryption)
+	sopts := f.opts.Store
+	sopts.Name = name
+	sopts.Scope = f.scope(key, namespaced)
+	inf, err := openInformer(ctx, f.url, lw, example, f.opts.Encryption, sopts, f.opts.Informer, nil)
 	if err != nil {
 		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
 	}
-	sopts := f.opts.Store
-	sopts.Name = name
+	return inf, nil
+}
+
+// openInformer is how every maker of informers (Factory, the typed
+// factories, InformerConstructor) makes one: the informer of obj's
+// objects, listed and watched through lw, on the store sopts names in the
+// database at rawURL, with sopts.Codec set to obj's codec (encrypted under
+// keys, if set) and iopts the template of its options (its Name, if set,
+// prefixes the store's name). It starts the resume's first requests ahead
+// of the store's open (startEarly) and opens the store with its tombstone
+// store (openStores), asking reopen, if set, whether to try once more when
+// the store is open in this process already (store.ErrInUse). On error,
+// nothing stays open or running; an error after Shutdown (ctx's cause
+// ErrStopped) wraps ErrStopped.
+func openInformer(ctx context.Context, rawURL string, lw cache.ListerWatcherWithContext, obj runtime.Object, keys *indexer.KeyRing, sopts store.Options, iopts Options, reopen func() bool) (*Informer, error) {
+	codec, err := indexer.NewCodec(obj)
+	if err == nil && keys != nil {
+		codec, err = indexer.NewEncryptedCodec(codec, keys)
+	}
+	if err != nil {
+		return nil, err
+	}
 	sopts.Codec = codec
-	sopts.Scope = f.scope(key, namespaced)
-	iopts := f.opts.Informer
-	startEarly(ctx, f.url, sopts, lw, &iopts)
-	s, err := openStores(ctx, f.url, sopts, &iopts)
+	startEarly(ctx, rawURL, sopts, lw, &iopts)
+	s, err := openStores(ctx, rawURL, sopts, &iopts)
+	if errors.Is(err, store.ErrInUse) && reopen != nil && reopen() {
+		s, err = openStores(ctx, rawURL, sopts, &iopts)
+	}
 	if err != nil {
 		iopts.Reflector.Early.Stop()
 		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
 			err = errors.Join(err, cause)
 		}
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
+		return nil, err
 	}
-	iopts.Name = informerName(f.opts.Informer.Name, name)
+	if iopts.Name != "" {
+		iopts.Name += "/" + sopts.Name
+	} else {
+		iopts.Name = sopts.Name
+	}
 	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = name
+		iopts.Reflector.Name = sopts.Name
 	}
-	inf, err := New(lw, example, s, &iopts)
+	inf, err := New(lw, obj, s, &iopts)
 	if err != nil {
 		iopts.Reflector.Early.Stop()
 		closeAll(s, iopts.Tombstones)
-		return nil, fmt.Errorf("informer: factory: informer for %s: %w", name, err)
+		return nil, err
 	}
 	return inf, nil
 }
@@ -535,19 +468,28 @@ func closeAll(stores ...store.Store) {
 }
 
 // listerWatcher returns the ListerWatcher of key's informer, an example of
-// its objects, and whether it lists one namespace.
+// its objects, and whether it lists one namespace. Typed objects' kind
+// comes from client-go's scheme and their requests go through a REST
+// client (clientsetREST): no clientset method is looked up by name, which
+// would keep the linker from dropping those a program does not call.
 func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.ListerWatcherWithContext, runtime.Object, bool, error) {
 	gvr := key.gvr
 	fail := func(format string, args ...interface{}) (cache.ListerWatcherWithContext, runtime.Object, bool, error) {
 		return nil, nil, false, fmt.Errorf("informer: factory: resource %s: "+format, append([]interface{}{key.kind.storeName(gvr)}, args...)...)
 	}
-	if key.kind == typedObjects {
-		return f.typedListerWatcher(ctx, gvr)
-	}
 	if gvr.Version == "" || gvr.Resource == "" {
 		return fail("version and resource are required")
 	}
+	var gvk schema.GroupVersionKind
 	switch {
+	case key.kind == typedObjects:
+		var err error
+		if gvk, err = builtinKind(gvr); err != nil {
+			return fail("%w", err)
+		}
+		if f.rest == nil && f.fake == nil {
+			return fail("the clientset has no REST client (CoreV1().RESTClient() is nil)")
+		}
 	case key.kind == unstructuredObjects && (f.opts.Dynamic == nil || typednil.Is(f.opts.Dynamic)):
 		return fail("no dynamic client (FactoryOptions.Dynamic, or NewFactoryForConfig)")
 	case key.kind == metadataObjects && (f.opts.Metadata == nil || typednil.Is(f.opts.Metadata)):
@@ -564,22 +506,26 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 	if namespaced {
 		ns = f.opts.Namespace
 	}
-	lw := &tweakedLW{tweak: f.tweak}
-	var example runtime.Object
-	if key.kind == unstructuredObjects {
-		var ri dynamic.ResourceInterface = f.opts.Dynamic.Resource(gvr)
-		if namespaced {
-			ri = f.opts.Dynamic.Resource(gvr).Namespace(ns)
+	switch key.kind {
+	case typedObjects:
+		example, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			return fail("%w", err)
 		}
-		lw.list, lw.watch, example = listOf(ri.List), ri.Watch, &unstructured.Unstructured{}
-	} else {
-		var ri metadata.ResourceInterface = f.opts.Metadata.Resource(gvr)
-		if namespaced {
-			ri = f.opts.Metadata.Resource(gvr).Namespace(ns)
+		if f.rest == nil {
+			return &fakeClientLW{client: f.fake, gvr: gvr, gvk: gvk, namespace: ns, tweak: f.tweak}, example, namespaced, nil
 		}
-		lw.list, lw.watch, example = listOf(ri.List), ri.Watch, &metav1.PartialObjectMetadata{}
+		m := fixedMapping{resource: gvr.Resource, namespaced: namespaced, client: f.rest, absPath: "/apis/" + gvr.Group + "/" + gvr.Version}
+		if gvr.Group == "" {
+			m.absPath = "/api/" + gvr.Version
+		}
+		return &restLW{mapper: m, codecs: clientsetCodecs, gvk: gvk, namespace: ns, tweak: f.tweak}, example, namespaced, nil
+	case unstructuredObjects:
+		ri := f.opts.Dynamic.Resource(gvr).Namespace(ns)
+		return &tweakedLW{list: listOf(ri.List), watch: ri.Watch, tweak: f.tweak}, &unstructured.Unstructured{}, namespaced, nil
 	}
-	return lw, example, namespaced, nil
+	ri := f.opts.Metadata.Resource(gvr).Namespace(ns)
+	return &tweakedLW{list: listOf(ri.List), watch: ri.Watch, tweak: f.tweak}, &metav1.PartialObjectMetadata{}, namespaced, nil
 }
 
 // listOf turns a client's List, which returns its own list type, into one
@@ -593,20 +539,27 @@ func (f *Factory) isNamespaced(ctx context.Context, gvr schema.GroupVersionResou
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	r, err := discoverResource(ctx, discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()), gvr)
+	return r.Namespaced, err
+}
+
+// discoverResource returns gvr from d's discovery of its group and
+// version, waiting for an unreachable API server within ctx.
+func discoverResource(ctx context.Context, d discovery.DiscoveryInterfaceWithContext, gvr schema.GroupVersionResource) (metav1.APIResource, error) {
 	var list *metav1.APIResourceList
 	err := retryUnreachable(ctx, "discovery of "+gvr.GroupVersion().String(), func() (err error) {
-		list, err = discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()).ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
+		list, err = d.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
+		return metav1.APIResource{}, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
 	}
 	for _, r := range list.APIResources {
 		if r.Name == gvr.Resource {
-			return r.Namespaced, nil
+			return r, nil
 		}
 	}
-	return false, fmt.Errorf("discovery of %s: the API server does not serve %q", gvr.GroupVersion(), gvr.Resource)
+	return metav1.APIResource{}, fmt.Errorf("discovery of %s: the API server does not serve %q", gvr.GroupVersion(), gvr.Resource)
 }
 
 // tweakedLW lists and watches through two functions, after applying the
@@ -627,24 +580,6 @@ func (l *tweakedLW) WatchWithContext(ctx context.Context, opts metav1.ListOption
 	return l.watch(ctx, opts)
 }
 
-// informerName is the Name of a factory-made informer.
-func informerName(prefix, storeName string) string {
-	if prefix == "" {
-		return storeName
-	}
-	return prefix + "/" + storeName
-}
-
-// codecFor returns the codec of example's type, encrypted under keys when
-// keys is not nil.
-func codecFor(example interface{}, keys *indexer.KeyRing) (store.Codec, error) {
-	codec, err := indexer.NewCodec(example)
-	if err != nil || keys == nil {
-		return codec, err
-	}
-	return indexer.NewEncryptedCodec(codec, keys)
-}
-
 // scope is the fingerprint a store records of what it caches.
 func (f *Factory) scope(key factoryKey, namespaced bool) string {
 	ns := ""
@@ -654,8 +589,8 @@ func (f *Factory) scope(key factoryKey, namespaced bool) string {
 	scope := fmt.Sprintf("cluster=%s;resource=%s;namespace=%s;labels=%s;fields=%s",
 		f.cluster, key.kind.storeName(key.gvr), ns, f.opts.LabelSelector, f.opts.FieldSelector)
 	if f.opts.Store.Scope != "" {
-		// Last, and only when set: scopes recorded before this part
-		// existed stay equal.
+		// Last, and only when set: scopes recorded before it existed
+		// stay equal.
 		scope += ";scope=" + f.opts.Store.Scope
 	}
 	return scope
@@ -672,53 +607,20 @@ func (f *Factory) tweak(o *metav1.ListOptions) {
 
 // Start runs, until ctx is done or Shutdown, every informer created so far
 // that is not running yet. Call it again after creating more informers.
-func (f *Factory) Start(ctx context.Context) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return
-	}
-	for _, e := range f.entries {
-		if e.started {
-			continue
-		}
-		e.started = true
-		runCtx, cancel := context.WithCancel(ctx)
-		f.cancels = append(f.cancels, cancel)
-		inf := e.inf
-		f.wg.Go(func() { inf.RunWithContext(runCtx) })
-	}
-}
+func (f *Factory) Start(ctx context.Context) { f.set.start(ctx) }
 
 // WaitForCacheSync waits until every informer Start started has synced or
 // stopped (its start failed, or Shutdown), or ctx is done, and reports which
 // have synced. A resource with informers of several kinds (typed, dynamic,
 // metadata) is reported synced when all of them are.
 func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionResource]bool {
-	f.mu.Lock()
-	started := map[factoryKey]*Informer{}
-	for key, e := range f.entries {
-		if e.started {
-			started[key] = e.inf
+	synced, _ := f.set.waitForCacheSync(ctx)
+	out := make(map[schema.GroupVersionResource]bool, len(synced))
+	for key, ok := range synced {
+		if prev, seen := out[key.gvr]; seen {
+			ok = ok && prev
 		}
-	}
-	f.mu.Unlock()
-	out := make(map[schema.GroupVersionResource]bool, len(started))
-	for key, inf := range started {
-		synced := false
-		select {
-		case <-inf.HasSyncedChecker().Done():
-			synced = true
-		case <-inf.ended:
-			// It will never sync: waiting for it would only wait for ctx.
-			synced = inf.HasSynced()
-		case <-ctx.Done():
-			synced = inf.HasSynced()
-		}
-		if prev, ok := out[key.gvr]; ok {
-			synced = synced && prev
-		}
-		out[key.gvr] = synced
+		out[key.gvr] = ok
 	}
 	return out
 }
@@ -727,93 +629,45 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 // made: nil while all of their commits get through, else the errors of
 // those whose do not, joined. It is a liveness check for the process.
 func (f *Factory) CheckCommits(maxFailing time.Duration) error {
-	f.mu.Lock()
-	infs := make([]*Informer, 0, len(f.entries))
-	for _, e := range f.entries {
-		infs = append(infs, e.inf)
-	}
-	f.mu.Unlock()
-	return checkCommits(infs, maxFailing)
+	return f.set.checkCommits(maxFailing)
 }
 
-// checkCommits joins the CheckCommits errors of infs, in the order of
-// their names.
-func checkCommits(infs []*Informer, maxFailing time.Duration) error {
-	slices.SortFunc(infs, func(a, b *Informer) int { return strings.Compare(a.name, b.name) })
-	var errs []error
-	for _, inf := range infs {
-		if err := inf.CheckCommits(maxFailing); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Shutdown stops the informers Start started, waits for them to return and
+// Shutdown stops the informers Start started, waits for them to return,
 // closes the stores of every informer the factory made, which then cannot
-// run any more, and then the database (see FactoryStoreName). Calls of InformerFor (and its kinds) still making an
-// informer, waiting for the API server or for another process's lock on
-// the database, end with ErrStopped, and Shutdown waits for them. The
-// factory cannot be used afterwards. Shutdown may be called again, and
-// concurrently: every call returns once the first is over, with its result.
+// run any more, and then the database (see FactoryStoreName). Calls of
+// InformerFor (and its kinds) still making an informer end with ErrStopped,
+// and Shutdown waits for them. The factory cannot be used afterwards.
+// Shutdown may be called again, and concurrently: every call returns once
+// the first is over, with its result.
 //
 // As with client-go's SharedInformerFactory, an informer the caller runs
-// itself (its Run, not Start) is neither stopped nor waited for: the caller
-// stops it. Its store is not closed under it but when its Run returns, after
-// Shutdown has returned (an error closing it is logged, not returned).
+// itself (its Run, not Start) is neither stopped nor waited for. Its store
+// is closed when its Run returns (an error is then logged).
 //
 // Reads after Shutdown: a lister (or GetStore, GetIndexer) of a closed
-// store finds no objects (List, ListKeys) and its Get and index reads fail
-// with store.ErrClosed; the first such read of each informer is logged at
-// error level, once. client-go's informers keep answering with their last
-// state after Shutdown; these do not, because Shutdown releases the
-// database for the next process (the new pod of a rolling update waits for
-// its lock) and keeping the last state answering would mean holding the
-// database, or a decoded copy of every object (which the bounded mode,
-// store.Options.CacheSize, exists to avoid), for as long as something may
-// read it. A read after Shutdown comes from a worker that outlives the
-// informers: an empty List it took for "no objects" could make it delete
-// what it owns, hence the log line. Stop the workers (cancel their context
-// and wait for them) before calling Shutdown.
+// store finds no objects (List, ListKeys) and its other reads fail with
+// store.ErrClosed; the first such read of each informer is logged at error
+// level. client-go's informers keep answering with their last state; these
+// do not, because Shutdown releases the database for the next process (the
+// new pod of a rolling update waits for its lock), and an empty List taken
+// for "no objects" could make a worker delete what it owns. Stop the
+// workers before calling Shutdown.
 func (f *Factory) Shutdown() error {
-	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		<-f.shutDown
-		return f.shutdownErr
-	}
-	f.closed = true
-	f.stop()
-	for _, cancel := range f.cancels {
-		cancel()
-	}
-	f.mu.Unlock()
-	f.makers.Wait()
-	f.wg.Wait()
-	var errs []error
-	for _, e := range f.entries {
-		// An informer the caller runs has its store closed when it ends.
-		if err := e.inf.closeStore("factory: shutdown"); err != nil {
-			errs = append(errs, err)
+	// The database last: it stays open while the informers' stores close.
+	return f.set.shutdown(func() error {
+		if f.held == nil {
+			return nil
 		}
-	}
-	// Last: the database stays open while the informers' stores close.
-	if f.held != nil {
 		if err := f.held.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close store %s: %w", FactoryStoreName, err))
+			return fmt.Errorf("close store %s: %w", FactoryStoreName, err)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		f.shutdownErr = fmt.Errorf("informer: factory: shutdown: %w", err)
-	}
-	close(f.shutDown)
-	return f.shutdownErr
+		return nil
+	})
 }
 
 // earlySchemes are the backends whose open is worth overlapping with the
-// resume's first requests: they read and decode every object from disk
-// (0.2-0.6 s at 50,000 objects), and list their stores' metadata cheaply
-// in a live view. The in-memory backends open in a fraction of that.
+// resume's first requests: they read and decode every object from disk,
+// and list their stores' metadata cheaply in a live view.
 var earlySchemes = map[string]bool{"bolt": true, "badger": true}
 
 // startEarly starts the probe and the catch-up watch of the store that

@@ -674,9 +674,9 @@ func TestFactoryFakeClientsetSelector(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "z"}},
 	)
 	f := &Factory{client: client, fake: client, opts: FactoryOptions{LabelSelector: "app=x"}}
-	lw, _, _, err := f.typedListerWatcher(t.Context(), configMapsGVR)
+	lw, _, _, err := f.listerWatcher(t.Context(), factoryKey{configMapsGVR, typedObjects})
 	if err != nil {
-		t.Fatalf("typedListerWatcher: %v", err)
+		t.Fatalf("listerWatcher: %v", err)
 	}
 	list, err := lw.ListWithContext(t.Context(), metav1.ListOptions{})
 	if err != nil {

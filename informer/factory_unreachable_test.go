@@ -201,9 +201,9 @@ func TestFactoryDiscoveryUnreachable(t *testing.T) {
 				// factory is closed.
 				go func() { shutdown <- f.Shutdown() }()
 				for {
-					f.mu.Lock()
-					closed := f.closed
-					f.mu.Unlock()
+					f.set.mu.Lock()
+					closed := f.set.closed
+					f.set.mu.Unlock()
 					if closed {
 						break
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,9 +23,7 @@ import (
 )
 
 // ErrStopped is returned (wrapped) by methods that cannot be used once the
-// informer has stopped. Its text says "has stopped already", as client-go's
-// error for a handler added to a stopped informer does, for callers that
-// match that text rather than test with errors.Is.
+// informer has stopped. Its text is client-go's, for callers that match it.
 var ErrStopped = errors.New("informer has stopped already")
 
 // ErrStarted is returned (wrapped) by setters that must be called before the
@@ -38,13 +37,9 @@ var ErrStarted = errors.New("informer: already started")
 //
 // Handlers see client-go's semantics: notifications come after the store
 // is updated, in order per object, through one unbounded buffer per handler
-// so that a slow handler delays only itself. After a restart, every handler
-// first receives OnAdd(obj, true) for each persisted object, then the
-// changes made while the informer was down, deletes included (a delete seen
-// only through a relist arrives as a cache.DeletedFinalStateUnknown whose Obj
-// is the last stored object). A handler added after the informer started
-// receives those deletes too, as cache.DeletedFinalStateUnknown, before its
-// initial adds (see Options.TombstoneRetention).
+// so that a slow handler delays only itself. After a restart, handlers hear
+// of the persisted objects and of the changes made while the informer was
+// down, deletes included (see the package doc, Restart).
 //
 // An Informer is safe for concurrent use. It runs once; the store is owned
 // by the caller, who closes it after Run returns (a Factory or an
@@ -58,8 +53,7 @@ type Informer struct {
 	view    *view
 	proc    *processor
 	logger  klog.Logger
-	// tombs keeps the deletes handlers added late are owed.
-	tombs *tombstones
+	tombs   *tombstones // the deletes handlers added late are owed
 	// applier applies and notifies staged commits; set by popLoop before
 	// its committer starts, used by the committer only.
 	applier *applier
@@ -69,14 +63,10 @@ type Informer struct {
 	transform         cache.TransformFunc
 	watchErrorHandler cache.WatchErrorHandlerWithContext
 	resyncCheckPeriod time.Duration
-	// atEnd runs once the informer has ended (see end): the close of
-	// its store by a Factory or an InformerConstructor that let go of it
-	// while it ran (see closeStore).
-	atEnd []func()
+	atEnd             []func() // run once the informer has ended (see closeStore)
 
 	// ended is closed once the informer will never run again and every
-	// goroutine it started has returned: its Run returned, its start
-	// failed, or it was retired before it ran (see closeStore).
+	// goroutine it started has returned (see end).
 	ended   chan struct{}
 	endOnce sync.Once
 
@@ -91,38 +81,27 @@ type Informer struct {
 	// caughtUpArrived is how many events the queue had taken once the
 	// bookmark by which the reflector caught up was queued, where
 	// resourceVersions are not comparable (0 otherwise); handedOut is how
-	// many were handed out by the last committed group (see
-	// deltafifo.Batch.HandedOut).
+	// many the last committed group handed out (deltafifo.Batch.HandedOut).
 	caughtUpArrived, handedOut uint64
-	// state is what the informer waits for after listing the server's
-	// state (Options.StateCatchUp); nil otherwise.
-	state *stateWait
-	// heard holds, per key, the state handlers last heard of where a
-	// group prepared before the previous commit's end took another one
-	// from the view: a change that commit left out (see correctHeard).
+	state                      *stateWait // Options.StateCatchUp's wait, or nil
+	// heard holds, per key, the state handlers last heard of where a group
+	// took a change the previous commit left out (see correctHeard).
 	heard map[string]heardState
 
-	syncedCh chan struct{} // closed when synced turns true
-	// syncedByState records that the informer synced by matching the
-	// server's state (Options.StateCatchUp).
-	syncedByState atomic.Bool
-	// bookmarkArrived is the queue's arrival count after its last
-	// bookmark (see bookmarkCounter).
-	bookmarkArrived atomic.Uint64
-	// lastGroup is the size of the last group gathered, the capacity
-	// the next one starts with (see newGroup); only popLoop uses it.
+	syncedCh        chan struct{} // closed when synced turns true
+	syncedByState   atomic.Bool   // Stats.SyncedByState
+	bookmarkArrived atomic.Uint64 // see bookmarkCounter
+	// lastGroup is the size of the last group gathered (see newGroup);
+	// only popLoop uses it.
 	lastGroup struct{ ops, notes int }
 
 	name    string           // Options.Name, defaulted
 	metrics *informerMetrics // nil without Options.Metrics
-	// srcPub is src, published for Stats without applyMu, which a
-	// long commit holds: a metrics scrape must not wait for it.
-	srcPub atomic.Pointer[reflector.Reflector]
-	// queuePub is the queue, published for Stats once started.
-	queuePub atomic.Pointer[queue]
-	// rvAdvanced is when the committed resume point last advanced (or
-	// the informer started), in Unix nanoseconds of the informer's clock;
-	// 0 before start. Atomic so that a scrape never waits for a commit.
+	// srcPub and queuePub publish src and the queue to Stats, and
+	// rvAdvanced when the resume point last advanced (Unix nanoseconds),
+	// without applyMu: a metrics scrape must not wait for a commit.
+	srcPub     atomic.Pointer[reflector.Reflector]
+	queuePub   atomic.Pointer[queue]
 	rvAdvanced atomic.Int64
 
 	stats struct {
@@ -130,33 +109,22 @@ type Informer struct {
 		popped          atomic.Int64 // deltas popped, committed or not
 		commitFailures  atomic.Int64
 		rejected        atomic.Int64 // keys whose change the store refused, left out
-		stateLists      atomic.Int64 // Options.StateCatchUp's lists
-		// failing is the commit being retried, nil while commits
-		// succeed.
-		failing atomic.Pointer[commitFailure]
+		stateLists      atomic.Int64
+		failing         atomic.Pointer[commitFailure] // nil while commits succeed
 	}
 
-	// onRun, when set (by an InformerConstructor, before Run), is called
-	// once the informer has started, with its Run's context: the
-	// constructor then resumes the informers of the same type's other
-	// namespaces (see ConstructorOptions.ResumeOnDemand).
+	// onRun, set by an InformerConstructor before Run, is called with the
+	// Run's context once the informer started (see resumeSiblings).
 	onRun func(ctx context.Context)
-	// startedAhead records that an InformerConstructor started the
-	// informer before it was asked for (Stats.StartedAhead). hold, set
-	// with it, keeps the informer from committing until it is closed,
-	// once the informer was asked for with the transform it runs with:
-	// until then, what it would commit may be transformed otherwise than
-	// its asker wants, and it is thrown away if so.
+	// startedAhead: an InformerConstructor started the informer before it
+	// was asked for. hold, set with it, keeps it from committing until
+	// closed, once it is known to run with its asker's transform.
 	startedAhead bool
 	hold         chan struct{}
-	// periodCh tells resyncLoop of a shorter resync check period set
-	// after start (see adoptResync).
-	periodCh chan time.Duration
+	periodCh     chan time.Duration // a shorter check period (see adoptResync)
 
-	// afterNotify, when set (by tests), runs on the goroutine that applies
-	// a commit, right after the commit's notifications were handed to the
-	// handlers: the moment a handler may run while the informer still
-	// does what follows the notification.
+	// afterNotify, set by tests, runs right after a commit's notifications
+	// were handed to the handlers.
 	afterNotify atomic.Pointer[func()]
 }
 
@@ -213,7 +181,7 @@ func New(lw cache.ListerWatcherWithContext, exampleObject runtime.Object, s stor
 	if inf.name == "" {
 		inf.name = s.Info().Name
 	}
-	inf.reads = newClosedReads(s, inf.logger, inf.name)
+	inf.reads = &closedReads{Indexer: s, logger: inf.logger, name: inf.name}
 	if o.Metrics != nil {
 		if inf.metrics, err = o.Metrics.add(inf.name, inf); err != nil {
 			return nil, err
@@ -233,10 +201,9 @@ func (inf *Informer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext runs the informer until ctx is done and every goroutine it
 // started has returned. An informer runs once: a second call logs and
-// returns at once. When it returns, or when the informer fails to start
-// (invalid Options.Reflector), the informer is stopped as in client-go:
-// IsStopped is true and the ShutdownChan of every handler registration is
-// closed; HasSynced stays false if it was.
+// returns at once. When it returns, or when the informer fails to start,
+// the informer is stopped as in client-go: IsStopped is true and the
+// ShutdownChan of every handler registration is closed.
 func (inf *Informer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	if _, err := logr.FromContext(ctx); err != nil {
@@ -268,8 +235,8 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		}
 	})
 	if period := inf.checkPeriod(); period > 0 {
-		// The ticker exists before anything is applied, so a test that
-		// saw the informer sync can step a fake clock.
+		// Made before anything is applied: a test that saw the informer
+		// sync can step a fake clock.
 		t := inf.opts.Clock.NewTicker(period)
 		wg.Go(func() {
 			defer t.Stop()
@@ -309,8 +276,8 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 }
 
 // start builds the queue and the reflector, marks the informer started and
-// replays the stored objects to the handlers, all under mu, so that a
-// handler added meanwhile waits and then sees the store once, not twice.
+// replays the stored objects to the handlers, under mu: a handler added
+// meanwhile sees the store once, not twice.
 func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Queue, *reflector.Reflector, error) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -361,38 +328,23 @@ func (inf *Informer) start(ctx context.Context, logger klog.Logger) (deltafifo.Q
 
 // initialNotesLocked returns what a handler receives first, once the
 // informer started: OnDelete(cache.DeletedFinalStateUnknown) for every
-// object deleted since it started (or recorded by an earlier run, see
-// tombstones), then OnAdd(obj, true) for each of objs, the stored objects.
-// Deletes come first so that a name deleted and created again is heard of
-// in that order. The caller holds applyMu.
+// tombstone, then OnAdd(obj, true) for each of objs, the stored objects;
+// deletes first, so that a name deleted and created again is heard of in
+// that order. The caller holds applyMu.
 func (inf *Informer) initialNotesLocked(objs []interface{}) []queuedNote {
-	tombs := inf.tombs.notesLocked()
-	if len(tombs) == 0 {
-		return initialAdds(objs)
-	}
-	return append(tombs, initialAdds(objs)...)
-}
-
-// initialAdds returns the OnAdd(obj, true) notifications of objs, the
-// stored objects a handler receives first.
-func initialAdds(objs []interface{}) []queuedNote {
-	notes := make([]queuedNote, len(objs))
-	for i, obj := range objs {
-		notes[i] = queuedNote{n: notification{kind: notifyAdd, newObj: obj, initial: true}, op: -1}
+	notes := slices.Grow(inf.tombs.notesLocked(), len(objs))
+	for _, obj := range objs {
+		notes = append(notes, queuedNote{n: notification{kind: notifyAdd, newObj: obj, initial: true}, op: -1})
 	}
 	return notes
 }
 
-// end stops the informer for good, once nothing it started runs any more
-// (its Run is returning, its start failed, or it never ran): no handler
-// can be added, every registration is shut down (its ShutdownChan closed,
-// as client-go does when an informer stops), the informer leaves its
-// Metrics, and what waited for its end (closeStore) runs. It does something
-// the first time only.
+// end stops the informer for good, once nothing it started runs any more:
+// no handler can be added, every registration is shut down, the informer
+// leaves its Metrics, and atEnd runs. Only the first call does anything.
 func (inf *Informer) end() {
 	inf.endOnce.Do(func() {
-		// Unless its reflector took them, the requests started before
-		// Run (a Factory's or constructor's, reflector.Options.Early).
+		// The requests started before Run, unless its reflector took them.
 		inf.opts.Reflector.Early.Stop()
 		inf.mu.Lock()
 		// Set before the listeners are stopped, under mu as in
@@ -415,13 +367,11 @@ func (inf *Informer) end() {
 	})
 }
 
-// closeStore is how the owner of the informer's store (Factory.Shutdown,
-// InformerConstructor.Close; op names it) lets go of it. An informer that
-// has ended, or never started, is ended (it can no longer run) and its
-// store closed now, with the error returned. An informer that runs keeps
-// running: its store must not be closed under it, so it is closed when
-// the informer ends, in the goroutine of its Run, and an error is logged,
-// there being no caller left to return it to.
+// closeStore is how the owner of the informer's store (op names it) lets
+// go of it. An informer that has ended, or never started, is ended and its
+// store closed now. A running one keeps running: its store is closed when
+// it ends, and an error logged, there being no caller left to return it
+// to.
 func (inf *Informer) closeStore(op string) error {
 	inf.mu.Lock()
 	if !inf.started || isClosed(inf.ended) {
@@ -449,11 +399,8 @@ func (inf *Informer) closeStores() error {
 	return err
 }
 
-// replay hands every stored object to the handlers registered before start,
-// as OnAdd(obj, true): after a restart they first see what was persisted.
-// Before those, they receive the deletes an earlier run recorded and may
-// not have handed to any handler (see tombstones). It runs before the
-// reflector starts.
+// replay hands the handlers registered before start their initial
+// notifications (see initialNotesLocked), before the reflector starts.
 // With Options.ServeStale and a resume point, the informer is synced then.
 func (inf *Informer) replay(logger klog.Logger) {
 	inf.applyMu.Lock()
@@ -521,10 +468,9 @@ func (inf *Informer) resyncLoop(ctx context.Context, q deltafifo.Queue, t clock.
 	}
 }
 
-// adoptResync makes d the informer's default resync period
-// (Options.ResyncPeriod) after it started, and its resync check period if
-// shorter. The informer must resync already (a check period above zero)
-// unless d is zero.
+// adoptResync makes d the informer's default resync period after it
+// started, and its resync check period if shorter. The informer must
+// resync already unless d is zero.
 func (inf *Informer) adoptResync(d time.Duration) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -568,8 +514,9 @@ func (inf *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEvent
 // ended before its handlers heard of it), Obj being the last state the
 // informer had, within Options.TombstoneRetention; then OnAdd(obj, true)
 // for every object in the store; then every later change. Its
-// registration's HasSynced waits for all of those. Resync periods follow client-go: at least
-// one second, and, once the informer runs, at least its resync check period.
+// registration's HasSynced waits for all of those. Resync periods follow
+// client-go: at least one second, and, once the informer runs, at least
+// its resync check period.
 func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	if handler == nil {
 		return nil, fmt.Errorf("informer: add event handler: nil handler")
@@ -637,8 +584,8 @@ func (inf *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistr
 func (inf *Informer) GetStore() cache.Store { return inf.reads }
 
 // GetIndexer returns the store, a cache.Indexer; generated listers work on
-// it. After the factory that made the informer closed the store (see
-// Factory.Shutdown), its first read is logged.
+// it. A read after the factory that made the informer closed the store is
+// logged (see Factory.Shutdown).
 func (inf *Informer) GetIndexer() cache.Indexer { return inf.reads }
 
 // Store returns the store with its informerdb methods.
@@ -662,11 +609,8 @@ func (inf *Informer) AddIndexers(indexers cache.Indexers) error {
 // compatibility; its Run methods do nothing.
 func (inf *Informer) GetController() cache.Controller { return controllerView{inf} }
 
-// HasSynced reports whether the informer has synced: on a cold start once
-// the first relist is committed; after a restart once it has applied every
-// event up to a consistent read taken at start (or, with
-// Options.ServeStale, once the persisted objects were replayed).
-// A handler's own HasSynced is on its registration.
+// HasSynced reports whether the informer has synced (see the package doc,
+// HasSynced). A handler's own HasSynced is on its registration.
 func (inf *Informer) HasSynced() bool {
 	select {
 	case <-inf.syncedCh:
@@ -690,11 +634,10 @@ func (inf *Informer) LastSyncResourceVersion() string {
 	return inf.appliedRV
 }
 
-// SetWatchErrorHandler sets the function called when a list or watch fails.
-// The reflector is not client-go's: the *cache.Reflector the handler gets
-// only describes it (Name, TypeDescription), so that handlers written for
-// client-go, which pass it on to cache.DefaultWatchErrorHandler, work; it is
-// never run. It must be called before the informer starts.
+// SetWatchErrorHandler sets the function called when a list or watch fails,
+// before the informer starts. The *cache.Reflector the handler gets only
+// describes the reflector (Name, TypeDescription), for handlers that pass
+// it on to cache.DefaultWatchErrorHandler; it is never run.
 func (inf *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 	if handler == nil {
 		return inf.SetWatchErrorHandlerWithContext(nil)
@@ -703,7 +646,7 @@ func (inf *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error
 }
 
 // withReflector returns h called with a *cache.Reflector that describes the
-// informer's reflector, never nil as in client-go (cache.DefaultWatchErrorHandler
+// informer's reflector, never nil (cache.DefaultWatchErrorHandler
 // dereferences it); nil when h is nil.
 func withReflector(h cache.WatchErrorHandlerWithContext, name string, example runtime.Object) cache.WatchErrorHandlerWithContext {
 	if h == nil {
@@ -737,10 +680,9 @@ func (inf *Informer) SetTransform(handler cache.TransformFunc) error {
 	return nil
 }
 
-// IsStopped reports whether the informer has stopped (its Run is
-// returning or has returned, its start failed, or the Factory or
-// InformerConstructor that made it let go of it before it ran); it cannot
-// be started again.
+// IsStopped reports whether the informer has stopped (its Run returned or
+// is returning, its start failed, or its maker let go of it before it
+// ran); it cannot be started again.
 func (inf *Informer) IsStopped() bool {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -757,55 +699,42 @@ type Stats struct {
 	Deltas int64
 	// PendingDeltas is the number of deltas taken from the queue and not
 	// yet applied: gathered into the next group commit, or in a commit
-	// that failed and is being retried.
+	// being retried.
 	PendingDeltas int64
-	// Queued is the number of entries in the informer's queue, not yet
-	// taken for a commit: keys with deltas, bookmarks, relists, resyncs.
-	// It grows when the store commits slower than the watch delivers (or
-	// not at all: see CommitFailures); zero before Run.
+	// Queued is the number of entries in the informer's queue (keys with
+	// deltas, bookmarks, relists, resyncs), not yet taken for a commit;
+	// zero before Run.
 	Queued int64
 	// CommitFailures is the number of store commits that failed and were
-	// retried (a full disk, an I/O error). Commits of a batch the store
-	// rejects in part are not failures: what it rejects is left out.
+	// retried. Commits of a batch the store rejects in part are not
+	// failures.
 	CommitFailures int64
-	// CommitFailingSince is when the commit the informer is retrying first
-	// failed, and LastCommitError its last failure; zero and nil while
-	// commits succeed (from the moment the retried commit is durable, before
-	// it is notified) and once the informer stopped. Nothing new reaches the
-	// store or the handlers meanwhile. Some failures last until the process
-	// restarts (bolt and badger refuse every write after a failed fsync,
-	// store.ErrWritesStopped): a liveness check restarts the process, which
-	// reopens the store. CheckCommits is one.
+	// CommitFailingSince is when the commit being retried first failed,
+	// and LastCommitError its last failure; zero and nil while commits
+	// succeed (from the moment the retried commit is durable) and once the
+	// informer stopped. Nothing new reaches the store or the handlers
+	// meanwhile (see CheckCommits).
 	CommitFailingSince time.Time
 	LastCommitError    error
 	// Rejected is the number of changes the store refused as invalid
-	// (store.ErrInvalid: an object its codec or an index function refuses,
-	// one too large for the backend) and the informer left out of their
-	// commits, logging each: the key keeps the last state the store
-	// accepted, in the store and for the handlers, until a change or a
-	// relist brings one it accepts. Changes of one key in one commit count
-	// once.
+	// (store.ErrInvalid) and the informer left out of their commits,
+	// logging each (see the package doc); changes of one key in one commit
+	// count once.
 	Rejected int64
 	// ReadErrors counts the reads of the store that failed where
-	// cache.Indexer cannot return an error (store.ReadFailer: List,
-	// ListKeys, ListIndexFuncValues of a bounded-mode store meeting a
-	// damaged record), and ReadError is the first of them; CheckCommits
-	// fails from then on. Zero and nil for stores whose reads cannot fail.
+	// cache.Indexer cannot return an error (store.ReadFailer), and
+	// ReadError is the first; CheckCommits fails from then on.
 	ReadErrors int64
 	ReadError  error
-	// StateLists counts the lists of the server's state made through
-	// Options.StateCatchUp (one per resume at most), and SyncedByState
-	// says that the informer synced because its store held that state
-	// rather than by the reflector's catch-up.
+	// StateLists counts the lists of Options.StateCatchUp (one per resume
+	// at most), and SyncedByState says that the informer synced because
+	// its store held that state rather than by the reflector's catch-up.
 	StateLists    int64
 	SyncedByState bool
 	// StartedAhead says that an InformerConstructor started the informer
-	// before it was asked for, when the informer of the same type and
-	// selectors in another namespace ran (see
-	// ConstructorOptions.ResumeOnDemand).
+	// before it was asked for (see ConstructorOptions.ResumeOnDemand).
 	StartedAhead bool
-	// Reflector holds the reflector's counters (lists, watches, resumes,
-	// relists by reason); zero before Run.
+	// Reflector holds the reflector's counters; zero before Run.
 	Reflector reflector.Stats
 }
 
@@ -834,35 +763,23 @@ func (inf *Informer) Stats() Stats {
 
 // CheckCommits is a liveness check: it returns nil while the informer's
 // commits get through, and an error once the commit it is retrying has
-// been failing for maxFailing, or at once if the store refuses writes until
-// it is reopened (store.ErrWritesStopped: a failed fsync), which no retry
-// heals. Meanwhile nothing new reaches the store or the handlers, and only
-// a restart of the process, which reopens the store, can help. With
-// controller-runtime:
+// been failing for maxFailing (maxFailing <= 0: while any is retried), or
+// at once if the store refuses writes until it is reopened
+// (store.ErrWritesStopped), which no retry heals: only a restart of the
+// process can help. A full disk fails commits until space is freed:
+// maxFailing is how long to wait for that. With controller-runtime:
 //
 //	mgr.AddHealthzCheck("informerdb", func(*http.Request) error { return inf.CheckCommits(2 * time.Minute) })
 //
-// A full disk fails commits until space is freed: maxFailing is how long to
-// wait for that before restarting. maxFailing <= 0 fails while any commit
-// is being retried. Whether the informer has synced is a readiness
-// matter, not checked here (HasSynced).
-//
-// It also fails, for good, once a read of the store failed that
-// cache.Indexer gives no way to return (store.ReadFailer: a bounded-mode
-// store meeting a damaged record in List, ListKeys or
-// ListIndexFuncValues, which it logs and leaves out; Stats.ReadErrors and
-// the metric informerdb_store_read_errors_total count them): listers would
-// go on missing objects. The error wraps the store's (store.ErrCorrupt,
-// naming the store and the record); a restart whose open meets the record
-// fails with it, and a damaged store is repaired by dropping it
-// (store.Drop, `snapshot drop`), which relists it.
+// It also fails for good once a read of the store failed that cache.Indexer
+// gives no way to return (store.ReadFailer: a bounded-mode store meeting a
+// damaged record, which listers then miss); the error wraps the store's
+// (store.ErrCorrupt). Dropping the store (store.Drop, `snapshot drop`)
+// repairs it by a relist. Whether the informer has synced is a readiness
+// matter, not checked here.
 func (inf *Informer) CheckCommits(maxFailing time.Duration) error {
 	if rf, ok := inf.store.(store.ReadFailer); ok {
 		if err := rf.ReadErr(); err != nil {
-			// A read that cannot return its error returned nothing:
-			// listers see objects missing. The store is damaged (an
-			// error wrapping store.ErrCorrupt), as an Open that met the
-			// record would have said.
 			return fmt.Errorf("informer %s: a read of the store failed (%d so far): %w", inf.name, rf.ReadErrors(), err)
 		}
 	}
@@ -899,9 +816,8 @@ func (c controllerView) LastSyncResourceVersion() string     { return c.inf.Last
 func typeName(obj interface{}) string { return fmt.Sprintf("%T", obj) }
 
 // bookmarkCounter is the queue as the reflector writes to it: after each
-// bookmark it notes how many events the queue has taken, so that, when the
-// reflector catches up by a bookmark, the informer knows which group
-// brings it (see checkSyncedLocked).
+// bookmark it notes how many events the queue has taken, which tells the
+// informer which group brings the bookmark it caught up by.
 type bookmarkCounter struct {
 	deltafifo.Queue
 	arrived *atomic.Uint64

@@ -39,10 +39,9 @@ type notification struct {
 // grows without bound.
 const initialBufferSize = 1024
 
-// crashPause is how long a listener waits, after its handler panicked and
-// the panic was recovered (utilruntime.ReallyCrash false), before it calls
-// the handler again: client-go's processorListener sleeps one second, so
-// that a handler panicking on every object does not spin a core.
+// crashPause is how long a listener waits after a recovered handler panic
+// before it calls the handler again, as client-go's does, so that a
+// handler panicking on every object does not spin a core.
 const crashPause = time.Second
 
 // listener relays notifications to one handler. A distributor appends to an
@@ -63,11 +62,9 @@ type listener struct {
 	nextResync      time.Time
 
 	// now stamps queued notifications for the handler lag metric; nil
-	// (an informer without metrics) leaves them unstamped, sparing a clock
-	// read per notification.
+	// without metrics.
 	now func() time.Time
-	// clock times the pause after a recovered panic; set by processor.add
-	// before run starts. nil means the real clock.
+	// clock times crashPause; set by processor.add; nil: the real clock.
 	clock clock.Clock
 
 	mu      sync.Mutex // guards buf and closed
@@ -76,9 +73,8 @@ type listener struct {
 	wake    chan struct{} // capacity 1: something was added, or closed
 	stopped chan struct{} // closed when run has returned (or will never run)
 
-	// inflight is when the notification the handler is running was
-	// queued, in Unix nanoseconds; 0 when it runs none (or metrics are
-	// off). Atomic: run sets it without mu.
+	// inflight is when the notification the handler runs was queued
+	// (Unix nanoseconds); 0 when none or without metrics.
 	inflight atomic.Int64
 
 	// pending counts counted notifications not yet handled (or dropped).
@@ -100,7 +96,7 @@ func newListener(logger klog.Logger, handler cache.ResourceEventHandler, request
 		name:            fmt.Sprintf("informerdb handler %T", handler),
 		requestedResync: requested,
 		resyncPeriod:    period,
-		buf:             newRing(initialBufferSize),
+		buf:             ring{buf: make([]notification, initialBufferSize)},
 		wake:            make(chan struct{}, 1),
 		stopped:         make(chan struct{}),
 		synced:          make(chan struct{}),
@@ -221,10 +217,9 @@ func (l *listener) pauseAfterCrash() bool {
 	}
 }
 
-// deliver calls the handler, turning a panic into a logged error so that one
-// faulty notification does not stop the others (utilruntime.HandleCrash
-// re-panics unless the application configured it not to, as in client-go).
-// It reports whether the handler returned normally.
+// deliver calls the handler, turning a panic into a logged error as
+// client-go does (utilruntime.HandleCrash re-panics unless configured not
+// to). It reports whether the handler returned normally.
 func (l *listener) deliver(n notification) (returned bool) {
 	defer utilruntime.HandleCrashWithLogger(l.logger)
 	switch n.kind {

@@ -89,13 +89,10 @@ var (
 
 // Metrics exports the Prometheus metrics of informers (listed in the
 // README): many informers share one Metrics (Options.Metrics), each under
-// its own "informer" label (Options.Name). Counters of the reflector and
-// gauges are read from the informers when the registry is scraped; commit
-// histograms are observed as commits happen.
-//
-// An informer appears from New until its Run returns (or its start fails),
-// or, if it never runs, until Factory.Shutdown or InformerConstructor.Close
-// lets go of it. A Metrics is safe for concurrent use.
+// its own "informer" label (Options.Name). Counters and gauges are read at
+// scrape time; commit histograms are observed as commits happen. An
+// informer appears from New until it ends (see Informer.IsStopped). A
+// Metrics is safe for concurrent use.
 type Metrics struct {
 	commitDuration *prometheus.HistogramVec
 	commitObjects  *prometheus.HistogramVec
@@ -235,8 +232,10 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	gauge(descDeltasPending, float64(st.PendingDeltas))
 	gauge(descQueueLength, float64(st.Queued))
 
-	if n, ok := storeLen(inf.store); ok {
-		gauge(descStoreObjects, float64(n))
+	if l, ok := inf.store.(store.Lener); ok {
+		gauge(descStoreObjects, float64(l.Len()))
+	} else {
+		gauge(descStoreObjects, float64(len(inf.store.ListKeys())))
 	}
 	if ds, ok := inf.store.(store.DiskSizer); ok {
 		if b, err := ds.DiskSize(); err == nil {
@@ -258,13 +257,4 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 		synced = 1
 	}
 	gauge(descSynced, synced)
-}
-
-// storeLen counts the objects of s: cheaply where the store can
-// (store.Lener), else by listing its keys.
-func storeLen(s store.Store) (int, bool) {
-	if l, ok := s.(store.Lener); ok {
-		return l.Len(), true
-	}
-	return len(s.ListKeys()), true
 }

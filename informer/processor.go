@@ -17,14 +17,13 @@ const minimumResyncPeriod = time.Second
 type processor struct {
 	mu sync.RWMutex // guards listeners, running, and each listener's resync fields
 	// listeners maps each listener to whether it takes part in the current
-	// resync round. As in client-go, a listener starts in it and stays in it
-	// until the first resync check: without resync, every handler gets the
-	// OnUpdate(old, new) of the objects a relist finds unchanged.
+	// resync round; as in client-go, it does until the first resync check,
+	// so that without resync every handler hears of a relist's unchanged
+	// objects.
 	listeners map[*listener]bool
 	running   bool
 	wg        sync.WaitGroup
-	// clock times the listeners' pauses after a recovered handler panic.
-	clock clock.Clock
+	clock     clock.Clock // times the listeners' crashPause
 }
 
 func newProcessor(clk clock.Clock) *processor {

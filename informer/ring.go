@@ -1,18 +1,12 @@
 package informer
 
-// ring is an unbounded FIFO of notifications backed by a circular slice that
-// doubles when full. It is not safe for concurrent use; listener guards it.
+// ring is an unbounded FIFO of notifications backed by a circular slice,
+// of at least one element, that doubles when full. It is not safe for
+// concurrent use; listener guards it.
 type ring struct {
 	buf   []notification
 	head  int // index of the oldest element
 	count int
-}
-
-func newRing(capacity int) ring {
-	if capacity < 1 {
-		capacity = 1
-	}
-	return ring{buf: make([]notification, capacity)}
 }
 
 func (r *ring) len() int { return r.count }

@@ -24,22 +24,13 @@ type StateLister interface {
 }
 
 // MetadataStateLister returns a StateLister that lists through client the
-// metadata of the objects of gvr in namespace ("" for all, or a
-// cluster-scoped resource) that match the selectors tweak sets, with one
+// metadata of the objects of gvr in namespace ("" for all) that match the
+// selectors tweak (which may be nil) sets, the informer's own, with one
 // streaming list: a watch with sendInitialEvents=true and
-// resourceVersionMatch=NotOlderThan, no resourceVersion (the server's
-// current revision), sending each object's metadata
-// (metav1.PartialObjectMetadata), ended by the initial-events-end bookmark,
-// which kube-apiserver sends as soon as its watch cache reached that
-// revision. Its bytes are the objects' metadata (names, labels,
-// annotations, owners, managed fields...), protobuf-encoded: about 320
-// bytes per ConfigMap, 22% of a cold start's bytes for ConfigMaps of 1 KiB
-// (see BENCHMARKS.md). tweak may be nil; it must
-// set the same selectors as the informer's ListerWatcher. A server that
-// does not serve streaming lists (the WatchList feature off) fails it, or
-// sends no initial-events-end bookmark, and the list then ends in an error
-// with its timeout (60 seconds); the informer catches up by the bookmark
-// meanwhile, as without it.
+// resourceVersionMatch=NotOlderThan from the server's current revision,
+// ended by the initial-events-end bookmark. A server that does not serve
+// streaming lists fails it, or times it out (60 seconds); the informer
+// catches up by the bookmark meanwhile.
 func MetadataStateLister(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) StateLister {
 	return &metadataState{client: client, gvr: gvr, namespace: namespace, tweak: tweak}
 }
@@ -70,8 +61,8 @@ func (m *metadataState) ListState(ctx context.Context) ([]metav1.Object, string,
 		return nil, "", fmt.Errorf("informer: list state of %s: %w", m.gvr.String(), err)
 	}
 	defer w.Stop()
-	// Initial events are keyed by namespace and name, so that a change
-	// sent before the end bookmark (not expected) replaces the object.
+	// Keyed, so that a change sent before the end bookmark replaces the
+	// object.
 	items := map[string]metav1.Object{}
 	for {
 		select {
@@ -82,7 +73,11 @@ func (m *metadataState) ListState(ctx context.Context) ([]metav1.Object, string,
 				return nil, "", fmt.Errorf("informer: list state of %s: the streaming list ended before its initial-events-end bookmark", m.gvr.String())
 			}
 			if ev.Type == watch.Error {
-				return nil, "", fmt.Errorf("informer: list state of %s: %w", m.gvr.String(), statusErr(ev))
+				err := errors.New("error event")
+				if st, ok := ev.Object.(*metav1.Status); ok && st != nil {
+					err = fmt.Errorf("%s (%s, code %d)", st.Message, st.Reason, st.Code)
+				}
+				return nil, "", fmt.Errorf("informer: list state of %s: %w", m.gvr.String(), err)
 			}
 			obj, err := meta.Accessor(ev.Object)
 			if err != nil {
@@ -111,18 +106,10 @@ func (m *metadataState) ListState(ctx context.Context) ([]metav1.Object, string,
 	}
 }
 
-func statusErr(ev watch.Event) error {
-	if st, ok := ev.Object.(*metav1.Status); ok && st != nil {
-		return fmt.Errorf("%s (%s, code %d)", st.Message, st.Reason, st.Code)
-	}
-	return errors.New("error event")
-}
-
 // stateWait is what a resumed informer with Options.StateCatchUp still
-// waits for: the keys whose committed state differs from the server's
-// state at rv, a resourceVersion at or past the sync target. When none is
-// left, the store holds exactly that state (or newer) and the informer has
-// synced without waiting for a bookmark. Guarded by applyMu.
+// waits for: the keys whose committed state differs from the server's at
+// rv, at or past the sync target. When none is left, the informer has
+// synced. Guarded by applyMu.
 type stateWait struct {
 	rv string
 	// want is the server's resourceVersion of each key at rv.
@@ -133,11 +120,10 @@ type stateWait struct {
 }
 
 // catchUpByState lists the state of the server through
-// Options.StateCatchUp once the reflector knows its sync target, and
-// makes the informer wait for exactly the keys whose committed state
-// differs from it (see Options.StateCatchUp). It gives up, leaving the
-// catch-up to the reflector's bookmark, when the list fails or its
-// resourceVersion is not at or past the target.
+// Options.StateCatchUp once the reflector knows its sync target, and makes
+// the informer wait for exactly the keys whose committed state differs.
+// It leaves the catch-up to the bookmark when the list fails or is older
+// than the target.
 func (inf *Informer) catchUpByState(ctx context.Context, logger klog.Logger) {
 	src := inf.src
 	select {
@@ -148,12 +134,8 @@ func (inf *Informer) catchUpByState(ctx context.Context, logger klog.Logger) {
 	case <-src.TargetKnown():
 	}
 	if src.CaughtUpByRelist() {
-		// The reflector relisted instead of resuming (the server
-		// travelled back in time, or stopped serving the resource); it
-		// sets such a target and catches up by it at once. The stored
-		// objects may come from another history, whose resourceVersions
-		// would compare as newer than the server's state: the relist
-		// syncs the informer.
+		// The stored objects may come from another history, whose
+		// resourceVersions would compare as newer: the relist syncs.
 		return
 	}
 	inf.stats.stateLists.Add(1)
@@ -226,10 +208,10 @@ func (inf *Informer) stateMatchesLocked(w *stateWait, key string) bool {
 }
 
 // checkStateLocked brings the outstanding keys up to date after a commit
-// of keys (nil: none), and syncs the informer once none is left. Every
-// key a commit touches is checked, not only the outstanding ones: an
-// object created and deleted again before the listed resourceVersion is
-// outstanding between the two commits. The caller holds applyMu.
+// of keys (nil: none), and syncs the informer once none is left. Every key
+// a commit touches is checked: an object created and deleted again before
+// the listed resourceVersion is outstanding between the two commits. The
+// caller holds applyMu.
 func (inf *Informer) checkStateLocked(logger klog.Logger, keys []string) {
 	w := inf.state
 	if w == nil || inf.synced {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -25,16 +26,8 @@ import (
 // state the informer had of it, and handed to each handler added later as
 // OnDelete(cache.DeletedFinalStateUnknown), before its initial adds.
 //
-// Where Options.Tombstones names a store, each tombstone is committed to it
-// before the delete it records is committed to the informer's store, so a
-// process that dies after committing a delete and before any handler heard
-// of it hands the delete to the handlers of its next run. The store is
-// emptied by the first commit after the retention ends, or when the
-// informer stops with every handler told of everything (see
-// dropPersisted).
-//
-// The window is checked when tombstones are recorded, handed out or
-// persisted, so that no timer waits on the informer's clock.
+// Where Options.Tombstones names a store, each tombstone is persisted there
+// before its delete is committed (see Options.Tombstones).
 type tombstones struct {
 	// byKey holds the last state of each object deleted in the window, by
 	// key; closed is set when the window ends, and nothing is recorded
@@ -151,13 +144,22 @@ func (t *tombstones) notesLocked() []queuedNote {
 	return notes
 }
 
-// deletedObject returns the object a delete notification reports: the
-// tombstone's Obj or the watch's object.
-func deletedObject(n notification) interface{} {
-	if tomb, ok := n.oldObj.(cache.DeletedFinalStateUnknown); ok {
-		return tomb.Obj
+// deletesOf calls f with the key and the deleted object (a tombstone's
+// Obj) of every delete pc notifies, except those of the operations in
+// rejected.
+func deletesOf(pc *pendingCommit, rejected map[int]bool, f func(key string, obj interface{})) {
+	for _, qn := range pc.notes {
+		if qn.n.kind != notifyDelete || qn.op < 0 || rejected[qn.op] {
+			continue
+		}
+		obj := qn.n.oldObj
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if obj != nil {
+			f(pc.ops[qn.op].Key, obj)
+		}
 	}
-	return n.oldObj
 }
 
 // persist commits to the tombstone store the deletes of pc that the
@@ -180,16 +182,9 @@ func (t *tombstones) persist(ctx context.Context, logger klog.Logger, pc *pendin
 		return nil
 	}
 	var ops []store.Op
-	for _, qn := range pc.notes {
-		if qn.n.kind != notifyDelete || qn.op < 0 || rejected[qn.op] {
-			continue
-		}
-		obj := deletedObject(qn.n)
-		if obj == nil {
-			continue
-		}
-		ops = append(ops, store.Op{Type: store.OpPut, Object: obj, Key: pc.ops[qn.op].Key})
-	}
+	deletesOf(pc, rejected, func(key string, obj interface{}) {
+		ops = append(ops, store.Op{Type: store.OpPut, Object: obj, Key: key})
+	})
 	if len(ops) == 0 {
 		return nil
 	}
@@ -210,32 +205,24 @@ func (t *tombstones) recordLocked(logger klog.Logger, pc *pendingCommit, rejecte
 	if !t.openLocked() {
 		return
 	}
-	for _, qn := range pc.notes {
-		if qn.n.kind != notifyDelete || qn.op < 0 || rejected[qn.op] {
-			continue
-		}
-		obj := deletedObject(qn.n)
-		if obj == nil {
-			continue
-		}
-		key := pc.ops[qn.op].Key
+	deletesOf(pc, rejected, func(key string, obj interface{}) {
 		if _, had := t.byKey[key]; !had && synced {
-			// Before the sync every delete is kept: those are the deletes
-			// made while the process was down, bounded by what the store
-			// held. Later ones are live deletes, which handlers added
-			// before them heard of; a bound keeps a fast-churning
-			// resource from filling memory with them.
+			// Before the sync every delete is kept: those made while the
+			// process was down, bounded by what the store held. Later
+			// ones are live deletes, which handlers added before them
+			// heard of; a bound keeps a fast-churning resource from
+			// filling memory with them.
 			if t.afterSync >= t.max {
 				if !t.capLogged {
 					t.capLogged = true
 					logger.Error(nil, "Too many deletes since the informer synced to keep for handlers added later; handlers added from now on miss the newer ones", "maxTombstones", t.max)
 				}
-				continue
+				return
 			}
 			t.afterSync++
 		}
 		t.byKey[key] = obj
-	}
+	})
 }
 
 // emptyStoreLocked empties the tombstone store and writes nothing to it
@@ -277,16 +264,23 @@ func (t *tombstones) dropPersisted(logger klog.Logger) {
 // dropTimeout bounds the commit that empties the tombstone store at stop.
 const dropTimeout = 10 * time.Second
 
-// sameUID reports whether a and b are the same object: both have UIDs and
-// they are equal, or neither has one.
+// sameUID reports whether a and b are the same object: both have object
+// metadata and the same UID (or none).
 func sameUID(a, b interface{}) bool {
+	ua, ub, ok := uids(a, b)
+	return ok && ua == ub
+}
+
+// uids returns the UIDs of a and b; ok is false if either has no object
+// metadata.
+func uids(a, b interface{}) (ua, ub types.UID, ok bool) {
 	ma, err := meta.Accessor(a)
 	if err != nil {
-		return false
+		return "", "", false
 	}
 	mb, err := meta.Accessor(b)
 	if err != nil {
-		return false
+		return "", "", false
 	}
-	return ma.GetUID() == mb.GetUID()
+	return ma.GetUID(), mb.GetUID(), true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -16,8 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -29,11 +32,10 @@ import (
 )
 
 // SharedInformerOption configures a SharedInformerFactory or a
-// GeneratedFactory, as client-go's informers.SharedInformerOption configures
-// client-go's factory. client-go's options keep their values in an
-// unexported struct that no other package can read, so this package has its
-// own, with the same names and meanings: a call such as
-// informers.WithNamespace("team-a") becomes informer.WithNamespace("team-a").
+// GeneratedFactory as client-go's informers.SharedInformerOption configures
+// client-go's factory, whose values no other package can read: a call such
+// as informers.WithNamespace("team-a") becomes
+// informer.WithNamespace("team-a").
 type SharedInformerOption func(*sharedInformerOptions)
 
 // sharedInformerOptions is what SharedInformerOptions set.
@@ -55,13 +57,11 @@ func WithNamespace(namespace string) SharedInformerOption {
 }
 
 // WithTweakListOptions sets a function that edits every list and watch
-// request's options, as client-go's informers.WithTweakListOptions does:
-// usually a label or field selector. The selectors it sets on an empty
-// ListOptions, when the informer is made, are part of the store's name
-// ("@sel=<digest>") and scope, so that one store never holds the objects of
-// two selections; a tweak must therefore set the same selectors every time.
-// It must not set the resourceVersion, the limit or the continue token,
-// which the informer's reflector owns.
+// request's options, as client-go's informers.WithTweakListOptions does.
+// The selectors it sets on an empty ListOptions are part of the store's
+// name ("@sel=<digest>") and scope, so it must set the same ones every
+// time. It must not set the resourceVersion, the limit or the continue
+// token, which the reflector owns.
 func WithTweakListOptions(tweak func(*metav1.ListOptions)) SharedInformerOption {
 	return func(o *sharedInformerOptions) { o.tweak = tweak }
 }
@@ -93,12 +93,10 @@ func WithTransform(transform cache.TransformFunc) SharedInformerOption {
 }
 
 // WithFactoryOptions sets what informerdb adds to client-go's factory: the
-// cluster identity, the template of every informer's and every store's
-// options (metrics, durability, CacheSize, tombstones...), encryption at
-// rest. Its Namespace, LabelSelector and FieldSelector must be empty (use
-// WithNamespace and WithTweakListOptions), and its Dynamic and Metadata
-// clients nil: these factories list and watch each type through a REST
-// client of its own, built from the rest.Config.
+// cluster identity, the templates of every informer's and store's options,
+// encryption at rest. Its Namespace, LabelSelector and FieldSelector must
+// be empty (use WithNamespace and WithTweakListOptions), and its Dynamic
+// and Metadata clients nil.
 func WithFactoryOptions(opts FactoryOptions) SharedInformerOption {
 	return func(o *sharedInformerOptions) {
 		if (opts.Namespace != "" || opts.LabelSelector != "" || opts.FieldSelector != "" || opts.Dynamic != nil || opts.Metadata != nil) && o.err == nil {
@@ -109,15 +107,13 @@ func WithFactoryOptions(opts FactoryOptions) SharedInformerOption {
 }
 
 // schemeFactory is what SharedInformerFactory and GeneratedFactory run on:
-// informerdb informers of the Go types of one scheme, made on demand by
-// InformerFor, keyed by type as client-go's factories key theirs, all in one
-// database. Each type is listed and watched through a REST client of its
-// group and version, built from the rest.Config: the resource and whether
-// it is namespaced come from the API server's discovery of that group and
-// version, asked when the informer first lists and remembered, so that
-// making an informer needs neither the API server nor reflection over a
-// clientset's methods (which would keep the linker from dropping the
-// methods a program does not use).
+// informerdb informers of the Go types of one scheme, made on demand and
+// keyed by type, all in one database. Each type is listed and watched
+// through a REST client of its group and version; its resource and scope
+// come from discovery when it first lists, so that making an informer
+// needs neither the API server nor reflection over a clientset's methods
+// (which would keep the linker from dropping those a program does not
+// use).
 //
 // A schemeFactory is safe for concurrent use.
 type schemeFactory struct {
@@ -126,35 +122,18 @@ type schemeFactory struct {
 	defaultResync time.Duration
 	o             sharedInformerOptions
 
-	scheme     *runtime.Scheme
-	serializer runtime.NegotiatedSerializer
-	params     runtime.ParameterCodec
-	protobuf   bool // ask for protobuf (built-in types), else the config's content type
+	kind   string // "shared informer factory", in logs and errors
+	codecs schemeCodecs
 
 	config    *rest.Config // with the shared rate limiter
 	http      *http.Client
 	discovery discovery.DiscoveryInterfaceWithContext
 
-	// makeMu serializes the making of informers, which may wait for the
-	// database's lock (within store.Options.LockTimeout): one type is
-	// never made twice.
-	makeMu sync.Mutex
+	set *informerSet[reflect.Type]
 
-	mu        sync.Mutex // guards everything below
-	informers map[reflect.Type]cache.SharedIndexInformer
-	made      []*Informer // the persistent ones, whose stores Shutdown closes
-	started   map[reflect.Type]bool
-	failures  map[reflect.Type]error // informers InformerFor could not make
-	clients   map[schema.GroupVersion]*rest.RESTClient
-	mappings  map[schema.GroupVersionKind]restMapping
-	cancels   []context.CancelFunc
-	closing   bool
-	wg        sync.WaitGroup // the informers Start started
-
-	// stopped is cancelled by Shutdown: it ends the waits of the
-	// informers being made (a database held by another process).
-	stopped context.Context
-	stop    context.CancelFunc
+	mu       sync.Mutex // guards clients and mappings
+	clients  map[schema.GroupVersion]*rest.RESTClient
+	mappings map[schema.GroupVersionKind]restMapping
 }
 
 // schemeCodecs is how a schemeFactory encodes requests and decodes answers.
@@ -162,13 +141,12 @@ type schemeCodecs struct {
 	scheme     *runtime.Scheme
 	serializer runtime.NegotiatedSerializer
 	params     runtime.ParameterCodec
-	protobuf   bool
+	protobuf   bool // ask for protobuf (built-in types), else the config's content type
 }
 
 // restMapping is where a kind is served: its resource, whether it is
-// namespaced, and the REST client of its group version, or (absPath set)
-// another of the same API server and codecs, whose requests are sent to
-// absPath ("/apis/apps/v1") instead of the client's own group version.
+// namespaced, and the REST client of its group version, or another whose
+// requests are sent to absPath ("/apis/apps/v1").
 type restMapping struct {
 	resource   string
 	namespaced bool
@@ -195,8 +173,8 @@ func (m fixedMapping) mapping(context.Context, schema.GroupVersionKind) (restMap
 
 func (fixedMapping) forget(schema.GroupVersionKind) {}
 
-func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, codecs schemeCodecs, defaultResync time.Duration, options []SharedInformerOption) (*schemeFactory, error) {
-	fail := func(err error) (*schemeFactory, error) { return nil, fmt.Errorf("informer: %s: %w", op, err) }
+func newSchemeFactory(ctx context.Context, kind, rawURL string, cfg *rest.Config, codecs schemeCodecs, defaultResync time.Duration, options []SharedInformerOption) (*schemeFactory, error) {
+	fail := func(err error) (*schemeFactory, error) { return nil, fmt.Errorf("informer: new %s: %w", kind, err) }
 	if cfg == nil {
 		return fail(errors.New("nil REST config"))
 	}
@@ -207,10 +185,8 @@ func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, 
 		return fail(err)
 	}
 	e := &schemeFactory{
-		url: rawURL, defaultResync: defaultResync,
-		scheme: codecs.scheme, serializer: codecs.serializer, params: codecs.params, protobuf: codecs.protobuf,
-		informers: map[reflect.Type]cache.SharedIndexInformer{}, started: map[reflect.Type]bool{},
-		failures: map[reflect.Type]error{}, clients: map[schema.GroupVersion]*rest.RESTClient{},
+		url: rawURL, defaultResync: defaultResync, kind: kind, codecs: codecs,
+		set: newInformerSet[reflect.Type]("shared informer factory"), clients: map[schema.GroupVersion]*rest.RESTClient{},
 		mappings: map[schema.GroupVersionKind]restMapping{},
 	}
 	for _, opt := range options {
@@ -246,95 +222,47 @@ func newSchemeFactory(ctx context.Context, op, rawURL string, cfg *rest.Config, 
 		return fail(fmt.Errorf("discovery client: %w", err))
 	}
 	e.discovery = discovery.ToDiscoveryInterfaceWithContext(dc)
-	e.cluster = e.o.factory.Cluster
-	if e.cluster == "" {
-		client, err := kubernetes.NewForConfigAndClient(e.config, hc)
-		if err == nil {
-			e.cluster, err = clusterIdentity(ctx, client)
-		}
-		if err != nil {
-			return fail(err)
-		}
+	e.cluster, err = clusterIdentity(ctx, e.o.factory.Cluster, func() (kubernetes.Interface, error) {
+		return kubernetes.NewForConfigAndClient(e.config, hc)
+	}, nil)
+	if err != nil {
+		return fail(err)
 	}
-	e.stopped, e.stop = context.WithCancel(context.Background())
 	return e, nil
 }
 
-// informerFor returns the informer of obj's type, making it on first use:
-// an informerdb informer in its own store, with the indexers indexers
-// returns for the type's resync period. If it cannot be made (obj's type is
-// not in the scheme, its store cannot be opened, the factory is shut down),
-// it returns an informer whose methods that can fail return the error and
-// which never syncs; WaitForCacheSync reports it and the error.
+// informerFor returns the informer of obj's type, making it on first use
+// in its own store, with the indexers indexers returns for the type's
+// resync period. If it cannot be made, it returns a failedInformer, which
+// WaitForCacheSync reports with the error.
 func (e *schemeFactory) informerFor(obj runtime.Object, indexers func(resync time.Duration) cache.Indexers) cache.SharedIndexInformer {
 	t := reflect.TypeOf(obj)
-	e.mu.Lock()
-	inf, ok := e.informers[t]
-	e.mu.Unlock()
-	if ok {
-		return inf
-	}
-	e.makeMu.Lock()
-	defer e.makeMu.Unlock()
-	e.mu.Lock()
-	inf, ok = e.informers[t]
-	closing := e.closing
-	e.mu.Unlock()
-	if ok {
-		return inf
-	}
 	resync, ok := e.o.customResync[t]
 	if !ok {
 		resync = e.defaultResync
 	}
-	var idx cache.Indexers
-	if indexers != nil && !typednil.Is(obj) {
-		idx = indexers(resync)
-	}
-	var made *Informer
-	var err error
-	if closing {
-		err = fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, ErrStopped)
-	} else {
-		made, err = e.makeInformer(obj, resync, idx)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err == nil && e.closing {
-		// Shutdown ran meanwhile and is past closing the stores.
-		err = fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, ErrStopped)
-		if cerr := made.closeStore("shared informer factory: shutdown"); cerr != nil {
-			err = errors.Join(err, cerr)
+	// Only once the informer is made: indexers makes an informer to learn
+	// them.
+	idx := sync.OnceValue(func() cache.Indexers {
+		if indexers == nil || typednil.Is(obj) {
+			return nil
 		}
-	}
-	if err != nil {
-		e.failures[t] = err
-		inf = failed(obj, resync, idx, err, e.o.factory.Informer.Logger)
-	} else {
-		e.made = append(e.made, made)
-		inf = made
-	}
-	e.informers[t] = inf
+		return indexers(resync)
+	})
+	inf, _ := e.set.get(context.Background(), t, fmt.Sprintf("%T", obj), func(ctx context.Context) (*Informer, error) {
+		return e.makeInformer(ctx, obj, resync, idx())
+	}, func(err error) cache.SharedIndexInformer {
+		return &failedInformer{SharedIndexInformer: clientgoInformer(nil, obj, resync, idx(), err), err: err, logger: e.o.factory.Informer.Logger}
+	})
 	return inf
 }
 
-// failed is what informerFor returns for a type it could not make an
-// informer of: an informer that fails every method that can fail with err,
-// and never syncs (see failedInformer).
-func failed(obj runtime.Object, resync time.Duration, indexers cache.Indexers, err error, logger *klog.Logger) cache.SharedIndexInformer {
-	if typednil.Is(obj) {
-		obj = &metav1.PartialObjectMetadata{}
-	}
-	lw := &cache.ListWatch{ListWithContextFunc: failingList(err), WatchFuncWithContext: failingWatch(err)}
-	return &failedInformer{SharedIndexInformer: cache.NewSharedIndexInformer(lw, obj, resync, indexers), err: err, logger: logger}
-}
-
 // makeInformer opens the stores of obj's type and makes its informer.
-func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
+func (e *schemeFactory) makeInformer(ctx context.Context, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (*Informer, error) {
 	if typednil.Is(obj) {
 		return nil, errors.New("informer: shared informer factory: informer for a nil object")
 	}
-	gvks, _, err := e.scheme.ObjectKinds(obj)
+	gvks, _, err := e.codecs.scheme.ObjectKinds(obj)
 	if err != nil {
 		return nil, fmt.Errorf("informer: shared informer factory: informer for %T: %w", obj, err)
 	}
@@ -351,72 +279,36 @@ func (e *schemeFactory) makeInformer(obj runtime.Object, resync time.Duration, i
 		}
 	}
 	name := base + listRequest{namespace: e.o.namespace, selectors: sel.Encode()}.nameSuffix()
-	codec, err := codecFor(obj, e.o.factory.Encryption)
-	if err != nil {
-		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
-	}
 	sopts := e.o.factory.Store
 	sopts.Name = name
-	sopts.Codec = codec
-	sopts.Scope = typedScope(e.cluster, base, e.o.namespace, probe.LabelSelector, probe.FieldSelector, e.o.factory.Store.Scope)
+	// The caller's part (FactoryOptions.Store.Scope) last, and only when
+	// set.
+	sopts.Scope = fmt.Sprintf("cluster=%s;type=%s;namespace=%s;labels=%s;fields=%s", e.cluster, base, e.o.namespace, probe.LabelSelector, probe.FieldSelector)
+	if e.o.factory.Store.Scope != "" {
+		sopts.Scope += ";scope=" + e.o.factory.Store.Scope
+	}
 	if len(indexers) > 0 {
-		merged := cache.Indexers{}
-		for k, f := range e.o.factory.Store.Indexers {
-			merged[k] = f
-		}
-		for k, f := range indexers {
-			merged[k] = f
-		}
-		sopts.Indexers = merged
+		sopts.Indexers = cache.Indexers{}
+		maps.Copy(sopts.Indexers, e.o.factory.Store.Indexers)
+		maps.Copy(sopts.Indexers, indexers)
 	}
 	iopts := e.o.factory.Informer
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	defer context.AfterFunc(e.stopped, func() { cancel(ErrStopped) })()
-	lw := &restLW{mapper: e, codecs: e.codecs(), gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
-	startEarly(ctx, e.url, sopts, lw, &iopts)
-	s, err := openStores(ctx, e.url, sopts, &iopts)
-	if err != nil {
-		iopts.Reflector.Early.Stop()
-		if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
-			err = errors.Join(err, cause)
-		}
-		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
-	}
-	iopts.Name = informerName(e.o.factory.Informer.Name, name)
 	iopts.ResyncPeriod = resync
 	if e.o.transform != nil {
 		iopts.Transform = e.o.transform
 	}
-	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = name
-	}
-	inf, err := New(lw, obj, s, &iopts)
+	lw := &restLW{mapper: e, codecs: e.codecs, gvk: gvk, namespace: e.o.namespace, tweak: e.o.tweak}
+	inf, err := openInformer(ctx, e.url, lw, obj, e.o.factory.Encryption, sopts, iopts, nil)
 	if err != nil {
-		iopts.Reflector.Early.Stop()
-		closeAll(s, iopts.Tombstones)
 		return nil, fmt.Errorf("informer: shared informer factory: informer for %s: %w", name, err)
 	}
 	return inf, nil
 }
 
-// typedScope is the scope fingerprint of a store of a shared informer
-// factory: the cluster, the type, the namespace and selectors it lists,
-// and the caller's part (FactoryOptions.Store.Scope), last and only when
-// set.
-func typedScope(cluster, typ, namespace, labels, fields, extra string) string {
-	scope := fmt.Sprintf("cluster=%s;type=%s;namespace=%s;labels=%s;fields=%s", cluster, typ, namespace, labels, fields)
-	if extra != "" {
-		scope += ";scope=" + extra
-	}
-	return scope
-}
-
-// mapping returns where gvk is served, asking the API server's discovery
-// of its group and version the first time (and again while it is not
-// served). A kind that discovery does not list is a NotFound error, as a
-// LIST of a resource the server does not serve is: the informer then
-// empties its store (see the package doc, Restart).
+// mapping returns where gvk is served, asking discovery the first time
+// (and again while it is not served). A kind that discovery does not list
+// is a NotFound error, as a LIST of a resource not served is: the informer
+// then empties its store (see the package doc, Restart).
 func (e *schemeFactory) mapping(ctx context.Context, gvk schema.GroupVersionKind) (restMapping, error) {
 	e.mu.Lock()
 	m, ok := e.mappings[gvk]
@@ -472,7 +364,7 @@ func (e *schemeFactory) restClient(gv schema.GroupVersion) (*rest.RESTClient, er
 	if gv.Group == "" {
 		cfg.APIPath = "/api"
 	}
-	cfg.NegotiatedSerializer = e.serializer
+	cfg.NegotiatedSerializer = e.codecs.serializer
 	c, err := rest.RESTClientForConfigAndClient(cfg, e.http)
 	if err != nil {
 		return nil, fmt.Errorf("REST client of %s: %w", gv, err)
@@ -481,15 +373,8 @@ func (e *schemeFactory) restClient(gv schema.GroupVersion) (*rest.RESTClient, er
 	return c, nil
 }
 
-// codecs returns how the factory encodes requests and decodes answers.
-func (e *schemeFactory) codecs() schemeCodecs {
-	return schemeCodecs{scheme: e.scheme, serializer: e.serializer, params: e.params, protobuf: e.protobuf}
-}
-
 // restLW lists and watches one kind through a REST client, as a generated
-// clientset does: the clientset's methods are not needed, so a program
-// links only the REST client, not every typed client method (which finding
-// them by reflection would keep).
+// clientset does, without the clientset's methods.
 type restLW struct {
 	mapper    restMapper
 	codecs    schemeCodecs // the scheme of the kind, the parameter codec, protobuf
@@ -555,27 +440,23 @@ func (l *restLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 	return w, err
 }
 
-// genericFor returns the informer of gvr's kind in the factory's scheme,
-// found with the API server's discovery, and a lister of it. ctx bounds
-// the discovery, which waits for an unreachable API server.
-func (e *schemeFactory) genericFor(ctx context.Context, gvr schema.GroupVersionResource) (*genericInformer, error) {
-	fail := func(err error) (*genericInformer, error) {
+// ForResource returns the informer of resource's kind, which must be in
+// the factory's scheme, and a lister, as client-go's factory does; for a
+// GeneratedFactory, the result is also the generated package's
+// GenericInformer. The kind comes from the API server's discovery, which
+// waits for an unreachable API server up to forResourceTimeout (its
+// signature has no context), or until Shutdown.
+func (e *schemeFactory) ForResource(gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
+	fail := func(err error) (informers.GenericInformer, error) {
 		return nil, fmt.Errorf("informer: shared informer factory: resource %s: %w", StoreName(gvr), err)
 	}
-	var list *metav1.APIResourceList
-	err := retryUnreachable(ctx, "discovery of "+gvr.GroupVersion().String(), func() (err error) {
-		list, err = e.discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
-		return err
-	})
+	ctx, cancel := context.WithTimeout(e.set.stopped, forResourceTimeout)
+	defer cancel()
+	r, err := discoverResource(ctx, e.discovery, gvr)
 	if err != nil {
-		return fail(fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err))
+		return fail(err)
 	}
-	i := slices.IndexFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
-	if i < 0 {
-		return fail(fmt.Errorf("the API server does not serve it"))
-	}
-	r := list.APIResources[i]
-	obj, err := e.scheme.New(gvr.GroupVersion().WithKind(r.Kind))
+	obj, err := e.codecs.scheme.New(gvr.GroupVersion().WithKind(r.Kind))
 	if err != nil {
 		return fail(fmt.Errorf("no informer for kind %s: %w", r.Kind, err))
 	}
@@ -603,143 +484,67 @@ func (g *genericInformer) Lister() cache.GenericLister {
 	return cache.NewGenericLister(g.informer.GetIndexer(), g.resource)
 }
 
-// forResourceTimeout bounds ForResource's discovery: its signature has no
-// context.
+// forResourceTimeout bounds ForResource's discovery.
 const forResourceTimeout = time.Minute
 
-// forResource is ForResource of the factories: genericFor within
-// forResourceTimeout, or until Shutdown.
-func (e *schemeFactory) forResource(gvr schema.GroupVersionResource) (*genericInformer, error) {
-	ctx, cancel := context.WithTimeout(e.stopped, forResourceTimeout)
-	defer cancel()
-	return e.genericFor(ctx, gvr)
+// InformerName returns nil: informerdb informers report their metrics
+// through FactoryOptions.Informer.Metrics, under their store's name.
+func (e *schemeFactory) InformerName() *cache.InformerName { return nil }
+
+// Start runs every informer made so far that is not running yet, until
+// stopCh is closed or Shutdown.
+func (e *schemeFactory) Start(stopCh <-chan struct{}) {
+	e.set.start(wait.ContextForChannel(stopCh))
 }
 
-// start runs every informer made so far that is not running yet, until ctx
-// is done or Shutdown.
-func (e *schemeFactory) start(ctx context.Context) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closing {
-		return
-	}
-	for t, inf := range e.informers {
-		if e.started[t] {
-			continue
+// StartWithContext runs every informer made so far that is not running
+// yet, until ctx is done or Shutdown.
+func (e *schemeFactory) StartWithContext(ctx context.Context) { e.set.start(ctx) }
+
+// WaitForCacheSync waits until every started informer has synced, or
+// stopCh is closed, and reports which have.
+func (e *schemeFactory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
+	return e.WaitForCacheSyncWithContext(wait.ContextForChannel(stopCh)).Synced
+}
+
+// WaitForCacheSyncWithContext waits until every started informer has
+// synced or stopped, or ctx is done, and reports which have synced; Err
+// says why not all have (the errors of informers the factory could not
+// make, ctx's cause).
+func (e *schemeFactory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult {
+	synced, err := e.set.waitForCacheSync(ctx)
+	return cache.SyncResult{Synced: synced, Err: err}
+}
+
+// CheckCommits is Informer.CheckCommits over every informer the factory
+// made: nil while all of their commits get through. It is a liveness check
+// for the process.
+func (e *schemeFactory) CheckCommits(maxFailing time.Duration) error {
+	return e.set.checkCommits(maxFailing)
+}
+
+// Shutdown stops the informers Start started, waits for them to return,
+// and closes the stores of every informer the factory made; the factory
+// makes no informer afterwards. An error closing a store is logged (Close
+// returns it). It may be called more than once.
+func (e *schemeFactory) Shutdown() {
+	if err := e.Close(); err != nil {
+		logger := klog.Background()
+		if l := e.o.factory.Informer.Logger; l != nil {
+			logger = *l
 		}
-		e.started[t] = true
-		runCtx, cancel := context.WithCancel(ctx)
-		e.cancels = append(e.cancels, cancel)
-		e.wg.Go(func() { inf.RunWithContext(runCtx) })
+		logger.Error(err, "Shutting down the "+e.kind)
 	}
 }
 
-// waitForCacheSync waits until every informer start started has synced or
-// stopped, or ctx is done. Err is not nil if one has not synced: it holds
-// the errors of the informers the factory could not make and, if ctx
-// ended, its cause.
-func (e *schemeFactory) waitForCacheSync(ctx context.Context) cache.SyncResult {
-	e.mu.Lock()
-	started := map[reflect.Type]cache.SharedIndexInformer{}
-	for t, inf := range e.informers {
-		if e.started[t] {
-			started[t] = inf
-		}
-	}
-	failures := make(map[reflect.Type]error, len(e.failures))
-	for t, err := range e.failures {
-		failures[t] = err
-	}
-	e.mu.Unlock()
-	res := cache.SyncResult{Synced: make(map[reflect.Type]bool, len(started))}
-	var errs []error
-	for t, inf := range started {
-		synced := false
-		if made, ok := inf.(*Informer); ok {
-			select {
-			case <-made.HasSyncedChecker().Done():
-				synced = true
-			case <-made.ended:
-				// It will never sync: waiting for it would only wait for ctx.
-				synced = made.HasSynced()
-				if !synced {
-					errs = append(errs, fmt.Errorf("informer %s stopped before it synced", made.Name()))
-				}
-			case <-ctx.Done():
-				synced = made.HasSynced()
-			}
-		} else if err := failures[t]; err != nil {
-			errs = append(errs, err)
-		}
-		res.Synced[t] = synced
-	}
-	all := true
-	for _, synced := range res.Synced {
-		all = all && synced
-	}
-	if !all {
-		if ctx.Err() != nil {
-			errs = append(errs, context.Cause(ctx))
-		}
-		res.Err = errors.Join(errs...)
-		if res.Err == nil {
-			res.Err = errors.New("informer: shared informer factory: not every informer synced")
-		}
-	}
-	return res
-}
+// Close is Shutdown, returning the errors of closing the stores; every
+// call returns the first's.
+func (e *schemeFactory) Close() error { return e.set.shutdown(nil) }
 
-// checkCommits is CheckCommits over the persistent informers.
-func (e *schemeFactory) checkCommits(maxFailing time.Duration) error {
-	e.mu.Lock()
-	infs := slices.Clone(e.made)
-	e.mu.Unlock()
-	return checkCommits(infs, maxFailing)
-}
-
-// shutdown stops the informers start started, waits for them to return,
-// and closes the stores of every informer the factory made. Later calls
-// wait for the first to end and do nothing.
-func (e *schemeFactory) shutdown() error {
-	e.mu.Lock()
-	if e.closing {
-		e.mu.Unlock()
-		// Wait for the first call: it holds makeMu until it is over.
-		e.makeMu.Lock()
-		e.makeMu.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
-		return nil
-	}
-	e.closing = true
-	e.stop()
-	for _, cancel := range e.cancels {
-		cancel()
-	}
-	e.mu.Unlock()
-	// Informers being made see stopped and give up; none is made after.
-	e.makeMu.Lock()
-	defer e.makeMu.Unlock()
-	e.wg.Wait()
-	e.mu.Lock()
-	made := slices.Clone(e.made)
-	e.mu.Unlock()
-	var errs []error
-	for _, inf := range made {
-		if err := inf.closeStore("shared informer factory: shutdown"); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("informer: shared informer factory: shutdown: %w", err)
-	}
-	return nil
-}
-
-// indexersOf returns the indexers of the informer newInformer makes (the
-// generated informers' defaultInformer: a namespace index for namespaced
-// types), which is made for that and dropped: it is client-go's informer,
-// never run. newInformer is called with client, which generated code does
-// not use until the informer runs; if it panics (a hand-written newFunc
-// that uses its client at once), the informer gets a namespace index.
+// indexersOf returns the indexers of the informer newInformer makes for
+// client (generated code uses it only when the informer runs), which is
+// then dropped, never run. If it panics (a hand-written newFunc that uses
+// its client at once), the informer gets a namespace index.
 func indexersOf[C any](newInformer func(C, time.Duration) cache.SharedIndexInformer, client C, resync time.Duration) (idx cache.Indexers) {
 	defer func() {
 		if recover() != nil {

@@ -140,7 +140,7 @@ func TestSharedInformerFactory(t *testing.T) {
 	if info.Name != "core/v1/ConfigMap" {
 		t.Errorf("store name %q, want core/v1/ConfigMap", info.Name)
 	}
-	if want := typedScope("kube-system/uid-1", "core/v1/ConfigMap", "", "", "", ""); info.Scope != want {
+	if want := "cluster=kube-system/uid-1;type=core/v1/ConfigMap;namespace=;labels=;fields="; info.Scope != want {
 		t.Errorf("store scope %q, want %q", info.Scope, want)
 	}
 	if _, ok := inf.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
@@ -213,7 +213,7 @@ func TestSharedInformerFactoryOptions(t *testing.T) {
 	if !strings.HasPrefix(info.Name, "core/v1/ConfigMap@ns=ns-a@sel=") {
 		t.Errorf("store name %q, want core/v1/ConfigMap@ns=ns-a@sel=<digest>", info.Name)
 	}
-	if want := typedScope("kube-system/uid-1", "core/v1/ConfigMap", "ns-a", "app=web", "", "v2"); info.Scope != want {
+	if want := "cluster=kube-system/uid-1;type=core/v1/ConfigMap;namespace=ns-a;labels=app=web;fields=;scope=v2"; info.Scope != want {
 		t.Errorf("store scope %q, want %q", info.Scope, want)
 	}
 	if inf.Name() != "ctrl/"+info.Name {
@@ -394,16 +394,22 @@ func TestSharedInformerFactoryEveryGroup(t *testing.T) {
 			continue
 		}
 		var name string
-		for _, made := range f.e.made {
-			if made.GetIndexer() == inf.GetIndexer() {
-				name = made.Store().Info().Name
+		for _, e := range f.set.entries {
+			if e.made != nil && e.made.GetIndexer() == inf.GetIndexer() {
+				name = e.made.Store().Info().Name
 			}
 		}
 		if name != want {
 			t.Errorf("informer of %s: store %q (empty: not an informerdb informer)", want, name)
 		}
 	}
-	if got := len(f.e.made); got != 21 {
+	made := 0
+	for _, e := range f.set.entries {
+		if e.made != nil {
+			made++
+		}
+	}
+	if got := made; got != 21 {
 		t.Errorf("%d informerdb informers made, want 21", got)
 	}
 	if n := api.listCount(); n != 0 {

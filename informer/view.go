@@ -7,10 +7,8 @@ import (
 )
 
 // view is what the queue sees as the informer's known objects: the store,
-// overlaid with the batches that were popped but not committed yet. With
-// group commit, popped batches wait a little before they are committed;
-// without the overlay, a relist queued meanwhile would miss their objects
-// (and never delete them), and a resync would miss their changes.
+// overlaid with the batches popped but not committed yet, which a relist
+// or a resync queued meanwhile must see.
 //
 // view is safe for concurrent use.
 type view struct {
@@ -18,17 +16,15 @@ type view struct {
 
 	mu      sync.Mutex // guards pending, grown and seq
 	pending map[string]pendingEntry
-	// grown says pending held a relist's worth of keys (bigPending) since
-	// it was last made: Go maps keep their largest size, so once drained
-	// it is made anew, not kept at that size for the process's life.
+	// grown says pending held bigPending keys since it was made: once
+	// drained it is made anew, as Go maps never shrink.
 	grown bool
 	seq   uint64
 }
 
-// bigPending is the number of pending keys from which the view sizes its
-// map for the batch in advance (reserve) and makes it anew once drained:
-// more than a group commit's (informer.Options.MaxBatchSize), as many as
-// a relist's.
+// bigPending is the number of pending keys, a relist's rather than a
+// group commit's, from which the view sizes its map in advance (reserve)
+// and makes it anew once drained.
 const bigPending = 1 << 14
 
 // pendingEntry is the newest uncommitted state of a key.
@@ -61,10 +57,8 @@ func (v *view) ListKeys() []string {
 	if len(v.pending) == 0 {
 		return keys
 	}
-	// The pending keys the store listed are told from the others by that
-	// one listing, not by asking the store again: a commit may land
-	// between the two reads, and a key it creates would then be in
-	// neither (and a relist would not delete it).
+	// Pending keys are told apart by this one listing, not by asking the
+	// store again: a commit landing between two reads could hide a key.
 	out := keys[:0:0]
 	listed := make(map[string]bool, len(v.pending))
 	for _, k := range keys {
@@ -84,9 +78,8 @@ func (v *view) ListKeys() []string {
 	return out
 }
 
-// reserve makes room for n more pending keys when none is pending and n is
-// a relist's: growing the map key by key rehashed it a dozen times on the
-// way to 100,000 keys.
+// reserve makes room for n pending keys when none is pending and n is a
+// relist's, rather than grow the map key by key.
 func (v *view) reserve(n int) {
 	if n < bigPending {
 		return
@@ -112,9 +105,7 @@ func (v *view) set(key string, obj interface{}, present bool) uint64 {
 }
 
 // committed forgets the pending states of ops's keys written at or before
-// upTo: the store holds them now. Every pending state was written with an
-// operation of the commit that clears it, so looking up the commit's keys
-// suffices; the pending states of later groups, written meanwhile, stay.
+// upTo, which the store holds now; those of later groups stay.
 func (v *view) committed(ops []store.Op, upTo uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -135,11 +126,4 @@ func (v *view) isPending(key string) bool {
 	defer v.mu.Unlock()
 	_, ok := v.pending[key]
 	return ok
-}
-
-// pendingLen returns the number of keys with an uncommitted state.
-func (v *view) pendingLen() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.pending)
 }

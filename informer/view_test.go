@@ -278,3 +278,10 @@ func TestLargeFirstList(t *testing.T) {
 		}
 	})
 }
+
+// pendingLen returns the number of keys with an uncommitted state.
+func (v *view) pendingLen() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.pending)
+}
