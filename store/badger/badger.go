@@ -13,6 +13,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // Scheme is the URL scheme of this backend.
@@ -23,17 +24,13 @@ func init() {
 }
 
 func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := driver.NewParams(u)
-	p.Common(&opts)
 	cfg := defaultDBConfig()
-	cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
-	cfg.minFree = p.Bytes("min_free", cfg.minFree)
-	if err := p.Err(); err != nil {
-		return nil, err
-	}
-	dir, err := driver.AbsPath(u, wantURL)
+	dir, err := rawdb.URLPath("open", u, wantURL, &opts, func(p *driver.Params) {
+		cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
+		cfg.minFree = p.Bytes("min_free", cfg.minFree)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
+		return nil, err
 	}
 	return open(ctx, dir, &opts, cfg)
 }

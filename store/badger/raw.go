@@ -42,22 +42,11 @@ const wantURL = "badger:///absolute/directory"
 func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
 	cfg := defaultDBConfig()
 	cfg.gcInterval = 0
-	o, err := (&store.Options{}).WithDefaults()
-	if err != nil {
-		return "", o, cfg, err
-	}
-	p := driver.NewParams(u)
-	p.Common(&o)
+	dir, o, err := rawdb.RawOptions(op, u, wantURL, func(p *driver.Params) {
+		cfg.minFree = p.Bytes("min_free", cfg.minFree)
+	})
 	cfg.durability = o.Durability
-	cfg.minFree = p.Bytes("min_free", cfg.minFree)
-	if err := p.Err(); err != nil {
-		return "", o, cfg, err
-	}
-	dir, err := driver.AbsPath(u, wantURL)
-	if err != nil {
-		return "", o, cfg, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
-	}
-	return dir, o, cfg, nil
+	return dir, o, cfg, err
 }
 
 // withDB runs fn on the database at u (shared with this process's stores),
