@@ -20,7 +20,7 @@ import (
 const Scheme = "badger"
 
 func init() {
-	store.Register(Scheme, rawDriver{})
+	store.Register(Scheme, rawDriver{readView})
 }
 
 func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {

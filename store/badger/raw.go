@@ -20,10 +20,11 @@ import (
 
 // Raw returns the badger driver with record-level access (store.RawDriver),
 // for the snapshot tool.
-func Raw() store.RawDriver { return rawDriver{} }
+func Raw() store.RawDriver { return rawDriver{readView} }
 
-// rawDriver implements store.RawDriver. It is safe for concurrent use.
-type rawDriver struct{}
+// rawDriver implements store.RawDriver; its Reader (readView) serves
+// Stores, ListStores and Export. It is safe for concurrent use.
+type rawDriver struct{ rawdb.Reader }
 
 var _ store.RawDriver = rawDriver{}
 
@@ -109,21 +110,6 @@ func otherDurability(d store.Durability) store.Durability {
 		return store.DurabilityNoSync
 	}
 	return store.DurabilitySync
-}
-
-// Stores implements store.RawDriver.
-func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return rawdb.Reader(readView).Stores(ctx, u)
-}
-
-// ListStores implements store.RawDriver.
-func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
-	return rawdb.Reader(readView).ListStores(ctx, u)
-}
-
-// Export implements store.RawDriver.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	return rawdb.Reader(readView).Export(ctx, u, name, fn)
 }
 
 // IndexEntries calls fn with every index entry (index name, value, object
