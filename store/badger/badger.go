@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"path/filepath"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
@@ -181,8 +183,12 @@ func (x extras) DiskSize() (int64, error) { return x.sp.sh.diskSize() }
 
 // Export implements store.Exporter: one read transaction, so records and
 // resume point agree while the informer writes.
-func (x extras) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-	return x.sp.export(ctx, fn)
+func (x extras) Export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
+	err = x.sp.view(func(txn *badger.Txn, _ keys, _ []string) error {
+		info, err = newView(txn, x.sp.where()).Export(ctx, x.sp.name, fn)
+		return err
+	})
+	return info, err
 }
 
 var (

@@ -229,14 +229,6 @@ func (t rawTxn) IndexEntries(ctx context.Context, name string, fn func(index, va
 	return eachStoredEntry(ctx, t.txn, k, fn)
 }
 
-func (s *space) export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
-	err = s.view(func(txn *badger.Txn, _ keys, _ []string) error {
-		info, err = newView(txn, s.where()).Export(ctx, s.name, fn)
-		return err
-	})
-	return info, err
-}
-
 // Import implements store.RawDriver: the records are written into a new
 // generation, switched to with info's metadata and resume point in one
 // final transaction; a failure or crash before leaves the store as it was.
