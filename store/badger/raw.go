@@ -268,11 +268,9 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		return err
 	}
 	s.k = k.withGen(s.rec.Generation)
-	gens, err := s.generations()
-	if err != nil {
+	if _, s.nextGen, err = s.generations(s.rec.Generation + 1); err != nil {
 		return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 	}
-	s.nextGen = pastGens(gens, s.rec.Generation+1)
 	recs, err := rawdb.NewRecords(info, FormatVersion, next)
 	if err != nil {
 		return err
@@ -384,12 +382,12 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		gens, err := s.generations()
+		_, next, err := s.generations(m.Generation + 1)
 		if err != nil {
 			return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 		}
 		m.Dropped = true
-		m.Generation = pastGens(gens, m.Generation+1)
+		m.Generation = next
 		m.ResourceVersion = ""
 		if err := s.writeMeta(m); err != nil {
 			return fmt.Errorf("mark the store dropped: %w", err)
