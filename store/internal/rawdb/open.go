@@ -2,6 +2,7 @@ package rawdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -62,4 +63,22 @@ func WaitLock(ctx context.Context, timeout, delay, maxDelay time.Duration, held 
 		}
 		delay = min(2*delay, maxDelay)
 	}
+}
+
+// LiveView implements store.RawLiveViewer for a backend: hold takes a
+// reference on the database at u's path, if a store of this process has it
+// open (else ok is false; what names the database in that error), and view
+// runs fn in one read transaction of it.
+func LiveView(u *url.URL, want, what string, hold func(path string) (release func() error, ok bool),
+	view func(fn func(v *View) error) error, fn func(store.RawView) error) (err error) {
+	path, err := driver.AbsPath(u, want)
+	if err != nil {
+		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
+	}
+	release, ok := hold(path)
+	if !ok {
+		return fmt.Errorf("store: view %s: no store of this process has the %s open: %w", u.Redacted(), what, store.ErrClosed)
+	}
+	defer func() { err = errors.Join(err, release()) }()
+	return view(func(v *View) error { return fn(v) })
 }
