@@ -490,7 +490,7 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 					if replacements++; replacements < maxReplacements {
 						continue
 					}
-					return errReplaced
+					return fmt.Errorf("another process replaced the file %d times while this one opened it: %w", replacements, store.ErrLocked)
 				}
 				if testHookLockBusy != nil && errors.Is(err, berrors.ErrTimeout) {
 					testHookLockBusy(path)
@@ -498,10 +498,8 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 				return err
 			}
 		})
-	if errors.Is(err, errReplaced) {
-		return nil, nil, fmt.Errorf("store: open %s: another process replaced the file %d times while this one opened it: %w", path, replacements, store.ErrLocked)
-	}
-	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+	// The wait's own errors: bbolt's neither wrap ErrLocked nor ctx's.
+	if cerr := ctx.Err(); errors.Is(err, store.ErrLocked) || cerr != nil && errors.Is(err, cerr) {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if err != nil {
@@ -540,11 +538,8 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	return db, osFile, nil
 }
 
-// maxReplacements bounds how often openDB opens a replaced path again;
-// errReplaced says it did as often.
+// maxReplacements bounds how often openDB opens a replaced path again.
 const maxReplacements = 10
-
-var errReplaced = errors.New("the file was replaced")
 
 // testHookOpened, when set by a test, is called after each successful
 // bbolt.Open of openDB, before it checks that the path still names the file.
