@@ -9,31 +9,30 @@ import (
 	"net/url"
 	"path/filepath"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // Scheme is the URL scheme of this backend.
 const Scheme = "badger"
 
 func init() {
-	store.Register(Scheme, rawDriver{})
+	store.Register(Scheme, rawDriver{readView})
 }
 
 func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	p := driver.NewParams(u)
-	p.Common(&opts)
 	cfg := defaultDBConfig()
-	cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
-	cfg.minFree = p.Bytes("min_free", cfg.minFree)
-	if err := p.Err(); err != nil {
-		return nil, err
-	}
-	dir, err := driver.AbsPath(u, wantURL)
+	dir, err := rawdb.URLPath("open", u, wantURL, &opts, func(p *driver.Params) {
+		cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
+		cfg.minFree = p.Bytes("min_free", cfg.minFree)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
+		return nil, err
 	}
 	return open(ctx, dir, &opts, cfg)
 }
@@ -184,8 +183,12 @@ func (x extras) DiskSize() (int64, error) { return x.sp.sh.diskSize() }
 
 // Export implements store.Exporter: one read transaction, so records and
 // resume point agree while the informer writes.
-func (x extras) Export(ctx context.Context, fn func(store.Record) error) (store.Info, error) {
-	return x.sp.export(ctx, fn)
+func (x extras) Export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
+	err = x.sp.view(func(txn *badger.Txn, _ keys, _ []string) error {
+		info, err = newView(txn, x.sp.where()).Export(ctx, x.sp.name, fn)
+		return err
+	})
+	return info, err
 }
 
 var (

@@ -24,6 +24,7 @@ import (
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
 // dbConfig is what the first store opened on a directory decides for the
@@ -381,23 +382,11 @@ func corruptDB(err error) error {
 // retryLocked calls try until it fails with something else than a
 // directory-lock error (isLockError), or timeout passes or ctx ends.
 func retryLocked(ctx context.Context, timeout time.Duration, try func() error) error {
-	deadline := time.Now().Add(timeout)
-	delay := 10 * time.Millisecond
-	for {
-		err := try()
-		if !isLockError(err) {
-			return err
-		}
-		if time.Now().Add(delay).After(deadline) {
-			return fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, driver.LockTimeoutHint)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the directory lock: %w", ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 200*time.Millisecond)
+	err := rawdb.WaitLock(ctx, timeout, 10*time.Millisecond, 200*time.Millisecond, "the directory lock", isLockError, try)
+	if isLockError(err) {
+		return fmt.Errorf("%w (waited %v; %s)", store.ErrLocked, timeout, driver.LockTimeoutHint)
 	}
+	return err
 }
 
 // errDamaged marks what checkFiles finds: damage a crash cannot leave.

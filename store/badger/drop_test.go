@@ -72,7 +72,7 @@ func genKeys(t *testing.T, dir, name string, gen uint64) int {
 func exportOf(t *testing.T, dir, name string) ([]store.Record, store.Info, error) {
 	t.Helper()
 	var recs []store.Record
-	info, err := rawDriver{}.Export(t.Context(), rawURL(dir), name, func(r store.Record) error {
+	info, err := Raw().Export(t.Context(), rawURL(dir), name, func(r store.Record) error {
 		r.Data = slices.Clone(r.Data)
 		recs = append(recs, r)
 		return nil
@@ -134,7 +134,7 @@ func TestDropCrash(t *testing.T) {
 					}
 					return nil
 				}
-				err = rawDriver{}.Drop(t.Context(), rawURL(dir), "pods")
+				err = Raw().Drop(t.Context(), rawURL(dir), "pods")
 				testHookDrop = nil
 				if !errors.Is(err, crash) || steps != 1 {
 					t.Fatalf("Drop stopped at %q: %v (%d stops)", step, err, steps)
@@ -163,7 +163,7 @@ func TestDropCrash(t *testing.T) {
 				}
 
 				// Gone, whatever is left.
-				infos, err := rawDriver{}.Stores(t.Context(), rawURL(dir))
+				infos, err := Raw().Stores(t.Context(), rawURL(dir))
 				mustOK(t, "Stores", err)
 				if len(infos) != 1 || infos[0].Name != "keep" {
 					t.Errorf("Stores after the interrupted drop = %+v; want keep alone", infos)
@@ -192,17 +192,17 @@ func TestDropCrash(t *testing.T) {
 						t.Errorf("after Open: %d keys, meta record %+v; want the new store's meta record alone", n, m)
 					}
 				case "drop":
-					mustOK(t, "Drop of the half-dropped store", rawDriver{}.Drop(t.Context(), rawURL(dir), "pods"))
+					mustOK(t, "Drop of the half-dropped store", Raw().Drop(t.Context(), rawURL(dir), "pods"))
 					if n, m := keysUnder(t, dir, "pods"); n != 0 || m != nil {
 						t.Errorf("after the second Drop: %d keys, meta record %+v; want none", n, m)
 					}
-					err := rawDriver{}.Drop(t.Context(), rawURL(dir), "pods")
+					err := Raw().Drop(t.Context(), rawURL(dir), "pods")
 					if !errors.Is(err, store.ErrNotFound) {
 						t.Errorf("a third Drop = %v; want ErrNotFound", err)
 					}
 				case "import":
 					info := store.Info{Name: "pods", Codec: keepInfo.Codec, Type: keepInfo.Type, KeyFunc: keepInfo.KeyFunc, Indexes: keepInfo.Indexes, ResourceVersion: "50"}
-					mustOK(t, "Import into the half-dropped store", rawDriver{}.Import(t.Context(), rawURL(dir), info, storetest.Records(keepRecs...)))
+					mustOK(t, "Import into the half-dropped store", Raw().Import(t.Context(), rawURL(dir), info, storetest.Records(keepRecs...)))
 					recs, got, err := exportOf(t, dir, "pods")
 					mustOK(t, "Export after Import", err)
 					if len(recs) != len(keepRecs) || got.ResourceVersion != "50" {
@@ -282,7 +282,7 @@ func TestDropOfOpenDatabase(t *testing.T) {
 	defer func() { mustOK(t, "Close keep", keep.Close()) }()
 	s, err := open(t.Context(), dir, podOptions(t, "pods", 0), smallConfig())
 	mustOK(t, "open pods", err)
-	err = rawDriver{}.Drop(t.Context(), rawURL(dir), "pods")
+	err = Raw().Drop(t.Context(), rawURL(dir), "pods")
 	if !errors.Is(err, store.ErrInUse) {
 		t.Errorf("Drop of an open store = %v; want ErrInUse", err)
 	}
@@ -299,7 +299,7 @@ func TestDropOfOpenDatabase(t *testing.T) {
 		}
 		return nil
 	}
-	err = rawDriver{}.Drop(t.Context(), rawURL(dir), "pods")
+	err = Raw().Drop(t.Context(), rawURL(dir), "pods")
 	testHookDrop = nil
 	mustOK(t, "Drop beside an open store", err)
 	if n, m := keysUnder(t, dir, "pods"); n != 0 || m != nil {
@@ -322,21 +322,21 @@ func TestDropLockedByAnotherProcess(t *testing.T) {
 
 	u := rawURL(dir)
 	u.RawQuery = "lock_timeout=300ms"
-	err := rawDriver{}.Drop(t.Context(), u, "pods")
+	err := Raw().Drop(t.Context(), u, "pods")
 	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "drop pods") {
 		t.Errorf("Drop from a directory another process holds = %v; want ErrLocked naming the drop and the directory", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	u.RawQuery = "lock_timeout=1m"
-	err = rawDriver{}.Drop(ctx, u, "pods")
+	err = Raw().Drop(ctx, u, "pods")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Drop with an expiring context = %v; want the context's error", err)
 	}
 
 	release()
-	mustOK(t, "Drop once the child exited", rawDriver{}.Drop(t.Context(), rawURL(dir), "pods"))
-	infos, err := rawDriver{}.Stores(t.Context(), rawURL(dir))
+	mustOK(t, "Drop once the child exited", Raw().Drop(t.Context(), rawURL(dir), "pods"))
+	infos, err := Raw().Stores(t.Context(), rawURL(dir))
 	mustOK(t, "Stores", err)
 	var names []string
 	for _, info := range infos {
@@ -366,13 +366,13 @@ func TestHalfDroppedStoreListed(t *testing.T) {
 		}
 		return nil
 	}
-	err := rawDriver{}.Drop(t.Context(), rawURL(dir), "pods")
+	err := Raw().Drop(t.Context(), rawURL(dir), "pods")
 	testHookDrop = nil
 	if !errors.Is(err, crash) {
 		t.Fatalf("Drop = %v", err)
 	}
 	n, _ := keysUnder(t, dir, "pods")
-	entries, err := rawDriver{}.ListStores(t.Context(), rawURL(dir))
+	entries, err := Raw().ListStores(t.Context(), rawURL(dir))
 	mustOK(t, "ListStores", err)
 	listed := false
 	for _, e := range entries {
@@ -387,18 +387,18 @@ func TestHalfDroppedStoreListed(t *testing.T) {
 	if !listed && n > 1 {
 		t.Errorf("the half-dropped store keeps %d keys, but ListStores (what `snapshot drop --store pods` checks first) does not name it: the command refuses the Drop that would finish the job", n)
 	}
-	infos, err := rawDriver{}.Stores(t.Context(), rawURL(dir))
+	infos, err := Raw().Stores(t.Context(), rawURL(dir))
 	mustOK(t, "Stores", err)
 	for _, info := range infos {
 		if info.Name == "pods" {
 			t.Errorf("Stores lists the dropped store: %+v", info)
 		}
 	}
-	mustOK(t, "second Drop", rawDriver{}.Drop(t.Context(), rawURL(dir), "pods"))
+	mustOK(t, "second Drop", Raw().Drop(t.Context(), rawURL(dir), "pods"))
 	if n, m := keysUnder(t, dir, "pods"); n != 0 || m != nil {
 		t.Errorf("after the second Drop, %d keys of the store are left (meta %+v)", n, m)
 	}
-	entries, err = rawDriver{}.ListStores(t.Context(), rawURL(dir))
+	entries, err = Raw().ListStores(t.Context(), rawURL(dir))
 	mustOK(t, "ListStores", err)
 	for _, e := range entries {
 		if e.Info.Name == "pods" {

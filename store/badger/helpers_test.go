@@ -161,7 +161,7 @@ func generationsOf(t testing.TB, s store.Store) []uint64 {
 	t.Helper()
 	sp := spaceOf(t, s)
 	sp.sh.oldGens.Wait()
-	gens, err := sp.generations()
+	gens, _, err := sp.generations(0)
 	mustOK(t, "generations", err)
 	return gens
 }

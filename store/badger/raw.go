@@ -20,10 +20,11 @@ import (
 
 // Raw returns the badger driver with record-level access (store.RawDriver),
 // for the snapshot tool.
-func Raw() store.RawDriver { return rawDriver{} }
+func Raw() store.RawDriver { return rawDriver{readView} }
 
-// rawDriver implements store.RawDriver. It is safe for concurrent use.
-type rawDriver struct{}
+// rawDriver implements store.RawDriver; its Reader (readView) serves
+// Stores, ListStores and Export. It is safe for concurrent use.
+type rawDriver struct{ rawdb.Reader }
 
 var _ store.RawDriver = rawDriver{}
 
@@ -42,22 +43,11 @@ const wantURL = "badger:///absolute/directory"
 func rawDir(op string, u *url.URL) (string, store.Options, dbConfig, error) {
 	cfg := defaultDBConfig()
 	cfg.gcInterval = 0
-	o, err := (&store.Options{}).WithDefaults()
-	if err != nil {
-		return "", o, cfg, err
-	}
-	p := driver.NewParams(u)
-	p.Common(&o)
+	dir, o, err := rawdb.RawOptions(op, u, wantURL, func(p *driver.Params) {
+		cfg.minFree = p.Bytes("min_free", cfg.minFree)
+	})
 	cfg.durability = o.Durability
-	cfg.minFree = p.Bytes("min_free", cfg.minFree)
-	if err := p.Err(); err != nil {
-		return "", o, cfg, err
-	}
-	dir, err := driver.AbsPath(u, wantURL)
-	if err != nil {
-		return "", o, cfg, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
-	}
-	return dir, o, cfg, nil
+	return dir, o, cfg, err
 }
 
 // withDB runs fn on the database at u (shared with this process's stores),
@@ -120,21 +110,6 @@ func otherDurability(d store.Durability) store.Durability {
 		return store.DurabilityNoSync
 	}
 	return store.DurabilitySync
-}
-
-// Stores implements store.RawDriver.
-func (rawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	return rawdb.Reader(readView).Stores(ctx, u)
-}
-
-// ListStores implements store.RawDriver.
-func (rawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
-	return rawdb.Reader(readView).ListStores(ctx, u)
-}
-
-// Export implements store.RawDriver.
-func (rawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	return rawdb.Reader(readView).Export(ctx, u, name, fn)
 }
 
 // IndexEntries calls fn with every index entry (index name, value, object
@@ -254,14 +229,6 @@ func (t rawTxn) IndexEntries(ctx context.Context, name string, fn func(index, va
 	return eachStoredEntry(ctx, t.txn, k, fn)
 }
 
-func (s *space) export(ctx context.Context, fn func(store.Record) error) (info store.Info, err error) {
-	err = s.view(func(txn *badger.Txn, _ keys, _ []string) error {
-		info, err = newView(txn, s.where()).Export(ctx, s.name, fn)
-		return err
-	})
-	return info, err
-}
-
 // Import implements store.RawDriver: the records are written into a new
 // generation, switched to with info's metadata and resume point in one
 // final transaction; a failure or crash before leaves the store as it was.
@@ -301,11 +268,9 @@ func importDB(ctx context.Context, sh *sharedDB, info store.Info, next func() (s
 		return err
 	}
 	s.k = k.withGen(s.rec.Generation)
-	gens, err := s.generations()
-	if err != nil {
+	if _, s.nextGen, err = s.generations(s.rec.Generation + 1); err != nil {
 		return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 	}
-	s.nextGen = pastGens(gens, s.rec.Generation+1)
 	recs, err := rawdb.NewRecords(info, FormatVersion, next)
 	if err != nil {
 		return err
@@ -417,12 +382,12 @@ func dropStore(ctx context.Context, sh *sharedDB, name string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		gens, err := s.generations()
+		_, next, err := s.generations(m.Generation + 1)
 		if err != nil {
 			return fmt.Errorf("list generations: %w: %w", store.ErrCorrupt, err)
 		}
 		m.Dropped = true
-		m.Generation = pastGens(gens, m.Generation+1)
+		m.Generation = next
 		m.ResourceVersion = ""
 		if err := s.writeMeta(m); err != nil {
 			return fmt.Errorf("mark the store dropped: %w", err)

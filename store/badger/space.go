@@ -106,11 +106,10 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 			return nil, reopen, fmt.Errorf("store: open %s in %s: upgrade the format: %w", name, s.where(), err)
 		}
 	}
-	gens, err := s.generations()
-	if err != nil {
+	var gens []uint64
+	if gens, s.nextGen, err = s.generations(rec.Generation + 1); err != nil {
 		return nil, reopen, s.corrupt("list generations", err)
 	}
-	s.nextGen = pastGens(gens, rec.Generation+1)
 	for _, g := range gens {
 		if g != rec.Generation {
 			// Left by a large write that crashed.
@@ -157,11 +156,10 @@ func (s *space) empty(entries bool, edits ...func(*metaRecord)) error {
 // whose objects must not come back), which are then deleted. s.k must hold
 // the store's prefix.
 func (s *space) create(want driver.Meta, entries bool) error {
-	gens, err := s.generations()
+	gens, gen, err := s.generations(1)
 	if err != nil {
 		return s.corrupt("list generations", err)
 	}
-	gen := pastGens(gens, 1)
 	s.rec = metaRecord{Meta: want, Generation: gen, Entries: entries}
 	s.k = s.k.withGen(gen)
 	s.nextGen = gen + 1
@@ -190,11 +188,12 @@ func (sh *sharedDB) named(name string) error {
 	return sh.stores.set(name, true)
 }
 
-// generations lists the generation numbers that have keys.
-func (s *space) generations() ([]uint64, error) {
-	var gens []uint64
+// generations lists the generation numbers that have keys, and returns the
+// first number from floor on past every one of them: a number that has keys
+// is never reused.
+func (s *space) generations(floor uint64) (gens []uint64, next uint64, err error) {
 	prefix := append(append([]byte(nil), s.k.store...), tagGen)
-	err := s.sh.db.View(func(txn *badger.Txn) error {
+	err = s.sh.db.View(func(txn *badger.Txn) error {
 		return eachGroup(txn, prefix, func(item *badger.Item) ([]byte, error) {
 			key := item.Key()
 			if len(key) < len(prefix)+8 {
@@ -202,19 +201,11 @@ func (s *space) generations() ([]uint64, error) {
 			}
 			gen := binary.BigEndian.Uint64(key[len(prefix):])
 			gens = append(gens, gen)
+			floor = max(floor, gen+1)
 			return s.k.genPrefix(gen), nil
 		})
 	})
-	return gens, err
-}
-
-// pastGens returns the first generation number from floor on past every one
-// of gens: a number that has keys is never reused.
-func pastGens(gens []uint64, floor uint64) uint64 {
-	for _, g := range gens {
-		floor = max(floor, g+1)
-	}
-	return floor
+	return gens, floor, err
 }
 
 func (s *space) allocGen() uint64 {

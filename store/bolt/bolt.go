@@ -22,6 +22,7 @@ import (
 	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/diskusage"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 	"github.com/informerdb/informerdb/store/internal/writeback"
 )
 
@@ -471,38 +472,35 @@ func openDB(ctx context.Context, path string, o store.Options, readOnly bool) (d
 	// A Timeout of 0 would wait for ever; one shorter than bbolt's retry
 	// interval (50ms) tries the lock once.
 	bo.Timeout = time.Nanosecond
-	deadline := time.Now().Add(o.LockTimeout)
-	for replacements := 0; ; {
-		osFile = nil
-		err = guard(func() error {
-			var err error
-			db, err = bbolt.Open(path, 0o600, bo)
-			return err
-		})
-		if err == nil && replaced(path, osFile) {
-			// Before bbolt had the lock, a Compact renamed its copy over
-			// the path: writes to the file locked would be lost.
-			db.Close()
-			db = nil
-			if replacements++; replacements < maxReplacements {
-				continue
+	replacements := 0
+	err = rawdb.WaitLock(ctx, o.LockTimeout, lockRetry, lockRetry, "another process to release the file",
+		func(err error) bool { return errors.Is(err, berrors.ErrTimeout) },
+		func() error {
+			for {
+				osFile = nil
+				err := guard(func() (err error) {
+					db, err = bbolt.Open(path, 0o600, bo)
+					return err
+				})
+				if err == nil && replaced(path, osFile) {
+					// Before bbolt had the lock, a Compact renamed its copy
+					// over the path: writes to the file locked would be lost.
+					db.Close()
+					db = nil
+					if replacements++; replacements < maxReplacements {
+						continue
+					}
+					return fmt.Errorf("another process replaced the file %d times while this one opened it: %w", replacements, store.ErrLocked)
+				}
+				if testHookLockBusy != nil && errors.Is(err, berrors.ErrTimeout) {
+					testHookLockBusy(path)
+				}
+				return err
 			}
-			return nil, nil, fmt.Errorf("store: open %s: another process replaced the file %d times while this one opened it: %w", path, replacements, store.ErrLocked)
-		}
-		wait := time.Until(deadline)
-		if err == nil || !errors.Is(err, berrors.ErrTimeout) || wait <= 0 {
-			break
-		}
-		if testHookLockBusy != nil {
-			testHookLockBusy(path)
-		}
-		t := time.NewTimer(min(lockRetry, wait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, fmt.Errorf("store: open %s: waiting for another process to release the file: %w", path, ctx.Err())
-		case <-t.C:
-		}
+		})
+	// The wait's own errors: bbolt's neither wrap ErrLocked nor ctx's.
+	if cerr := ctx.Err(); errors.Is(err, store.ErrLocked) || cerr != nil && errors.Is(err, cerr) {
+		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if err != nil {
 		if db == nil && osFile != nil && errors.Is(err, store.ErrCorrupt) {

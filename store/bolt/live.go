@@ -2,12 +2,9 @@ package bolt
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/url"
 
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/driver"
 	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
@@ -17,22 +14,21 @@ var _ store.RawLiveViewer = rawDriver{}
 // read transaction of this process's handle, so one commit of the file.
 // While it is open, freed pages are not reused (the file grows), and a
 // commit that outgrows the memory map (1 GiB, then doubling) waits for it.
-func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) (err error) {
-	path, err := driver.AbsPath(u, wantURL)
-	if err != nil {
-		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
+func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) error {
+	var f *file
+	hold := func(path string) (func() error, bool) {
+		path = canonical(path)
+		filesMu.Lock()
+		defer filesMu.Unlock()
+		// A file only raw reads have open (read-only) is not one the
+		// stores use, and holding it would keep a store's Open waiting.
+		if f = files[path]; f == nil || !isClosed(f.opened) || f.readOnly || len(f.names) == 0 {
+			return nil, false
+		}
+		f.refs++
+		return func() error { return f.release("") }, true
 	}
-	path = canonical(path)
-	filesMu.Lock()
-	f := files[path]
-	// A file only raw reads have open (read-only) is not one the stores
-	// use, and holding it would keep a store's Open waiting.
-	if f == nil || !isClosed(f.opened) || f.readOnly || len(f.names) == 0 {
-		filesMu.Unlock()
-		return fmt.Errorf("store: view %s: no store of this process has the file open: %w", u.Redacted(), store.ErrClosed)
-	}
-	f.refs++
-	filesMu.Unlock()
-	defer func() { err = errors.Join(err, f.release("")) }()
-	return viewFile(f, u.Redacted(), func(v *rawdb.View) error { return fn(v) })
+	return rawdb.LiveView(u, wantURL, "file", hold, func(fn func(v *rawdb.View) error) error {
+		return viewFile(f, u.Redacted(), fn)
+	}, fn)
 }

@@ -64,19 +64,11 @@ const wantURL = "an absolute file path, bolt:///abs/path/file.db"
 
 // rawPath checks u and returns its options and canonical path.
 func rawPath(op string, u *url.URL) (string, store.Options, error) {
-	o, err := (&store.Options{}).WithDefaults()
+	_, o, err := rawdb.RawOptions(op, u, wantURL, nil)
 	if err != nil {
 		return "", o, err
 	}
-	p := driver.NewParams(u)
-	p.Common(&o)
-	if err := p.Err(); err != nil {
-		return "", o, err
-	}
-	path, err := driver.AbsPath(u, wantURL)
-	if err == nil {
-		path, err = filePath(u.Path)
-	}
+	path, err := filePath(u.Path)
 	if err != nil {
 		return "", o, fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}

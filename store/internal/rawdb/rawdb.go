@@ -2,7 +2,8 @@
 // the backends that keep many stores in one database, each with its own
 // metadata (bolt, badger), have in common: listing the stores, exporting a
 // store and reading its index entries in one read transaction, with errors
-// named alike, and the checks of an Import and a Drop. A backend gives its
+// named alike, the checks of an Import and a Drop, reading a URL's path and
+// parameters, and waiting for another process's lock. A backend gives its
 // engine's read transaction ([Tx]), how it opens one ([Reader]), and how it
 // writes the records [Records] hands out.
 package rawdb
