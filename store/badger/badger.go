@@ -98,7 +98,7 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	}
 	info := want.Info(Scheme, o.Name, "")
 	info.Reset = reopen.Reset
-	eng := &engine{sp: sp, entries: inBounded}
+	eng := &engine{sp: sp, entries: inBounded, want: want}
 	cfg := shared.OpenConfig{
 		Options:   o,
 		Indexes:   set,
@@ -116,9 +116,21 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		},
 	}
 	if inBounded {
-		reset, rebuilt, err := shared.Settle(ctx, eng, cfg)
-		if err != nil {
-			return nil, err
+		var reset string
+		if cfg.Rebuild {
+			// Settle samples the keys only when it does not rebuild:
+			// sample them first, with no index to check.
+			keys := cfg
+			keys.Rebuild, keys.Indexes = false, noIndexes
+			if reset, _, err = shared.Settle(ctx, eng, keys); err != nil {
+				return nil, err
+			}
+		}
+		rebuilt := false
+		if reset == "" {
+			if reset, rebuilt, err = shared.Settle(ctx, eng, cfg); err != nil {
+				return nil, err
+			}
 		}
 		if reset != "" {
 			info.Reset = reset // Settle emptied the store
@@ -159,6 +171,9 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	}
 	return &defaultStore{Base: base, extras: extras{sp}}, nil
 }
+
+// noIndexes is the empty index set.
+var noIndexes, _ = indexer.NewIndexSet(nil)
 
 // defaultStore is the store of the default mode: the shared decoded store,
 // serving reads from decoded objects. It is safe for concurrent use.

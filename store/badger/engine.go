@@ -12,6 +12,7 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
 	"github.com/informerdb/informerdb/store/internal/loadcheck"
 	"github.com/informerdb/informerdb/store/internal/rawdb"
@@ -23,6 +24,9 @@ import (
 type engine struct {
 	sp      *space
 	entries bool
+	// want is the meta record of the open, which Empty records: the
+	// index set may have changed too.
+	want driver.Meta
 }
 
 // View implements shared.Engine.
@@ -124,7 +128,7 @@ func (e *engine) SetIndexes(ctx context.Context, set *indexer.IndexSet, values m
 // Empty implements shared.Engine, as a scope change does (space.empty).
 func (e *engine) Empty(why string) error {
 	loadcheck.LogKeyReset(e.sp.name, e.sp.where(), why)
-	if err := e.sp.empty(e.entries); err != nil {
+	if err := e.sp.empty(e.entries, func(m *metaRecord) { m.Meta = e.want }); err != nil {
 		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", e.sp.name, e.sp.where(), why, err)
 	}
 	return nil

@@ -95,7 +95,12 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 		return s, reopen, nil
 	}
 	rec, upgraded := rec.upgrade()
-	reopen, err = driver.CompareMeta(name, s.where(), rec.Meta, want)
+	stored := rec.Meta
+	if unsealed {
+		// Format 2 (or 1): made this version below, not refused.
+		stored.FormatVersion = FormatVersion
+	}
+	reopen, err = driver.CompareMeta(name, s.where(), stored, want)
 	if err != nil {
 		return nil, reopen, err
 	}

@@ -1,0 +1,560 @@
+package badger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerdb/informerdb/indexer"
+	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/recsum"
+)
+
+// oldFormats are the stores of earlier format versions an open upgrades:
+// version 1 (which always kept its index entries) and version 2 written by
+// either mode (with or without index entries), all without value frames.
+var oldFormats = []struct {
+	name    string
+	version int
+	bounded bool // the mode that wrote the store
+}{
+	{"v1", formatV1, true},
+	{"v2-bounded", formatUnsealed, true},
+	{"v2-default", formatUnsealed, false},
+	// The same changes without an upgrade.
+	{"v3", FormatVersion, true},
+}
+
+// upgradeChange is what else an open of an old store may find changed.
+type upgradeChange struct {
+	name   string
+	change func(o *store.Options)
+	// reset says the open empties the store.
+	reset bool
+}
+
+// upgradeChanges are the changes that make an open rewrite the store:
+// another index set (its values rebuilt), another scope (emptied), a key
+// function or an index function that computes something else under the
+// same name (found by the open's checks of the stored objects), and
+// combinations.
+func upgradeChanges() []upgradeChange {
+	nameIndex := func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Name}, nil }
+	otherApp := func(obj interface{}) ([]string, error) {
+		return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
+	}
+	otherKey := func(obj interface{}) (string, error) {
+		k, err := cache.MetaNamespaceKeyFunc(obj)
+		return "v2:" + k, err
+	}
+	return []upgradeChange{
+		{"none", func(*store.Options) {}, false},
+		{"index set", func(o *store.Options) {
+			delete(o.Indexers, cache.NamespaceIndex)
+			o.Indexers["name"] = nameIndex
+		}, false},
+		{"scope", func(o *store.Options) { o.Scope = "cluster-b" }, true},
+		{"index set and scope", func(o *store.Options) {
+			o.Indexers["name"] = nameIndex
+			o.Scope = "cluster-b"
+		}, true},
+		{"key function", func(o *store.Options) { o.KeyFunc = otherKey }, true},
+		{"index set and key function", func(o *store.Options) {
+			o.Indexers["name"] = nameIndex
+			o.KeyFunc = otherKey
+		}, true},
+		{"index function", func(o *store.Options) { o.Indexers["app"] = otherApp }, false},
+		{"index function and index set", func(o *store.Options) {
+			o.Indexers["app"] = otherApp
+			o.Indexers["name"] = nameIndex
+		}, false},
+		{"index function and scope", func(o *store.Options) {
+			o.Indexers["app"] = otherApp
+			o.Scope = "cluster-b"
+		}, true},
+	}
+}
+
+// TestOldFormatReopenedWithChanges opens a store of format version 1 or 2
+// (no value frames), in each mode, with each upgradeChange. The open copies
+// the store into a framed generation before it reads an object, so every
+// value must be framed exactly once and every change apply to the copy:
+// the store, reopened in each mode, and the raw driver's Export and
+// IndexEntries must read back exactly the objects, keys, index values and
+// resume point it should hold, with index entries exactly where the mode
+// keeps them.
+func TestOldFormatReopenedWithChanges(t *testing.T) {
+	for _, from := range oldFormats {
+		for _, ch := range upgradeChanges() {
+			for _, cacheSize := range []int{0, 3} {
+				t.Run(fmt.Sprintf("%s/%s/cache=%d", from.name, ch.name, cacheSize), func(t *testing.T) {
+					dir := t.TempDir()
+					pods := upgradePods()
+					writeOldStore(t, dir, openPublic, from.version, from.bounded, pods)
+
+					o := upgradeOptions(t, cacheSize, ch.change)
+					s, err := openPublic(t, dir, o)
+					if err != nil {
+						t.Fatalf("open the version %d store: %v", from.version, err)
+					}
+					if got := s.Info().FormatVersion; got != FormatVersion {
+						t.Errorf("Info().FormatVersion = %d, want %d", got, FormatVersion)
+					}
+					rv := "42"
+					if ch.reset {
+						if got := s.Info().Reset; got == "" {
+							t.Error("Info().Reset is empty; want why the store was emptied")
+						}
+						checkUpgraded(t, "after the emptying open", s, o, nil, "")
+						// The informer relists.
+						commitUpgradePods(t, s, pods, "43")
+						rv = "43"
+					} else if got := s.Info().Reset; got != "" {
+						t.Errorf("the open emptied the store: %s", got)
+					}
+					checkUpgraded(t, "after the upgrade", s, o, pods, rv)
+					mustOK(t, "Close", s.Close())
+					checkUpgradedRaw(t, dir, o, pods, rv)
+
+					// Reopened, in this mode and then in the other,
+					// which builds or drops the index entries.
+					for _, size := range []int{cacheSize, 3 - cacheSize} {
+						ro := o
+						ro.CacheSize = size
+						s, err := openPublic(t, dir, ro)
+						if err != nil {
+							t.Fatalf("reopen (cache=%d): %v", size, err)
+						}
+						if got := s.Info().Reset; got != "" {
+							t.Errorf("reopen (cache=%d) emptied the store: %s", size, got)
+						}
+						checkUpgraded(t, fmt.Sprintf("reopened (cache=%d)", size), s, ro, pods, rv)
+						mustOK(t, "Close", s.Close())
+						checkUpgradedRaw(t, dir, ro, pods, rv)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestOldFormatUpgradeCrash stops an open of a store of format version 1
+// or 2 with each upgradeChange, in each mode, after each of its commits (a
+// transaction or a write batch's flush, the deletion of the old generation
+// in the background too), as a crash there would: the write that commit
+// made stays, nothing after it is written. The store, opened again with
+// the same options in each mode, must hold exactly the objects and resume
+// point it held (or nothing, for a change that empties it), under the new
+// functions. Its databases are small (smallConfig): each state is a copy.
+func TestOldFormatUpgradeCrash(t *testing.T) {
+	crash := errors.New("simulated crash")
+	for _, from := range oldFormats {
+		if from.version == FormatVersion {
+			continue
+		}
+		for _, ch := range upgradeChanges() {
+			for _, cacheSize := range []int{0, 3} {
+				t.Run(fmt.Sprintf("%s/%s/cache=%d", from.name, ch.name, cacheSize), func(t *testing.T) {
+					t.Cleanup(func() { testHookCommitted, testHookFlushed = nil, nil })
+					fixture := t.TempDir()
+					pods := upgradePods()
+					writeOldStore(t, fixture, openSmall, from.version, from.bounded, pods)
+					o := upgradeOptions(t, cacheSize, ch.change)
+					want, rv := pods, "42"
+					if ch.reset {
+						want, rv = nil, ""
+					}
+
+					stopped := 0
+					for stopAt := int64(1); ; stopAt++ {
+						if stopAt > 100 {
+							t.Fatal("the open committed more than 100 times")
+						}
+						dir := filepath.Join(t.TempDir(), "db")
+						copyDir(t, fixture, dir)
+						// Counted by the open and the deletion of
+						// the old generation in the background.
+						var commits atomic.Int64
+						stop := func(*sharedDB) error {
+							if commits.Add(1) == stopAt {
+								return crash
+							}
+							return nil
+						}
+						testHookCommitted, testHookFlushed = stop, stop
+						s, err := openSmall(t, dir, o)
+						if err == nil {
+							// Closing waits for the deletion of the
+							// old generation.
+							mustOK(t, "Close", s.Close())
+						}
+						testHookCommitted, testHookFlushed = nil, nil
+						if commits.Load() < stopAt {
+							// Every state the open passes through
+							// was tried.
+							mustOK(t, "open", err)
+							break
+						}
+						// A failed deletion in the background is
+						// only logged: the open may succeed.
+						if err != nil && !errors.Is(err, crash) {
+							t.Fatalf("open stopped after commit %d: %v, want the simulated crash", stopAt, err)
+						}
+						stopped++
+						for _, size := range []int{cacheSize, 3 - cacheSize} {
+							when := fmt.Sprintf("after commit %d (cache=%d)", stopAt, size)
+							ro := o
+							ro.CacheSize = size
+							s, err := openSmall(t, dir, ro)
+							if err != nil {
+								t.Fatalf("open %s: %v", when, err)
+							}
+							if got := s.Info().Reset; got != "" && !ch.reset {
+								t.Errorf("open %s emptied the store: %s", when, got)
+							}
+							checkUpgraded(t, when, s, ro, want, rv)
+							mustOK(t, "Close", s.Close())
+							checkUpgradedRaw(t, dir, ro, want, rv)
+						}
+					}
+					if stopped == 0 {
+						t.Fatal("the open committed nothing; want the upgrade")
+					}
+				})
+			}
+		}
+	}
+}
+
+// upgradePods are six Pods in two namespaces and three apps, each with its
+// own resourceVersion, so that a record read under another key shows; one
+// has a key longer than maxInline, kept hashed in badger keys.
+func upgradePods() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i := range 6 {
+		p := newPod(i, fmt.Sprint(i+1), fmt.Sprint("app", i%3))
+		p.Namespace = fmt.Sprint("ns", i%2)
+		if i == 5 {
+			p.Name = strings.Repeat("n", maxInline+10)
+		}
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+// upgradeOptions are the options of the store "pods" with the Pod index
+// functions, changed by change (if any); the key function keeps its name,
+// as a changed function compiled under the same name would.
+func upgradeOptions(t *testing.T, cacheSize int, change func(o *store.Options)) store.Options {
+	t.Helper()
+	o, err := (&store.Options{
+		Name: "pods", Codec: podCodec(t), Indexers: podIndexers(), CacheSize: cacheSize,
+		Scope: "cluster-a", Durability: store.DurabilityNoSync,
+	}).WithDefaults()
+	mustOK(t, "options", err)
+	o.Indexers = maps.Clone(o.Indexers)
+	if change != nil {
+		change(&o)
+	}
+	return o
+}
+
+// openPublic opens the store of o in the database in dir as users do.
+func openPublic(t *testing.T, dir string, o store.Options) (store.Store, error) {
+	return store.Open(t.Context(), "badger://"+dir, &o)
+}
+
+// openSmall opens the store of o in the database in dir with smallConfig.
+func openSmall(t *testing.T, dir string, o store.Options) (store.Store, error) {
+	return open(t.Context(), dir, &o, smallConfig())
+}
+
+// writeOldStore writes pods with the resume point 42 to the store "pods"
+// in dir (opened with openFn), in the bounded mode or not, and rewrites it
+// as format version version stored it.
+func writeOldStore(t *testing.T, dir string, openFn func(*testing.T, string, store.Options) (store.Store, error), version int, bounded bool, pods []*corev1.Pod) {
+	t.Helper()
+	o := upgradeOptions(t, map[bool]int{true: 3}[bounded], nil)
+	s, err := openFn(t, dir, o)
+	mustOK(t, "open", err)
+	commitUpgradePods(t, s, pods, "42")
+	mustOK(t, "Close", s.Close())
+	switch version {
+	case formatV1:
+		setFormat1(t, dir)
+	case formatUnsealed:
+		setFormat2(t, dir)
+	}
+	// What the open finds: a meta record of that version, unframed if
+	// older than this one.
+	err = withDB(t.Context(), "test read", rawURL(dir), "", false, func(sh *sharedDB) error {
+		return sh.db.View(func(txn *badger.Txn) error {
+			m, unsealed, _, err := readMeta(txn, newKeys("pods", 0).meta())
+			if err == nil && (unsealed != (version < FormatVersion) || m.FormatVersion != version) {
+				err = fmt.Errorf("format version %d, unframed %v; want %d", m.FormatVersion, unsealed, version)
+			}
+			return err
+		})
+	})
+	mustOK(t, fmt.Sprintf("write a format %d store", version), err)
+}
+
+// setFormat2 rewrites the store "pods" in dir as format 2 wrote it:
+// formatVersion 2 and no value frames, the meta record's included.
+func setFormat2(t *testing.T, dir string) {
+	t.Helper()
+	err := withDB(t.Context(), "test edit", rawURL(dir), "", false, func(sh *sharedDB) error {
+		return sh.db.Update(func(txn *badger.Txn) error {
+			k := newKeys("pods", 0)
+			raw, err := metaBytes(txn, k)
+			if err != nil {
+				return err
+			}
+			raw, ok := recsum.Open(k.meta(), raw)
+			if !ok {
+				return errors.New("meta record: bad frame")
+			}
+			if err := unsealAll(txn, k); err != nil {
+				return err
+			}
+			var m map[string]interface{}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return err
+			}
+			m["formatVersion"] = formatUnsealed
+			raw, err = json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			return txn.Set(k.meta(), raw)
+		})
+	})
+	if err != nil {
+		t.Fatalf("write a format 2 store: %v", err)
+	}
+}
+
+// commitUpgradePods stores pods with the resume point rv in one Commit.
+func commitUpgradePods(t *testing.T, s store.Store, pods []*corev1.Pod, rv string) {
+	t.Helper()
+	var ops []store.Op
+	for _, p := range pods {
+		ops = append(ops, store.Op{Type: store.OpPut, Object: p})
+	}
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: rv}))
+}
+
+// podSummary is what a test compares of a Pod: the fields upgradePods sets.
+func podSummary(obj interface{}) string {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Sprintf("not a Pod: %T", obj)
+	}
+	return fmt.Sprintf("%s/%.20s app=%s rv=%s", p.Namespace, p.Name, p.Labels["app"], p.ResourceVersion)
+}
+
+// wantUpgraded is what a store opened with o holding pods must hold: each
+// key's summary, and per index, per value, the sorted keys.
+func wantUpgraded(t *testing.T, o store.Options, pods []*corev1.Pod) (objs map[string]string, idx map[string]map[string][]string) {
+	t.Helper()
+	objs, idx = map[string]string{}, map[string]map[string][]string{}
+	for name := range o.Indexers {
+		idx[name] = map[string][]string{}
+	}
+	for _, p := range pods {
+		key, err := o.KeyFunc(p)
+		mustOK(t, "key", err)
+		objs[key] = podSummary(p)
+		for name, fn := range o.Indexers {
+			vals, err := fn(p)
+			mustOK(t, "index function", err)
+			for _, v := range vals {
+				idx[name][v] = append(idx[name][v], key)
+			}
+		}
+	}
+	sortIndexKeys(idx)
+	return objs, idx
+}
+
+// checkUpgraded checks that s, opened with o, holds exactly pods at the
+// resume point rv, read through GetByKey, List, ListKeys and every index.
+func checkUpgraded(t *testing.T, when string, s store.Store, o store.Options, pods []*corev1.Pod, rv string) {
+	t.Helper()
+	wantObjs, wantIdx := wantUpgraded(t, o, pods)
+	if got := s.ResourceVersion(); got != rv {
+		t.Errorf("%s: resume point %q, want %q", when, got, rv)
+	}
+	keys := s.ListKeys()
+	slices.Sort(keys)
+	if want := slices.Sorted(maps.Keys(wantObjs)); !slices.Equal(keys, want) {
+		t.Errorf("%s: ListKeys %.300q, want %.300q", when, keys, want)
+	}
+	gotObjs := map[string]string{}
+	for _, obj := range s.List() {
+		key, err := o.KeyFunc(obj)
+		mustOK(t, "key", err)
+		gotObjs[key] = podSummary(obj)
+	}
+	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
+		t.Errorf("%s: List (-want +got):\n%s", when, diff)
+	}
+	for key, want := range wantObjs {
+		obj, ok, err := s.GetByKey(key)
+		if err != nil || !ok {
+			t.Errorf("%s: GetByKey(%.40q): exists %v, %v", when, key, ok, err)
+			continue
+		}
+		if got := podSummary(obj); got != want {
+			t.Errorf("%s: GetByKey(%.40q) = %s, want %s", when, key, got, want)
+		}
+	}
+	gotIdx := map[string]map[string][]string{}
+	for name := range o.Indexers {
+		gotIdx[name] = map[string][]string{}
+		for _, v := range s.ListIndexFuncValues(name) {
+			ikeys, err := s.IndexKeys(name, v)
+			if err != nil {
+				t.Errorf("%s: IndexKeys(%s, %.40s): %v", when, name, v, err)
+			}
+			objs, err := s.ByIndex(name, v)
+			if err != nil {
+				t.Errorf("%s: ByIndex(%s, %.40s): %v", when, name, v, err)
+			}
+			var bkeys []string
+			for _, obj := range objs {
+				key, err := o.KeyFunc(obj)
+				mustOK(t, "key", err)
+				if podSummary(obj) != wantObjs[key] {
+					t.Errorf("%s: ByIndex(%s, %.40s) holds %s, want %s", when, name, v, podSummary(obj), wantObjs[key])
+				}
+				bkeys = append(bkeys, key)
+			}
+			slices.Sort(ikeys)
+			slices.Sort(bkeys)
+			if !slices.Equal(ikeys, bkeys) {
+				t.Errorf("%s: index %s value %.40s: IndexKeys %.200q, ByIndex %.200q", when, name, v, ikeys, bkeys)
+			}
+			gotIdx[name][v] = ikeys
+		}
+	}
+	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
+		t.Errorf("%s: indexes (-want +got):\n%s", when, diff)
+	}
+	if rf, ok := s.(store.ReadFailer); ok {
+		if err := rf.ReadErr(); err != nil {
+			t.Errorf("%s: a read failed: %v", when, err)
+		}
+	}
+}
+
+// checkUpgradedRaw checks the closed store "pods" in dir, last opened with
+// o, holding exactly pods at the resume point rv: the raw driver's Export
+// (records and their index values) and IndexEntries, and the invariant of
+// metaRecord.Entries (checkRaw: entries exactly where o's mode keeps them).
+func checkUpgradedRaw(t *testing.T, dir string, o store.Options, pods []*corev1.Pod, rv string) {
+	t.Helper()
+	wantObjs, wantIdx := wantUpgraded(t, o, pods)
+	indexes := slices.Sorted(maps.Keys(o.Indexers))
+	emptyIdx := func() map[string]map[string][]string {
+		m := map[string]map[string][]string{}
+		for _, name := range indexes {
+			m[name] = map[string][]string{}
+		}
+		return m
+	}
+	gotObjs, gotIdx := map[string]string{}, emptyIdx()
+	info, err := Raw().Export(t.Context(), rawURL(dir), "pods", func(r store.Record) error {
+		obj, err := indexer.Decode(o.Codec, r.Data)
+		if err != nil {
+			return fmt.Errorf("decode %.40q: %w", r.Key, err)
+		}
+		gotObjs[r.Key] = podSummary(obj)
+		if len(r.Values) != len(indexes) {
+			return fmt.Errorf("record %.40q: values of %d indexes, want %d", r.Key, len(r.Values), len(indexes))
+		}
+		for i, vals := range r.Values {
+			for _, v := range vals {
+				gotIdx[indexes[i]][v] = append(gotIdx[indexes[i]][v], r.Key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("raw Export: %v", err)
+	}
+	if info.FormatVersion != FormatVersion || info.ResourceVersion != rv || info.Scope != o.Scope || !slices.Equal(info.Indexes, indexes) {
+		t.Errorf("raw Export: format version %d, resume point %q, scope %q, indexes %q; want %d, %q, %q, %q",
+			info.FormatVersion, info.ResourceVersion, info.Scope, info.Indexes, FormatVersion, rv, o.Scope, indexes)
+	}
+	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
+		t.Errorf("raw Export: objects (-want +got):\n%s", diff)
+	}
+	sortIndexKeys(gotIdx)
+	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
+		t.Errorf("raw Export: index values (-want +got):\n%s", diff)
+	}
+
+	gotEntries := emptyIdx()
+	err = IndexEntries(t.Context(), rawURL(dir), "pods", func(index, value, key string) error {
+		if gotEntries[index] == nil {
+			return fmt.Errorf("entry of unknown index %q", index)
+		}
+		gotEntries[index][value] = append(gotEntries[index][value], key)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("raw IndexEntries: %v", err)
+	}
+	sortIndexKeys(gotEntries)
+	if diff := cmp.Diff(wantIdx, gotEntries); diff != "" {
+		t.Errorf("raw IndexEntries (cache=%d) (-want +got):\n%s", o.CacheSize, diff)
+	}
+	checkRaw(t, dir, o.CacheSize > 0)
+}
+
+// sortIndexKeys sorts the keys of every value of every index of idx.
+func sortIndexKeys(idx map[string]map[string][]string) {
+	for _, m := range idx {
+		for _, keys := range m {
+			slices.Sort(keys)
+		}
+	}
+}
+
+// copyDir copies the closed database in from to the new directory to.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o600)
+	})
+	mustOK(t, "copy the database", err)
+}
