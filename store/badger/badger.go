@@ -116,21 +116,9 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		},
 	}
 	if inBounded {
-		var reset string
-		if cfg.Rebuild {
-			// Settle samples the keys only when it does not rebuild:
-			// sample them first, with no index to check.
-			keys := cfg
-			keys.Rebuild, keys.Indexes = false, noIndexes
-			if reset, _, err = shared.Settle(ctx, eng, keys); err != nil {
-				return nil, err
-			}
-		}
-		rebuilt := false
-		if reset == "" {
-			if reset, rebuilt, err = shared.Settle(ctx, eng, cfg); err != nil {
-				return nil, err
-			}
+		reset, rebuilt, err := shared.Settle(ctx, eng, cfg)
+		if err != nil {
+			return nil, err
 		}
 		if reset != "" {
 			info.Reset = reset // Settle emptied the store
@@ -171,9 +159,6 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	}
 	return &defaultStore{Base: base, extras: extras{sp}}, nil
 }
-
-// noIndexes is the empty index set.
-var noIndexes, _ = indexer.NewIndexSet(nil)
 
 // defaultStore is the store of the default mode: the shared decoded store,
 // serving reads from decoded objects. It is safe for concurrent use.

@@ -259,51 +259,53 @@ func (l *loader) decode(rs []Record) (err error) {
 const sampleSize = 256
 
 // Settle makes the index values of a store about to open in the bounded
-// mode (New) those of cfg.Indexes' functions. With cfg.Rebuild, it computes
-// every object's and stores them (Engine.SetIndexes). Otherwise it checks
-// what Load checks on a sample of the objects (Tx.Sample), since the
-// bounded mode does not decode every object: values that differ make it
-// store every object's; a key that differs empties the store (Engine.Empty)
-// and returns why (reset). A change that alters no object of the sample
-// goes unnoticed. rebuilt reports whether it stored every object's values.
+// mode (New) those of cfg.Indexes' functions. It checks what Load checks on
+// a sample of the objects (Tx.Sample), since the bounded mode does not
+// decode every object: a key that differs empties the store (Engine.Empty)
+// and returns why (reset), with or without cfg.Rebuild; values that differ,
+// or cfg.Rebuild, make it compute every object's and store them
+// (Engine.SetIndexes). A change that alters no object of the sample goes
+// unnoticed. rebuilt reports whether it stored every object's values.
 func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebuilt bool, err error) {
 	o, set := cfg.Options, cfg.Indexes
+	check := loadcheck.NewValueCheck(set)
+	keys := loadcheck.NewKeyCheck(o.KeyFunc)
+	var sampleErr error
+	err = eng.View("open", func(tx Tx) error {
+		sampleErr = tx.Sample(sampleSize, func(r Record) error {
+			obj, err := indexer.Decode(o.Codec, r.Data)
+			if errors.Is(err, indexer.ErrUnknownKey) {
+				// Not damage to one object: the key ring lacks the
+				// key, and the decoded mode fails its open too.
+				return fmt.Errorf("object %q: %w", r.Key, err)
+			}
+			// An object that cannot be decoded is skipped: reading
+			// it fails, not the open.
+			if err == nil {
+				keys.Check(r.Key, obj)
+				if !cfg.Rebuild && set.Len() > 0 && r.Values != nil {
+					// An index function that fails on the
+					// object fails its next write instead.
+					_, _ = check.Values(r.Key, obj, r.Values)
+				}
+			}
+			return nil
+		})
+		return sampleErr
+	})
+	if sampleErr != nil {
+		return "", false, cfg.OpenError(sampleErr)
+	}
+	if err != nil {
+		return "", false, err
+	}
+	// Another index set does not excuse another key function: the objects
+	// would stay under keys the function no longer computes.
+	if why := keys.Reset(o.KeyFuncName); why != "" {
+		return why, false, eng.Empty(why)
+	}
 	what := "rebuild indexes"
 	if !cfg.Rebuild {
-		check := loadcheck.NewValueCheck(set)
-		keys := loadcheck.NewKeyCheck(o.KeyFunc)
-		var sampleErr error
-		err := eng.View("open", func(tx Tx) error {
-			sampleErr = tx.Sample(sampleSize, func(r Record) error {
-				obj, err := indexer.Decode(o.Codec, r.Data)
-				if errors.Is(err, indexer.ErrUnknownKey) {
-					// Not damage to one object: the key ring lacks the
-					// key, and the decoded mode fails its open too.
-					return fmt.Errorf("object %q: %w", r.Key, err)
-				}
-				// An object that cannot be decoded is skipped: reading
-				// it fails, not the open.
-				if err == nil {
-					keys.Check(r.Key, obj)
-					if set.Len() > 0 && r.Values != nil {
-						// An index function that fails on the
-						// object fails its next write instead.
-						_, _ = check.Values(r.Key, obj, r.Values)
-					}
-				}
-				return nil
-			})
-			return sampleErr
-		})
-		if sampleErr != nil {
-			return "", false, cfg.OpenError(sampleErr)
-		}
-		if err != nil {
-			return "", false, err
-		}
-		if why := keys.Reset(o.KeyFuncName); why != "" {
-			return why, false, eng.Empty(why)
-		}
 		stale := check.Stale()
 		if stale == nil {
 			return "", false, nil
