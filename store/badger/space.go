@@ -94,6 +94,7 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 		}
 		return s, reopen, nil
 	}
+	from := rec.FormatVersion // for errors: upgrade changes it
 	rec, upgraded := rec.upgrade()
 	stored := rec.Meta
 	if unsealed {
@@ -131,7 +132,7 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 		})
 		s.unsealed = false
 		if err != nil {
-			return nil, reopen, fmt.Errorf("store: open %s in %s: frame the records of format version %d: %w", name, s.where(), rec.FormatVersion, err)
+			return nil, reopen, fmt.Errorf("store: open %s in %s: frame the records of format version %d: %w", name, s.where(), from, err)
 		}
 	}
 	if reopen.Reset != "" {
