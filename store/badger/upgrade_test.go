@@ -8,19 +8,17 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/recsum"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // oldFormats are the stores of earlier format versions an open upgrades:
@@ -118,14 +116,14 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 						if got := s.Info().Reset; got == "" {
 							t.Error("Info().Reset is empty; want why the store was emptied")
 						}
-						checkUpgraded(t, "after the emptying open", s, o, nil, "")
+						storetest.Holds(t, "after the emptying open", s, o, []*corev1.Pod(nil), "", podSummary)
 						// The informer relists.
 						commitUpgradePods(t, s, pods, "43")
 						rv = "43"
 					} else if got := s.Info().Reset; got != "" {
 						t.Errorf("the open emptied the store: %s", got)
 					}
-					checkUpgraded(t, "after the upgrade", s, o, pods, rv)
+					storetest.Holds(t, "after the upgrade", s, o, pods, rv, podSummary)
 					mustOK(t, "Close", s.Close())
 					checkUpgradedRaw(t, dir, o, pods, rv)
 
@@ -141,7 +139,7 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 						if got := s.Info().Reset; got != "" {
 							t.Errorf("reopen (cache=%d) emptied the store: %s", size, got)
 						}
-						checkUpgraded(t, fmt.Sprintf("reopened (cache=%d)", size), s, ro, pods, rv)
+						storetest.Holds(t, fmt.Sprintf("reopened (cache=%d)", size), s, ro, pods, rv, podSummary)
 						mustOK(t, "Close", s.Close())
 						checkUpgradedRaw(t, dir, ro, pods, rv)
 					}
@@ -225,7 +223,7 @@ func TestOldFormatUpgradeCrash(t *testing.T) {
 							if got := s.Info().Reset; got != "" && !ch.reset {
 								t.Errorf("open %s emptied the store: %s", when, got)
 							}
-							checkUpgraded(t, when, s, ro, want, rv)
+							storetest.Holds(t, when, s, ro, want, rv, podSummary)
 							mustOK(t, "Close", s.Close())
 							checkUpgradedRaw(t, dir, ro, want, rv)
 						}
@@ -366,173 +364,14 @@ func podSummary(obj interface{}) string {
 	return fmt.Sprintf("%s/%.20s app=%s rv=%s", p.Namespace, p.Name, p.Labels["app"], p.ResourceVersion)
 }
 
-// wantUpgraded is what a store opened with o holding pods must hold: each
-// key's summary, and per index, per value, the sorted keys.
-func wantUpgraded(t *testing.T, o store.Options, pods []*corev1.Pod) (objs map[string]string, idx map[string]map[string][]string) {
-	t.Helper()
-	objs, idx = map[string]string{}, map[string]map[string][]string{}
-	for name := range o.Indexers {
-		idx[name] = map[string][]string{}
-	}
-	for _, p := range pods {
-		key, err := o.KeyFunc(p)
-		mustOK(t, "key", err)
-		objs[key] = podSummary(p)
-		for name, fn := range o.Indexers {
-			vals, err := fn(p)
-			mustOK(t, "index function", err)
-			for _, v := range vals {
-				idx[name][v] = append(idx[name][v], key)
-			}
-		}
-	}
-	sortIndexKeys(idx)
-	return objs, idx
-}
-
-// checkUpgraded checks that s, opened with o, holds exactly pods at the
-// resume point rv, read through GetByKey, List, ListKeys and every index.
-func checkUpgraded(t *testing.T, when string, s store.Store, o store.Options, pods []*corev1.Pod, rv string) {
-	t.Helper()
-	wantObjs, wantIdx := wantUpgraded(t, o, pods)
-	if got := s.ResourceVersion(); got != rv {
-		t.Errorf("%s: resume point %q, want %q", when, got, rv)
-	}
-	keys := s.ListKeys()
-	slices.Sort(keys)
-	if want := slices.Sorted(maps.Keys(wantObjs)); !slices.Equal(keys, want) {
-		t.Errorf("%s: ListKeys %.300q, want %.300q", when, keys, want)
-	}
-	gotObjs := map[string]string{}
-	for _, obj := range s.List() {
-		key, err := o.KeyFunc(obj)
-		mustOK(t, "key", err)
-		gotObjs[key] = podSummary(obj)
-	}
-	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
-		t.Errorf("%s: List (-want +got):\n%s", when, diff)
-	}
-	for key, want := range wantObjs {
-		obj, ok, err := s.GetByKey(key)
-		if err != nil || !ok {
-			t.Errorf("%s: GetByKey(%.40q): exists %v, %v", when, key, ok, err)
-			continue
-		}
-		if got := podSummary(obj); got != want {
-			t.Errorf("%s: GetByKey(%.40q) = %s, want %s", when, key, got, want)
-		}
-	}
-	gotIdx := map[string]map[string][]string{}
-	for name := range o.Indexers {
-		gotIdx[name] = map[string][]string{}
-		for _, v := range s.ListIndexFuncValues(name) {
-			ikeys, err := s.IndexKeys(name, v)
-			if err != nil {
-				t.Errorf("%s: IndexKeys(%s, %.40s): %v", when, name, v, err)
-			}
-			objs, err := s.ByIndex(name, v)
-			if err != nil {
-				t.Errorf("%s: ByIndex(%s, %.40s): %v", when, name, v, err)
-			}
-			var bkeys []string
-			for _, obj := range objs {
-				key, err := o.KeyFunc(obj)
-				mustOK(t, "key", err)
-				if podSummary(obj) != wantObjs[key] {
-					t.Errorf("%s: ByIndex(%s, %.40s) holds %s, want %s", when, name, v, podSummary(obj), wantObjs[key])
-				}
-				bkeys = append(bkeys, key)
-			}
-			slices.Sort(ikeys)
-			slices.Sort(bkeys)
-			if !slices.Equal(ikeys, bkeys) {
-				t.Errorf("%s: index %s value %.40s: IndexKeys %.200q, ByIndex %.200q", when, name, v, ikeys, bkeys)
-			}
-			gotIdx[name][v] = ikeys
-		}
-	}
-	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
-		t.Errorf("%s: indexes (-want +got):\n%s", when, diff)
-	}
-	if rf, ok := s.(store.ReadFailer); ok {
-		if err := rf.ReadErr(); err != nil {
-			t.Errorf("%s: a read failed: %v", when, err)
-		}
-	}
-}
-
 // checkUpgradedRaw checks the closed store "pods" in dir, last opened with
 // o, holding exactly pods at the resume point rv: the raw driver's Export
 // (records and their index values) and IndexEntries, and the invariant of
 // metaRecord.Entries (checkRaw: entries exactly where o's mode keeps them).
 func checkUpgradedRaw(t *testing.T, dir string, o store.Options, pods []*corev1.Pod, rv string) {
 	t.Helper()
-	wantObjs, wantIdx := wantUpgraded(t, o, pods)
-	indexes := slices.Sorted(maps.Keys(o.Indexers))
-	emptyIdx := func() map[string]map[string][]string {
-		m := map[string]map[string][]string{}
-		for _, name := range indexes {
-			m[name] = map[string][]string{}
-		}
-		return m
-	}
-	gotObjs, gotIdx := map[string]string{}, emptyIdx()
-	info, err := Raw().Export(t.Context(), rawURL(dir), "pods", func(r store.Record) error {
-		obj, err := indexer.Decode(o.Codec, r.Data)
-		if err != nil {
-			return fmt.Errorf("decode %.40q: %w", r.Key, err)
-		}
-		gotObjs[r.Key] = podSummary(obj)
-		if len(r.Values) != len(indexes) {
-			return fmt.Errorf("record %.40q: values of %d indexes, want %d", r.Key, len(r.Values), len(indexes))
-		}
-		for i, vals := range r.Values {
-			for _, v := range vals {
-				gotIdx[indexes[i]][v] = append(gotIdx[indexes[i]][v], r.Key)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("raw Export: %v", err)
-	}
-	if info.FormatVersion != FormatVersion || info.ResourceVersion != rv || info.Scope != o.Scope || !slices.Equal(info.Indexes, indexes) {
-		t.Errorf("raw Export: format version %d, resume point %q, scope %q, indexes %q; want %d, %q, %q, %q",
-			info.FormatVersion, info.ResourceVersion, info.Scope, info.Indexes, FormatVersion, rv, o.Scope, indexes)
-	}
-	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
-		t.Errorf("raw Export: objects (-want +got):\n%s", diff)
-	}
-	sortIndexKeys(gotIdx)
-	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
-		t.Errorf("raw Export: index values (-want +got):\n%s", diff)
-	}
-
-	gotEntries := emptyIdx()
-	err = IndexEntries(t.Context(), rawURL(dir), "pods", func(index, value, key string) error {
-		if gotEntries[index] == nil {
-			return fmt.Errorf("entry of unknown index %q", index)
-		}
-		gotEntries[index][value] = append(gotEntries[index][value], key)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("raw IndexEntries: %v", err)
-	}
-	sortIndexKeys(gotEntries)
-	if diff := cmp.Diff(wantIdx, gotEntries); diff != "" {
-		t.Errorf("raw IndexEntries (cache=%d) (-want +got):\n%s", o.CacheSize, diff)
-	}
+	storetest.RawHolds(t, Raw(), rawURL(dir), FormatVersion, o, pods, rv, podSummary, IndexEntries)
 	checkRaw(t, dir, o.CacheSize > 0)
-}
-
-// sortIndexKeys sorts the keys of every value of every index of idx.
-func sortIndexKeys(idx map[string]map[string][]string) {
-	for _, m := range idx {
-		for _, keys := range m {
-			slices.Sort(keys)
-		}
-	}
 }
 
 // copyDir copies the closed database in from to the new directory to.

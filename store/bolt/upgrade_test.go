@@ -2,19 +2,16 @@ package bolt
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/storetest"
 )
 
 // TestOldFormatReopenedWithChanges opens a store of format version 2 or 3
@@ -96,16 +93,16 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 						if got := s.Info().Reset; got == "" {
 							t.Error("Info().Reset is empty; want why the store was emptied")
 						}
-						checkStore(t, "after the emptying open", s, o, nil, "")
+						storetest.Holds(t, "after the emptying open", s, o, []*corev1.Pod(nil), "", podSummary)
 						// The informer relists.
 						commitPods(t, s, pods, "43")
 						rv = "43"
 					}
-					checkStore(t, "after the upgrade", s, o, pods, rv)
+					storetest.Holds(t, "after the upgrade", s, o, pods, rv, podSummary)
 					if err := s.Close(); err != nil {
 						t.Fatal(err)
 					}
-					checkRaw(t, path, o, pods, rv)
+					storetest.RawHolds(t, Raw(), &url.URL{Scheme: Scheme, Path: path}, FormatVersion, o, pods, rv, podSummary, IndexEntries)
 
 					// Reopened, in this mode and then in the other,
 					// which builds or drops the index entries from
@@ -120,11 +117,11 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 						if got := s.Info().Reset; got != "" {
 							t.Errorf("reopen (cache=%d) emptied the store: %s", size, got)
 						}
-						checkStore(t, fmt.Sprintf("reopened (cache=%d)", size), s, ro, pods, rv)
+						storetest.Holds(t, fmt.Sprintf("reopened (cache=%d)", size), s, ro, pods, rv, podSummary)
 						if err := s.Close(); err != nil {
 							t.Fatal(err)
 						}
-						checkRaw(t, path, ro, pods, rv)
+						storetest.RawHolds(t, Raw(), &url.URL{Scheme: Scheme, Path: path}, FormatVersion, ro, pods, rv, podSummary, IndexEntries)
 					}
 				})
 			}
@@ -174,185 +171,6 @@ func podSummary(obj interface{}) string {
 		return fmt.Sprintf("not a Pod: %T", obj)
 	}
 	return fmt.Sprintf("%s/%s app=%s rv=%s", p.Namespace, p.Name, p.Labels["app"], p.ResourceVersion)
-}
-
-// wantState is what a store opened with o holding pods must hold: each
-// key's summary, and per index, per value, the sorted keys.
-func wantState(t *testing.T, o store.Options, pods []*corev1.Pod) (objs map[string]string, idx map[string]map[string][]string) {
-	t.Helper()
-	objs, idx = map[string]string{}, map[string]map[string][]string{}
-	for name := range o.Indexers {
-		idx[name] = map[string][]string{}
-	}
-	for _, p := range pods {
-		key, err := o.KeyFunc(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs[key] = podSummary(p)
-		for name, fn := range o.Indexers {
-			vals, err := fn(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range vals {
-				idx[name][v] = append(idx[name][v], key)
-			}
-		}
-	}
-	sortKeys(idx)
-	return objs, idx
-}
-
-// checkStore checks that s, opened with o, holds exactly pods at the resume
-// point rv, read through Get, List, ListKeys and every index.
-func checkStore(t *testing.T, when string, s store.Store, o store.Options, pods []*corev1.Pod, rv string) {
-	t.Helper()
-	wantObjs, wantIdx := wantState(t, o, pods)
-	if got := s.ResourceVersion(); got != rv {
-		t.Errorf("%s: resume point %q, want %q", when, got, rv)
-	}
-	keys := s.ListKeys()
-	slices.Sort(keys)
-	if want := slices.Sorted(maps.Keys(wantObjs)); !slices.Equal(keys, want) {
-		t.Errorf("%s: ListKeys %q, want %q", when, keys, want)
-	}
-	gotObjs := map[string]string{}
-	for _, obj := range s.List() {
-		key, err := o.KeyFunc(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gotObjs[key] = podSummary(obj)
-	}
-	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
-		t.Errorf("%s: List (-want +got):\n%s", when, diff)
-	}
-	for key, want := range wantObjs {
-		obj, ok, err := s.GetByKey(key)
-		if err != nil || !ok {
-			t.Errorf("%s: GetByKey(%q): exists %v, %v", when, key, ok, err)
-			continue
-		}
-		if got := podSummary(obj); got != want {
-			t.Errorf("%s: GetByKey(%q) = %s, want %s", when, key, got, want)
-		}
-	}
-	gotIdx := map[string]map[string][]string{}
-	for name := range o.Indexers {
-		gotIdx[name] = map[string][]string{}
-		for _, v := range s.ListIndexFuncValues(name) {
-			ikeys, err := s.IndexKeys(name, v)
-			if err != nil {
-				t.Errorf("%s: IndexKeys(%s, %s): %v", when, name, v, err)
-			}
-			objs, err := s.ByIndex(name, v)
-			if err != nil {
-				t.Errorf("%s: ByIndex(%s, %s): %v", when, name, v, err)
-			}
-			var bkeys []string
-			for _, obj := range objs {
-				key, err := o.KeyFunc(obj)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if podSummary(obj) != wantObjs[key] {
-					t.Errorf("%s: ByIndex(%s, %s) holds %s, want %s", when, name, v, podSummary(obj), wantObjs[key])
-				}
-				bkeys = append(bkeys, key)
-			}
-			slices.Sort(ikeys)
-			slices.Sort(bkeys)
-			if !slices.Equal(ikeys, bkeys) {
-				t.Errorf("%s: index %s value %s: IndexKeys %q, ByIndex %q", when, name, v, ikeys, bkeys)
-			}
-			gotIdx[name][v] = ikeys
-		}
-	}
-	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
-		t.Errorf("%s: indexes (-want +got):\n%s", when, diff)
-	}
-	if rf, ok := s.(store.ReadFailer); ok {
-		if err := rf.ReadErr(); err != nil {
-			t.Errorf("%s: a read failed: %v", when, err)
-		}
-	}
-}
-
-// checkRaw checks that the raw driver reads the closed store "pods" of the
-// file at path as one of this format version opened with o, holding
-// exactly pods at the resume point rv: Export's records with their index
-// values, and IndexEntries.
-func checkRaw(t *testing.T, path string, o store.Options, pods []*corev1.Pod, rv string) {
-	t.Helper()
-	wantObjs, wantIdx := wantState(t, o, pods)
-	u := &url.URL{Scheme: Scheme, Path: path}
-	// The records' values follow the index names in sorted order.
-	indexes := slices.Sorted(maps.Keys(o.Indexers))
-	emptyIdx := func() map[string]map[string][]string {
-		m := map[string]map[string][]string{}
-		for _, name := range indexes {
-			m[name] = map[string][]string{}
-		}
-		return m
-	}
-	gotObjs, gotIdx := map[string]string{}, emptyIdx()
-	info, err := Raw().Export(t.Context(), u, "pods", func(r store.Record) error {
-		obj, err := indexer.Decode(o.Codec, r.Data)
-		if err != nil {
-			return fmt.Errorf("decode %q: %w", r.Key, err)
-		}
-		gotObjs[r.Key] = podSummary(obj)
-		if len(r.Values) != len(indexes) {
-			return fmt.Errorf("record %q: values of %d indexes, want %d", r.Key, len(r.Values), len(indexes))
-		}
-		for i, vals := range r.Values {
-			for _, v := range vals {
-				gotIdx[indexes[i]][v] = append(gotIdx[indexes[i]][v], r.Key)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("raw Export: %v", err)
-	}
-	if info.FormatVersion != FormatVersion || info.ResourceVersion != rv || info.Scope != o.Scope || !slices.Equal(info.Indexes, indexes) {
-		t.Errorf("raw Export: format version %d, resume point %q, scope %q, indexes %q; want %d, %q, %q, %q",
-			info.FormatVersion, info.ResourceVersion, info.Scope, info.Indexes, FormatVersion, rv, o.Scope, indexes)
-	}
-	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
-		t.Errorf("raw Export: objects (-want +got):\n%s", diff)
-	}
-	sortKeys(gotIdx)
-	if diff := cmp.Diff(wantIdx, gotIdx); diff != "" {
-		t.Errorf("raw Export: index values (-want +got):\n%s", diff)
-	}
-
-	// The entries the bounded mode keeps, or those the key records imply.
-	gotEntries := emptyIdx()
-	err = IndexEntries(t.Context(), u, "pods", func(index, value, key string) error {
-		if gotEntries[index] == nil {
-			return fmt.Errorf("entry of unknown index %q", index)
-		}
-		gotEntries[index][value] = append(gotEntries[index][value], key)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("raw IndexEntries: %v", err)
-	}
-	sortKeys(gotEntries)
-	if diff := cmp.Diff(wantIdx, gotEntries); diff != "" {
-		t.Errorf("raw IndexEntries (cache=%d) (-want +got):\n%s", o.CacheSize, diff)
-	}
-}
-
-// sortKeys sorts the keys of every value of every index of idx.
-func sortKeys(idx map[string]map[string][]string) {
-	for _, m := range idx {
-		for _, keys := range m {
-			slices.Sort(keys)
-		}
-	}
 }
 
 // TestOldFormatUpgradeCrash opens a store of format version 2 or 3 whose
@@ -421,7 +239,7 @@ func TestOldFormatUpgradeCrash(t *testing.T) {
 							t.Errorf("open the file after commit %d of %d (cache=%d): %v", i+1, len(states), size, err)
 							continue
 						}
-						checkStore(t, fmt.Sprintf("after commit %d of %d (cache=%d)", i+1, len(states), size), s, ro, pods, "42")
+						storetest.Holds(t, fmt.Sprintf("after commit %d of %d (cache=%d)", i+1, len(states), size), s, ro, pods, "42", podSummary)
 						if err := s.Close(); err != nil {
 							t.Fatal(err)
 						}
