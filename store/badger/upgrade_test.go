@@ -14,7 +14,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/internal/recsum"
@@ -36,59 +35,9 @@ var oldFormats = []struct {
 	{"v3", FormatVersion, true},
 }
 
-// upgradeChange is what else an open of an old store may find changed.
-type upgradeChange struct {
-	name   string
-	change func(o *store.Options)
-	// reset says the open empties the store.
-	reset bool
-}
-
-// upgradeChanges are the changes that make an open rewrite the store:
-// another index set (its values rebuilt), another scope (emptied), a key
-// function or an index function that computes something else under the
-// same name (found by the open's checks of the stored objects), and
-// combinations.
-func upgradeChanges() []upgradeChange {
-	nameIndex := func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Name}, nil }
-	otherApp := func(obj interface{}) ([]string, error) {
-		return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
-	}
-	otherKey := func(obj interface{}) (string, error) {
-		k, err := cache.MetaNamespaceKeyFunc(obj)
-		return "v2:" + k, err
-	}
-	return []upgradeChange{
-		{"none", func(*store.Options) {}, false},
-		{"index set", func(o *store.Options) {
-			delete(o.Indexers, cache.NamespaceIndex)
-			o.Indexers["name"] = nameIndex
-		}, false},
-		{"scope", func(o *store.Options) { o.Scope = "cluster-b" }, true},
-		{"index set and scope", func(o *store.Options) {
-			o.Indexers["name"] = nameIndex
-			o.Scope = "cluster-b"
-		}, true},
-		{"key function", func(o *store.Options) { o.KeyFunc = otherKey }, true},
-		{"index set and key function", func(o *store.Options) {
-			o.Indexers["name"] = nameIndex
-			o.KeyFunc = otherKey
-		}, true},
-		{"index function", func(o *store.Options) { o.Indexers["app"] = otherApp }, false},
-		{"index function and index set", func(o *store.Options) {
-			o.Indexers["app"] = otherApp
-			o.Indexers["name"] = nameIndex
-		}, false},
-		{"index function and scope", func(o *store.Options) {
-			o.Indexers["app"] = otherApp
-			o.Scope = "cluster-b"
-		}, true},
-	}
-}
-
 // TestOldFormatReopenedWithChanges opens a store of format version 1 or 2
-// (no value frames), in each mode, with each upgradeChange. The open copies
-// the store into a framed generation before it reads an object, so every
+// (no value frames), in each mode, with each change of storetest.Reopens.
+// The open copies the store into a framed generation before it reads an object, so every
 // value must be framed exactly once and every change apply to the copy:
 // the store, reopened in each mode, and the raw driver's Export and
 // IndexEntries must read back exactly the objects, keys, index values and
@@ -96,14 +45,14 @@ func upgradeChanges() []upgradeChange {
 // keeps them.
 func TestOldFormatReopenedWithChanges(t *testing.T) {
 	for _, from := range oldFormats {
-		for _, ch := range upgradeChanges() {
+		for _, ch := range storetest.Reopens() {
 			for _, cacheSize := range []int{0, 3} {
-				t.Run(fmt.Sprintf("%s/%s/cache=%d", from.name, ch.name, cacheSize), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/cache=%d", from.name, ch.Name, cacheSize), func(t *testing.T) {
 					dir := t.TempDir()
 					pods := upgradePods()
 					writeOldStore(t, dir, openPublic, from.version, from.bounded, pods)
 
-					o := upgradeOptions(t, cacheSize, ch.change)
+					o := upgradeOptions(t, cacheSize, ch.Change)
 					s, err := openPublic(t, dir, o)
 					if err != nil {
 						t.Fatalf("open the version %d store: %v", from.version, err)
@@ -112,7 +61,7 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 						t.Errorf("Info().FormatVersion = %d, want %d", got, FormatVersion)
 					}
 					rv := "42"
-					if ch.reset {
+					if ch.Reset {
 						if got := s.Info().Reset; got == "" {
 							t.Error("Info().Reset is empty; want why the store was emptied")
 						}
@@ -150,7 +99,7 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 }
 
 // TestOldFormatUpgradeCrash stops an open of a store of format version 1
-// or 2 with each upgradeChange, in each mode, after each of its commits (a
+// or 2 with each change of storetest.Reopens, in each mode, after each of its commits (a
 // transaction or a write batch's flush, the deletion of the old generation
 // in the background too), as a crash there would: the write that commit
 // made stays, nothing after it is written. The store, opened again with
@@ -163,16 +112,16 @@ func TestOldFormatUpgradeCrash(t *testing.T) {
 		if from.version == FormatVersion {
 			continue
 		}
-		for _, ch := range upgradeChanges() {
+		for _, ch := range storetest.Reopens() {
 			for _, cacheSize := range []int{0, 3} {
-				t.Run(fmt.Sprintf("%s/%s/cache=%d", from.name, ch.name, cacheSize), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/cache=%d", from.name, ch.Name, cacheSize), func(t *testing.T) {
 					t.Cleanup(func() { testHookCommitted, testHookFlushed = nil, nil })
 					fixture := t.TempDir()
 					pods := upgradePods()
 					writeOldStore(t, fixture, openSmall, from.version, from.bounded, pods)
-					o := upgradeOptions(t, cacheSize, ch.change)
+					o := upgradeOptions(t, cacheSize, ch.Change)
 					want, rv := pods, "42"
-					if ch.reset {
+					if ch.Reset {
 						want, rv = nil, ""
 					}
 
@@ -220,7 +169,7 @@ func TestOldFormatUpgradeCrash(t *testing.T) {
 							if err != nil {
 								t.Fatalf("open %s: %v", when, err)
 							}
-							if got := s.Info().Reset; got != "" && !ch.reset {
+							if got := s.Info().Reset; got != "" && !ch.Reset {
 								t.Errorf("open %s emptied the store: %s", when, got)
 							}
 							storetest.Holds(t, when, s, ro, want, rv, podSummary)

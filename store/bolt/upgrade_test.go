@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/storetest"
@@ -24,45 +23,10 @@ import (
 // and the raw driver's Export and IndexEntries must read back exactly the
 // objects, keys, index values and resume point it should hold.
 func TestOldFormatReopenedWithChanges(t *testing.T) {
-	nameIndex := func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Name}, nil }
-	otherApp := func(obj interface{}) ([]string, error) {
-		return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
-	}
-	otherKey := func(obj interface{}) (string, error) {
-		k, err := cache.MetaNamespaceKeyFunc(obj)
-		return "v2:" + k, err
-	}
-	changes := []struct {
-		name   string
-		change func(o *store.Options)
-		// reset says the open empties the store.
-		reset bool
-	}{
-		{"none", func(*store.Options) {}, false},
-		{"index set", func(o *store.Options) {
-			delete(o.Indexers, cache.NamespaceIndex)
-			o.Indexers["name"] = nameIndex
-		}, false},
-		{"scope", func(o *store.Options) { o.Scope = "cluster-b" }, true},
-		{"index set and scope", func(o *store.Options) {
-			o.Indexers["name"] = nameIndex
-			o.Scope = "cluster-b"
-		}, true},
-		{"key function", func(o *store.Options) { o.KeyFunc = otherKey }, true},
-		{"index set and key function", func(o *store.Options) {
-			o.Indexers["name"] = nameIndex
-			o.KeyFunc = otherKey
-		}, true},
-		{"index function", func(o *store.Options) { o.Indexers["app"] = otherApp }, false},
-		{"index function and index set", func(o *store.Options) {
-			o.Indexers["app"] = otherApp
-			o.Indexers["name"] = nameIndex
-		}, false},
-	}
 	for _, version := range []int{formatSeqEntries, formatUnsealed} {
-		for _, ch := range changes {
+		for _, ch := range storetest.Reopens() {
 			for _, cacheSize := range []int{0, 3} {
-				t.Run(fmt.Sprintf("v%d/%s/cache=%d", version, ch.name, cacheSize), func(t *testing.T) {
+				t.Run(fmt.Sprintf("v%d/%s/cache=%d", version, ch.Name, cacheSize), func(t *testing.T) {
 					path := filepath.Join(t.TempDir(), "pods.db")
 					u := "bolt://" + path
 					pods := versionedPods()
@@ -83,13 +47,13 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 						setFormat3(t, path)
 					}
 
-					o := upgradeOptions(t, cacheSize, "cluster-a", ch.change)
+					o := upgradeOptions(t, cacheSize, "cluster-a", ch.Change)
 					s, err = store.Open(t.Context(), u, &o)
 					if err != nil {
 						t.Fatalf("open the version %d store: %v", version, err)
 					}
 					rv := "42"
-					if ch.reset {
+					if ch.Reset {
 						if got := s.Info().Reset; got == "" {
 							t.Error("Info().Reset is empty; want why the store was emptied")
 						}

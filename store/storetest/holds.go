@@ -9,10 +9,63 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
+
+// Reopen is what else an open of a store of Pods may find changed since the
+// store was written.
+type Reopen struct {
+	Name   string
+	Change func(o *store.Options)
+	// Reset says the open must empty the store.
+	Reset bool
+}
+
+// Reopens are the changes that make an open rewrite a store of Pods
+// indexed by namespace and by the label "app" (index "app"): another index
+// set (its values rebuilt), another scope (emptied), a key function or the
+// app index function computing something else under the same name (found
+// by the open's checks of the stored objects), and combinations.
+func Reopens() []Reopen {
+	nameIndex := func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Name}, nil }
+	otherApp := func(obj interface{}) ([]string, error) {
+		return []string{"v2-" + obj.(*corev1.Pod).Labels["app"]}, nil
+	}
+	otherKey := func(obj interface{}) (string, error) {
+		k, err := cache.MetaNamespaceKeyFunc(obj)
+		return "v2:" + k, err
+	}
+	return []Reopen{
+		{"none", func(*store.Options) {}, false},
+		{"index set", func(o *store.Options) {
+			delete(o.Indexers, cache.NamespaceIndex)
+			o.Indexers["name"] = nameIndex
+		}, false},
+		{"scope", func(o *store.Options) { o.Scope = "cluster-b" }, true},
+		{"index set and scope", func(o *store.Options) {
+			o.Indexers["name"] = nameIndex
+			o.Scope = "cluster-b"
+		}, true},
+		{"key function", func(o *store.Options) { o.KeyFunc = otherKey }, true},
+		{"index set and key function", func(o *store.Options) {
+			o.Indexers["name"] = nameIndex
+			o.KeyFunc = otherKey
+		}, true},
+		{"index function", func(o *store.Options) { o.Indexers["app"] = otherApp }, false},
+		{"index function and index set", func(o *store.Options) {
+			o.Indexers["app"] = otherApp
+			o.Indexers["name"] = nameIndex
+		}, false},
+		{"index function and scope", func(o *store.Options) {
+			o.Indexers["app"] = otherApp
+			o.Scope = "cluster-b"
+		}, true},
+	}
+}
 
 // Summary is what a test compares of an object (its name and
 // resourceVersion, say): two objects with one summary are the same to it.
