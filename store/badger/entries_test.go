@@ -376,10 +376,10 @@ func TestWrongEntriesBehindClearFlag(t *testing.T) {
 	checkRaw(t, dir, true)
 }
 
-// setFormat1 rewrites the store "pods" in dir as format 1 wrote it:
-// formatVersion 1 and no "entries" field in its meta record, and no value
-// frames.
-func setFormat1(t *testing.T, dir string) {
+// setFormat rewrites the store "pods" in dir as format version (1 or 2)
+// wrote it: that formatVersion and no value frames, the meta record's
+// included; version 1 also had no "entries" field in its meta record.
+func setFormat(t *testing.T, dir string, version int) {
 	t.Helper()
 	err := withDB(t.Context(), "test edit", rawURL(dir), "", false, func(sh *sharedDB) error {
 		return sh.db.Update(func(txn *badger.Txn) error {
@@ -399,11 +399,13 @@ func setFormat1(t *testing.T, dir string) {
 			if err := json.Unmarshal(raw, &m); err != nil {
 				return err
 			}
-			if _, ok := m["entries"]; !ok {
-				return errors.New(`no "entries" field to remove`)
+			if version == formatV1 {
+				if _, ok := m["entries"]; !ok {
+					return errors.New(`no "entries" field to remove`)
+				}
+				delete(m, "entries")
 			}
-			delete(m, "entries")
-			m["formatVersion"] = 1
+			m["formatVersion"] = version
 			raw, err = json.Marshal(m)
 			if err != nil {
 				return err
@@ -412,7 +414,7 @@ func setFormat1(t *testing.T, dir string) {
 		})
 	})
 	if err != nil {
-		t.Fatalf("write a format 1 meta record: %v", err)
+		t.Fatalf("write a format %d store: %v", version, err)
 	}
 }
 
@@ -428,7 +430,7 @@ func TestFormat1Upgrade(t *testing.T) {
 			mutate(t, s, 0)
 			mutate(t, s, 1)
 			mustOK(t, "Close", s.Close())
-			setFormat1(t, dir)
+			setFormat(t, dir, formatV1)
 
 			// The raw driver does not read a store without value
 			// frames: it could not tell damage from data.

@@ -1,7 +1,6 @@
 package badger
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/storetest"
 )
 
@@ -239,11 +237,8 @@ func writeOldStore(t *testing.T, dir string, openFn func(*testing.T, string, sto
 	mustOK(t, "open", err)
 	commitUpgradePods(t, s, pods, "42")
 	mustOK(t, "Close", s.Close())
-	switch version {
-	case formatV1:
-		setFormat1(t, dir)
-	case formatUnsealed:
-		setFormat2(t, dir)
+	if version < FormatVersion {
+		setFormat(t, dir, version)
 	}
 	// What the open finds: a meta record of that version, unframed if
 	// older than this one.
@@ -257,41 +252,6 @@ func writeOldStore(t *testing.T, dir string, openFn func(*testing.T, string, sto
 		})
 	})
 	mustOK(t, fmt.Sprintf("write a format %d store", version), err)
-}
-
-// setFormat2 rewrites the store "pods" in dir as format 2 wrote it:
-// formatVersion 2 and no value frames, the meta record's included.
-func setFormat2(t *testing.T, dir string) {
-	t.Helper()
-	err := withDB(t.Context(), "test edit", rawURL(dir), "", false, func(sh *sharedDB) error {
-		return sh.db.Update(func(txn *badger.Txn) error {
-			k := newKeys("pods", 0)
-			raw, err := metaBytes(txn, k)
-			if err != nil {
-				return err
-			}
-			raw, ok := recsum.Open(k.meta(), raw)
-			if !ok {
-				return errors.New("meta record: bad frame")
-			}
-			if err := unsealAll(txn, k); err != nil {
-				return err
-			}
-			var m map[string]interface{}
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return err
-			}
-			m["formatVersion"] = formatUnsealed
-			raw, err = json.Marshal(m)
-			if err != nil {
-				return err
-			}
-			return txn.Set(k.meta(), raw)
-		})
-	})
-	if err != nil {
-		t.Fatalf("write a format 2 store: %v", err)
-	}
 }
 
 // commitUpgradePods stores pods with the resume point rv in one Commit.
