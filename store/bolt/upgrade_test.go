@@ -30,25 +30,10 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 					path := filepath.Join(t.TempDir(), "pods.db")
 					u := "bolt://" + path
 					pods := versionedPods()
-					// Written by the bounded mode, which keeps index
-					// entries, as format version 2 always did.
-					before := upgradeOptions(t, 3, "cluster-a", nil)
-					s, err := store.Open(t.Context(), u, &before)
-					if err != nil {
-						t.Fatal(err)
-					}
-					commitPods(t, s, pods, "42")
-					if err := s.Close(); err != nil {
-						t.Fatal(err)
-					}
-					if version == formatSeqEntries {
-						setFormat2(t, path)
-					} else {
-						setFormat3(t, path)
-					}
+					writeOldStore(t, path, version, "cluster-a", pods)
 
 					o := upgradeOptions(t, cacheSize, "cluster-a", ch.Change)
-					s, err = store.Open(t.Context(), u, &o)
+					s, err := store.Open(t.Context(), u, &o)
 					if err != nil {
 						t.Fatalf("open the version %d store: %v", version, err)
 					}
@@ -90,6 +75,28 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// writeOldStore writes pods with the resume point 42 to the store "pods" of
+// the file at path, with scope, and rewrites it as format version version
+// (2 or 3) stored it. The bounded mode writes it: it keeps index entries,
+// as format version 2 always did.
+func writeOldStore(t *testing.T, path string, version int, scope string, pods []*corev1.Pod) {
+	t.Helper()
+	o := upgradeOptions(t, 3, scope, nil)
+	s, err := store.Open(t.Context(), "bolt://"+path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitPods(t, s, pods, "42")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if version == formatSeqEntries {
+		setFormat2(t, path)
+	} else {
+		setFormat3(t, path)
 	}
 }
 
@@ -155,20 +162,7 @@ func TestOldFormatUpgradeCrash(t *testing.T) {
 				dir := t.TempDir()
 				path := filepath.Join(dir, "pods.db")
 				pods := versionedPods()
-				before := upgradeOptions(t, 3, "", nil)
-				s, err := store.Open(t.Context(), "bolt://"+path, &before)
-				if err != nil {
-					t.Fatal(err)
-				}
-				commitPods(t, s, pods, "42")
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if version == formatSeqEntries {
-					setFormat2(t, path)
-				} else {
-					setFormat3(t, path)
-				}
+				writeOldStore(t, path, version, "", pods)
 
 				// The file as each commit of the open leaves it.
 				var states []string
@@ -183,7 +177,7 @@ func TestOldFormatUpgradeCrash(t *testing.T) {
 					return os.WriteFile(state, data, 0o600)
 				}
 				o := upgradeOptions(t, cacheSize, "", change)
-				s, err = store.Open(t.Context(), "bolt://"+path, &o)
+				s, err := store.Open(t.Context(), "bolt://"+path, &o)
 				testHookCommitErr = nil
 				if err != nil {
 					t.Fatalf("open the version %d store: %v", version, err)
