@@ -58,19 +58,7 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 					if got := s.Info().FormatVersion; got != FormatVersion {
 						t.Errorf("Info().FormatVersion = %d, want %d", got, FormatVersion)
 					}
-					rv := "42"
-					if ch.Reset {
-						if got := s.Info().Reset; got == "" {
-							t.Error("Info().Reset is empty; want why the store was emptied")
-						}
-						storetest.Holds(t, "after the emptying open", s, o, []*corev1.Pod(nil), "", podSummary)
-						// The informer relists.
-						commitUpgradePods(t, s, pods, "43")
-						rv = "43"
-					} else if got := s.Info().Reset; got != "" {
-						t.Errorf("the open emptied the store: %s", got)
-					}
-					storetest.Holds(t, "after the upgrade", s, o, pods, rv, podSummary)
+					rv := storetest.Reopened(t, s, o, ch.Reset, pods, "42", "43", podSummary)
 					mustOK(t, "Close", s.Close())
 					checkUpgradedRaw(t, dir, o, pods, rv)
 
@@ -235,7 +223,7 @@ func writeOldStore(t *testing.T, dir string, openFn func(*testing.T, string, sto
 	o := upgradeOptions(t, map[bool]int{true: 3}[bounded], nil)
 	s, err := openFn(t, dir, o)
 	mustOK(t, "open", err)
-	commitUpgradePods(t, s, pods, "42")
+	storetest.Put(t, s, pods, "42")
 	mustOK(t, "Close", s.Close())
 	if version < FormatVersion {
 		setFormat(t, dir, version)
@@ -252,16 +240,6 @@ func writeOldStore(t *testing.T, dir string, openFn func(*testing.T, string, sto
 		})
 	})
 	mustOK(t, fmt.Sprintf("write a format %d store", version), err)
-}
-
-// commitUpgradePods stores pods with the resume point rv in one Commit.
-func commitUpgradePods(t *testing.T, s store.Store, pods []*corev1.Pod, rv string) {
-	t.Helper()
-	var ops []store.Op
-	for _, p := range pods {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: p})
-	}
-	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: rv}))
 }
 
 // podSummary is what a test compares of a Pod: the fields upgradePods sets.

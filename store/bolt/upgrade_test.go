@@ -37,17 +37,7 @@ func TestOldFormatReopenedWithChanges(t *testing.T) {
 					if err != nil {
 						t.Fatalf("open the version %d store: %v", version, err)
 					}
-					rv := "42"
-					if ch.Reset {
-						if got := s.Info().Reset; got == "" {
-							t.Error("Info().Reset is empty; want why the store was emptied")
-						}
-						storetest.Holds(t, "after the emptying open", s, o, []*corev1.Pod(nil), "", podSummary)
-						// The informer relists.
-						commitPods(t, s, pods, "43")
-						rv = "43"
-					}
-					storetest.Holds(t, "after the upgrade", s, o, pods, rv, podSummary)
+					rv := storetest.Reopened(t, s, o, ch.Reset, pods, "42", "43", podSummary)
 					if err := s.Close(); err != nil {
 						t.Fatal(err)
 					}
@@ -89,7 +79,7 @@ func writeOldStore(t *testing.T, path string, version int, scope string, pods []
 	if err != nil {
 		t.Fatal(err)
 	}
-	commitPods(t, s, pods, "42")
+	storetest.Put(t, s, pods, "42")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,18 +111,6 @@ func upgradeOptions(t *testing.T, cacheSize int, scope string, change func(o *st
 		change(&o)
 	}
 	return o
-}
-
-// commitPods stores pods with the resume point rv in one Commit.
-func commitPods(t *testing.T, s store.Store, pods []*corev1.Pod, rv string) {
-	t.Helper()
-	var ops []store.Op
-	for _, p := range pods {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: p})
-	}
-	if err := s.Commit(t.Context(), store.Batch{Ops: ops, ResourceVersion: rv}); err != nil {
-		t.Fatalf("Commit: %v", err)
-	}
 }
 
 // podSummary is what a test compares of a Pod: the fields pod sets.

@@ -142,6 +142,41 @@ func Holds[T any](t testing.TB, when string, s store.Store, o store.Options, wan
 	}
 }
 
+// Reopened checks that s, just opened with o over a store that held want
+// at the resume point rv, was emptied (Info().Reset says why) exactly when
+// reset, and then holds want at rv; an emptied store is first refilled as
+// an informer's relist would, with want at the resume point relistRV. It
+// returns the resume point s holds.
+func Reopened[T any](t testing.TB, s store.Store, o store.Options, reset bool, want []T, rv, relistRV string, sum Summary) string {
+	t.Helper()
+	got := s.Info().Reset
+	switch {
+	case reset && got == "":
+		t.Error("Info().Reset is empty; want why the store was emptied")
+	case !reset && got != "":
+		t.Errorf("the open emptied the store: %s", got)
+	}
+	if reset {
+		Holds(t, "after the emptying open", s, o, []T(nil), "", sum)
+		Put(t, s, want, relistRV)
+		rv = relistRV
+	}
+	Holds(t, "after the open", s, o, want, rv, sum)
+	return rv
+}
+
+// Put stores objs with the resume point rv in one Commit.
+func Put[T any](t testing.TB, s store.Store, objs []T, rv string) {
+	t.Helper()
+	var ops []store.Op
+	for _, obj := range objs {
+		ops = append(ops, store.Op{Type: store.OpPut, Object: obj})
+	}
+	if err := s.Commit(context.Background(), store.Batch{Ops: ops, ResourceVersion: rv}); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+}
+
 // RawHolds checks that d reads the closed store o.Name of the database at u,
 // last opened with o, as one of format version formatVersion holding exactly
 // want at the resume point rv: Export's Info, records and their index values
