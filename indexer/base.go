@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
 )
@@ -451,14 +450,7 @@ func (b *Base) Info() store.Info {
 
 // Get implements cache.Store.
 func (b *Base) Get(obj interface{}) (interface{}, bool, error) {
-	if typednil.Is(obj) {
-		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
-	}
-	key, err := CallKeyFunc(b.prep.KeyFunc, obj)
-	if err != nil {
-		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
-	}
-	return b.GetByKey(key)
+	return GetByObject(b.prep.KeyFunc, obj, b.GetByKey)
 }
 
 // GetByKey implements cache.Store.

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -125,6 +126,20 @@ func Encode(codec store.Codec, obj interface{}) ([]byte, error) {
 // Decode decodes data with codec, turning a panic into an error (guard).
 func Decode(codec store.Codec, data []byte) (interface{}, error) {
 	return guard("codec", func() (interface{}, error) { return codec.Decode(data) })
+}
+
+// GetByObject is cache.Store's Get for a store keyed by kf: getByKey of
+// obj's key, or an error wrapping store.ErrInvalid for a nil object or a
+// key function that fails.
+func GetByObject(kf cache.KeyFunc, obj interface{}, getByKey func(key string) (interface{}, bool, error)) (interface{}, bool, error) {
+	if typednil.Is(obj) {
+		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
+	}
+	key, err := CallKeyFunc(kf, obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
+	}
+	return getByKey(key)
 }
 
 // CallKeyFunc runs a key function, turning a panic into an error (guard).

@@ -238,14 +238,7 @@ func (s *memStore) Resync() error {
 
 // Get implements cache.Store.
 func (s *memStore) Get(obj interface{}) (interface{}, bool, error) {
-	if typednil.Is(obj) {
-		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
-	}
-	key, err := indexer.CallKeyFunc(s.keyFunc, obj)
-	if err != nil {
-		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
-	}
-	return s.GetByKey(key)
+	return indexer.GetByObject(s.keyFunc, obj, s.GetByKey)
 }
 
 // GetByKey implements cache.Store.

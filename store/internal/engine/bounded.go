@@ -294,14 +294,7 @@ func (s *Store) Info() store.Info {
 
 // Get implements cache.Store.
 func (s *Store) Get(obj interface{}) (interface{}, bool, error) {
-	if typednil.Is(obj) {
-		return nil, false, fmt.Errorf("store: get: nil object: %w", store.ErrInvalid)
-	}
-	key, err := indexer.CallKeyFunc(s.kf, obj)
-	if err != nil {
-		return nil, false, fmt.Errorf("store: get %T: key function: %w: %w", obj, store.ErrInvalid, err)
-	}
-	return s.GetByKey(key)
+	return indexer.GetByObject(s.kf, obj, s.GetByKey)
 }
 
 // GetByKey implements cache.Store: from the cache, or decoded from the
