@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -270,10 +269,7 @@ func (c *Cache) Index(name string, obj interface{}) ([]interface{}, error) {
 	if !ok {
 		return nil, unknownIndex(name)
 	}
-	if typednil.Is(obj) {
-		return nil, fmt.Errorf("indexer: index %q: nil object: %w", name, store.ErrInvalid)
-	}
-	vals, err := c.indexes.ValuesOf(i, "", obj)
+	vals, err := c.indexes.LookupValues(i, obj)
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,20 @@ func (s *IndexSet) Values(key string, obj interface{}) ([][]string, error) {
 	return vals, nil
 }
 
+// LookupValues computes what cache.Indexer's Index looks up: the values of
+// obj for the index at position i, or an error wrapping store.ErrInvalid
+// for a nil object or an index function that fails.
+func (s *IndexSet) LookupValues(i int, obj interface{}) ([]string, error) {
+	if typednil.Is(obj) {
+		return nil, fmt.Errorf("store: index %q: nil object: %w", s.names[i], store.ErrInvalid)
+	}
+	vals, err := s.ValuesOf(i, "", obj)
+	if err != nil {
+		return nil, fmt.Errorf("store: index %q: %w", s.names[i], err)
+	}
+	return vals, nil
+}
+
 // ValuesOf computes the values of obj for the index at position i.
 func (s *IndexSet) ValuesOf(i int, key string, obj interface{}) ([]string, error) {
 	v, err := guard("index function", func() ([]string, error) { return s.funcs[i](obj) })

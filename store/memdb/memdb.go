@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerdb/informerdb/indexer"
-	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
@@ -361,12 +360,9 @@ func (s *memStore) Index(indexName string, obj interface{}) ([]interface{}, erro
 	if err != nil {
 		return nil, err
 	}
-	if typednil.Is(obj) {
-		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
-	}
-	vals, err := set.ValuesOf(i, "", obj)
+	vals, err := set.LookupValues(i, obj)
 	if err != nil {
-		return nil, fmt.Errorf("store: index %q: %w", indexName, err)
+		return nil, err
 	}
 	list := []interface{}{}
 	if len(vals) == 1 {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/informerdb/informerdb/indexer"
-	"github.com/informerdb/informerdb/internal/typednil"
 	"github.com/informerdb/informerdb/internal/writes"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
@@ -411,12 +410,9 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 	if err != nil {
 		return nil, err
 	}
-	if typednil.Is(obj) {
-		return nil, fmt.Errorf("store: index %q: nil object: %w", indexName, store.ErrInvalid)
-	}
-	vals, err := set.ValuesOf(i, "", obj)
+	vals, err := set.LookupValues(i, obj)
 	if err != nil {
-		return nil, fmt.Errorf("store: index %q: %w", indexName, err)
+		return nil, err
 	}
 	return s.byValues("index", indexName, vals)
 }
