@@ -24,8 +24,12 @@ import (
 
 // Backend is what the backends whose persistent form is a snapshot file
 // (memory, memdb) share; a backend gives only how it holds a store's
-// objects (New, Load and the Source it returns). A Backend is safe for
-// concurrent use; it must not be copied once used.
+// objects (New, Load and the Source it returns). It is the backend's
+// store.RawDriver: snapshot files keep no index entries or values (a store
+// rebuilds them when it loads the file), so exported records have no
+// Values and the stores' Info lists no indexes, and URLs without a path (a
+// store without a file, which no other process can read) are refused. A
+// Backend is safe for concurrent use; it must not be copied once used.
 type Backend struct {
 	// Scheme and FormatVersion are the backend's.
 	Scheme        string
@@ -133,10 +137,6 @@ func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (sto
 	}
 	return b.openFile(ctx, path, opts)
 }
-
-// RawDriver returns the backend's driver with record-level access to its
-// files.
-func (b *Backend) RawDriver() *RawDriver { return &RawDriver{Backend: b} }
 
 // withFileLocked runs f with b's registry of open files locked, telling it
 // whether path is open in this process, so that no store opens the file
