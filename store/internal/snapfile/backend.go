@@ -138,44 +138,6 @@ func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (sto
 	return b.openFile(ctx, path, opts)
 }
 
-// withFileLocked runs f with b's registry of open files locked, telling it
-// whether path is open in this process, so that no store opens the file
-// while f rewrites it.
-func (b *Backend) withFileLocked(path string, f func(open bool) error) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return f(b.files[path] != nil || b.opening.Busy(path))
-}
-
-// live returns the committed state of every store of the file at path as
-// its next snapshot would write it, or false when no store of this process
-// has the file open.
-func (b *Backend) live(path string) ([]Section, bool) {
-	b.mu.Lock()
-	f := b.files[path]
-	b.mu.Unlock()
-	if f == nil {
-		return nil, false
-	}
-	return f.committed(), true
-}
-
-// read reads the snapshot file at path; a missing file is an empty one.
-func (b *Backend) read(path string) (*file, error) {
-	f := &file{path: path, stores: map[string]*entry{}}
-	secs, _, err := readSections(context.Background(), path, nil)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s://%s: %w", b.Scheme, path, err)
-	}
-	for name, s := range secs {
-		f.stores[name] = &entry{h: s.h, src: s}
-	}
-	return f, nil
-}
-
 // openFile opens store o.Name of the snapshot file at path.
 func (b *Backend) openFile(ctx context.Context, path string, o store.Options) (store.Store, error) {
 	where := b.Scheme + "://" + path

@@ -29,10 +29,13 @@ func (b *Backend) LiveView(ctx context.Context, u *url.URL, fn func(store.RawVie
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
 	}
-	secs, ok := b.live(path)
-	if !ok {
+	b.mu.Lock()
+	f := b.files[path]
+	b.mu.Unlock()
+	if f == nil {
 		return fmt.Errorf("store: view %s: no store of this process has the file open: %w", u.Redacted(), store.ErrClosed)
 	}
+	secs := f.committed()
 	slices.SortFunc(secs, func(a, b Section) int { return strings.Compare(a.Name, b.Name) })
 	return fn(&liveView{b: b, where: b.Scheme + "://" + path, secs: secs})
 }

@@ -182,31 +182,31 @@ func (b *Backend) Import(ctx context.Context, u *url.URL, info store.Info, next 
 // it meanwhile) and against other processes' (its lock, see Lock): their
 // next snapshot would write over what fn writes. A file open in this
 // process, by any of its stores, is refused with store.ErrInUse; one held
-// by another process with store.ErrLocked after LockTimeout, or ctx's
+// by another process with store.ErrLocked after rawLockTimeout, or ctx's
 // error. Unless create, a missing file is refused with store.ErrNotFound
 // before the lock, which would create the directory and the lock file.
 // fail wraps the refusals.
 func (b *Backend) exclusive(ctx context.Context, path string, create bool, fail func(error) error, fn func() error) error {
-	return b.withFileLocked(path, func(open bool) error {
-		// First: a store open here may not have written its file yet.
-		if open {
-			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
-		}
-		if _, err := os.Stat(path); !create && errors.Is(err, fs.ErrNotExist) {
-			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
-		}
-		unlock, err := Lock(ctx, path, rawLockTimeout)
-		if errors.Is(err, store.ErrLocked) {
-			// The raw driver takes no lock_timeout= (rawPath refuses
-			// every parameter): the way out is the other process.
-			return fail(fmt.Errorf("%w (close that process's stores of the file first)", err))
-		}
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
-		return fn()
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// First: a store open here may not have written its file yet.
+	if b.files[path] != nil || b.opening.Busy(path) {
+		return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
+	}
+	if _, err := os.Stat(path); !create && errors.Is(err, fs.ErrNotExist) {
+		return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
+	}
+	unlock, err := Lock(ctx, path, rawLockTimeout)
+	if errors.Is(err, store.ErrLocked) {
+		// The raw driver takes no lock_timeout= (rawPath refuses
+		// every parameter): the way out is the other process.
+		return fail(fmt.Errorf("%w (close that process's stores of the file first)", err))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	return fn()
 }
 
 // readSections reads the stores of the file at path into memory, but those
