@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/informerdb/informerdb/store"
 )
@@ -35,9 +34,7 @@ func (b *Backend) LiveView(ctx context.Context, u *url.URL, fn func(store.RawVie
 	if f == nil {
 		return fmt.Errorf("store: view %s: no store of this process has the file open: %w", u.Redacted(), store.ErrClosed)
 	}
-	secs := f.committed()
-	slices.SortFunc(secs, func(a, b Section) int { return strings.Compare(a.Name, b.Name) })
-	return fn(&liveView{b: b, where: b.Scheme + "://" + path, secs: secs})
+	return fn(&liveView{b: b, where: b.Scheme + "://" + path, secs: f.committed()})
 }
 
 // liveView is a store.RawView on copied sections.
