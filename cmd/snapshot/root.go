@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -82,24 +81,6 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-// absURL makes the path of a store URL absolute, so that users may type
-// bolt://cache.db; files are used as given.
-func absURL(target string) (string, error) {
-	if !snapshot.IsURL(target) {
-		return target, nil
-	}
-	for _, scheme := range []string{"bolt", "badger", "memory", "memdb"} {
-		if p, ok := strings.CutPrefix(target, scheme+"://"); ok && p != "" && p[0] != '/' {
-			abs, err := filepath.Abs(p)
-			if err != nil {
-				return "", usageError{err}
-			}
-			return scheme + "://" + abs, nil
-		}
-	}
-	return target, nil
 }
 
 func newSave(g *globals) *cobra.Command {
@@ -190,9 +171,6 @@ this build cannot read (another format version, damaged metadata) is named in
 the error, and the others are still described (exit 3).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			src, err := openSource("status", a[0])
 			if err != nil {
 				return err
@@ -232,9 +210,6 @@ changes what it checks: a badger directory is read from a private copy in the
 temporary directory ($TMPDIR). Any damage is exit code 3.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			src, err := openSource("verify", a[0])
 			if err != nil {
 				return err
@@ -318,15 +293,15 @@ func objectCount(m *snapshot.Manifest) int64 {
 	return n
 }
 
-// addFormat adds -w, the format of status and verify.
+// addFormat adds -w, the format of status and verify, checked before the
+// command runs.
 func addFormat(cmd *cobra.Command, format *string) {
 	cmd.Flags().StringVarP(format, "write-out", "w", "simple", "output format: simple, json or table")
-}
-
-func checkFormat(f string) error {
-	switch f {
-	case "simple", "json", "table":
-		return nil
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		switch *format {
+		case "simple", "json", "table":
+			return nil
+		}
+		return usageError{fmt.Errorf("-w %q: want simple, json or table", *format)}
 	}
-	return usageError{fmt.Errorf("-w %q: want simple, json or table", f)}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/badger"
@@ -87,9 +88,17 @@ func resolve(op, arg string) (target, error) {
 		return target{}, usageError{fmt.Errorf("%s: an empty argument; %s", op, urlHelp)}
 	}
 	if snapshot.IsURL(arg) {
-		ref, err := absURL(arg)
-		if err != nil {
-			return target{}, err
+		ref := arg
+		for _, scheme := range []string{"bolt", "badger", "memory", "memdb"} {
+			// Users may type bolt://cache.db: the path is made absolute.
+			if p, ok := strings.CutPrefix(arg, scheme+"://"); ok && p != "" && p[0] != '/' {
+				abs, err := filepath.Abs(p)
+				if err != nil {
+					return target{}, usageError{err}
+				}
+				ref = scheme + "://" + abs
+				break
+			}
 		}
 		u, err := url.Parse(ref)
 		if err != nil {

@@ -6,15 +6,9 @@ import (
 	"testing"
 
 	"github.com/informerdb/informerdb/store/internal/snapfile"
-	"github.com/informerdb/informerdb/store/internal/snapfile/snapfiletest"
 	"github.com/informerdb/informerdb/store/memdb"
 	"github.com/informerdb/informerdb/store/storetest"
 )
-
-// TestFileLockedByAnotherProcess: see snapfiletest.CheckFileLocking.
-func TestFileLockedByAnotherProcess(t *testing.T) {
-	snapfiletest.CheckFileLocking(t, memdb.Scheme, memdb.FormatVersion)
-}
 
 // TestLockWaitBlocksNoOtherDatabase: see
 // storetest.CheckLockWaitBlocksNoOtherDatabase.

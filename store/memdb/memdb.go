@@ -30,7 +30,7 @@ const FormatVersion = 1
 var backend = &snapfile.Backend{Scheme: Scheme, FormatVersion: FormatVersion, New: New, Load: load}
 
 func init() {
-	store.Register(Scheme, backend.RawDriver())
+	store.Register(Scheme, backend)
 }
 
 // New returns an empty store kept in a go-memdb database, without a file.

@@ -18,7 +18,7 @@ const FormatVersion = 1
 var backend = &snapfile.Backend{Scheme: Scheme, FormatVersion: FormatVersion, New: New, Load: load}
 
 func init() {
-	store.Register(Scheme, backend.RawDriver())
+	store.Register(Scheme, backend)
 }
 
 // New returns an empty memory store that lives as long as the process.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
 // FormatVersion is the version of the file layout written by this package.
@@ -61,83 +62,51 @@ type StoreHeader struct {
 }
 
 // writer encodes a snapshot stream and hashes everything it writes.
-type writer struct {
-	dst io.Writer
-	bw  *bufio.Writer
-	sum hash.Hash
-	err error
-	buf []byte
-}
+type writer struct{ *snapfile.Writer }
 
-func newWriter(w io.Writer) *writer {
-	sum := sha256.New()
-	return &writer{dst: w, bw: bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20), sum: sum}
-}
+func newWriter(w io.Writer) writer { return writer{snapfile.NewWriter(w, sha256.New())} }
 
-func (w *writer) raw(b []byte) {
-	if w.err == nil {
-		_, w.err = w.bw.Write(b)
-	}
-}
-
-func (w *writer) uvarint(v uint64) {
-	w.buf = binary.AppendUvarint(w.buf[:0], v)
-	w.raw(w.buf)
-}
-
-func (w *writer) lp(b []byte) {
-	w.uvarint(uint64(len(b)))
-	w.raw(b)
-}
-
-func (w *writer) json(v any) {
+func (w writer) json(v any) {
 	b, err := json.Marshal(v)
-	if err != nil && w.err == nil {
-		w.err = err
+	if err != nil {
+		w.Fail(err)
 	}
-	w.lp(b)
+	w.Bytes(b)
 }
 
-func (w *writer) start(h fileHeader) {
-	w.raw([]byte(magic))
-	w.raw(binary.BigEndian.AppendUint32(nil, FormatVersion))
+func (w writer) start(h fileHeader) {
+	w.Raw([]byte(magic))
+	w.Raw(binary.BigEndian.AppendUint32(nil, FormatVersion))
 	w.json(h)
 }
 
-func (w *writer) begin(name string) {
-	w.raw([]byte{tagBegin})
-	w.lp([]byte(name))
+func (w writer) begin(name string) {
+	w.Raw([]byte{tagBegin})
+	w.Bytes([]byte(name))
 }
 
-func (w *writer) record(r store.Record) {
-	w.raw([]byte{tagRecord})
-	w.lp([]byte(r.Key))
-	w.lp(r.Data)
-	w.uvarint(uint64(len(r.Values)))
+func (w writer) record(r store.Record) {
+	w.Raw([]byte{tagRecord})
+	w.Bytes([]byte(r.Key))
+	w.Bytes(r.Data)
+	w.Uvarint(uint64(len(r.Values)))
 	for _, vs := range r.Values {
-		w.uvarint(uint64(len(vs)))
+		w.Uvarint(uint64(len(vs)))
 		for _, v := range vs {
-			w.lp([]byte(v))
+			w.Bytes([]byte(v))
 		}
 	}
 }
 
-func (w *writer) end(h StoreHeader) {
-	w.raw([]byte{tagEnd})
+func (w writer) end(h StoreHeader) {
+	w.Raw([]byte{tagEnd})
 	w.json(h)
 }
 
 // finish writes the finish tag and the checksum trailer, and flushes.
-func (w *writer) finish() error {
-	w.raw([]byte{tagFinish})
-	if w.err == nil {
-		w.err = w.bw.Flush()
-	}
-	if w.err != nil {
-		return w.err
-	}
-	_, w.err = w.dst.Write(w.sum.Sum(nil))
-	return w.err
+func (w writer) finish() error {
+	w.Raw([]byte{tagFinish})
+	return w.Finish()
 }
 
 // reader decodes a snapshot stream, bounding every length by the bytes left

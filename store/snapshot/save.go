@@ -105,8 +105,8 @@ func write(ctx context.Context, dst io.Writer, name string, created time.Time, s
 		var h hasher
 		w.begin(src.Name)
 		info, err := src.Export(ctx, func(rec store.Record) error {
-			if w.err != nil {
-				return w.err
+			if err := w.Err(); err != nil {
+				return err
 			}
 			w.record(rec)
 			h.add(rec)
@@ -114,7 +114,7 @@ func write(ctx context.Context, dst io.Writer, name string, created time.Time, s
 			if progress != nil && done%progressEvery == 0 {
 				progress(Progress{Op: "save", Store: src.Name, Done: done})
 			}
-			return w.err
+			return w.Err()
 		})
 		if err != nil {
 			return nil, done, fmt.Errorf("snapshot: save %s: store %s: %w", name, src.Name, err)

@@ -209,7 +209,6 @@ func Verify(ctx context.Context, target string, o *VerifyOptions) (_ *Manifest, 
 		return nil, fmt.Errorf("snapshot: verify %s: %w", redact(target), err)
 	}
 	infos, unreadable := readable(listed)
-	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })
 	// want holds, per store, every entry the records say should be indexed.
 	var want map[triple]struct{}
 	var undecodable int

@@ -24,8 +24,12 @@ import (
 
 // Backend is what the backends whose persistent form is a snapshot file
 // (memory, memdb) share; a backend gives only how it holds a store's
-// objects (New, Load and the Source it returns). A Backend is safe for
-// concurrent use; it must not be copied once used.
+// objects (New, Load and the Source it returns). It is the backend's
+// store.RawDriver: snapshot files keep no index entries or values (a store
+// rebuilds them when it loads the file), so exported records have no
+// Values and the stores' Info lists no indexes, and URLs without a path (a
+// store without a file, which no other process can read) are refused. A
+// Backend is safe for concurrent use; it must not be copied once used.
 type Backend struct {
 	// Scheme and FormatVersion are the backend's.
 	Scheme        string
@@ -132,48 +136,6 @@ func (b *Backend) Open(ctx context.Context, u *url.URL, opts store.Options) (sto
 		return nil, fmt.Errorf("store: open %s: %w", u.Redacted(), err)
 	}
 	return b.openFile(ctx, path, opts)
-}
-
-// RawDriver returns the backend's driver with record-level access to its
-// files.
-func (b *Backend) RawDriver() *RawDriver { return &RawDriver{Backend: b} }
-
-// withFileLocked runs f with b's registry of open files locked, telling it
-// whether path is open in this process, so that no store opens the file
-// while f rewrites it.
-func (b *Backend) withFileLocked(path string, f func(open bool) error) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return f(b.files[path] != nil || b.opening.Busy(path))
-}
-
-// live returns the committed state of every store of the file at path as
-// its next snapshot would write it, or false when no store of this process
-// has the file open.
-func (b *Backend) live(path string) ([]Section, bool) {
-	b.mu.Lock()
-	f := b.files[path]
-	b.mu.Unlock()
-	if f == nil {
-		return nil, false
-	}
-	return f.committed(), true
-}
-
-// read reads the snapshot file at path; a missing file is an empty one.
-func (b *Backend) read(path string) (*file, error) {
-	f := &file{path: path, stores: map[string]*entry{}}
-	secs, _, err := readSections(context.Background(), path, nil)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s://%s: %w", b.Scheme, path, err)
-	}
-	for name, s := range secs {
-		f.stores[name] = &entry{h: s.h, src: s}
-	}
-	return f, nil
 }
 
 // openFile opens store o.Name of the snapshot file at path.

@@ -3,7 +3,7 @@
 // objects) in a single file. The memory and memdb backends keep their file
 // mode in them, and share it through [Backend]: URLs, the registry of the
 // files open in a process, their locks ([Lock]) and periodic snapshots, and
-// the raw driver ([RawDriver]) of the snapshot tool. A backend gives only
+// the raw driver (store.RawDriver) of the snapshot tool. A backend gives only
 // how it holds a store's objects.
 //
 // # Format

@@ -5,41 +5,41 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/informerdb/informerdb/store"
 )
 
-var _ store.RawLiveViewer = (*RawDriver)(nil)
+var _ store.RawLiveViewer = (*Backend)(nil)
 
 // LiveView implements store.RawLiveViewer: the committed state of every
 // store of the file, as the backend copies it for the next snapshot,
 // read without a lock: it blocks no commit beyond that copy.
-func (d *RawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) error {
+func (b *Backend) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) error {
 	if u.Host != "" || u.Opaque != "" {
-		return fmt.Errorf("store: view %s: want %s:///absolute/path/file.snap (three slashes): %w", u.Redacted(), d.Scheme, store.ErrInvalid)
+		return fmt.Errorf("store: view %s: want %s:///absolute/path/file.snap (three slashes): %w", u.Redacted(), b.Scheme, store.ErrInvalid)
 	}
 	if u.Path == "" || u.Path == "/" {
-		return fmt.Errorf("store: view %s: a store without a file keeps no encoded objects to read; give its stores a file (%s:///absolute/path/file.snap): %w", u.Redacted(), d.Scheme, store.ErrInvalid)
+		return fmt.Errorf("store: view %s: a store without a file keeps no encoded objects to read; give its stores a file (%s:///absolute/path/file.snap): %w", u.Redacted(), b.Scheme, store.ErrInvalid)
 	}
-	path, err := filePath(d.Scheme, u.Path)
+	path, err := filePath(b.Scheme, u.Path)
 	if err != nil {
 		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: view %s: %w", u.Redacted(), err)
 	}
-	secs, ok := d.live(path)
-	if !ok {
+	b.mu.Lock()
+	f := b.files[path]
+	b.mu.Unlock()
+	if f == nil {
 		return fmt.Errorf("store: view %s: no store of this process has the file open: %w", u.Redacted(), store.ErrClosed)
 	}
-	slices.SortFunc(secs, func(a, b Section) int { return strings.Compare(a.Name, b.Name) })
-	return fn(&liveView{d: d, where: d.Scheme + "://" + path, secs: secs})
+	return fn(&liveView{b: b, where: b.Scheme + "://" + path, secs: f.committed()})
 }
 
 // liveView is a store.RawView on copied sections.
 type liveView struct {
-	d     *RawDriver
+	b     *Backend
 	where string
 	secs  []Section // by name
 }
@@ -50,7 +50,7 @@ func (v *liveView) ListStores(ctx context.Context) ([]store.StoreEntry, error) {
 	}
 	entries := make([]store.StoreEntry, 0, len(v.secs))
 	for _, s := range v.secs {
-		entries = append(entries, store.StoreEntry{Info: v.d.infoOf(s.Header)})
+		entries = append(entries, store.StoreEntry{Info: v.b.infoOf(s.Header)})
 	}
 	return entries, nil
 }
@@ -69,5 +69,5 @@ func (v *liveView) Export(ctx context.Context, name string, fn func(store.Record
 			return store.Info{}, err
 		}
 	}
-	return v.d.infoOf(s.Header), nil
+	return v.b.infoOf(s.Header), nil
 }

@@ -77,14 +77,22 @@ func TestLockStopsWithContext(t *testing.T) {
 
 // lockedElsewhere takes path's lock as a running process's stores hold it
 // (until the test ends) and returns a raw driver that waits 30ms for it.
-func lockedElsewhere(t *testing.T, path string) *RawDriver {
+func lockedElsewhere(t *testing.T, path string) *Backend {
 	t.Helper()
 	unlock, err := Lock(t.Context(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(unlock)
-	return &RawDriver{Backend: &Backend{Scheme: "test"}, LockTimeout: 30 * time.Millisecond}
+	setRawLockTimeout(t, 30*time.Millisecond)
+	return &Backend{Scheme: "test"}
+}
+
+// setRawLockTimeout sets rawLockTimeout until the test ends.
+func setRawLockTimeout(t *testing.T, d time.Duration) {
+	old := rawLockTimeout
+	rawLockTimeout = d
+	t.Cleanup(func() { rawLockTimeout = old })
 }
 
 func TestImportRefusesLockedFile(t *testing.T) {
@@ -106,7 +114,7 @@ func TestImportRefusesLockedFile(t *testing.T) {
 	}
 
 	// An Import that would wait an hour ends with its context.
-	d.LockTimeout = time.Hour
+	setRawLockTimeout(t, time.Hour)
 	ctx, cancel := context.WithCancel(t.Context())
 	stop := time.AfterFunc(20*time.Millisecond, cancel)
 	defer stop.Stop()

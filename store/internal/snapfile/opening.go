@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -85,11 +86,15 @@ func (b *Backend) lockAndRead(ctx context.Context, path, name, where string, tim
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s in %s: %w", name, where, err)
 	}
-	f, err := b.read(path)
-	if err != nil {
+	// A missing file is an empty one.
+	secs, _, err := readSections(context.Background(), path, nil)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		unlock()
-		return nil, err
+		return nil, fmt.Errorf("store: open %s://%s: %w", b.Scheme, path, err)
 	}
-	f.unlock = unlock
+	f := &file{path: path, stores: map[string]*entry{}, unlock: unlock}
+	for name, s := range secs {
+		f.stores[name] = &entry{h: s.h, src: s}
+	}
 	return f, nil
 }

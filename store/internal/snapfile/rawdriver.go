@@ -11,37 +11,26 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
 )
 
-// RawDriver implements store.RawDriver on snapshot files, for the backends
-// whose persistent form is one (memory:///file.snap, memdb:///file.snap).
-// Snapshot files keep no index entries or values (a store rebuilds them
-// when it loads the file), so exported records have no Values and the
-// stores' Info lists no indexes. URLs without a path (a store without a
-// file, which no other process can read) are refused. Its Open is the
-// Backend's. A RawDriver is safe for concurrent use.
-type RawDriver struct {
-	*Backend
-	// LockTimeout bounds Import's and Drop's wait for a file another
-	// process holds (see Lock); 0 means store.DefaultLockTimeout.
-	LockTimeout time.Duration
-}
+var _ store.RawDriver = (*Backend)(nil)
 
-var _ store.RawDriver = (*RawDriver)(nil)
+// rawLockTimeout bounds Import's and Drop's wait for a file another process
+// holds (see Lock): the raw driver takes no lock_timeout= parameter.
+var rawLockTimeout = store.DefaultLockTimeout
 
 // rawPath checks u and returns its file path.
-func (d *RawDriver) rawPath(op string, u *url.URL) (string, error) {
+func (b *Backend) rawPath(op string, u *url.URL) (string, error) {
 	if u.Host != "" || u.Opaque != "" || len(u.Query()) > 0 {
-		return "", fmt.Errorf("store: %s %s: want %s:///absolute/path/file.snap (three slashes, no parameters): %w", op, u.Redacted(), d.Scheme, store.ErrInvalid)
+		return "", fmt.Errorf("store: %s %s: want %s:///absolute/path/file.snap (three slashes, no parameters): %w", op, u.Redacted(), b.Scheme, store.ErrInvalid)
 	}
 	if u.Path == "" || u.Path == "/" {
 		return "", fmt.Errorf("store: %s %s: a store without a file lives only in its process: %w", op, u.Redacted(), store.ErrInvalid)
 	}
-	path, err := filePath(d.Scheme, u.Path)
+	path, err := filePath(b.Scheme, u.Path)
 	if err != nil {
 		return "", fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err)
 	}
@@ -55,27 +44,27 @@ type rawSection struct {
 }
 
 // infoOf is the Info of a store of a file, which lists no indexes (see
-// RawDriver).
-func (d *RawDriver) infoOf(h Header) store.Info {
-	info := h.Meta.Info(d.Scheme, h.Name, h.ResourceVersion)
+// Backend).
+func (b *Backend) infoOf(h Header) store.Info {
+	info := h.Meta.Info(b.Scheme, h.Name, h.ResourceVersion)
 	info.Indexes = nil
 	return info
 }
 
 // Stores implements store.RawDriver: the stores of the file as last
 // written.
-func (d *RawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
-	path, err := d.rawPath("stores", u)
+func (b *Backend) Stores(ctx context.Context, u *url.URL) ([]store.Info, error) {
+	path, err := b.rawPath("stores", u)
 	if err != nil {
 		return nil, err
 	}
 	headers, err := Read(path, func(*Header, string, []byte) error { return ctx.Err() })
 	if err != nil {
-		return nil, d.readError("stores", path, err)
+		return nil, b.readError("stores", path, err)
 	}
 	infos := make([]store.Info, 0, len(headers))
 	for _, h := range headers {
-		infos = append(infos, d.infoOf(h))
+		infos = append(infos, b.infoOf(h))
 	}
 	return infos, nil
 }
@@ -83,26 +72,26 @@ func (d *RawDriver) Stores(ctx context.Context, u *url.URL) ([]store.Info, error
 // ListStores implements store.RawDriver: a file has one checksum, so a
 // store cannot be unreadable while the others are not; the stores are
 // those of Stores, in name order.
-func (d *RawDriver) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
-	infos, err := d.Stores(ctx, u)
+func (b *Backend) ListStores(ctx context.Context, u *url.URL) ([]store.StoreEntry, error) {
+	infos, err := b.Stores(ctx, u)
 	if err != nil {
 		return nil, err
 	}
 	return driver.EntriesOf(infos), nil
 }
 
-func (d *RawDriver) readError(op, path string, err error) error {
+func (b *Backend) readError(op, path string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("store: %s %s://%s: %w: %w", op, d.Scheme, path, store.ErrNotFound, err)
+		return fmt.Errorf("store: %s %s://%s: %w: %w", op, b.Scheme, path, store.ErrNotFound, err)
 	}
-	return fmt.Errorf("store: %s %s://%s: %w", op, d.Scheme, path, err)
+	return fmt.Errorf("store: %s %s://%s: %w", op, b.Scheme, path, err)
 }
 
 // Export implements store.RawDriver: the records of the store name in the
 // file as last written. Read verifies the whole file's checksum before it
 // hands out any record: fn never sees a record of a damaged file.
-func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
-	path, err := d.rawPath("export "+name, u)
+func (b *Backend) Export(ctx context.Context, u *url.URL, name string, fn func(store.Record) error) (store.Info, error) {
+	path, err := b.rawPath("export "+name, u)
 	if err != nil {
 		return store.Info{}, err
 	}
@@ -121,32 +110,32 @@ func (d *RawDriver) Export(ctx context.Context, u *url.URL, name string, fn func
 		return store.Info{}, fnErr
 	}
 	if err != nil {
-		return store.Info{}, d.readError("export "+name, path, err)
+		return store.Info{}, b.readError("export "+name, path, err)
 	}
 	for _, h := range headers {
 		if h.Name == name {
-			return d.infoOf(h), nil
+			return b.infoOf(h), nil
 		}
 	}
-	return store.Info{}, fmt.Errorf("store: export %s from %s://%s: %w", name, d.Scheme, path, store.ErrNotFound)
+	return store.Info{}, fmt.Errorf("store: export %s from %s://%s: %w", name, b.Scheme, path, store.ErrNotFound)
 }
 
 // Import implements store.RawDriver: the file is rewritten with the store
 // replaced, atomically (Write). Index values are dropped: the store
 // rebuilds them when it loads. A file open in this or another process is
 // refused (see exclusive).
-func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
-	path, err := d.rawPath("import "+info.Name, u)
+func (b *Backend) Import(ctx context.Context, u *url.URL, info store.Info, next func() (store.Record, error)) error {
+	path, err := b.rawPath("import "+info.Name, u)
 	if err != nil {
 		return err
 	}
 	fail := func(err error) error {
-		return fmt.Errorf("store: import %s into %s://%s: %w", info.Name, d.Scheme, path, err)
+		return fmt.Errorf("store: import %s into %s://%s: %w", info.Name, b.Scheme, path, err)
 	}
 	if info.Name == "" {
 		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
 	}
-	return d.exclusive(ctx, path, true, fail, func() error {
+	return b.exclusive(ctx, path, true, fail, func() error {
 		secs, _, err := readSections(ctx, path, func(n string) bool { return n == info.Name })
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fail(err)
@@ -176,7 +165,7 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 		secs[info.Name] = &rawSection{
 			h: Header{
 				Name:            info.Name,
-				Meta:            driver.Meta{FormatVersion: d.FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)},
+				Meta:            driver.Meta{FormatVersion: b.FormatVersion, Codec: info.Codec, Type: info.Type, KeyFunc: info.KeyFunc, Scope: info.Scope, Indexes: slices.Clone(info.Indexes)},
 				ResourceVersion: info.ResourceVersion,
 			},
 			data: data,
@@ -193,35 +182,31 @@ func (d *RawDriver) Import(ctx context.Context, u *url.URL, info store.Info, nex
 // it meanwhile) and against other processes' (its lock, see Lock): their
 // next snapshot would write over what fn writes. A file open in this
 // process, by any of its stores, is refused with store.ErrInUse; one held
-// by another process with store.ErrLocked after LockTimeout, or ctx's
+// by another process with store.ErrLocked after rawLockTimeout, or ctx's
 // error. Unless create, a missing file is refused with store.ErrNotFound
 // before the lock, which would create the directory and the lock file.
 // fail wraps the refusals.
-func (d *RawDriver) exclusive(ctx context.Context, path string, create bool, fail func(error) error, fn func() error) error {
-	return d.withFileLocked(path, func(open bool) error {
-		// First: a store open here may not have written its file yet.
-		if open {
-			return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
-		}
-		if _, err := os.Stat(path); !create && errors.Is(err, fs.ErrNotExist) {
-			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
-		}
-		timeout := d.LockTimeout
-		if timeout == 0 {
-			timeout = store.DefaultLockTimeout
-		}
-		unlock, err := Lock(ctx, path, timeout)
-		if errors.Is(err, store.ErrLocked) {
-			// The raw driver takes no lock_timeout= (rawPath refuses
-			// every parameter): the way out is the other process.
-			return fail(fmt.Errorf("%w (close that process's stores of the file first)", err))
-		}
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
-		return fn()
-	})
+func (b *Backend) exclusive(ctx context.Context, path string, create bool, fail func(error) error, fn func() error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// First: a store open here may not have written its file yet.
+	if b.files[path] != nil || b.opening.Busy(path) {
+		return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
+	}
+	if _, err := os.Stat(path); !create && errors.Is(err, fs.ErrNotExist) {
+		return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))
+	}
+	unlock, err := Lock(ctx, path, rawLockTimeout)
+	if errors.Is(err, store.ErrLocked) {
+		// The raw driver takes no lock_timeout= (rawPath refuses
+		// every parameter): the way out is the other process.
+		return fail(fmt.Errorf("%w (close that process's stores of the file first)", err))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	return fn()
 }
 
 // readSections reads the stores of the file at path into memory, but those
@@ -272,18 +257,18 @@ func writeSections(path string, secs map[string]*rawSection) error {
 // store, atomically (Write), with the other stores' records, metadata and
 // resume points as they were. It is refused, as Import is, while the file
 // is open in this or another process (see exclusive).
-func (d *RawDriver) Drop(ctx context.Context, u *url.URL, name string) error {
-	path, err := d.rawPath("drop "+name, u)
+func (b *Backend) Drop(ctx context.Context, u *url.URL, name string) error {
+	path, err := b.rawPath("drop "+name, u)
 	if err != nil {
 		return err
 	}
 	fail := func(err error) error {
-		return fmt.Errorf("store: drop %s from %s://%s: %w", name, d.Scheme, path, err)
+		return fmt.Errorf("store: drop %s from %s://%s: %w", name, b.Scheme, path, err)
 	}
 	if name == "" {
 		return fail(fmt.Errorf("empty store name: %w", store.ErrInvalid))
 	}
-	return d.exclusive(ctx, path, false, fail, func() error {
+	return b.exclusive(ctx, path, false, fail, func() error {
 		secs, headers, err := readSections(ctx, path, func(n string) bool { return n == name })
 		if errors.Is(err, fs.ErrNotExist) {
 			return fail(fmt.Errorf("%w: %w", store.ErrNotFound, err))

@@ -26,10 +26,10 @@ func mustURL(t *testing.T, s string) *url.URL {
 	return u
 }
 
-// unlockedDriver is a RawDriver with no store of its files open in this
+// unlockedDriver is a raw driver with no store of its files open in this
 // process.
-func unlockedDriver() *RawDriver {
-	return (&Backend{Scheme: "test", FormatVersion: 1}).RawDriver()
+func unlockedDriver() *Backend {
+	return &Backend{Scheme: "test", FormatVersion: 1}
 }
 
 // TestRawDriverDrop checks that Drop rewrites the file without the store

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"iter"
@@ -127,39 +128,30 @@ func WriteFile(path, op string, created func(part string), write func(f *os.File
 
 // encode writes the snapshot of sections, checksum included, to w.
 func encode(dst io.Writer, sections []Section) error {
-	crc := crc32.New(castagnoli)
-	bw := bufio.NewWriterSize(io.MultiWriter(dst, crc), 1<<20)
-	w := &writer{w: bw}
-	w.raw([]byte(magic))
-	w.raw(binary.BigEndian.AppendUint32(nil, FormatVersion))
-	w.uvarint(uint64(len(sections)))
+	w := NewWriter(dst, crc32.New(castagnoli))
+	w.Raw([]byte(magic))
+	w.Raw(binary.BigEndian.AppendUint32(nil, FormatVersion))
+	w.Uvarint(uint64(len(sections)))
 	for _, s := range sections {
 		h, err := json.Marshal(s.Header)
 		if err != nil {
 			return fmt.Errorf("header of %s: %w", s.Name, err)
 		}
-		w.bytes(h)
-		w.uvarint(uint64(s.Len))
+		w.Bytes(h)
+		w.Uvarint(uint64(s.Len))
 		n := 0
 		if s.Records != nil {
 			for k, v := range s.Records {
 				n++
-				w.bytes([]byte(k))
-				w.bytes(v)
+				w.Bytes([]byte(k))
+				w.Bytes(v)
 			}
 		}
 		if n != s.Len {
 			return fmt.Errorf("section %s: Records yielded %d records, Len says %d: %w", s.Name, n, s.Len, store.ErrInvalid)
 		}
 	}
-	if w.err == nil {
-		w.err = bw.Flush()
-	}
-	if w.err != nil {
-		return w.err
-	}
-	_, err := dst.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
-	return err
+	return w.Finish()
 }
 
 // syncDir makes a rename in dir durable.
@@ -175,25 +167,61 @@ func syncDir(dir string) error {
 	return err
 }
 
-type writer struct {
-	w   *bufio.Writer
+// Writer writes the fields of a file through a buffer and hashes them
+// with a checksum that Finish appends: this package's format and
+// store/snapshot's. Its first error sticks: later writes do nothing. It is
+// not safe for concurrent use.
+type Writer struct {
+	dst io.Writer
+	bw  *bufio.Writer
+	sum hash.Hash
 	buf [binary.MaxVarintLen64]byte
 	err error
 }
 
-func (w *writer) raw(b []byte) {
+// NewWriter returns a Writer to dst whose checksum is sum.
+func NewWriter(dst io.Writer, sum hash.Hash) *Writer {
+	return &Writer{dst: dst, bw: bufio.NewWriterSize(io.MultiWriter(dst, sum), 1<<20), sum: sum}
+}
+
+// Raw writes b.
+func (w *Writer) Raw(b []byte) {
 	if w.err == nil {
-		_, w.err = w.w.Write(b)
+		_, w.err = w.bw.Write(b)
 	}
 }
 
-func (w *writer) uvarint(v uint64) {
-	w.raw(w.buf[:binary.PutUvarint(w.buf[:], v)])
+// Uvarint writes v as an unsigned varint.
+func (w *Writer) Uvarint(v uint64) {
+	w.Raw(w.buf[:binary.PutUvarint(w.buf[:], v)])
 }
 
-func (w *writer) bytes(b []byte) {
-	w.uvarint(uint64(len(b)))
-	w.raw(b)
+// Bytes writes the length of b, then b.
+func (w *Writer) Bytes(b []byte) {
+	w.Uvarint(uint64(len(b)))
+	w.Raw(b)
+}
+
+// Fail makes err the Writer's error, unless it has one.
+func (w *Writer) Fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// Err returns the Writer's first error.
+func (w *Writer) Err() error { return w.err }
+
+// Finish flushes what was written, then appends the checksum (not hashed).
+func (w *Writer) Finish() error {
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	if w.err != nil {
+		return w.err
+	}
+	_, w.err = w.dst.Write(w.sum.Sum(nil))
+	return w.err
 }
 
 // Read reads the snapshot at path: it verifies the checksum of the whole

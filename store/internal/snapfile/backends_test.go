@@ -1,4 +1,4 @@
-package snapfiletest
+package snapfile_test
 
 import (
 	"errors"
@@ -12,14 +12,31 @@ import (
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
+	"github.com/informerdb/informerdb/store/memdb"
+	"github.com/informerdb/informerdb/store/memory"
 )
 
-// CheckTrailingSlash checks that a snapshot file path ending in a slash,
+// backends are those whose files are snapshot files: the tests below check
+// what each must do with them.
+var backends = []struct {
+	scheme        string
+	formatVersion int
+}{
+	{memory.Scheme, memory.FormatVersion},
+	{memdb.Scheme, memdb.FormatVersion},
+}
+
+func TestTrailingSlashRefused(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.scheme, func(t *testing.T) { checkTrailingSlash(t, b.scheme) })
+	}
+}
+
+// checkTrailingSlash checks that a snapshot file path ending in a slash,
 // which names a directory, is refused with store.ErrInvalid by Open and the
 // raw driver, and that nothing is created, rather than cleaned into the
 // file path without the slash. The path without the slash opens.
-func CheckTrailingSlash(t *testing.T, scheme string) {
-	t.Helper()
+func checkTrailingSlash(t *testing.T, scheme string) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.snap")
 	codec, err := indexer.NewCodec(&corev1.Pod{})

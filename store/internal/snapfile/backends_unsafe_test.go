@@ -1,6 +1,6 @@
 //go:build unix
 
-package snapfiletest
+package snapfile_test
 
 import (
 	"errors"
@@ -16,13 +16,18 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// CheckUnsafePaths checks that a snapshot file path goes through
+// TestUnsafePathsRefused checks that a snapshot file path goes through
 // driver.CheckPath, as bolt and badger paths do: a symbolic link to the
 // file, or a file in a directory other users may write, is refused with
 // store.ErrUnsafe by Open and the raw driver (snapshot status, save), and
 // left as it was.
-func CheckUnsafePaths(t *testing.T, scheme string) {
-	t.Helper()
+func TestUnsafePathsRefused(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.scheme, func(t *testing.T) { checkUnsafePaths(t, b.scheme) })
+	}
+}
+
+func checkUnsafePaths(t *testing.T, scheme string) {
 	codec, err := indexer.NewCodec(&corev1.Pod{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 //go:build unix
 
-// Package snapfiletest checks what the backends whose files are snapshot
-// files (memory, memdb) must do with them; their tests call it.
-package snapfiletest
+package snapfile_test
 
 import (
 	"context"
@@ -21,15 +19,20 @@ import (
 	"github.com/informerdb/informerdb/store/internal/snapfile"
 )
 
-// CheckFileLocking holds a snapshot file's lock as another
+// TestFileLockedByAnotherProcess holds a snapshot file's lock as another
 // process would (flock locks belong to open file descriptions, so a Lock of
 // this process conflicts with the stores' as another process's does):
 // Open waits lock_timeout and fails with ErrLocked, opens once the lock is
 // released, and holds the lock itself until its file's last store closes,
 // and a failed Open does not keep it. An Open waiting for the lock stops
 // when its context ends.
-func CheckFileLocking(t *testing.T, scheme string, formatVersion int) {
-	t.Helper()
+func TestFileLockedByAnotherProcess(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.scheme, func(t *testing.T) { checkFileLocking(t, b.scheme, b.formatVersion) })
+	}
+}
+
+func checkFileLocking(t *testing.T, scheme string, formatVersion int) {
 	path := filepath.Join(t.TempDir(), "cache.snap")
 	codec, err := indexer.NewCodec(&corev1.Pod{})
 	if err != nil {
