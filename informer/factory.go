@@ -497,10 +497,14 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 	}
 	namespaced := false
 	if f.opts.Namespace != "" {
-		var err error
-		if namespaced, err = f.isNamespaced(ctx, gvr); err != nil {
+		if err := ctx.Err(); err != nil {
 			return fail("%w", err)
 		}
+		r, err := discoverResource(ctx, discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()), gvr)
+		if err != nil {
+			return fail("%w", err)
+		}
+		namespaced = r.Namespaced
 	}
 	ns := ""
 	if namespaced {
@@ -532,15 +536,6 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 // returning a runtime.Object.
 func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
-}
-
-// isNamespaced asks the API server's discovery whether gvr is namespaced.
-func (f *Factory) isNamespaced(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	r, err := discoverResource(ctx, discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()), gvr)
-	return r.Namespaced, err
 }
 
 // discoverResource returns gvr from d's discovery of its group and

@@ -659,24 +659,24 @@ func withReflector(h cache.WatchErrorHandlerWithContext, name string, example ru
 
 // SetWatchErrorHandlerWithContext is SetWatchErrorHandler with a context.
 func (inf *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	if inf.started {
-		return fmt.Errorf("informer: set watch error handler: %w", ErrStarted)
-	}
-	inf.watchErrorHandler = handler
-	return nil
+	return inf.beforeStart("set watch error handler", func() { inf.watchErrorHandler = handler })
 }
 
 // SetTransform sets the transform applied to objects before they are stored
 // (see Options.Transform). It must be called before the informer starts.
 func (inf *Informer) SetTransform(handler cache.TransformFunc) error {
+	return inf.beforeStart("set transform", func() { inf.transform = handler })
+}
+
+// beforeStart calls set, the setter op, under mu, unless the informer has
+// started.
+func (inf *Informer) beforeStart(op string, set func()) error {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if inf.started {
-		return fmt.Errorf("informer: set transform: %w", ErrStarted)
+		return fmt.Errorf("informer: %s: %w", op, ErrStarted)
 	}
-	inf.transform = handler
+	set()
 	return nil
 }
 

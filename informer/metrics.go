@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -190,10 +191,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
-	infs := make(map[string]*Informer, len(c.m.informers))
-	for name, inf := range c.m.informers {
-		infs[name] = inf
-	}
+	infs := maps.Clone(c.m.informers)
 	c.m.mu.Unlock()
 	for name, inf := range infs {
 		inf.collect(name, ch)
