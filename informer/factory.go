@@ -401,6 +401,9 @@ func openInformer(ctx context.Context, rawURL string, lw cache.ListerWatcherWith
 		return nil, err
 	}
 	sopts.Codec = codec
+	if iopts.Reflector.Name == "" {
+		iopts.Reflector.Name = sopts.Name
+	}
 	startEarly(ctx, rawURL, sopts, lw, &iopts)
 	s, err := openStores(ctx, rawURL, sopts, &iopts)
 	if errors.Is(err, store.ErrInUse) && reopen != nil && reopen() {
@@ -417,9 +420,6 @@ func openInformer(ctx context.Context, rawURL string, lw cache.ListerWatcherWith
 		iopts.Name += "/" + sopts.Name
 	} else {
 		iopts.Name = sopts.Name
-	}
-	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = sopts.Name
 	}
 	inf, err := New(lw, obj, s, &iopts)
 	if err != nil {
@@ -689,9 +689,6 @@ func startEarly(ctx context.Context, rawURL string, sopts store.Options, lw cach
 		return
 	}
 	ropts := iopts.Reflector
-	if ropts.Name == "" {
-		ropts.Name = sopts.Name
-	}
 	if ropts.Clock == nil {
 		ropts.Clock = iopts.Clock
 	}
