@@ -301,10 +301,8 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	if !popped {
 		return nil, nil, err
 	}
-	if first.relistOpen {
-		if err := inf.finishRelist(ctx, logger, q, first); err != nil {
-			return nil, nil, err
-		}
+	if err := inf.finishRelist(ctx, logger, q, first); err != nil {
+		return nil, nil, err
 	}
 	if err != nil || first.replace || inf.opts.MaxBatchDelay <= 0 {
 		return first, nil, err
@@ -368,7 +366,7 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	return pc, carry, nil
 }
 
-// finishRelist pops into pc, which holds the first batches of a relist
+// finishRelist pops into pc, if it holds the first batches of a relist
 // that a DeltaFIFO hands out key by key (deltafifo.Batch.RelistPending),
 // until its last key is out (Batch.RelistDone), so that the relist is
 // committed whole with the list resourceVersion, as FIFO's is (DESIGN

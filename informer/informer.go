@@ -612,12 +612,7 @@ func (inf *Informer) GetController() cache.Controller { return controllerView{in
 // HasSynced reports whether the informer has synced (see the package doc,
 // HasSynced). A handler's own HasSynced is on its registration.
 func (inf *Informer) HasSynced() bool {
-	select {
-	case <-inf.syncedCh:
-		return true
-	default:
-		return false
-	}
+	return isClosed(inf.syncedCh)
 }
 
 // HasSyncedChecker returns a cache.DoneChecker for HasSynced.

@@ -206,6 +206,12 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
 	}
+	age := func(t time.Time) float64 { // 0 for the zero time
+		if t.IsZero() {
+			return 0
+		}
+		return max(inf.opts.Clock.Since(t).Seconds(), 0)
+	}
 	st := inf.Stats()
 	r := st.Reflector
 	counter(descResumes, r.Resumes)
@@ -222,11 +228,7 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descStoreReadErrors, st.ReadErrors)
 	counter(descDeltasApplied, st.Deltas)
 	counter(descCommitFailures, st.CommitFailures)
-	failing := 0.0
-	if !st.CommitFailingSince.IsZero() {
-		failing = max(inf.opts.Clock.Since(st.CommitFailingSince).Seconds(), 0)
-	}
-	gauge(descCommitFailing, failing)
+	gauge(descCommitFailing, age(st.CommitFailingSince))
 	gauge(descDeltasPending, float64(st.PendingDeltas))
 	gauge(descQueueLength, float64(st.Queued))
 
@@ -242,13 +244,9 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	}
 	depth, oldest := inf.proc.queue()
 	gauge(descHandlerQueue, float64(depth))
-	lag := 0.0
-	if !oldest.IsZero() {
-		lag = max(inf.opts.Clock.Since(oldest).Seconds(), 0)
-	}
-	gauge(descHandlerLag, lag)
+	gauge(descHandlerLag, age(oldest))
 	if at := inf.rvAdvanced.Load(); at != 0 {
-		gauge(descResumePointAge, max(inf.opts.Clock.Since(time.Unix(0, at)).Seconds(), 0))
+		gauge(descResumePointAge, age(time.Unix(0, at)))
 	}
 	synced := 0.0
 	if inf.HasSynced() {
