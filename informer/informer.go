@@ -35,11 +35,9 @@ var ErrStarted = errors.New("informer: already started")
 // informer resumes its watch from the persisted resourceVersion instead of
 // listing every object again.
 //
-// Handlers see client-go's semantics: notifications come after the store
-// is updated, in order per object, through one unbounded buffer per handler
-// so that a slow handler delays only itself. After a restart, handlers hear
-// of the persisted objects and of the changes made while the informer was
-// down, deletes included (see the package doc, Restart).
+// Handlers see client-go's semantics, notified once the store holds the
+// change, and after a restart hear of what changed while the process was
+// down (see the package doc: Pipeline, Restart, Concurrency).
 //
 // An Informer is safe for concurrent use. It runs once; the store is owned
 // by the caller, who closes it after Run returns (a Factory or an
