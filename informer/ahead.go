@@ -198,8 +198,8 @@ func (ah *ahead) watchError(ctx context.Context, r *cache.Reflector, err error) 
 
 // claimAhead returns the informer started ahead for name, if there is one
 // started as the caller asks (the same request, resync period and
-// indexers). ok is false when the caller must make the informer itself;
-// c.opening[name] is then counted, for the caller to uncount.
+// indexers). ok is false when the caller must make the informer itself.
+// The caller counts name in c.opening.
 func (c *InformerConstructor) claimAhead(name string, req listRequest, lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, bool) {
 	c.mu.Lock()
 	ah := c.aheads[name]
@@ -207,7 +207,6 @@ func (c *InformerConstructor) claimAhead(name string, req listRequest, lw cache.
 		ah.claimed = true
 		delete(c.aheads, name)
 	}
-	c.opening[name]++
 	c.mu.Unlock()
 	if ah == nil {
 		return nil, false
@@ -223,9 +222,6 @@ func (c *InformerConstructor) claimAhead(name string, req listRequest, lw cache.
 		c.release(ah, "it was started otherwise than now asked for")
 		return nil, false
 	}
-	c.mu.Lock()
-	c.opening[name]--
-	c.mu.Unlock()
 	return &aheadInformer{c: c, ah: ah, inner: ah.inf, lw: lw, obj: obj, resync: resync, indexers: indexers}, true
 }
 

@@ -301,10 +301,8 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	if !popped {
 		return nil, nil, err
 	}
-	if first.relistOpen {
-		if err := inf.finishRelist(ctx, logger, q, first); err != nil {
-			return nil, nil, err
-		}
+	if err := inf.finishRelist(ctx, logger, q, first); err != nil {
+		return nil, nil, err
 	}
 	if err != nil || first.replace || inf.opts.MaxBatchDelay <= 0 {
 		return first, nil, err
@@ -368,7 +366,7 @@ func (inf *Informer) gather(ctx context.Context, logger klog.Logger, q deltafifo
 	return pc, carry, nil
 }
 
-// finishRelist pops into pc, which holds the first batches of a relist
+// finishRelist pops into pc, if it holds the first batches of a relist
 // that a DeltaFIFO hands out key by key (deltafifo.Batch.RelistPending),
 // until its last key is out (Batch.RelistDone), so that the relist is
 // committed whole with the list resourceVersion, as FIFO's is (DESIGN
@@ -481,7 +479,7 @@ const (
 // atomic and no crash leaves part of the batch stored under an older
 // resume point. Only when the rejected operations cannot be told apart (a
 // store without store.BatchPreparer whose codec refuses an object) is the
-// batch applied one operation per commit (commitEach), giving up this
+// batch applied one operation per commit (oneByOne), giving up this
 // batch's atomicity rather than stop the informer.
 //
 // While it retries, Stats and CheckCommits report the failing commit, until
@@ -496,12 +494,7 @@ func (inf *Informer) commit(ctx context.Context, logger klog.Logger, pc *pending
 	var rejected map[int]bool // operations left out: the store rejects them
 	var leftOut, oneByOne bool
 	for attempt := 1; ; attempt++ {
-		var err error
-		if oneByOne {
-			err = inf.commitEach(ctx, logger, pc)
-		} else {
-			err = inf.commitOnce(ctx, logger, pc, rejected)
-		}
+		err := inf.commitOnce(ctx, logger, pc, rejected, oneByOne)
 		if err == nil {
 			return true
 		}
@@ -652,34 +645,58 @@ func (inf *Informer) leaveOutRejected(logger klog.Logger, pc *pendingCommit) (ma
 // here and applied and notified by the applier, in order, while the
 // committer persists the next group; otherwise the applier is drained
 // first.
-func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit, rejected map[int]bool) error {
+//
+// oneByOne, commit's last resort, commits pc one operation at a time
+// instead, skipping (as rejected) those the store rejects as invalid, then
+// moves the resume point. Puts and deletes are idempotent: after a failure
+// it is retried whole.
+func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pendingCommit, rejected map[int]bool, oneByOne bool) error {
+	if oneByOne {
+		// Every delete is persisted first: one the store then rejects
+		// leaves a tombstone of a stored key, which the next start drops.
+		// The batch prepared whole is not committed.
+		rejected, pc.prepared = nil, nil
+	}
 	if err := inf.tombs.persist(ctx, logger, pc, rejected); err != nil {
 		return err
 	}
-	if len(rejected) == 0 {
-		if sb, ok := pc.prepared.(store.StagedBatch); ok {
-			t0 := inf.opts.Clock.Now()
-			apply, err := sb.Persist(ctx)
-			if err != nil {
-				return err
-			}
-			d := inf.opts.Clock.Since(t0)
-			inf.commitSucceeded()
-			inf.applier.run(func() {
-				inf.applyMu.Lock()
-				defer inf.applyMu.Unlock()
-				apply()
-				inf.metrics.observeCommit(d, len(pc.ops))
-				inf.appliedLocked(logger, pc, nil)
-			})
-			return nil
+	if sb, ok := pc.prepared.(store.StagedBatch); ok && len(rejected) == 0 {
+		t0 := inf.opts.Clock.Now()
+		apply, err := sb.Persist(ctx)
+		if err != nil {
+			return err
 		}
+		d := inf.opts.Clock.Since(t0)
+		inf.commitSucceeded()
+		inf.applier.run(func() {
+			inf.applyMu.Lock()
+			defer inf.applyMu.Unlock()
+			apply()
+			inf.metrics.observeCommit(d, len(pc.ops))
+			inf.appliedLocked(logger, pc, nil)
+		})
+		return nil
 	}
 	inf.applier.drain()
 	inf.applyMu.Lock()
 	defer inf.applyMu.Unlock()
 	ops := pc.ops
-	if len(rejected) > 0 {
+	switch {
+	case oneByOne:
+		rejected, ops = map[int]bool{}, nil
+		for i, op := range pc.ops {
+			err := inf.timed(1, func() error { return inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}}) })
+			switch {
+			case err == nil:
+			case errors.Is(err, store.ErrInvalid):
+				rejected[i] = true
+				pc.corrected = append(pc.corrected, op.Key)
+				logger.Error(err, "Skipping an object the store rejects; its key keeps the state the store had, until a change or a relist brings one the store accepts", "op", op.Type.String(), "key", op.Key, "objectType", typeName(op.Object))
+			default:
+				return err
+			}
+		}
+	case len(rejected) > 0:
 		ops = make([]store.Op, 0, len(pc.ops)-len(rejected))
 		for i, op := range pc.ops {
 			if !rejected[i] {
@@ -693,44 +710,6 @@ func (inf *Informer) commitOnce(ctx context.Context, logger klog.Logger, pc *pen
 				return pc.prepared.Commit(ctx)
 			}
 			return inf.store.Commit(ctx, store.Batch{Ops: ops, ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
-		}); err != nil {
-			return err
-		}
-	}
-	inf.commitSucceeded()
-	inf.appliedLocked(logger, pc, rejected)
-	return nil
-}
-
-// commitEach, commit's last resort, commits pc one operation at a time,
-// skipping those the store rejects as invalid, then moves the resume
-// point. Puts and deletes are idempotent: after a failure it is retried
-// whole.
-func (inf *Informer) commitEach(ctx context.Context, logger klog.Logger, pc *pendingCommit) error {
-	// Every delete is persisted first: one the store then rejects leaves
-	// a tombstone of a stored key, which the next start drops.
-	if err := inf.tombs.persist(ctx, logger, pc, nil); err != nil {
-		return err
-	}
-	inf.applier.drain()
-	inf.applyMu.Lock()
-	defer inf.applyMu.Unlock()
-	rejected := map[int]bool{}
-	for i, op := range pc.ops {
-		err := inf.timed(1, func() error { return inf.store.Commit(ctx, store.Batch{Ops: []store.Op{op}}) })
-		switch {
-		case err == nil:
-		case errors.Is(err, store.ErrInvalid):
-			rejected[i] = true
-			pc.corrected = append(pc.corrected, op.Key)
-			logger.Error(err, "Skipping an object the store rejects; its key keeps the state the store had, until a change or a relist brings one the store accepts", "op", op.Type.String(), "key", op.Key, "objectType", typeName(op.Object))
-		default:
-			return err
-		}
-	}
-	if pc.rv != "" && pc.rv != inf.store.ResourceVersion() {
-		if err := inf.timed(0, func() error {
-			return inf.store.Commit(ctx, store.Batch{ResourceVersion: pc.rv, ResumeOnly: pc.resumeOnly})
 		}); err != nil {
 			return err
 		}
@@ -766,7 +745,7 @@ func (inf *Informer) appliedLocked(logger klog.Logger, pc *pendingCommit, reject
 	inf.stats.commits.Add(1)
 	inf.stats.deltas.Add(int64(pc.deltas))
 	if len(pc.corrected) > 0 {
-		// A key may be listed twice (left out, then by commitEach).
+		// A key may be listed twice (left out, then one by one).
 		inf.stats.rejected.Add(int64(len(sets.New(pc.corrected...))))
 	}
 	inf.correctHeard(pc)

@@ -282,15 +282,9 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 		return nil, fmt.Errorf("informer: new informer %s: %w", base, err)
 	}
 	name := base + req.nameSuffix()
-	if claim {
-		if inf, ok := c.claimAhead(name, req, lw, obj, resync, indexers); ok {
-			return inf, nil
-		}
-	} else {
-		c.mu.Lock()
-		c.opening[name]++
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	c.opening[name]++
+	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		c.opening[name]--
@@ -299,6 +293,11 @@ func (c *InformerConstructor) newInformer(lw cache.ListerWatcher, obj runtime.Ob
 		}
 		c.mu.Unlock()
 	}()
+	if claim {
+		if inf, ok := c.claimAhead(name, req, lw, obj, resync, indexers); ok {
+			return inf, nil
+		}
+	}
 	inf, err := c.openInformer(withContext(lw), obj, resync, indexers, base, req, c.opts.Informer)
 	if err != nil {
 		return nil, err

@@ -401,6 +401,9 @@ func openInformer(ctx context.Context, rawURL string, lw cache.ListerWatcherWith
 		return nil, err
 	}
 	sopts.Codec = codec
+	if iopts.Reflector.Name == "" {
+		iopts.Reflector.Name = sopts.Name
+	}
 	startEarly(ctx, rawURL, sopts, lw, &iopts)
 	s, err := openStores(ctx, rawURL, sopts, &iopts)
 	if errors.Is(err, store.ErrInUse) && reopen != nil && reopen() {
@@ -417,9 +420,6 @@ func openInformer(ctx context.Context, rawURL string, lw cache.ListerWatcherWith
 		iopts.Name += "/" + sopts.Name
 	} else {
 		iopts.Name = sopts.Name
-	}
-	if iopts.Reflector.Name == "" {
-		iopts.Reflector.Name = sopts.Name
 	}
 	inf, err := New(lw, obj, s, &iopts)
 	if err != nil {
@@ -497,10 +497,14 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 	}
 	namespaced := false
 	if f.opts.Namespace != "" {
-		var err error
-		if namespaced, err = f.isNamespaced(ctx, gvr); err != nil {
+		if err := ctx.Err(); err != nil {
 			return fail("%w", err)
 		}
+		r, err := discoverResource(ctx, discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()), gvr)
+		if err != nil {
+			return fail("%w", err)
+		}
+		namespaced = r.Namespaced
 	}
 	ns := ""
 	if namespaced {
@@ -532,15 +536,6 @@ func (f *Factory) listerWatcher(ctx context.Context, key factoryKey) (cache.List
 // returning a runtime.Object.
 func listOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
-}
-
-// isNamespaced asks the API server's discovery whether gvr is namespaced.
-func (f *Factory) isNamespaced(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	r, err := discoverResource(ctx, discovery.ToDiscoveryInterfaceWithContext(f.client.Discovery()), gvr)
-	return r.Namespaced, err
 }
 
 // discoverResource returns gvr from d's discovery of its group and
@@ -694,9 +689,6 @@ func startEarly(ctx context.Context, rawURL string, sopts store.Options, lw cach
 		return
 	}
 	ropts := iopts.Reflector
-	if ropts.Name == "" {
-		ropts.Name = sopts.Name
-	}
 	if ropts.Clock == nil {
 		ropts.Clock = iopts.Clock
 	}

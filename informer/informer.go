@@ -35,11 +35,9 @@ var ErrStarted = errors.New("informer: already started")
 // informer resumes its watch from the persisted resourceVersion instead of
 // listing every object again.
 //
-// Handlers see client-go's semantics: notifications come after the store
-// is updated, in order per object, through one unbounded buffer per handler
-// so that a slow handler delays only itself. After a restart, handlers hear
-// of the persisted objects and of the changes made while the informer was
-// down, deletes included (see the package doc, Restart).
+// Handlers see client-go's semantics, notified once the store holds the
+// change, and after a restart hear of what changed while the process was
+// down (see the package doc: Pipeline, Restart, Concurrency).
 //
 // An Informer is safe for concurrent use. It runs once; the store is owned
 // by the caller, who closes it after Run returns (a Factory or an
@@ -612,12 +610,7 @@ func (inf *Informer) GetController() cache.Controller { return controllerView{in
 // HasSynced reports whether the informer has synced (see the package doc,
 // HasSynced). A handler's own HasSynced is on its registration.
 func (inf *Informer) HasSynced() bool {
-	select {
-	case <-inf.syncedCh:
-		return true
-	default:
-		return false
-	}
+	return isClosed(inf.syncedCh)
 }
 
 // HasSyncedChecker returns a cache.DoneChecker for HasSynced.
@@ -659,24 +652,24 @@ func withReflector(h cache.WatchErrorHandlerWithContext, name string, example ru
 
 // SetWatchErrorHandlerWithContext is SetWatchErrorHandler with a context.
 func (inf *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	if inf.started {
-		return fmt.Errorf("informer: set watch error handler: %w", ErrStarted)
-	}
-	inf.watchErrorHandler = handler
-	return nil
+	return inf.beforeStart("set watch error handler", func() { inf.watchErrorHandler = handler })
 }
 
 // SetTransform sets the transform applied to objects before they are stored
 // (see Options.Transform). It must be called before the informer starts.
 func (inf *Informer) SetTransform(handler cache.TransformFunc) error {
+	return inf.beforeStart("set transform", func() { inf.transform = handler })
+}
+
+// beforeStart calls set, the setter op, under mu, unless the informer has
+// started.
+func (inf *Informer) beforeStart(op string, set func()) error {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if inf.started {
-		return fmt.Errorf("informer: set transform: %w", ErrStarted)
+		return fmt.Errorf("informer: %s: %w", op, ErrStarted)
 	}
-	inf.transform = handler
+	set()
 	return nil
 }
 

@@ -272,12 +272,7 @@ func (l *listener) markSynced() { l.syncOnce.Do(func() { close(l.synced) }) }
 // a handler added after the informer started, the objects that existed when
 // it was added).
 func (l *listener) HasSynced() bool {
-	select {
-	case <-l.synced:
-		return true
-	default:
-		return false
-	}
+	return isClosed(l.synced)
 }
 
 // HasSyncedChecker returns a cache.DoneChecker whose channel closes when

@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -190,10 +191,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
-	infs := make(map[string]*Informer, len(c.m.informers))
-	for name, inf := range c.m.informers {
-		infs[name] = inf
-	}
+	infs := maps.Clone(c.m.informers)
 	c.m.mu.Unlock()
 	for name, inf := range infs {
 		inf.collect(name, ch)
@@ -207,6 +205,12 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	}
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
+	}
+	age := func(t time.Time) float64 { // 0 for the zero time
+		if t.IsZero() {
+			return 0
+		}
+		return max(inf.opts.Clock.Since(t).Seconds(), 0)
 	}
 	st := inf.Stats()
 	r := st.Reflector
@@ -224,11 +228,7 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	counter(descStoreReadErrors, st.ReadErrors)
 	counter(descDeltasApplied, st.Deltas)
 	counter(descCommitFailures, st.CommitFailures)
-	failing := 0.0
-	if !st.CommitFailingSince.IsZero() {
-		failing = max(inf.opts.Clock.Since(st.CommitFailingSince).Seconds(), 0)
-	}
-	gauge(descCommitFailing, failing)
+	gauge(descCommitFailing, age(st.CommitFailingSince))
 	gauge(descDeltasPending, float64(st.PendingDeltas))
 	gauge(descQueueLength, float64(st.Queued))
 
@@ -244,13 +244,9 @@ func (inf *Informer) collect(name string, ch chan<- prometheus.Metric) {
 	}
 	depth, oldest := inf.proc.queue()
 	gauge(descHandlerQueue, float64(depth))
-	lag := 0.0
-	if !oldest.IsZero() {
-		lag = max(inf.opts.Clock.Since(oldest).Seconds(), 0)
-	}
-	gauge(descHandlerLag, lag)
+	gauge(descHandlerLag, age(oldest))
 	if at := inf.rvAdvanced.Load(); at != 0 {
-		gauge(descResumePointAge, max(inf.opts.Clock.Since(time.Unix(0, at)).Seconds(), 0))
+		gauge(descResumePointAge, age(time.Unix(0, at)))
 	}
 	synced := 0.0
 	if inf.HasSynced() {
