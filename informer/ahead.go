@@ -318,11 +318,12 @@ func (a *aheadInformer) decideLocked(t cache.TransformFunc) error {
 		return nil
 	}
 	a.c.release(a.ah, "its asker set another transform")
+	// If the informer cannot be made anew, what takes its place is what
+	// NewInformer would have returned: with FallBackToMemory, client-go's
+	// in-memory informer, which takes the transform below.
 	inner, err := a.c.newInformer(a.lw, a.obj, a.resync, a.indexers, false)
 	if err != nil {
-		a.c.fail(err)
-		a.inner = &failedInformer{SharedIndexInformer: clientgoInformer(a.lw, a.obj, a.resync, a.indexers, err), err: err, logger: a.c.opts.Informer.Logger}
-		return err
+		inner = a.c.unavailable(a.lw, a.obj, a.resync, a.indexers, err)
 	}
 	a.inner = inner
 	if h := a.ah.errHandler.Load(); h != nil && *h != nil {

@@ -2,7 +2,10 @@ package informer
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,4 +200,124 @@ func (f *fakeLW) watchCalls() []metav1.ListOptions {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]metav1.ListOptions(nil), f.watches...)
+}
+
+// TestAheadRemadeUnavailable: when controller-runtime sets a transform
+// other than the one an informer started ahead runs with, the informer is
+// made anew on its store; if that fails (here its database URL no longer
+// opens, as a full or damaged disk would), what the caller gets is what
+// NewInformer gives for a store it cannot open: with FallBackToMemory,
+// client-go's in-memory informer, which takes the transform, runs and
+// syncs, and Start does not fail; without, SetTransform and Start return
+// the error.
+func TestAheadRemadeUnavailable(t *testing.T) {
+	for _, fallBack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FallBackToMemory=%v", fallBack), func(t *testing.T) {
+			ctx := t.Context()
+			srv := newAPIServerStub(t)
+			dbURL := "bolt://" + filepath.Join(t.TempDir(), "cache.db")
+			opts := &ConstructorOptions{Cluster: "c1", Informer: testOptions(), FallBackToMemory: fallBack}
+			lws := map[string]*fakeLW{"a": newFakeLW(), "b": newFakeLW()}
+			lws["a"].create("a", "one", "a1")
+			lws["b"].create("b", "one", "b1")
+			newInformer := func(c *InformerConstructor, ns string) cache.SharedIndexInformer {
+				return c.NewInformer(routedThrough(t, c.Config(), ns, lws[ns]), &corev1.ConfigMap{}, 0, cache.Indexers{})
+			}
+
+			// First process: both namespaces persisted.
+			c, err := NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
+			if err != nil {
+				t.Fatalf("NewInformerConstructor: %v", err)
+			}
+			for _, ns := range []string{"a", "b"} {
+				inf, ok := newInformer(c, ns).(*Informer)
+				if !ok {
+					t.Fatalf("NewInformer(%s) is not persistent", ns)
+				}
+				r := start(t, inf)
+				waitDone(t, "informer sync", inf.HasSyncedChecker())
+				r.stop()
+			}
+			if err := c.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+
+			// Second process: a runs and b is resumed ahead with a's
+			// transform (none).
+			c, err = NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
+			if err != nil {
+				t.Fatalf("NewInformerConstructor: %v", err)
+			}
+			defer func() {
+				if err := c.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			a := newInformer(c, "a").(*Informer)
+			defer start(t, a).stop()
+			waitDone(t, "informer a sync", a.HasSyncedChecker())
+			var claimed bool
+			for deadline := time.Now().Add(waitLimit); !claimed; time.Sleep(10 * time.Millisecond) {
+				c.mu.Lock()
+				claimed = c.aheads["core/v1/ConfigMap@ns=b"] != nil
+				c.mu.Unlock()
+				if time.Now().After(deadline) {
+					t.Fatalf("no informer was resumed ahead for namespace b within %v", waitLimit)
+				}
+			}
+			b := newInformer(c, "b")
+			if _, ok := b.(*aheadInformer); !ok {
+				t.Fatalf("NewInformer(b) = %T, want the informer started ahead", b)
+			}
+
+			// The store can no longer be opened when b is made anew: its
+			// database path is now a regular file's child.
+			file := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(file, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c.url = "bolt://" + filepath.Join(file, "cache.db")
+			transformed := func(obj interface{}) (interface{}, error) {
+				cm := obj.(*corev1.ConfigMap).DeepCopy()
+				cm.Data["v"] = "transformed " + cm.Data["v"]
+				return cm, nil
+			}
+			err = b.SetTransform(transformed)
+			if !fallBack {
+				if err == nil {
+					t.Fatalf("SetTransform whose informer cannot be made anew = nil, want the error")
+				}
+				if isPersistent(b.(*aheadInformer).get()) {
+					t.Errorf("the informer that could not be made anew is persistent")
+				}
+				startCtx, cancel := context.WithTimeout(ctx, waitLimit)
+				defer cancel()
+				if serr := c.Start(startCtx); serr == nil || !strings.Contains(serr.Error(), err.Error()) {
+					t.Errorf("Start = %v, want the error SetTransform returned (%v)", serr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("SetTransform with FallBackToMemory whose informer cannot be made anew: %v", err)
+			}
+			if _, ok := b.(*aheadInformer).get().(*memoryInformer); !ok {
+				t.Fatalf("the informer of b made in place = %T, want client-go's in-memory informer", b.(*aheadInformer).get())
+			}
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); b.RunWithContext(runCtx) }()
+			defer func() { stop(); <-done }()
+			if !cache.WaitForCacheSync(ctx.Done(), b.HasSynced) {
+				t.Fatalf("the in-memory informer of b did not sync")
+			}
+			if got := storeValues(b.GetStore()); len(got) != 1 || got["b/one"] != "transformed b1" {
+				t.Errorf("store of b = %v, want b/one transformed", got)
+			}
+			startCtx, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := c.Start(startCtx); err != nil {
+				t.Errorf("Start with FallBackToMemory = %v, want nil once its context ended", err)
+			}
+		})
+	}
 }

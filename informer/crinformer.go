@@ -245,6 +245,13 @@ func (c *InformerConstructor) NewInformer(lw cache.ListerWatcher, obj runtime.Ob
 			return inf
 		}
 	}
+	return c.unavailable(lw, obj, resync, indexers, err)
+}
+
+// unavailable is the informer given in place of a persistent one that
+// could not be made (err): client-go's in-memory informer with
+// FallBackToMemory, else one that fails with err, which Start returns.
+func (c *InformerConstructor) unavailable(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers, err error) cache.SharedIndexInformer {
 	memory := clientgoInformer(lw, obj, resync, indexers, err)
 	if c.opts.FallBackToMemory {
 		return &memoryInformer{SharedIndexInformer: memory, reason: err, logger: c.opts.Informer.Logger}
