@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -31,10 +30,6 @@ var _ store.RawDriver = rawDriver{}
 func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
 	return openURL(ctx, u, opts)
 }
-
-// rawSeq numbers the names under which reads reserve a database, so they
-// run beside the stores open in this process.
-var rawSeq atomic.Uint64
 
 const wantURL = "badger:///absolute/directory"
 
@@ -62,10 +57,6 @@ func withDB(ctx context.Context, op string, u *url.URL, name string, create bool
 		if err := checkExists(dir); err != nil {
 			return fmt.Errorf("store: %s badger://%s: %w", op, dir, err)
 		}
-	}
-	if name == "" {
-		// NUL cannot start a store's name.
-		name = fmt.Sprintf("\x00snapshot-read-%d", rawSeq.Add(1))
 	}
 	sh, err := acquire(ctx, dir, name, cfg, o.LockTimeout)
 	if err != nil && errors.Is(err, store.ErrInvalid) {

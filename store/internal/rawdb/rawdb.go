@@ -3,7 +3,8 @@
 // metadata (bolt, badger), have in common: listing the stores, exporting a
 // store and reading its index entries in one read transaction, with errors
 // named alike, the checks of an Import and a Drop, reading a URL's path and
-// parameters, and waiting for another process's lock. A backend gives its
+// parameters, waiting for another process's lock, and the registry of the
+// databases open in this process. A backend gives its
 // engine's read transaction ([Tx]), how it opens one ([Reader]), and how it
 // writes the records [Records] hands out.
 package rawdb
