@@ -303,6 +303,19 @@ func (r *Records) Next(ctx context.Context) (store.Record, error) {
 	return rec, nil
 }
 
+// PrefixEnd returns the smallest key past every key starting with p, or nil
+// if there is none (p is all 0xff): where a scan of the prefix p ends.
+func PrefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
 // Twice is the error of an Import given the key twice: the first record
 // would stay.
 func Twice(key string) error {
