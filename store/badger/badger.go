@@ -25,7 +25,7 @@ func init() {
 	store.Register(Scheme, rawDriver{readView})
 }
 
-func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
+func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
 	cfg := defaultDBConfig()
 	dir, err := rawdb.URLPath("open", u, wantURL, &opts, func(p *driver.Params) {
 		cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
@@ -69,7 +69,7 @@ func open(ctx context.Context, dir string, opts *store.Options, cfg dbConfig) (s
 		return nil, fmt.Errorf("store: open %s in badger://%s: %w", o.Name, dir, err)
 	}
 	cfg.durability = o.Durability
-	sh, err := acquire(ctx, dir, o.Name, cfg, o.LockTimeout)
+	sh, err := acquire(ctx, dir, o.Name, cfg, o.LockTimeout, false)
 	if err != nil {
 		return nil, err
 	}

@@ -150,8 +150,9 @@ var registry rawdb.Registry[*sharedDB]
 
 // acquire opens (or shares) the database in dir and reserves the store name
 // ("": a raw read's reference). Opens of the same directory wait for the
-// first, which may wait for another process's lock.
-func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout time.Duration) (*sharedDB, error) {
+// first, which may wait for another process's lock. A raw access shares the
+// database whatever its durability.
+func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout time.Duration, raw bool) (*sharedDB, error) {
 	open := func() (*sharedDB, error) {
 		sh := &sharedDB{dir: dir, cfg: cfg}
 		db, stores, err := openDB(ctx, dir, cfg, lockTimeout, &sh.syncFault)
@@ -169,7 +170,7 @@ func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout ti
 		if inUse {
 			return nil, fmt.Errorf("store: open %s in badger://%s: %w (close it first)", name, dir, store.ErrInUse)
 		}
-		if sh.cfg.durability != cfg.durability {
+		if !raw && sh.cfg.durability != cfg.durability {
 			return nil, fmt.Errorf("store: open %s in badger://%s: durability %q, but the database is already open with %q: all stores of one directory share one durability: %w",
 				name, dir, cfg.durability, sh.cfg.durability, store.ErrInvalid)
 		}

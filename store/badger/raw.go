@@ -27,10 +27,6 @@ type rawDriver struct{ rawdb.Reader }
 
 var _ store.RawDriver = rawDriver{}
 
-func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	return openURL(ctx, u, opts)
-}
-
 const wantURL = "badger:///absolute/directory"
 
 // rawDir checks u and returns its directory, options and database settings
@@ -58,12 +54,7 @@ func withDB(ctx context.Context, op string, u *url.URL, name string, create bool
 			return fmt.Errorf("store: %s badger://%s: %w", op, dir, err)
 		}
 	}
-	sh, err := acquire(ctx, dir, name, cfg, o.LockTimeout)
-	if err != nil && errors.Is(err, store.ErrInvalid) {
-		// Open in this process with the other durability: share it.
-		cfg.durability = otherDurability(cfg.durability)
-		sh, err = acquire(ctx, dir, name, cfg, o.LockTimeout)
-	}
+	sh, err := acquire(ctx, dir, name, cfg, o.LockTimeout, true)
 	if err != nil {
 		return err
 	}
@@ -94,13 +85,6 @@ func checkExists(dir string) error {
 		return fmt.Errorf("no database in the directory (it is empty): %w", store.ErrNotFound)
 	}
 	return nil
-}
-
-func otherDurability(d store.Durability) store.Durability {
-	if d == store.DurabilitySync {
-		return store.DurabilityNoSync
-	}
-	return store.DurabilitySync
 }
 
 // IndexEntries calls fn with every index entry (index name, value, object

@@ -266,12 +266,6 @@ func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 	return s.sh.durable(nil)
 }
 
-func (s *space) isCurrent(gen uint64) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rec.Generation == gen
-}
-
 // deleteGen deletes every key of a generation that is not current; a
 // failure leaves garbage for the next open.
 func (s *space) deleteGen(gen uint64) {
@@ -526,7 +520,10 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 	}
 	if err := s.switchGen(gen, edit); err != nil {
 		// Not if the switch made gen current or may be on disk.
-		if !s.isCurrent(gen) && s.sh.syncFault.failed() == nil {
+		s.mu.RLock()
+		current := s.rec.Generation == gen
+		s.mu.RUnlock()
+		if !current && s.sh.syncFault.failed() == nil {
 			s.deleteGen(gen)
 		}
 		return err
