@@ -25,7 +25,7 @@ func init() {
 	store.Register(Scheme, rawDriver{readView})
 }
 
-func openURL(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
+func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
 	cfg := defaultDBConfig()
 	dir, err := rawdb.URLPath("open", u, wantURL, &opts, func(p *driver.Params) {
 		cfg.gcInterval = p.Duration("gc_interval", cfg.gcInterval)
@@ -69,7 +69,7 @@ func open(ctx context.Context, dir string, opts *store.Options, cfg dbConfig) (s
 		return nil, fmt.Errorf("store: open %s in badger://%s: %w", o.Name, dir, err)
 	}
 	cfg.durability = o.Durability
-	sh, err := acquire(ctx, dir, o.Name, cfg, o.LockTimeout)
+	sh, err := acquire(ctx, dir, o.Name, cfg, o.LockTimeout, false)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,6 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	}
 	info := want.Info(Scheme, o.Name, "")
 	info.Reset = reopen.Reset
-	eng := &engine{sp: sp, entries: inBounded, want: want}
 	cfg := shared.OpenConfig{
 		Options:   o,
 		Indexes:   set,
@@ -116,7 +115,7 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 		},
 	}
 	if inBounded {
-		reset, rebuilt, err := shared.Settle(ctx, eng, cfg)
+		reset, rebuilt, err := shared.Settle(ctx, sp, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +127,7 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 				return nil, fmt.Errorf("store: open %s in %s: build the index entries: %w", sp.name, sp.where(), err)
 			}
 		}
-		return &bounded{Store: shared.New(eng, shared.Config{
+		return &bounded{Store: shared.New(sp, shared.Config{
 			Info:            info,
 			Options:         o,
 			Indexes:         set,
@@ -136,7 +135,7 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 			CheckData:       sp.CheckData,
 		}), extras: extras{sp}}, nil
 	}
-	c, keyReset, err := shared.Load(ctx, eng, cfg)
+	c, keyReset, err := shared.Load(ctx, sp, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +152,7 @@ func openStore(ctx context.Context, sh *sharedDB, o store.Options, set *indexer.
 	}
 	info.ResourceVersion = sp.resourceVersion()
 	cfg.Info = info
-	base, err := shared.NewDecoded(eng, c, cfg)
+	base, err := shared.NewDecoded(sp, c, cfg)
 	if err != nil {
 		return nil, err
 	}

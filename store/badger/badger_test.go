@@ -167,9 +167,7 @@ func TestSharedDatabase(t *testing.T) {
 	mustOK(t, "commit b", b.Commit(ctx, store.Batch{Ops: []store.Op{{Type: store.OpPut, Object: newPod(2, "20", "y")}}, ResourceVersion: "20"}))
 	mustOK(t, "close a", a.Close())
 
-	registryMu.Lock()
-	_, open := registry[dir]
-	registryMu.Unlock()
+	_, _, open := registry.Lookup(dir)
 	if !open {
 		t.Fatalf("database closed while store b is open")
 	}
@@ -194,9 +192,7 @@ func TestSharedDatabase(t *testing.T) {
 	}
 	mustOK(t, "close a", a.Close())
 	mustOK(t, "close b", b.Close())
-	registryMu.Lock()
-	_, open = registry[dir]
-	registryMu.Unlock()
+	_, _, open = registry.Lookup(dir)
 	if open {
 		t.Errorf("database still open after its last store closed")
 	}
@@ -523,10 +519,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	// While that Open waits for the lock, stores of other directories open
 	// and close.
 	for {
-		registryMu.Lock()
-		sh := registry[dir]
-		waiting := sh != nil && sh.opening != nil
-		registryMu.Unlock()
+		_, waiting, _ := registry.Lookup(dir)
 		if waiting {
 			break
 		}
@@ -605,9 +598,7 @@ func TestCorruptDirectory(t *testing.T) {
 			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "delete the directory") {
 				t.Errorf("Open = %v, want ErrCorrupt naming %s and how to start over", err, dir)
 			}
-			registryMu.Lock()
-			_, open := registry[dir]
-			registryMu.Unlock()
+			_, _, open := registry.Lookup(dir)
 			if open {
 				t.Errorf("a failed Open left the database registered")
 			}

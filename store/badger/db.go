@@ -28,14 +28,13 @@ import (
 )
 
 // dbConfig is what the first store opened on a directory decides for the
-// whole database.
+// whole database. Tests make the sizes small to observe GC on little data.
 type dbConfig struct {
-	durability store.Durability
-	gcInterval time.Duration
-	// Sizes, which tests make small to observe GC on little data.
+	durability       store.Durability
+	gcInterval       time.Duration
 	memTableSize     int64
 	valueLogFileSize int64
-	minFree          int64 // URL parameter min_free; 0 checks nothing
+	minFree          int64 // 0 checks nothing
 }
 
 // DefaultGCInterval is how often the value log is garbage collected by
@@ -43,9 +42,8 @@ type dbConfig struct {
 const DefaultGCInterval = 5 * time.Minute
 
 // DefaultMinFree is the free space a database keeps on its file system by
-// default (URL parameter min_free; see the package doc, Caveats): what
-// badger writes on its own between two commits (a memtable flush, a
-// compaction, a value-log file rewritten by GC).
+// default (URL parameter min_free): what badger writes on its own between
+// two commits (a memtable flush, a compaction, a value-log GC rewrite).
 const DefaultMinFree = 128 << 20
 
 func defaultDBConfig() dbConfig {
@@ -61,8 +59,8 @@ func defaultDBConfig() dbConfig {
 // freeSpace is replaced by tests to run out of space on demand.
 var freeSpace = diskusage.Free
 
-// spaceCheckBytes is how much a write batch (a Replace, an AddIndexers, an
-// Import: any size) writes between two checks of the free space.
+// spaceCheckBytes is how much a write batch writes between two checks of
+// the free space.
 const spaceCheckBytes = 4 << 20
 
 // checkSpace fails with an error wrapping syscall.ENOSPC if writing need
@@ -93,17 +91,11 @@ func checkFree(dir string, minFree, need int64) error {
 func mib(n int64) string { return fmt.Sprintf("%.1fMi", float64(n)/(1<<20)) }
 
 // sharedDB is one open badger database, shared by the stores opened on its
-// directory in this process.
+// directory in this process (registry).
 type sharedDB struct {
 	dir string
 	db  *badger.DB
 	cfg dbConfig
-
-	// names and opening are guarded by registryMu.
-	names map[string]bool // store names open on db; the database closes with the last
-	// opening is closed when badger.Open, run without registryMu, has
-	// returned; nil once the database is open.
-	opening chan struct{}
 
 	stopGC chan struct{}
 	gcDone chan struct{}
@@ -153,87 +145,63 @@ func (b *background) Wait() {
 	}
 }
 
-var (
-	registryMu sync.Mutex
-	// registry maps a cleaned absolute directory to its open database.
-	registry = map[string]*sharedDB{}
-)
+// registry holds the open databases by cleaned absolute directory.
+var registry rawdb.Registry[*sharedDB]
 
-// acquire opens (or shares) the database in dir and reserves the store name.
-// registryMu is not held while badger opens (which may wait for another
-// process's lock); opens of the same directory wait for the first.
-func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout time.Duration) (*sharedDB, error) {
-	registryMu.Lock()
-	for {
-		sh := registry[dir]
-		if sh == nil {
-			break
+// acquire opens (or shares) the database in dir and reserves the store name
+// ("": a raw read's reference). Opens of the same directory wait for the
+// first, which may wait for another process's lock. A raw access shares the
+// database whatever its durability.
+func acquire(ctx context.Context, dir, name string, cfg dbConfig, lockTimeout time.Duration, raw bool) (*sharedDB, error) {
+	open := func() (*sharedDB, error) {
+		sh := &sharedDB{dir: dir, cfg: cfg}
+		db, stores, err := openDB(ctx, dir, cfg, lockTimeout, &sh.syncFault)
+		if err != nil {
+			return nil, err
 		}
-		if sh.opening != nil {
-			ch := sh.opening
-			registryMu.Unlock()
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return nil, fmt.Errorf("store: open %s in badger://%s: %w", name, dir, ctx.Err())
-			}
-			registryMu.Lock()
-			continue
+		sh.db, sh.stores = db, stores
+		if cfg.gcInterval > 0 {
+			sh.stopGC, sh.gcDone = make(chan struct{}), make(chan struct{})
+			go sh.gcLoop()
 		}
-		defer registryMu.Unlock()
-		if sh.names[name] {
+		return sh, nil
+	}
+	use := func(sh *sharedDB, inUse bool) (<-chan struct{}, error) {
+		if inUse {
 			return nil, fmt.Errorf("store: open %s in badger://%s: %w (close it first)", name, dir, store.ErrInUse)
 		}
-		if sh.cfg.durability != cfg.durability {
+		if !raw && sh.cfg.durability != cfg.durability {
 			return nil, fmt.Errorf("store: open %s in badger://%s: durability %q, but the database is already open with %q: all stores of one directory share one durability: %w",
 				name, dir, cfg.durability, sh.cfg.durability, store.ErrInvalid)
 		}
-		sh.names[name] = true
-		return sh, nil
+		return nil, nil
 	}
-	sh := &sharedDB{dir: dir, cfg: cfg, names: map[string]bool{name: true}, opening: make(chan struct{})}
-	registry[dir] = sh
-	registryMu.Unlock()
-
-	db, stores, err := openDB(ctx, dir, cfg, lockTimeout, &sh.syncFault)
-
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	close(sh.opening)
-	sh.opening = nil
-	if err != nil {
-		delete(registry, dir)
-		return nil, err
-	}
-	sh.db, sh.stores = db, stores
-	if cfg.gcInterval > 0 {
-		sh.stopGC, sh.gcDone = make(chan struct{}), make(chan struct{})
-		go sh.gcLoop()
-	}
-	return sh, nil
+	return registry.Acquire(dir, name, open, use, func(opened <-chan struct{}, _ bool) error {
+		select {
+		case <-opened:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("store: open %s in badger://%s: %w", name, dir, ctx.Err())
+		}
+	})
 }
 
-// release gives back the store name and closes the database with its last
-// store.
+// release gives back the store name ("": a raw read's reference) and closes
+// the database with its last user.
 func (sh *sharedDB) release(name string) error {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	delete(sh.names, name)
-	if len(sh.names) > 0 {
+	return registry.Release(sh.dir, name, func(sh *sharedDB) error {
+		sh.oldGens.Wait() // a raw write's; stores waited in space.Close
+		if sh.stopGC != nil {
+			close(sh.stopGC)
+			<-sh.gcDone
+		}
+		err := sh.db.Close()
+		chmodFiles(sh.dir)
+		if err != nil {
+			return fmt.Errorf("store: close badger://%s: %w", sh.dir, err)
+		}
 		return nil
-	}
-	delete(registry, sh.dir)
-	sh.oldGens.Wait() // a raw write's; stores waited in space.Close
-	if sh.stopGC != nil {
-		close(sh.stopGC)
-		<-sh.gcDone
-	}
-	err := sh.db.Close()
-	chmodFiles(sh.dir)
-	if err != nil {
-		return fmt.Errorf("store: close badger://%s: %w", sh.dir, err)
-	}
-	return nil
+	})
 }
 
 func (sh *sharedDB) gcLoop() {
@@ -312,52 +280,36 @@ func badgerOptions(dir string, cfg dbConfig, fault *syncFault) badger.Options {
 		WithDetectConflicts(false)
 }
 
-// openDB opens badger in dir (openBadger) and checks it against its stores
-// file (see storesFile).
-func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, *storesList, error) {
-	db, err := openBadger(ctx, dir, cfg, lockTimeout, fault)
-	var stores *storesList
-	if err == nil {
-		if stores, err = openStoresList(dir, db); err != nil {
-			if cerr := db.Close(); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			if errors.Is(err, errDamaged) {
-				err = corruptDB(err)
-			}
+// openDB opens badger in dir, retrying while another process holds the
+// directory lock, checks it against its stores file (see storesFile), and
+// maps failures to store errors.
+func openDB(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (db *badger.DB, stores *storesList, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("store: open badger://%s: %w", dir, err)
 		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: open badger://%s: %w", dir, err)
-	}
-	return db, stores, nil
-}
-
-// openBadger opens badger in dir, retrying while another process holds the
-// directory lock, and maps failures to store errors.
-func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.Duration, fault *syncFault) (*badger.DB, error) {
+	}()
 	// Before the chmod below would hide a link or a writable directory.
 	if err := driver.CheckPath(dir, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Before anything changes the directory: others' files stay as they are.
 	existed, err := checkNotForeign(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create directory: %w", err)
+		return nil, nil, fmt.Errorf("create directory: %w", err)
 	}
 	// The cache holds cluster objects (Secrets, maybe): owner only,
 	// whatever the umask or an existing directory's mode.
 	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Opening writes too: badger flushes the memtables it replays.
 	if err := checkFree(dir, cfg.minFree, 0); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var db *badger.DB
 	err = retryLocked(ctx, lockTimeout, func() (err error) {
 		// A directory that was empty may have been filled meanwhile by
 		// the process whose lock made the last attempt fail (and that
@@ -368,10 +320,20 @@ func openBadger(ctx context.Context, dir string, cfg dbConfig, lockTimeout time.
 		}
 		return err
 	})
-	if err == nil {
-		chmodFiles(dir)
+	if err != nil {
+		return nil, nil, err
 	}
-	return db, err
+	chmodFiles(dir)
+	if stores, err = openStoresList(dir, db); err != nil {
+		if cerr := db.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		if errors.Is(err, errDamaged) {
+			err = corruptDB(err)
+		}
+		return nil, nil, err
+	}
+	return db, stores, nil
 }
 
 // corruptDB is the error of a database that cannot be read (err).
@@ -588,7 +550,7 @@ func isLockError(err error) bool {
 
 // checkNotForeign refuses a directory that holds files but no badger
 // database (a URL pointing at the wrong directory), which badger.Open would
-// fill and openBadger chmod. A database has a MANIFEST or KEYREGISTRY;
+// fill and openDB chmod. A database has a MANIFEST or KEYREGISTRY;
 // without either, only badger's own file names are accepted (a first open
 // killed early). lost+found is ignored: a freshly formatted volume has it.
 // It also reports whether dir holds anything.

@@ -5,66 +5,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
-	"github.com/informerdb/informerdb/store/driver"
 	shared "github.com/informerdb/informerdb/store/internal/engine"
 	"github.com/informerdb/informerdb/store/internal/loadcheck"
 	"github.com/informerdb/informerdb/store/internal/rawdb"
 )
 
-// engine is a store's storage in either mode: its space, read in badger
-// transactions of its current generation. entries says the mode keeps
-// index entries (the bounded mode).
-type engine struct {
-	sp      *space
-	entries bool
-	// want is the meta record of the open, which Empty records: the
-	// index set may have changed too.
-	want driver.Meta
-}
-
 // View implements shared.Engine.
-func (e *engine) View(op string, fn func(tx shared.Tx) error) error {
-	err := e.sp.view(func(txn *badger.Txn, k keys, names []string) error {
+func (s *space) View(op string, fn func(tx shared.Tx) error) error {
+	err := s.view(func(txn *badger.Txn, k keys, names []string) error {
 		return fn(&badgerTx{txn: txn, k: k, names: names})
 	})
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrClosed):
-		return fmt.Errorf("store: %s %s: %w", op, e.sp.name, store.ErrClosed)
+		return fmt.Errorf("store: %s %s: %w", op, s.name, store.ErrClosed)
 	case isStoreErr(err):
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	return fmt.Errorf("store: %s %s: badger: %w", op, e.sp.name, err)
-}
-
-// Commit implements shared.Engine: unless diffed, it reads the index values
-// the changes replace first.
-func (e *engine) Commit(ctx context.Context, cs []indexer.Change, diffed bool, _ *indexer.IndexSet, rv string, replace bool) error {
-	if !diffed {
-		if err := e.diff(cs, replace); err != nil {
-			return fmt.Errorf("read the index values the write replaces: %w", err)
-		}
-	}
-	return e.sp.Persist(ctx, cs, rv, replace)
+	return fmt.Errorf("store: %s %s: badger: %w", op, s.name, err)
 }
 
 // diff sets what each change replaces: an earlier change of the batch's, or
 // the stored state (nothing, with replace).
-func (e *engine) diff(cs []indexer.Change, replace bool) error {
+func (s *space) diff(cs []indexer.Change, replace bool) error {
 	type state struct {
 		exists bool
 		vals   [][]string
 	}
 	overlay := make(map[string]state, len(cs))
-	return e.sp.view(func(txn *badger.Txn, k keys, names []string) error {
+	return s.view(func(txn *badger.Txn, k keys, names []string) error {
 		for i := range cs {
 			c := &cs[i]
 			cur, ok := overlay[c.Key]
@@ -116,26 +92,14 @@ func itemValues(item *badger.Item, key string, n int) (vals [][]string, err erro
 	return vals, nil
 }
 
-// SetIndexes implements shared.Engine, in a new generation.
-func (e *engine) SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
-	// As Open does, or the store could not be opened again.
-	if err := checkIndexNames(slices.Values(set.Names())); err != nil {
-		return err
-	}
-	return e.sp.reindex(ctx, set.Names(), values, e.entries)
-}
-
 // Empty implements shared.Engine, as a scope change does (space.empty).
-func (e *engine) Empty(why string) error {
-	loadcheck.LogKeyReset(e.sp.name, e.sp.where(), why)
-	if err := e.sp.empty(e.entries, func(m *metaRecord) { m.Meta = e.want }); err != nil {
-		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", e.sp.name, e.sp.where(), why, err)
+func (s *space) Empty(why string) error {
+	loadcheck.LogKeyReset(s.name, s.where(), why)
+	if err := s.empty(); err != nil {
+		return fmt.Errorf("store: open %s in %s: empty the store (%s): %w", s.name, s.where(), why, err)
 	}
 	return nil
 }
-
-// Close implements shared.Engine.
-func (e *engine) Close() error { return e.sp.Close() }
 
 // badgerTx implements shared.Tx over a read transaction of the generation
 // whose keys are k and whose value records are aligned with names.
@@ -406,4 +370,4 @@ func eachStoredEntry(ctx context.Context, txn *badger.Txn, k keys, fn func(index
 	})
 }
 
-var _ shared.Engine = (*engine)(nil)
+var _ shared.Engine = (*space)(nil)

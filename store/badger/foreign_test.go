@@ -71,9 +71,7 @@ func TestForeignDirectoryRefused(t *testing.T) {
 			if diff := cmp.Diff(before, storetest.DirListing(t, dir)); diff != "" {
 				t.Errorf("%s changed the directory (-before +after):\n%s", op.name, diff)
 			}
-			registryMu.Lock()
-			_, open := registry[dir]
-			registryMu.Unlock()
+			_, _, open := registry.Lookup(dir)
 			if open {
 				t.Errorf("a refused %s left the database registered", op.name)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
@@ -213,7 +214,7 @@ func eachGroup(txn *badger.Txn, prefix []byte, fn func(item *badger.Item) (group
 		if err != nil {
 			return err
 		}
-		end := prefixEnd(group)
+		end := rawdb.PrefixEnd(group)
 		if end == nil {
 			return nil
 		}
@@ -413,16 +414,4 @@ func decodeMeta(k, raw []byte) (m metaRecord, unsealed bool, err error) {
 		return metaRecord{}, false, fmt.Errorf("meta record: checksum mismatch (%d bytes): %w", len(raw), errBadRecord)
 	}
 	return m, true, nil
-}
-
-// prefixEnd returns the smallest key past every key starting with p, or nil.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }

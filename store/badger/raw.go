@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -27,14 +26,6 @@ func Raw() store.RawDriver { return rawDriver{readView} }
 type rawDriver struct{ rawdb.Reader }
 
 var _ store.RawDriver = rawDriver{}
-
-func (rawDriver) Open(ctx context.Context, u *url.URL, opts store.Options) (store.Store, error) {
-	return openURL(ctx, u, opts)
-}
-
-// rawSeq numbers the names under which reads reserve a database, so they
-// run beside the stores open in this process.
-var rawSeq atomic.Uint64
 
 const wantURL = "badger:///absolute/directory"
 
@@ -63,16 +54,7 @@ func withDB(ctx context.Context, op string, u *url.URL, name string, create bool
 			return fmt.Errorf("store: %s badger://%s: %w", op, dir, err)
 		}
 	}
-	if name == "" {
-		// NUL cannot start a store's name.
-		name = fmt.Sprintf("\x00snapshot-read-%d", rawSeq.Add(1))
-	}
-	sh, err := acquire(ctx, dir, name, cfg, o.LockTimeout)
-	if err != nil && errors.Is(err, store.ErrInvalid) {
-		// Open in this process with the other durability: share it.
-		cfg.durability = otherDurability(cfg.durability)
-		sh, err = acquire(ctx, dir, name, cfg, o.LockTimeout)
-	}
+	sh, err := acquire(ctx, dir, name, cfg, o.LockTimeout, true)
 	if err != nil {
 		return err
 	}
@@ -103,13 +85,6 @@ func checkExists(dir string) error {
 		return fmt.Errorf("no database in the directory (it is empty): %w", store.ErrNotFound)
 	}
 	return nil
-}
-
-func otherDurability(d store.Durability) store.Durability {
-	if d == store.DurabilitySync {
-		return store.DurabilityNoSync
-	}
-	return store.DurabilitySync
 }
 
 // IndexEntries calls fn with every index entry (index name, value, object

@@ -16,12 +16,16 @@ import (
 	"github.com/informerdb/informerdb/store/driver"
 )
 
-// space is one named store's part of a shared database, the storage of its
-// engine (engine.go). Writes (Persist, reindex) must not overlap: the shared
-// store serializes them. Reads may come from any goroutine.
+// space is one named store's part of a shared database, and its
+// shared.Engine in either mode (engine.go). Writes must not overlap: the
+// shared store serializes them. Reads may come from any goroutine.
 type space struct {
 	sh   *sharedDB
 	name string
+	// want is the meta record of the open, which empty records, and
+	// bounded says the mode keeps index entries.
+	want    driver.Meta
+	bounded bool
 
 	mu sync.RWMutex // guards k, rec, nextGen and closed
 	// closeMu is held for reading by view for as long as its transaction
@@ -72,12 +76,12 @@ func (s *space) resourceVersion() string {
 // with want: an incompatible store fails, an older format is upgraded, a
 // changed scope resets it, a changed index set is reported in reopen for
 // the caller to rebuild. A new or reset store gets metaRecord.Entries =
-// entries (an empty generation's entries are current); an existing store's
+// bounded (an empty generation's entries are current); an existing store's
 // flag is the caller's to change. A store whose Drop did not finish opens
 // as a new one (see create).
-func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *space, reopen driver.Reopen, err error) {
+func openSpace(sh *sharedDB, name string, want driver.Meta, bounded bool) (s *space, reopen driver.Reopen, err error) {
 	k := newKeys(name, 0)
-	s = &space{sh: sh, name: name, k: k}
+	s = &space{sh: sh, name: name, k: k, want: want, bounded: bounded}
 	var rec metaRecord
 	var unsealed, found bool
 	err = sh.db.View(func(txn *badger.Txn) (err error) {
@@ -89,7 +93,7 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 	}
 	if !found || rec.Dropped {
 		// Dropped: a Drop that did not finish, the store is gone.
-		if err := s.create(want, entries); err != nil {
+		if err := s.create(want, bounded); err != nil {
 			return nil, reopen, err
 		}
 		return s, reopen, nil
@@ -137,7 +141,7 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 	}
 	if reopen.Reset != "" {
 		// A scope change.
-		if err := s.empty(entries, func(m *metaRecord) { m.Meta = want }); err != nil {
+		if err := s.empty(); err != nil {
 			return nil, reopen, fmt.Errorf("store: open %s in %s: reset: %w", name, s.where(), err)
 		}
 	}
@@ -145,15 +149,12 @@ func openSpace(sh *sharedDB, name string, want driver.Meta, entries bool) (s *sp
 }
 
 // empty drops the store's objects, index entries and resume point at once
-// by switching to an empty generation, with metaRecord.Entries = entries and
-// the meta record edited by edits.
-func (s *space) empty(entries bool, edits ...func(*metaRecord)) error {
+// by switching to an empty generation recording s.want.
+func (s *space) empty() error {
 	return s.switchGen(s.allocGen(), func(m *metaRecord) {
-		for _, edit := range edits {
-			edit(m)
-		}
+		m.Meta = s.want
 		m.ResourceVersion = ""
-		m.Entries = entries
+		m.Entries = s.bounded
 	})
 }
 
@@ -263,12 +264,6 @@ func (s *space) switchGen(gen uint64, edit func(*metaRecord)) error {
 	s.sh.oldGens.Go(func() { s.deleteGen(old) })
 	// Switched even if not durable: the caller must not delete gen.
 	return s.sh.durable(nil)
-}
-
-func (s *space) isCurrent(gen uint64) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rec.Generation == gen
 }
 
 // deleteGen deletes every key of a generation that is not current; a
@@ -394,10 +389,15 @@ func (s *space) buildEntries(ctx context.Context) error {
 	return nil
 }
 
-// Persist writes changes, and the resume point rv unless empty (see
-// shared.Engine.Commit): one transaction when it fits, else a new
-// generation.
-func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
+// Commit implements shared.Engine: unless diffed, it reads the index values
+// the changes replace first. It writes in one transaction when it fits,
+// else in a new generation.
+func (s *space) Commit(ctx context.Context, changes []indexer.Change, diffed bool, _ *indexer.IndexSet, rv string, replace bool) error {
+	if !diffed {
+		if err := s.diff(changes, replace); err != nil {
+			return fmt.Errorf("read the index values the write replaces: %w", err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -463,10 +463,16 @@ func (s *space) Persist(ctx context.Context, changes []indexer.Change, rv string
 	})
 }
 
-// reindex switches to a generation of the current objects with values (by
-// object key, aligned with names), and index entries if entries.
-func (s *space) reindex(ctx context.Context, names []string, values map[string][][]string, entries bool) error {
-	names = slices.Clone(names)
+// SetIndexes implements shared.Engine: it switches to a generation of the
+// current objects with values (by object key, aligned with set's names),
+// and index entries in the bounded mode.
+func (s *space) SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
+	names := slices.Clone(set.Names())
+	// As Open does, or the store could not be opened again.
+	if err := checkIndexNames(slices.Values(names)); err != nil {
+		return err
+	}
+	entries := s.bounded
 	return s.rebuild(ctx, true, true, nil, func(w writer, nk keys) error {
 		for key, vals := range values {
 			if err := writeIndexes(w, nk, names, entries, key, nil, vals); err != nil {
@@ -514,7 +520,10 @@ func (s *space) rebuild(ctx context.Context, copyObjs, objsOnly bool, skip map[s
 	}
 	if err := s.switchGen(gen, edit); err != nil {
 		// Not if the switch made gen current or may be on disk.
-		if !s.isCurrent(gen) && s.sh.syncFault.failed() == nil {
+		s.mu.RLock()
+		current := s.rec.Generation == gen
+		s.mu.RUnlock()
+		if !current && s.sh.syncFault.failed() == nil {
 			s.deleteGen(gen)
 		}
 		return err

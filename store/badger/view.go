@@ -35,10 +35,7 @@ func (rawDriver) FrozenView(ctx context.Context, u *url.URL) (view *url.URL, rel
 	if _, err := checkNotForeign(dir); err != nil {
 		return nil, nil, fail(err)
 	}
-	registryMu.Lock()
-	_, open := registry[dir]
-	registryMu.Unlock()
-	if open {
+	if _, _, open := registry.Lookup(dir); open {
 		return u, func() error { return nil }, nil
 	}
 	var unlock func()

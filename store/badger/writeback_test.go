@@ -74,9 +74,7 @@ func TestWritebackFindsBadgersLogs(t *testing.T) {
 		return
 	}
 	// A durable write kicks while it runs; stop ends it.
-	registryMu.Lock()
-	sh := registry[dir]
-	registryMu.Unlock()
+	sh, _, _ := registry.Lookup(dir)
 	select {
 	case <-kicks: // from the Commit's own writeback, over by now
 	default:

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -200,7 +199,7 @@ func canonical(path string) string {
 }
 
 // file is one bbolt database shared by every store open on it in this
-// process: bbolt's flock would make a second bolt.Open of it wait.
+// process (files): bbolt's flock would make a second bolt.Open of it wait.
 type file struct {
 	path       string
 	db         *bbolt.DB
@@ -208,12 +207,6 @@ type file struct {
 	// readOnly says raw reads opened db: writers wait for it to close.
 	readOnly bool
 	closed   chan struct{} // closed once db is
-	// opened is closed once db is set, or the open failed and left files.
-	opened chan struct{}
-
-	// refs and names (of the stores open on it) are guarded by filesMu.
-	refs  int
-	names map[string]bool
 
 	// syncFault holds the first commit that failed to reach the disk.
 	syncFault atomic.Pointer[error]
@@ -299,60 +292,47 @@ func (f *file) syncFailed() error {
 	return fmt.Errorf("%w: a commit failed to reach the disk (%w); writes fail until every store of the file is closed and opened again (restart the process): what that commit wrote may be on disk or not, and no later write would be known durable", store.ErrWritesStopped, *p)
 }
 
-var (
-	filesMu sync.Mutex
-	files   = map[string]*file{} // by cleaned absolute path
-)
+// files holds the open files by canonical path.
+var files rawdb.Registry[*file]
 
 // acquire returns the file at path, opened if needed, with o.Name reserved.
 func acquire(ctx context.Context, path string, o store.Options) (*file, error) {
-	filesMu.Lock()
-	defer filesMu.Unlock()
-	f, err := openFileLocked(ctx, path, o, true)
-	if err != nil {
-		return nil, err
-	}
-	if f.names[o.Name] {
-		return nil, fmt.Errorf("store: open %s in %s: %w (close it first)", o.Name, path, store.ErrInUse)
-	}
-	if f.durability != o.Durability {
-		return nil, fmt.Errorf("store: open %s in %s: durability %q, but the file is open with %q; durability is per file: %w",
-			o.Name, path, o.Durability, f.durability, store.ErrInvalid)
-	}
-	f.refs++
-	f.names[o.Name] = true
-	return f, nil
-}
-
-// release gives back a reference, of the store name or ("") of a raw read,
-// and closes the file with the last.
-func (f *file) release(name string) error {
-	filesMu.Lock()
-	defer filesMu.Unlock()
-	delete(f.names, name)
-	f.refs--
-	if f.refs > 0 {
+	return openFile(ctx, path, o.Name, o, true, func(f *file, inUse bool) error {
+		if inUse {
+			return fmt.Errorf("store: open %s in %s: %w (close it first)", o.Name, path, store.ErrInUse)
+		}
+		if f.durability != o.Durability {
+			return fmt.Errorf("store: open %s in %s: durability %q, but the file is open with %q; durability is per file: %w",
+				o.Name, path, o.Durability, f.durability, store.ErrInvalid)
+		}
 		return nil
-	}
-	delete(files, f.path)
-	err := f.db.Close()
-	close(f.closed)
-	if err != nil {
-		return fmt.Errorf("store: close %s: %w", f.path, err)
-	}
-	return nil
+	})
 }
 
-// testHookWaitReadOnly, when set by a test, is called (filesMu held) when
+// release gives back a reference, of the store name or ("") of a raw
+// access, and closes the file with the last.
+func (f *file) release(name string) error {
+	return files.Release(f.path, name, func(f *file) error {
+		err := f.db.Close()
+		close(f.closed)
+		if err != nil {
+			return fmt.Errorf("store: close %s: %w", f.path, err)
+		}
+		return nil
+	})
+}
+
+// testHookWaitReadOnly, when set by a test, is called (files locked) when
 // a writer starts waiting for a read-only open to close.
 var testHookWaitReadOnly func(path string)
 
-// openFileLocked returns the file at path, opening it if needed: read-write
-// if write, else read-only, so that reads never modify a file (and work on
-// mode 0400). A read shares any open; a write waits for a read-only one to
-// close, at most o.LockTimeout (then store.ErrInUse) and until ctx ends.
-// The caller holds filesMu, released while bbolt opens and while waiting.
-func openFileLocked(ctx context.Context, path string, o store.Options, write bool) (*file, error) {
+// openFile returns the file at path with user reserved ("": a raw
+// access's reference), opening it if needed: read-write if write, else
+// read-only, so that reads never modify a file (and work on mode 0400). A
+// read shares any open; a write waits for a read-only one to close, at most
+// o.LockTimeout (then store.ErrInUse) and until ctx ends. check, if set,
+// decides whether user may share a file already open.
+func openFile(ctx context.Context, path, user string, o store.Options, write bool, check func(f *file, inUse bool) error) (*file, error) {
 	// One o.LockTimeout for all the waiting.
 	var timeout *time.Timer
 	defer func() {
@@ -360,12 +340,19 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 			timeout.Stop()
 		}
 	}()
-	wait := func(until <-chan struct{}, what string, err error) error {
+	wait := func(until <-chan struct{}, opening bool) error {
 		if timeout == nil {
 			timeout = time.NewTimer(o.LockTimeout)
 		}
-		filesMu.Unlock()
-		defer filesMu.Lock()
+		what, err := "reads of this process to close the file", fmt.Errorf(
+			"store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v: %w (%s)",
+			path, o.LockTimeout, store.ErrInUse, driver.LockTimeoutHint)
+		if opening {
+			// Another goroutine's open; it may fail, so look again.
+			what, err = "another open of the file in this process", fmt.Errorf(
+				"store: open %s: another open of the file in this process waited for its lock for %v: %w (%s)",
+				path, o.LockTimeout, store.ErrLocked, driver.LockTimeoutHint)
+		}
 		select {
 		case <-until:
 			return nil
@@ -375,58 +362,29 @@ func openFileLocked(ctx context.Context, path string, o store.Options, write boo
 			return err
 		}
 	}
-	for {
-		f := files[path]
-		if f == nil {
-			break
-		}
-		if !isClosed(f.opened) {
-			// Another goroutine's open; it may fail, so look again.
-			if err := wait(f.opened, "another open of the file in this process", fmt.Errorf(
-				"store: open %s: another open of the file in this process waited for its lock for %v: %w (%s)",
-				path, o.LockTimeout, store.ErrLocked, driver.LockTimeoutHint)); err != nil {
-				return nil, err
-			}
-			continue
-		}
+	use := func(f *file, inUse bool) (<-chan struct{}, error) {
 		if !write || !f.readOnly {
-			return f, nil
+			if check == nil {
+				return nil, nil
+			}
+			return nil, check(f, inUse)
 		}
 		if testHookWaitReadOnly != nil {
 			testHookWaitReadOnly(path)
 		}
-		if err := wait(f.closed, "reads of this process to close the file", fmt.Errorf(
-			"store: open %s: reads of this process (stores, export, index entries) kept the file open read-only for %v: %w (%s)",
-			path, o.LockTimeout, store.ErrInUse, driver.LockTimeoutHint)); err != nil {
+		return f.closed, nil
+	}
+	return files.Acquire(path, user, func() (*file, error) {
+		db, osFile, err := openDB(ctx, path, o, !write)
+		if err != nil {
 			return nil, err
 		}
-	}
-	f := &file{path: path, durability: o.Durability, readOnly: !write, closed: make(chan struct{}), opened: make(chan struct{}), names: map[string]bool{}}
-	files[path] = f
-	filesMu.Unlock()
-	db, osFile, err := openDB(ctx, path, o, !write)
-	filesMu.Lock()
-	if err != nil {
-		delete(files, path)
-		close(f.opened)
-		return nil, err
-	}
-	f.db = db
-	if write && o.Durability != store.DurabilityNoSync {
-		f.writeback = writeback.Conn(osFile)
-	}
-	close(f.opened)
-	return f, nil
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
+		f := &file{path: path, db: db, durability: o.Durability, readOnly: !write, closed: make(chan struct{})}
+		if write && o.Durability != store.DurabilityNoSync {
+			f.writeback = writeback.Conn(osFile)
+		}
+		return f, nil
+	}, use, wait)
 }
 
 // lockRetry is how often openDB tries a lock (itself, to stop with ctx).

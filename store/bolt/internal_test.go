@@ -111,11 +111,6 @@ func TestIndexEntryKeys(t *testing.T) {
 			t.Errorf("splitIndexEntry(truncated entry of %q): error %v; want ErrCorrupt", short(v), err)
 		}
 	}
-	for _, tc := range []struct{ in, want string }{{"ab", "ac"}, {"a\xff", "b"}, {"\xff\xff", ""}} {
-		if got := string(prefixEnd([]byte(tc.in))); got != tc.want {
-			t.Errorf("prefixEnd(%q) = %q; want %q", tc.in, got, tc.want)
-		}
-	}
 	if a, b := boltKey(strings.Repeat("x", maxInline+1)), boltKey(strings.Repeat("x", maxInline+2)); string(a) == string(b) || len(a) <= maxInline {
 		t.Errorf("long keys: digests collide or are not longer than maxInline")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 	"github.com/informerdb/informerdb/store/driver"
+	"github.com/informerdb/informerdb/store/internal/rawdb"
 	"github.com/informerdb/informerdb/store/internal/recsum"
 	"github.com/informerdb/informerdb/store/internal/varint"
 )
@@ -486,18 +487,6 @@ func splitIndexEntry(k []byte) (value []byte, seq uint64, err error) {
 	return k[w : w+int(n)], binary.BigEndian.Uint64(k[w+int(n):]), nil
 }
 
-// prefixEnd returns the smallest key after every key starting with p, or nil.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
 // A key record (encodeKeyRecord) is the object's sequence number and an
 // index values record (appendRecord), which starts with recordInline, or
 // recordFullKey and the object key whose bbolt key is a digest.
@@ -711,7 +700,7 @@ func eachEntry(b *buckets, ib *bbolt.Bucket, index string, indexes func() ([]str
 			k, kv = c.Next()
 			continue
 		}
-		end := prefixEnd(k[:len(k)-seqLen])
+		end := rawdb.PrefixEnd(k[:len(k)-seqLen])
 		if end == nil {
 			break
 		}

@@ -17,15 +17,12 @@ var _ store.RawLiveViewer = rawDriver{}
 func (rawDriver) LiveView(ctx context.Context, u *url.URL, fn func(store.RawView) error) error {
 	var f *file
 	hold := func(path string) (func() error, bool) {
-		path = canonical(path)
-		filesMu.Lock()
-		defer filesMu.Unlock()
 		// A file only raw reads have open (read-only) is not one the
 		// stores use, and holding it would keep a store's Open waiting.
-		if f = files[path]; f == nil || !isClosed(f.opened) || f.readOnly || len(f.names) == 0 {
+		var ok bool
+		if f, ok = files.Join(canonical(path), func(f *file) bool { return !f.readOnly }); !ok {
 			return nil, false
 		}
-		f.refs++
 		return func() error { return f.release("") }, true
 	}
 	return rawdb.LiveView(u, wantURL, "file", hold, func(fn func(v *rawdb.View) error) error {

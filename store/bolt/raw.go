@@ -76,20 +76,16 @@ func rawPath(op string, u *url.URL) (string, store.Options, error) {
 }
 
 // withFile runs fn on the database at u, shared with this process's stores
-// or opened for the call (see openFileLocked), naming op and u in errors.
+// or opened for the call (see openFile), naming op and u in errors.
 func withFile(ctx context.Context, op string, u *url.URL, write bool, fn func(f *file) error) (err error) {
 	path, o, err := rawPath(op, u)
 	if err != nil {
 		return err
 	}
-	filesMu.Lock()
-	f, err := openFileLocked(ctx, path, o, write)
+	f, err := openFile(ctx, path, "", o, write, nil)
 	if err != nil {
-		filesMu.Unlock()
 		return withHint(fmt.Errorf("store: %s %s: %w", op, u.Redacted(), err))
 	}
-	f.refs++
-	filesMu.Unlock()
 	defer func() { err = errors.Join(err, f.release("")) }()
 	return fn(f)
 }
@@ -302,17 +298,11 @@ func (rawDriver) Import(ctx context.Context, u *url.URL, info store.Info, next f
 // reserve takes name in f for a raw write (Import, Drop), so that no store
 // opens on it meanwhile; false if a store of this process has it open.
 func (f *file) reserve(name string) (release func(), ok bool) {
-	filesMu.Lock()
-	defer filesMu.Unlock()
-	if f.names[name] {
+	if !files.Reserve(f.path, name) {
 		return nil, false
 	}
-	f.names[name] = true
-	return func() {
-		filesMu.Lock()
-		delete(f.names, name)
-		filesMu.Unlock()
-	}, true
+	// Not the last reference: the caller's withFile holds one.
+	return func() { _ = f.release(name) }, true
 }
 
 // Drop implements store.RawDriver: the store's bucket, and what an Import
@@ -506,10 +496,21 @@ func Compact(ctx context.Context, path string, lockTimeout time.Duration) (befor
 		return fail(err)
 	}
 	path = canonical(path)
-	filesMu.Lock()
-	defer filesMu.Unlock()
-	if files[path] != nil {
+	ran, err := files.Unless(path, func() (err error) {
+		before, after, err = compactFile(ctx, path, fi, lockTimeout)
+		return err
+	})
+	if !ran {
 		return fail(fmt.Errorf("the file is open in this process: %w (close its stores first)", store.ErrInUse))
+	}
+	return before, after, err
+}
+
+// compactFile is Compact's work on the file at path, which this process
+// does not have open; fi is what Compact checked.
+func compactFile(ctx context.Context, path string, fi fs.FileInfo, lockTimeout time.Duration) (before, after int64, err error) {
+	fail := func(err error) (int64, int64, error) {
+		return 0, 0, fmt.Errorf("store: compact %s: %w", path, err)
 	}
 	o, err := (&store.Options{LockTimeout: lockTimeout}).WithDefaults()
 	if err != nil {

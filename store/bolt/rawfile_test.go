@@ -93,12 +93,11 @@ func TestWriteWaitsForReadOnlyOpen(t *testing.T) {
 					}
 				}()
 				<-inside
-				filesMu.Lock()
-				f := files[path]
+				f, _, _ := files.Lookup(path)
 				if f == nil || !f.readOnly {
-					filesMu.Unlock()
 					t.Fatalf("the export's open of the file: %+v; want a read-only one", f)
 				}
+				// Set before the write starts and cleared after it ends.
 				waiting := make(chan struct{})
 				var once sync.Once
 				testHookWaitReadOnly = func(p string) {
@@ -106,12 +105,7 @@ func TestWriteWaitsForReadOnlyOpen(t *testing.T) {
 						once.Do(func() { close(waiting) })
 					}
 				}
-				filesMu.Unlock()
-				defer func() {
-					filesMu.Lock()
-					testHookWaitReadOnly = nil
-					filesMu.Unlock()
-				}()
+				defer func() { testHookWaitReadOnly = nil }()
 
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()

@@ -34,9 +34,8 @@ func TestWritebackOnlyForDurableWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			filesMu.Lock()
-			got := files[path].writeback != nil
-			filesMu.Unlock()
+			f, _, _ := files.Lookup(path)
+			got := f.writeback != nil
 			if got != tc.want {
 				t.Errorf("file has a writeback handle: %v; want %v", got, tc.want)
 			}

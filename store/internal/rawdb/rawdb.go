@@ -3,7 +3,8 @@
 // metadata (bolt, badger), have in common: listing the stores, exporting a
 // store and reading its index entries in one read transaction, with errors
 // named alike, the checks of an Import and a Drop, reading a URL's path and
-// parameters, and waiting for another process's lock. A backend gives its
+// parameters, waiting for another process's lock, and the registry of the
+// databases open in this process. A backend gives its
 // engine's read transaction ([Tx]), how it opens one ([Reader]), and how it
 // writes the records [Records] hands out.
 package rawdb
@@ -300,6 +301,19 @@ func (r *Records) Next(ctx context.Context) (store.Record, error) {
 	}
 	rec.Data = slices.Clone(rec.Data)
 	return rec, nil
+}
+
+// PrefixEnd returns the smallest key past every key starting with p, or nil
+// if there is none (p is all 0xff): where a scan of the prefix p ends.
+func PrefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }
 
 // Twice is the error of an Import given the key twice: the first record

@@ -262,3 +262,11 @@ func TestViewIndexEntries(t *testing.T) {
 		t.Errorf("IndexEntries of a missing store: %v; want ErrNotFound naming the operation and the database", err)
 	}
 }
+
+func TestPrefixEnd(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{{"ab", "ac"}, {"a\xff", "b"}, {"\xff\xff", ""}} {
+		if got := string(PrefixEnd([]byte(tc.in))); got != tc.want {
+			t.Errorf("PrefixEnd(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
