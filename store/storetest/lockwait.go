@@ -5,10 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/store"
 )
 
@@ -25,10 +21,7 @@ func CheckLockWaitBlocksNoOtherDatabase(t *testing.T, url func(path string) stri
 	t.Helper()
 	dir := t.TempDir()
 	held, other := filepath.Join(dir, "held"), filepath.Join(dir, "other")
-	codec, err := indexer.NewCodec(&corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := podCodec(t)
 	release := hold(t, held)
 	released := false
 	defer func() {
@@ -62,8 +55,7 @@ func CheckLockWaitBlocksNoOtherDatabase(t *testing.T, url func(path string) stri
 		if r.err != nil {
 			t.Fatalf("Open of another database: %v", r.err)
 		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
-		if err := r.s.Add(pod); err != nil {
+		if err := r.s.Add(newPod("ns", "a", "1")); err != nil {
 			t.Errorf("Add to the store of another database: %v", err)
 		} else if _, ok, err := r.s.GetByKey("ns/a"); !ok || err != nil {
 			t.Errorf("GetByKey of what was added to the store of another database: %v, %v", ok, err)
@@ -90,8 +82,7 @@ func CheckLockWaitBlocksNoOtherDatabase(t *testing.T, url func(path string) stri
 			t.Fatalf("Open %d of the held database once released: %v", i+1, r.err)
 		}
 		defer r.s.Close()
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", ResourceVersion: "1"}}
-		if err := r.s.Add(pod); err != nil {
+		if err := r.s.Add(newPod("ns", "b", "1")); err != nil {
 			t.Errorf("Add through Open %d of the held database: %v", i+1, err)
 		}
 	}

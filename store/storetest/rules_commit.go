@@ -66,18 +66,16 @@ func (h *harness) checkSeeded(t *testing.T, u string, objs []interface{}) {
 	CheckIndexes(t, s)
 }
 
-// badOp is an op that must make a whole batch fail.
-type badOp struct {
-	name string
-	op   store.Op
-	// persistent: only backends that encode objects can reject what the
-	// codec cannot encode (memory:// keeps objects as given).
-	persistent bool
-}
-
-func badOps() []badOp {
+func testCommitAtomic(t *testing.T, h *harness) {
 	var nilPod *corev1.Pod
-	return []badOp{
+	// Each op must make a whole batch fail.
+	for _, bad := range []struct {
+		name string
+		op   store.Op
+		// persistent: only backends that encode objects can reject what the
+		// codec cannot encode (memory:// keeps objects as given).
+		persistent bool
+	}{
 		{name: "nil object", op: store.Op{Type: store.OpPut}},
 		{name: "typed nil object", op: store.Op{Type: store.OpPut, Object: nilPod}},
 		{name: "key function error", op: store.Op{Type: store.OpPut, Object: "not an object"}},
@@ -88,11 +86,7 @@ func badOps() []badOp {
 		{name: "codec cannot encode", op: store.Op{Type: store.OpPut, Object: &corev1.ConfigMap{}}, persistent: true},
 		{name: "empty key", op: store.Op{Type: store.OpPut, Object: unnamed()}},
 		{name: "empty key delete", op: store.Op{Type: store.OpDelete, Object: cache.DeletedFinalStateUnknown{Key: ""}}},
-	}
-}
-
-func testCommitAtomic(t *testing.T, h *harness) {
-	for _, bad := range badOps() {
+	} {
 		for _, pos := range []string{"first", "last"} {
 			t.Run(bad.name+"/"+pos, func(t *testing.T) {
 				if bad.persistent && !h.b.Persistent {

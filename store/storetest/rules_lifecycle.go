@@ -56,14 +56,10 @@ func testClosed(t *testing.T, h *harness) {
 			wantErr(t, tc.name+" after Close", tc.call(), store.ErrClosed)
 		})
 	}
-	if n := len(s.List()); n != 0 {
-		t.Errorf("List after Close returned %d objects; want none", n)
-	}
-	if n := len(s.ListKeys()); n != 0 {
-		t.Errorf("ListKeys after Close returned %d keys; want none", n)
-	}
-	if n := len(s.ListIndexFuncValues(idxApp)); n != 0 {
-		t.Errorf("ListIndexFuncValues after Close returned %d values; want none", n)
+	for what, n := range map[string]int{"List": len(s.List()), "ListKeys": len(s.ListKeys()), "ListIndexFuncValues": len(s.ListIndexFuncValues(idxApp))} {
+		if n != 0 {
+			t.Errorf("%s after Close returned %d items; want none", what, n)
+		}
 	}
 	s.Bookmark("77") // must not panic
 	if err := s.Close(); err != nil {
@@ -194,9 +190,7 @@ func testConcurrency(t *testing.T, h *harness) {
 	errs := make(chan error, writers+readers)
 	stop := make(chan struct{})
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWriter {
 				p := newPod(fmt.Sprintf("ns-%d", w), fmt.Sprintf("p-%d", i), fmt.Sprint(i), fmt.Sprintf("app=a%d", i%5))
 				var err error
@@ -217,13 +211,11 @@ func testConcurrency(t *testing.T, h *harness) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	var rg sync.WaitGroup
 	for r := range readers {
-		rg.Add(1)
-		go func() {
-			defer rg.Done()
+		rg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -247,7 +239,7 @@ func testConcurrency(t *testing.T, h *harness) {
 				// for fsync under -race on small machines.
 				time.Sleep(200 * time.Microsecond)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(stop)

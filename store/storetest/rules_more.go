@@ -112,9 +112,7 @@ func testAddIndexersDuringWrites(t *testing.T, h *harness) {
 	var wg sync.WaitGroup
 	errs := make(chan error, writers+1)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWriter {
 				p := newPod("ns", fmt.Sprintf("w%d-%d", w, i%20), fmt.Sprint(i), fmt.Sprintf("zone=z%d", i%3))
 				if err := s.Update(p); err != nil {
@@ -122,15 +120,13 @@ func testAddIndexersDuringWrites(t *testing.T, h *harness) {
 					return
 				}
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		if err := s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}); err != nil {
 			errs <- err
 		}
-	}()
+	})
 	wg.Wait()
 	close(errs)
 	for err := range errs {

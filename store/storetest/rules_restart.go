@@ -47,9 +47,7 @@ func testRestartSurvives(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
 	checkDiff(t, before, contents(t, s), "objects after restart")
 	checkRV(t, s, "8")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset after a plain restart = %q; want empty", r)
-	}
+	checkReset(t, s, false, "after a plain restart")
 	for _, tc := range []struct {
 		index, value string
 		want         []string
@@ -158,9 +156,7 @@ func testRestartIndexSetChange(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, changed)
 	checkDiff(t, before, contents(t, s), "objects after an index set change")
 	checkRV(t, s, "3")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset = %q; an index set change must not reset the store", r)
-	}
+	checkReset(t, s, false, "after an index set change")
 	checkDiff(t, []string{"ns/a", "ns/c"}, indexKeys(t, s, "zone", "east"), "IndexKeys(zone, east) of the new index")
 	if _, err := s.ByIndex(idxApp, "web"); err == nil {
 		t.Error("the removed index app is still queryable")
@@ -231,16 +227,12 @@ func testRestartKeyFuncChange(t *testing.T, h *harness) {
 		t.Errorf("reopened with a key function that computes other keys, the store holds %q; want it empty", keys)
 	}
 	checkRV(t, s, "")
-	if s.Info().Reset == "" {
-		t.Error("Info().Reset is empty; want why the store was emptied")
-	}
+	checkReset(t, s, true, "after a key function change")
 	// Under the new function the store works as a new one.
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "4", "app=web")))
 	s = h.reopen(t, s, u, opts(byUID))
 	checkDiff(t, []string{"uid:ns.a"}, s.ListKeys(), "keys after a write and a restart under the new function")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset = %q after a restart under the same function; want empty", r)
-	}
+	checkReset(t, s, false, "after a restart under the same function")
 	CheckIndexes(t, s)
 }
 
@@ -284,9 +276,7 @@ func testRestartScopeChange(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, o2)
 	checkContents(t, s, map[string]string{})
 	checkRV(t, s, "")
-	if s.Info().Reset == "" {
-		t.Error("Info().Reset is empty after a scope change; want the reason")
-	}
+	checkReset(t, s, true, "after a scope change")
 	if got := s.Info().Scope; got != o2.Scope {
 		t.Errorf("Info().Scope = %q; want %q", got, o2.Scope)
 	}
@@ -304,9 +294,7 @@ func testRestartScopeChange(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, o3)
 	checkContents(t, s, want(t, p))
 	checkRV(t, s, "101")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset = %q after reopening with the same scope; want empty", r)
-	}
+	checkReset(t, s, false, "after reopening with the same scope")
 }
 
 func testRestartTwoNames(t *testing.T, h *harness) {

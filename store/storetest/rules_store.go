@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -231,14 +232,13 @@ func testIndexOfObject(t *testing.T, h *harness) {
 func testUnknownIndex(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=web")))
-	if _, err := s.ByIndex("no-such-index", "web"); err == nil {
-		t.Error("ByIndex of an unknown index: no error")
-	}
-	if _, err := s.IndexKeys("no-such-index", "web"); err == nil {
-		t.Error("IndexKeys of an unknown index: no error")
-	}
-	if _, err := s.Index("no-such-index", newPod("ns", "a", "")); err == nil {
-		t.Error("Index of an unknown index: no error")
+	_, errByIndex := s.ByIndex("no-such-index", "web")
+	_, errIndexKeys := s.IndexKeys("no-such-index", "web")
+	_, errIndex := s.Index("no-such-index", newPod("ns", "a", ""))
+	for what, err := range map[string]error{"ByIndex": errByIndex, "IndexKeys": errIndexKeys, "Index": errIndex} {
+		if err == nil {
+			t.Errorf("%s of an unknown index: no error", what)
+		}
 	}
 	if v := s.ListIndexFuncValues("no-such-index"); v == nil || len(v) != 0 {
 		t.Errorf("ListIndexFuncValues of an unknown index = %#v; want an empty, non-nil list (client-go's)", v)
@@ -307,7 +307,7 @@ func testAddIndexersFailure(t *testing.T, h *harness) {
 	failing := func(obj interface{}) ([]string, error) {
 		m, _ := metaOf(obj)
 		if m != nil && m.GetLabels()["bad"] == "yes" {
-			return nil, errFixture
+			return nil, errors.New("storetest: index function fails on purpose")
 		}
 		return []string{"ok"}, nil
 	}

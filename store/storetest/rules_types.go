@@ -29,7 +29,7 @@ func unstructuredOptions(name string) *store.Options {
 }
 
 func newUnstructured(ns, name, rv, app string, replicas int64) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]interface{}{
+	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "example.com/v1",
 		"kind":       "Widget",
 		"metadata": map[string]interface{}{
@@ -40,7 +40,6 @@ func newUnstructured(ns, name, rv, app string, replicas int64) *unstructured.Uns
 		},
 		"spec": map[string]interface{}{"replicas": replicas, "ratio": 0.5, "on": true},
 	}}
-	return u
 }
 
 // checkUnstructured checks that the stored object has spec.replicas as an
