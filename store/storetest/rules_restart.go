@@ -25,6 +25,9 @@ var _ = addRules(
 	rule{name: "Restart/TwoNames", persistent: true, contract: "database: two stores with different Names in one database are independent, each with its own resume point", fn: testRestartTwoNames},
 	rule{name: "Restart/DiskSize", persistent: true, contract: "store.DiskSizer: persistent backends tell the bytes their database takes on disk, at least those of the objects stored", fn: testDiskSize},
 	rule{name: "Restart/InUse", persistent: true, contract: "database: opening the same Name twice in one process fails with ErrInUse; it opens again after Close", fn: testRestartInUse},
+	rule{name: "Restart/AfterAddIndexers", persistent: true, contract: "restart: indexes added with AddIndexers and maintained by later writes are right after a restart that keeps them, and gone after one that does not", fn: testRestartAfterAddIndexers},
+	rule{name: "Restart/OpaqueResumePoint", persistent: true, contract: "restart: the resume point is kept byte for byte, whatever its content", fn: testRestartOpaqueRV},
+	rule{name: "Restart/LargeBatch", persistent: true, contract: "restart: a large Replace and a large Commit survive", fn: testRestartLargeBatch},
 )
 
 // reopen closes s and opens the store again at u with opts.
@@ -366,4 +369,53 @@ func testDiskSize(t *testing.T, h *harness) {
 	if limit := int64(8 * n * size); got > limit {
 		t.Errorf("DiskSize = %d bytes for %d objects of %d bytes each, want at most %d", got, n, size, limit)
 	}
+}
+
+func testRestartAfterAddIndexers(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "zone=east")))
+	mustOK(t, "Add", s.Add(newPod("ns", "b", "1", "zone=west")))
+	mustOK(t, "AddIndexers", s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}))
+	mustOK(t, "Update", s.Update(newPod("ns", "a", "2", "zone=west")))
+	mustOK(t, "Add", s.Add(newPod("ns", "c", "3", "zone=north")))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "3"}))
+
+	withZone := podOptions(t, "pods")
+	withZone.Indexers["zone"] = labelIndex("zone")
+	s = h.reopen(t, s, u, withZone)
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, "zone", "west"), "IndexKeys(zone, west) after restart")
+	checkDiff(t, []string{"north", "west"}, sortedValues(s, "zone"), "ListIndexFuncValues(zone) after restart")
+	checkRV(t, s, "3")
+	CheckIndexes(t, s)
+
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	if _, err := s.IndexKeys("zone", "west"); err == nil {
+		t.Error("the index dropped from the options is still queryable after restart")
+	}
+	checkRV(t, s, "3")
+	CheckIndexes(t, s)
+}
+
+func testRestartOpaqueRV(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	rv := "é/\x00" + strings.Repeat("9", 1000)
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: rv}))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkRV(t, s, rv)
+}
+
+func testRestartLargeBatch(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	list := bigPods("r", 1500, 8<<10)
+	mustOK(t, "Replace", s.Replace(list, "100"))
+	more := bigPods("c", 1500, 8<<10)
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: puts(more...), ResourceVersion: "101"}))
+	mustOK(t, "Replace", s.Replace(more[:500], "102"))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkVersions(t, s, more[:500]...)
+	checkRV(t, s, "102")
+	CheckIndexes(t, s)
 }

@@ -376,7 +376,7 @@ func wantErr(t testing.TB, what string, err, target error, says ...string) {
 }
 
 // checkRV checks the resume point through both accessors
-// (LastStoreSyncResourceVersion is not one: see rules_seen.go).
+// (LastStoreSyncResourceVersion is not one: see testSeenClientGo).
 func checkRV(t testing.TB, s store.Store, want string) {
 	t.Helper()
 	if got := s.ResourceVersion(); got != want {
