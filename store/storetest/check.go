@@ -141,10 +141,7 @@ func CheckUnreadableListed(t testing.TB, rawURL, readable, newer, damaged string
 			}
 		}
 	}
-	first := newer
-	if damaged < newer {
-		first = damaged
-	}
+	first := min(newer, damaged)
 	if _, err := store.Stores(t.Context(), rawURL); err == nil || !strings.Contains(err.Error(), first) || kind(err) != want[first] {
 		t.Errorf("Stores: %v; want the error of %s, the first unreadable store", err, first)
 	}
