@@ -161,11 +161,7 @@ func Reopened[T any](t testing.TB, s store.Store, o store.Options, reset bool, w
 // Put stores objs with the resume point rv in one Commit.
 func Put[T any](t testing.TB, s store.Store, objs []T, rv string) {
 	t.Helper()
-	var ops []store.Op
-	for _, obj := range objs {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: obj})
-	}
-	if err := s.Commit(context.Background(), store.Batch{Ops: ops, ResourceVersion: rv}); err != nil {
+	if err := s.Commit(context.Background(), store.Batch{Ops: puts(objs...), ResourceVersion: rv}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 }

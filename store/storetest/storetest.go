@@ -325,7 +325,7 @@ func sortedValues(s store.Store, index string) []string {
 }
 
 // puts returns an OpPut of each object.
-func puts(objs ...interface{}) []store.Op {
+func puts[T any](objs ...T) []store.Op {
 	ops := make([]store.Op, len(objs))
 	for i, o := range objs {
 		ops[i] = store.Op{Type: store.OpPut, Object: o}
