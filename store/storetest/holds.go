@@ -104,9 +104,8 @@ func Holds[T any](t testing.TB, when string, s store.Store, o store.Options, wan
 			t.Errorf("%s: GetByKey(%.40q) = %s, want %s", when, key, got, want)
 		}
 	}
-	gotIdx := map[string]map[string][]string{}
+	gotIdx := noValues(o)
 	for name := range o.Indexers {
-		gotIdx[name] = map[string][]string{}
 		for _, v := range s.ListIndexFuncValues(name) {
 			ikeys, err := s.IndexKeys(name, v)
 			if err != nil {
@@ -149,13 +148,7 @@ func Holds[T any](t testing.TB, when string, s store.Store, o store.Options, wan
 // returns the resume point s holds.
 func Reopened[T any](t testing.TB, s store.Store, o store.Options, reset bool, want []T, rv, relistRV string, sum Summary) string {
 	t.Helper()
-	got := s.Info().Reset
-	switch {
-	case reset && got == "":
-		t.Error("Info().Reset is empty; want why the store was emptied")
-	case !reset && got != "":
-		t.Errorf("the open emptied the store: %s", got)
-	}
+	checkReset(t, s, reset, "after the open")
 	if reset {
 		Holds(t, "after the emptying open", s, o, []T(nil), "", sum)
 		Put(t, s, want, relistRV)
@@ -168,11 +161,7 @@ func Reopened[T any](t testing.TB, s store.Store, o store.Options, reset bool, w
 // Put stores objs with the resume point rv in one Commit.
 func Put[T any](t testing.TB, s store.Store, objs []T, rv string) {
 	t.Helper()
-	var ops []store.Op
-	for _, obj := range objs {
-		ops = append(ops, store.Op{Type: store.OpPut, Object: obj})
-	}
-	if err := s.Commit(context.Background(), store.Batch{Ops: ops, ResourceVersion: rv}); err != nil {
+	if err := s.Commit(context.Background(), store.Batch{Ops: puts(objs...), ResourceVersion: rv}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 }
@@ -188,14 +177,7 @@ func RawHolds[T any](t testing.TB, d store.RawDriver, u *url.URL, formatVersion 
 	ctx := context.Background()
 	wantObjs, wantIdx := expected(t, o, want, sum)
 	indexes := slices.Sorted(maps.Keys(o.Indexers))
-	emptyIdx := func() map[string]map[string][]string {
-		m := map[string]map[string][]string{}
-		for _, name := range indexes {
-			m[name] = map[string][]string{}
-		}
-		return m
-	}
-	gotObjs, gotIdx := map[string]string{}, emptyIdx()
+	gotObjs, gotIdx := map[string]string{}, noValues(o)
 	info, err := d.Export(ctx, u, o.Name, func(r store.Record) error {
 		obj, err := indexer.Decode(o.Codec, r.Data)
 		if err != nil {
@@ -227,7 +209,7 @@ func RawHolds[T any](t testing.TB, d store.RawDriver, u *url.URL, formatVersion 
 		t.Errorf("raw Export: index values (-want +got):\n%s", diff)
 	}
 
-	gotEntries := emptyIdx()
+	gotEntries := noValues(o)
 	err = entries(ctx, u, o.Name, func(index, value, key string) error {
 		if gotEntries[index] == nil {
 			return fmt.Errorf("entry of unknown index %q", index)
@@ -248,10 +230,7 @@ func RawHolds[T any](t testing.TB, d store.RawDriver, u *url.URL, formatVersion 
 // summary, and per index, per value, the sorted keys.
 func expected[T any](t testing.TB, o store.Options, want []T, sum Summary) (objs map[string]string, idx map[string]map[string][]string) {
 	t.Helper()
-	objs, idx = map[string]string{}, map[string]map[string][]string{}
-	for name := range o.Indexers {
-		idx[name] = map[string][]string{}
-	}
+	objs, idx = map[string]string{}, noValues(o)
 	for _, obj := range want {
 		key := mustKey(t, o, obj)
 		objs[key] = sum(obj)
@@ -267,6 +246,15 @@ func expected[T any](t testing.TB, o store.Options, want []T, sum Summary) (objs
 	}
 	sortKeys(idx)
 	return objs, idx
+}
+
+// noValues returns, per index of o, an empty map of values to keys.
+func noValues(o store.Options) map[string]map[string][]string {
+	idx := map[string]map[string][]string{}
+	for name := range o.Indexers {
+		idx[name] = map[string][]string{}
+	}
+	return idx
 }
 
 func mustKey(t testing.TB, o store.Options, obj interface{}) string {

@@ -91,9 +91,7 @@ func checkDroppedGone(t *testing.T, h *harness, u, name string, opts *store.Opti
 	s := h.open(t, u, opts)
 	checkContents(t, s, map[string]string{})
 	checkRV(t, s, "")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset of a dropped store opened again = %q; want empty: it is a new store", r)
-	}
+	checkReset(t, s, false, "of a dropped store opened again (a new store)")
 	CheckIndexes(t, s)
 	return s
 }
@@ -266,18 +264,14 @@ func testDropConcurrent(t *testing.T, h *harness) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 0; i < n; i += 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := store.Drop(t.Context(), u, fmt.Sprintf("s%d", i)); err != nil {
 				errs <- err
 			}
-		}()
+		})
 	}
 	// Readers of the database meanwhile see each store whole or gone.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for range 3 {
 			infos, err := store.Stores(t.Context(), u)
 			if err != nil {
@@ -291,7 +285,7 @@ func testDropConcurrent(t *testing.T, h *harness) {
 				}
 			}
 		}
-	}()
+	})
 	wg.Wait()
 	close(errs)
 	for err := range errs {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -21,8 +22,12 @@ var _ = addRules(
 	rule{name: "Open/UnknownParameter", contract: "store.Open: an unknown URL parameter is rejected with ErrInvalid naming it", fn: testUnknownParameter},
 	rule{name: "Open/BadOptions", contract: "store.Open: invalid options (custom key function without a name, negative durations) are rejected with ErrInvalid", fn: testBadOptions},
 	rule{name: "Keys/Unusual", contract: "keys and index values with unicode, '/', empty namespace (cluster-scoped), 64 KiB strings and NUL bytes are stored, found and indexed exactly", fn: testUnusualKeys},
+	rule{name: "Keys/EmptyRefused", contract: "Store: a write or Commit op whose key is \"\" fails with ErrInvalid saying \"empty key\" (a batch's error names the op by position and type), deletes included, and leaves the store unchanged; Get and GetByKey of \"\" find nothing without error, as in client-go", fn: testEmptyKey},
+	rule{name: "Keys/NamespaceWithoutNameRefused", contract: "Store: a write or Commit op of an object with a namespace and no name (key \"ns/\", no object the API server serves) fails with ErrInvalid naming the key, and leaves the store unchanged", fn: testNoNameKey},
+	rule{name: "Keys/EmptyRefusedByImport", persistent: true, contract: "store.Import: a record with an empty key fails the import with ErrInvalid saying \"empty key\" and naming the record, and the store keeps its previous contents", fn: testEmptyKeyImport},
 	rule{name: "Objects/Large", contract: "objects of 1 MiB are stored and returned intact", fn: testLargeObjects},
 	rule{name: "Concurrency/WritersAndReaders", contract: "Store: concurrent writers and readers (run with -race) end with every write applied and indexes consistent", fn: testConcurrency},
+	rule{name: "Concurrency/AddIndexersDuringWrites", contract: "cache.Indexer: AddIndexers while writers run leaves the new index consistent with every object", fn: testAddIndexersDuringWrites},
 )
 
 func testClosed(t *testing.T, h *harness) {
@@ -56,14 +61,10 @@ func testClosed(t *testing.T, h *harness) {
 			wantErr(t, tc.name+" after Close", tc.call(), store.ErrClosed)
 		})
 	}
-	if n := len(s.List()); n != 0 {
-		t.Errorf("List after Close returned %d objects; want none", n)
-	}
-	if n := len(s.ListKeys()); n != 0 {
-		t.Errorf("ListKeys after Close returned %d keys; want none", n)
-	}
-	if n := len(s.ListIndexFuncValues(idxApp)); n != 0 {
-		t.Errorf("ListIndexFuncValues after Close returned %d values; want none", n)
+	for what, n := range map[string]int{"List": len(s.List()), "ListKeys": len(s.ListKeys()), "ListIndexFuncValues": len(s.ListIndexFuncValues(idxApp))} {
+		if n != 0 {
+			t.Errorf("%s after Close returned %d items; want none", what, n)
+		}
 	}
 	s.Bookmark("77") // must not panic
 	if err := s.Close(); err != nil {
@@ -194,9 +195,7 @@ func testConcurrency(t *testing.T, h *harness) {
 	errs := make(chan error, writers+readers)
 	stop := make(chan struct{})
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWriter {
 				p := newPod(fmt.Sprintf("ns-%d", w), fmt.Sprintf("p-%d", i), fmt.Sprint(i), fmt.Sprintf("app=a%d", i%5))
 				var err error
@@ -217,13 +216,11 @@ func testConcurrency(t *testing.T, h *harness) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	var rg sync.WaitGroup
 	for r := range readers {
-		rg.Add(1)
-		go func() {
-			defer rg.Done()
+		rg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -247,7 +244,7 @@ func testConcurrency(t *testing.T, h *harness) {
 				// for fsync under -race on small machines.
 				time.Sleep(200 * time.Microsecond)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(stop)
@@ -269,4 +266,120 @@ func testConcurrency(t *testing.T, h *harness) {
 	if rv := s.ResourceVersion(); rv == "" {
 		t.Error("ResourceVersion after concurrent commits is empty")
 	}
+}
+
+func testAddIndexersDuringWrites(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	const writers, perWriter = 3, 80
+	var wg sync.WaitGroup
+	errs := make(chan error, writers+1)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				p := newPod("ns", fmt.Sprintf("w%d-%d", w, i%20), fmt.Sprint(i), fmt.Sprintf("zone=z%d", i%3))
+				if err := s.Update(p); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		if err := s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}); err != nil {
+			errs <- err
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, ok := s.GetIndexers()["zone"]; !ok {
+		t.Fatal("the index added during writes is missing")
+	}
+	CheckIndexes(t, s)
+}
+
+// unnamed returns a cluster-scoped pod without a name: the default key
+// function gives it the empty key. (A namespaced pod without a name has
+// the key "ns/".)
+func unnamed() interface{} { return newPod("", "", "1", "app=web") }
+
+func testEmptyKey(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	objs := seed(t, s)
+	tombstone := cache.DeletedFinalStateUnknown{Key: "", Obj: unnamed()}
+	good := store.Op{Type: store.OpPut, Object: newPod("ns", "new", "9", "app=web")}
+	checkRefused(t, s, []refusal{
+		{"Add", func() error { return s.Add(unnamed()) }, []string{"empty key", "add"}},
+		{"Update", func() error { return s.Update(unnamed()) }, []string{"empty key", "update"}},
+		{"Delete", func() error { return s.Delete(unnamed()) }, []string{"empty key", "delete"}},
+		{"Delete tombstone", func() error { return s.Delete(tombstone) }, []string{"empty key", "delete"}},
+		{"Replace", func() error { return s.Replace([]interface{}{newPod("ns", "r", "1"), unnamed()}, "99") }, []string{"empty key", "replace", "op 1 of 2 (put"}},
+		{"Commit put", func() error {
+			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpPut, Object: unnamed()}, good}})
+		}, []string{"empty key", "commit", "op 1 of 3 (put"}},
+		{"Commit delete", func() error {
+			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpDelete, Object: unnamed()}}})
+		}, []string{"empty key", "commit", "op 1 of 2 (delete"}},
+		{"Commit delete tombstone", func() error {
+			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{{Type: store.OpDelete, Object: tombstone}, good}})
+		}, []string{"empty key", "commit", "op 0 of 2 (delete"}},
+		{"Prepare", func() error {
+			p, err := store.Prepare(s, store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpPut, Object: unnamed()}}})
+			if err == nil {
+				// Stores without store.BatchPreparer validate when committing.
+				err = p.Commit(t.Context())
+			}
+			return err
+		}, []string{"empty key", "op 1 of 2 (put"}},
+	})
+	if obj, ok, err := s.GetByKey(""); obj != nil || ok || err != nil {
+		t.Errorf("GetByKey(\"\") = %v, %v, %v; want nil, false, nil", obj, ok, err)
+	}
+	if obj, ok, err := s.Get(unnamed()); obj != nil || ok || err != nil {
+		t.Errorf("Get of an object whose key is \"\" = %v, %v, %v; want nil, false, nil", obj, ok, err)
+	}
+	checkContents(t, s, want(t, objs...))
+	CheckIndexes(t, s)
+}
+
+func testEmptyKeyImport(t *testing.T, h *harness) {
+	u := h.url(t)
+	opts := podOptions(t, "pods")
+	s := h.open(t, u, opts)
+	objs := seed(t, s)
+	// Closed: an import refuses a store open in this process.
+	closeStore(t, s)
+	d, err := export(t, u, "pods")
+	if errors.Is(err, store.ErrInvalid) {
+		t.Skipf("the backend cannot export this URL record by record: %v", err)
+	}
+	mustOK(t, "Export", err)
+	if len(d.Records) == 0 {
+		t.Fatal("Export of a seeded store returned no records")
+	}
+	// A valid record first, so that the refusal comes mid-stream, after
+	// the backend has started writing.
+	bad := d.Records[0]
+	bad.Key = ""
+	err = store.Import(t.Context(), u, d.Info, Records(d.Records[0], bad))
+	wantErr(t, "Import of a record with an empty key", err, store.ErrInvalid, "empty key", "record 2", "import")
+	h.checkSeeded(t, u, objs)
+}
+
+func testNoNameKey(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	objs := seed(t, s)
+	noName := newPod("ns", "", "1", "app=web")
+	good := store.Op{Type: store.OpPut, Object: newPod("ns", "new", "9", "app=web")}
+	says := []string{`"ns/"`}
+	checkRefused(t, s, []refusal{
+		{"Add", func() error { return s.Add(noName) }, says},
+		{"Update", func() error { return s.Update(noName) }, says},
+		{"Commit put", func() error {
+			return s.Commit(t.Context(), store.Batch{ResourceVersion: "99", Ops: []store.Op{good, {Type: store.OpPut, Object: noName}}})
+		}, says},
+	})
+	checkContents(t, s, want(t, objs...))
 }

@@ -25,6 +25,9 @@ var _ = addRules(
 	rule{name: "Restart/TwoNames", persistent: true, contract: "database: two stores with different Names in one database are independent, each with its own resume point", fn: testRestartTwoNames},
 	rule{name: "Restart/DiskSize", persistent: true, contract: "store.DiskSizer: persistent backends tell the bytes their database takes on disk, at least those of the objects stored", fn: testDiskSize},
 	rule{name: "Restart/InUse", persistent: true, contract: "database: opening the same Name twice in one process fails with ErrInUse; it opens again after Close", fn: testRestartInUse},
+	rule{name: "Restart/AfterAddIndexers", persistent: true, contract: "restart: indexes added with AddIndexers and maintained by later writes are right after a restart that keeps them, and gone after one that does not", fn: testRestartAfterAddIndexers},
+	rule{name: "Restart/OpaqueResumePoint", persistent: true, contract: "restart: the resume point is kept byte for byte, whatever its content", fn: testRestartOpaqueRV},
+	rule{name: "Restart/LargeBatch", persistent: true, contract: "restart: a large Replace and a large Commit survive", fn: testRestartLargeBatch},
 )
 
 // reopen closes s and opens the store again at u with opts.
@@ -47,9 +50,7 @@ func testRestartSurvives(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, podOptions(t, "pods"))
 	checkDiff(t, before, contents(t, s), "objects after restart")
 	checkRV(t, s, "8")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset after a plain restart = %q; want empty", r)
-	}
+	checkReset(t, s, false, "after a plain restart")
 	for _, tc := range []struct {
 		index, value string
 		want         []string
@@ -158,9 +159,7 @@ func testRestartIndexSetChange(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, changed)
 	checkDiff(t, before, contents(t, s), "objects after an index set change")
 	checkRV(t, s, "3")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset = %q; an index set change must not reset the store", r)
-	}
+	checkReset(t, s, false, "after an index set change")
 	checkDiff(t, []string{"ns/a", "ns/c"}, indexKeys(t, s, "zone", "east"), "IndexKeys(zone, east) of the new index")
 	if _, err := s.ByIndex(idxApp, "web"); err == nil {
 		t.Error("the removed index app is still queryable")
@@ -231,16 +230,12 @@ func testRestartKeyFuncChange(t *testing.T, h *harness) {
 		t.Errorf("reopened with a key function that computes other keys, the store holds %q; want it empty", keys)
 	}
 	checkRV(t, s, "")
-	if s.Info().Reset == "" {
-		t.Error("Info().Reset is empty; want why the store was emptied")
-	}
+	checkReset(t, s, true, "after a key function change")
 	// Under the new function the store works as a new one.
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "4", "app=web")))
 	s = h.reopen(t, s, u, opts(byUID))
 	checkDiff(t, []string{"uid:ns.a"}, s.ListKeys(), "keys after a write and a restart under the new function")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset = %q after a restart under the same function; want empty", r)
-	}
+	checkReset(t, s, false, "after a restart under the same function")
 	CheckIndexes(t, s)
 }
 
@@ -284,9 +279,7 @@ func testRestartScopeChange(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, o2)
 	checkContents(t, s, map[string]string{})
 	checkRV(t, s, "")
-	if s.Info().Reset == "" {
-		t.Error("Info().Reset is empty after a scope change; want the reason")
-	}
+	checkReset(t, s, true, "after a scope change")
 	if got := s.Info().Scope; got != o2.Scope {
 		t.Errorf("Info().Scope = %q; want %q", got, o2.Scope)
 	}
@@ -304,9 +297,7 @@ func testRestartScopeChange(t *testing.T, h *harness) {
 	s = h.reopen(t, s, u, o3)
 	checkContents(t, s, want(t, p))
 	checkRV(t, s, "101")
-	if r := s.Info().Reset; r != "" {
-		t.Errorf("Info().Reset = %q after reopening with the same scope; want empty", r)
-	}
+	checkReset(t, s, false, "after reopening with the same scope")
 }
 
 func testRestartTwoNames(t *testing.T, h *harness) {
@@ -378,4 +369,53 @@ func testDiskSize(t *testing.T, h *harness) {
 	if limit := int64(8 * n * size); got > limit {
 		t.Errorf("DiskSize = %d bytes for %d objects of %d bytes each, want at most %d", got, n, size, limit)
 	}
+}
+
+func testRestartAfterAddIndexers(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "zone=east")))
+	mustOK(t, "Add", s.Add(newPod("ns", "b", "1", "zone=west")))
+	mustOK(t, "AddIndexers", s.AddIndexers(cache.Indexers{"zone": labelIndex("zone")}))
+	mustOK(t, "Update", s.Update(newPod("ns", "a", "2", "zone=west")))
+	mustOK(t, "Add", s.Add(newPod("ns", "c", "3", "zone=north")))
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: "3"}))
+
+	withZone := podOptions(t, "pods")
+	withZone.Indexers["zone"] = labelIndex("zone")
+	s = h.reopen(t, s, u, withZone)
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, "zone", "west"), "IndexKeys(zone, west) after restart")
+	checkDiff(t, []string{"north", "west"}, sortedValues(s, "zone"), "ListIndexFuncValues(zone) after restart")
+	checkRV(t, s, "3")
+	CheckIndexes(t, s)
+
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	if _, err := s.IndexKeys("zone", "west"); err == nil {
+		t.Error("the index dropped from the options is still queryable after restart")
+	}
+	checkRV(t, s, "3")
+	CheckIndexes(t, s)
+}
+
+func testRestartOpaqueRV(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	rv := "é/\x00" + strings.Repeat("9", 1000)
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{ResourceVersion: rv}))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkRV(t, s, rv)
+}
+
+func testRestartLargeBatch(t *testing.T, h *harness) {
+	u := h.url(t)
+	s := h.open(t, u, podOptions(t, "pods"))
+	list := bigPods("r", 1500, 8<<10)
+	mustOK(t, "Replace", s.Replace(list, "100"))
+	more := bigPods("c", 1500, 8<<10)
+	mustOK(t, "Commit", s.Commit(t.Context(), store.Batch{Ops: puts(more...), ResourceVersion: "101"}))
+	mustOK(t, "Replace", s.Replace(more[:500], "102"))
+	s = h.reopen(t, s, u, podOptions(t, "pods"))
+	checkVersions(t, s, more[:500]...)
+	checkRV(t, s, "102")
+	CheckIndexes(t, s)
 }

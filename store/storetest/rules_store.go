@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,7 +17,9 @@ var _ = addRules(
 	rule{name: "Store/ListAndListKeys", contract: "cache.Store: List and ListKeys return exactly the stored objects and keys (an empty store: empty, non-nil lists, as client-go's)", fn: testListAndListKeys},
 	rule{name: "Store/DeleteTombstone", contract: "cache.Store: Delete accepts a cache.DeletedFinalStateUnknown and removes the object under its key", fn: testDeleteTombstone},
 	rule{name: "Store/Replace", contract: "cache.Store: Replace makes the contents exactly the list, rebuilds the indexes, and sets ResourceVersion to the list RV (an empty RV leaves it unchanged)", fn: testReplace},
+	rule{name: "Store/ReplaceDuplicateKeys", contract: "cache.Store: Replace with several objects under one key keeps the last, with only its index entries", fn: testReplaceDuplicates},
 	rule{name: "Indexer/MultiValue", contract: "cache.Indexer: an object with several values of one index is found under each value", fn: testMultiValue},
+	rule{name: "Indexer/DuplicateAndEmptyValues", contract: "cache.Indexer: an index function returning a value twice indexes the object once; the empty string is a value like any other", fn: testDuplicateValues},
 	rule{name: "Indexer/DeleteRemovesEntries", contract: "cache.Indexer: deleting an object removes its index entries, and value sets left empty disappear from ListIndexFuncValues", fn: testDeleteRemovesEntries},
 	rule{name: "Indexer/UpdateMovesEntries", contract: "cache.Indexer: updating an object whose index values change moves it from the old values to the new ones", fn: testUpdateMovesEntries},
 	rule{name: "Indexer/Index", contract: "cache.Indexer: Index(obj) returns the objects sharing an index value with obj", fn: testIndexOfObject},
@@ -231,14 +234,13 @@ func testIndexOfObject(t *testing.T, h *harness) {
 func testUnknownIndex(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "app=web")))
-	if _, err := s.ByIndex("no-such-index", "web"); err == nil {
-		t.Error("ByIndex of an unknown index: no error")
-	}
-	if _, err := s.IndexKeys("no-such-index", "web"); err == nil {
-		t.Error("IndexKeys of an unknown index: no error")
-	}
-	if _, err := s.Index("no-such-index", newPod("ns", "a", "")); err == nil {
-		t.Error("Index of an unknown index: no error")
+	_, errByIndex := s.ByIndex("no-such-index", "web")
+	_, errIndexKeys := s.IndexKeys("no-such-index", "web")
+	_, errIndex := s.Index("no-such-index", newPod("ns", "a", ""))
+	for what, err := range map[string]error{"ByIndex": errByIndex, "IndexKeys": errIndexKeys, "Index": errIndex} {
+		if err == nil {
+			t.Errorf("%s of an unknown index: no error", what)
+		}
 	}
 	if v := s.ListIndexFuncValues("no-such-index"); v == nil || len(v) != 0 {
 		t.Errorf("ListIndexFuncValues of an unknown index = %#v; want an empty, non-nil list (client-go's)", v)
@@ -307,7 +309,7 @@ func testAddIndexersFailure(t *testing.T, h *harness) {
 	failing := func(obj interface{}) ([]string, error) {
 		m, _ := metaOf(obj)
 		if m != nil && m.GetLabels()["bad"] == "yes" {
-			return nil, errFixture
+			return nil, errors.New("storetest: index function fails on purpose")
 		}
 		return []string{"ok"}, nil
 	}
@@ -325,4 +327,39 @@ func testAddIndexersFailure(t *testing.T, h *harness) {
 func testGetIndexers(t *testing.T, h *harness) {
 	s := h.openPods(t)
 	checkDiff(t, []string{idxApp, idxGuard, idxLabels, idxNamespace}, slices.Sorted(maps.Keys(s.GetIndexers())), "GetIndexers names")
+}
+
+func testReplaceDuplicates(t *testing.T, h *harness) {
+	s := h.openPods(t)
+	seed(t, s)
+	a1, a2 := newPod("ns", "a", "10", "app=first"), newPod("ns", "a", "11", "app=second")
+	mustOK(t, "Replace", s.Replace([]interface{}{a1, newPod("ns", "z", "12"), a2}, "13"))
+	checkContents(t, s, want(t, a2, newPod("ns", "z", "12")))
+	checkDiff(t, []string{"second"}, sortedValues(s, idxApp), "ListIndexFuncValues(app)")
+	CheckIndexes(t, s)
+}
+
+func testDuplicateValues(t *testing.T, h *harness) {
+	twice := func(obj interface{}) ([]string, error) {
+		m, err := metaOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		v := m.GetLabels()["v"]
+		return []string{v, v}, nil
+	}
+	o := podOptions(t, "pods")
+	o.Indexers["twice"] = twice
+	s := h.open(t, h.url(t), o)
+	mustOK(t, "Add", s.Add(newPod("ns", "a", "1", "v=x", "app=")))
+	mustOK(t, "Add", s.Add(newPod("ns", "b", "1", "app=")))
+	checkDiff(t, []string{"ns/a"}, byIndexKeys(t, s, "twice", "x"), "ByIndex(twice, x)")
+	checkDiff(t, []string{"ns/b"}, indexKeys(t, s, "twice", ""), "IndexKeys(twice, \"\")")
+	checkDiff(t, []string{"ns/a", "ns/b"}, indexKeys(t, s, idxApp, ""), "IndexKeys(app, \"\")")
+	CheckIndexes(t, s)
+	mustOK(t, "Update", s.Update(newPod("ns", "a", "2", "v=y")))
+	mustOK(t, "Delete", s.Delete(newPod("ns", "b", "")))
+	checkDiff(t, []string{"y"}, sortedValues(s, "twice"), "ListIndexFuncValues(twice)")
+	checkDiff(t, none, s.ListIndexFuncValues(idxApp), "ListIndexFuncValues(app)")
+	CheckIndexes(t, s)
 }

@@ -16,6 +16,7 @@ import (
 var _ = addRules(
 	rule{name: "Types/Unstructured", contract: "unstructured objects with a JSON codec are stored, indexed and returned with their int64 numbers", fn: testUnstructured},
 	rule{name: "Types/PlainStruct", contract: "plain Go struct values with a custom named key function and a JSON codec are stored and indexed", fn: testPlainStruct},
+	rule{name: "Codec/AnotherType", contract: "an object of another type than the codec's (what a transform may return): backends that encode objects refuse it with ErrInvalid wrapping indexer.ErrWrongType, naming the type the codec wants and the one given; the others keep it as given", fn: testAnotherType},
 )
 
 var widgetGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
@@ -29,7 +30,7 @@ func unstructuredOptions(name string) *store.Options {
 }
 
 func newUnstructured(ns, name, rv, app string, replicas int64) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]interface{}{
+	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "example.com/v1",
 		"kind":       "Widget",
 		"metadata": map[string]interface{}{
@@ -40,7 +41,6 @@ func newUnstructured(ns, name, rv, app string, replicas int64) *unstructured.Uns
 		},
 		"spec": map[string]interface{}{"replicas": replicas, "ratio": 0.5, "on": true},
 	}}
-	return u
 }
 
 // checkUnstructured checks that the stored object has spec.replicas as an
@@ -138,4 +138,24 @@ func testPlainStruct(t *testing.T, h *harness) {
 	checkDiff(t, []string{"w2"}, indexKeys(t, s, "tags", "red"), "IndexKeys(tags, red)")
 	wantErr(t, "Add of a pointer to a widget (the key function rejects it)", s.Add(&w1), store.ErrInvalid)
 	CheckIndexes(t, s)
+}
+
+func testAnotherType(t *testing.T, h *harness) {
+	// No index: index functions would refuse the string before the codec.
+	s := h.open(t, h.url(t), &store.Options{Name: "pods", Codec: podCodec(t)})
+	err := s.Commit(t.Context(), store.Batch{ResourceVersion: "5", Ops: []store.Op{{Type: store.OpPut, Key: "ns/a", Object: "a string"}}})
+	if !h.b.Persistent {
+		// memory:// and memdb:// keep objects without encoding them.
+		mustOK(t, "Commit of a string", err)
+		if got, ok, err := s.GetByKey("ns/a"); err != nil || !ok || got != "a string" {
+			t.Errorf("GetByKey = %v, %v, %v; want the string as given", got, ok, err)
+		}
+		return
+	}
+	wantErr(t, "Commit of a string", err, store.ErrInvalid)
+	wantErr(t, "Commit of a string", err, indexer.ErrWrongType, "got string", "want *k8s.io/api/core/v1.Pod")
+	checkRV(t, s, "")
+	if _, ok, _ := s.GetByKey("ns/a"); ok {
+		t.Error("the refused object is stored")
+	}
 }

@@ -195,18 +195,14 @@ func podCodec(t testing.TB) store.Codec {
 	return c
 }
 
-func podIndexers() cache.Indexers {
-	return cache.Indexers{
+// podOptions are the options of the pod stores most rules use.
+func podOptions(t testing.TB, name string) *store.Options {
+	return &store.Options{Name: name, Codec: podCodec(t), Indexers: cache.Indexers{
 		idxNamespace: indexer.NamespaceIndexFunc,
 		idxApp:       indexer.LabelIndexFunc("app"),
 		idxLabels:    labelsIndexFunc,
 		idxGuard:     guardIndexFunc,
-	}
-}
-
-// podOptions are the options of the pod stores most rules use.
-func podOptions(t testing.TB, name string) *store.Options {
-	return &store.Options{Name: name, Codec: podCodec(t), Indexers: podIndexers()}
+	}}
 }
 
 // newPod returns a pod; labels are given as "k=v" pairs.
@@ -329,7 +325,7 @@ func sortedValues(s store.Store, index string) []string {
 }
 
 // puts returns an OpPut of each object.
-func puts(objs ...interface{}) []store.Op {
+func puts[T any](objs ...T) []store.Op {
 	ops := make([]store.Op, len(objs))
 	for i, o := range objs {
 		ops[i] = store.Op{Type: store.OpPut, Object: o}
@@ -380,7 +376,7 @@ func wantErr(t testing.TB, what string, err, target error, says ...string) {
 }
 
 // checkRV checks the resume point through both accessors
-// (LastStoreSyncResourceVersion is not one: see rules_seen.go).
+// (LastStoreSyncResourceVersion is not one: see testSeenClientGo).
 func checkRV(t testing.TB, s store.Store, want string) {
 	t.Helper()
 	if got := s.ResourceVersion(); got != want {
@@ -391,8 +387,17 @@ func checkRV(t testing.TB, s store.Store, want string) {
 	}
 }
 
-// errFixture is what failing fixture functions return.
-var errFixture = errors.New("storetest: fixture function fails on purpose")
+// checkReset checks that Info().Reset says why the store was emptied when
+// reset, and is empty otherwise.
+func checkReset(t testing.TB, s store.Store, reset bool, when string) {
+	t.Helper()
+	switch r := s.Info().Reset; {
+	case reset && r == "":
+		t.Errorf("Info().Reset %s is empty; want why the store was emptied", when)
+	case !reset && r != "":
+		t.Errorf("Info().Reset %s = %q; want empty (the store must not be emptied)", when, r)
+	}
+}
 
 // labelIndex indexes pods by one label, written here rather than taken from
 // package indexer so the suite does not test indexer with itself.
