@@ -28,14 +28,19 @@ type Change struct {
 // Persister is what a backend implements beneath Base: durable writes. Base
 // calls it with its write lock held, so calls never overlap.
 type Persister interface {
-	// Persist writes changes and, when rv is not empty, the resume point,
-	// in one transaction. With replace, the changes are the complete new
-	// contents. On error nothing is written. Persist keeps no reference to
-	// the slice changes once it returns: Base reuses it.
-	Persist(ctx context.Context, changes []Change, rv string, replace bool) error
-	// PersistIndexes records a new index set and the index values of every
-	// stored object under it (keyed by object key), in one transaction.
-	PersistIndexes(ctx context.Context, set *IndexSet, values map[string][][]string) error
+	// Commit writes cs, whose index values are aligned with set's names,
+	// and, unless rv is empty, the resume point rv, in one atomic commit;
+	// with replace, cs are the whole new contents. With diffed, each
+	// change's Existed and OldValues say what it replaces; without, a
+	// backend that needs them reads them from its storage. Commit keeps no
+	// reference to cs (Base reuses the slice), nor, under
+	// BaseConfig.CopiesData, to their Data, once it returns. An error may
+	// come after the commit landed (a failed sync).
+	Commit(ctx context.Context, cs []Change, diffed bool, set *IndexSet, rv string, replace bool) error
+	// SetIndexes records set as the store's index set and values (by
+	// object key) as the index values of every stored object under it,
+	// with their index entries if the store keeps them, in one commit.
+	SetIndexes(ctx context.Context, set *IndexSet, values map[string][][]string) error
 	// Close releases the backend's resources. Base calls it once.
 	Close() error
 }
@@ -55,10 +60,8 @@ type Base struct {
 	// (store.StagedBatch) holds it for Prepare and Persist only; every
 	// other write first waits for the staged commits persisted before it
 	// to be applied (waitApplied).
-	writeMu sync.Mutex
-	// selfDiffing: no persister, or one that ignores Change.Existed and
-	// OldValues.
-	selfDiffing bool
+	writeMu     sync.Mutex
+	selfDiffing bool // no persister, or BaseConfig.SelfDiffing
 
 	stageMu   sync.Mutex
 	stageCond sync.Cond // on stageMu; broadcast when applied grows
@@ -99,11 +102,10 @@ type BaseConfig struct {
 
 	// The fast paths a Persister allows, off unless its backend sets them.
 
-	// SelfDiffing says Persist learns what a change replaces from its own
-	// storage and ignores Change.Existed and Change.OldValues, which Base
-	// then does not look up. A store without Persister is self-diffing.
+	// SelfDiffing says the Persister reads what a change replaces from its
+	// own storage: Base then does not look it up, and commits undiffed.
 	SelfDiffing bool
-	// CopiesData says Persist keeps no reference to the changes' Data once
+	// CopiesData says Commit keeps no reference to the changes' Data once
 	// it returns. Base then encodes puts into buffers it reuses, instead
 	// of allocating one per object (most of what a commit allocated).
 	CopiesData bool
@@ -172,7 +174,8 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
-	if cur := b.cache.Indexes(); ps == nil || set != cur {
+	cur := b.cache.Indexes()
+	if ps == nil || set != cur {
 		p := b.prep
 		p.Indexes = cur
 		var err error
@@ -182,7 +185,7 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 	}
 	if b.persister != nil {
 		changes := b.changes(ps, replace)
-		err := b.persister.Persist(ctx, changes, rv, replace)
+		err := b.persister.Commit(ctx, changes, !b.selfDiffing, cur, rv, replace)
 		clear(changes)
 		if cap(changes) <= maxChangeBuf {
 			b.changeBuf = changes[:0]
@@ -534,14 +537,14 @@ func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	b.waitApplied() // the index values are computed from the cache
 	if len(newIndexers) == 0 {
-		return nil // PersistIndexes would rewrite every object's values
+		return nil // SetIndexes would rewrite every object's values
 	}
 	set, vals, err := b.cache.PrepareIndexes(newIndexers)
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
 	if b.persister != nil {
-		if err := b.persister.PersistIndexes(context.Background(), set, vals); err != nil {
+		if err := b.persister.SetIndexes(context.Background(), set, vals); err != nil {
 			return fmt.Errorf("store: add indexers: %w", err)
 		}
 	}

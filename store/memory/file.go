@@ -60,8 +60,8 @@ type fileStore struct {
 	data map[string][]byte
 }
 
-// Persist implements indexer.Persister. It cannot fail: the state is memory.
-func (f *fileStore) Persist(_ context.Context, changes []indexer.Change, rv string, replace bool) error {
+// Commit implements indexer.Persister. It cannot fail: the state is memory.
+func (f *fileStore) Commit(_ context.Context, changes []indexer.Change, _ bool, _ *indexer.IndexSet, rv string, replace bool) error {
 	f.file.Lock()
 	defer f.file.Unlock()
 	if replace {
@@ -81,9 +81,9 @@ func (f *fileStore) Persist(_ context.Context, changes []indexer.Change, rv stri
 	return nil
 }
 
-// PersistIndexes implements indexer.Persister: only the index names are
+// SetIndexes implements indexer.Persister: only the index names are
 // recorded, since a snapshot's index entries are rebuilt on load.
-func (f *fileStore) PersistIndexes(_ context.Context, set *indexer.IndexSet, _ map[string][][]string) error {
+func (f *fileStore) SetIndexes(_ context.Context, set *indexer.IndexSet, _ map[string][][]string) error {
 	f.file.Lock()
 	defer f.file.Unlock()
 	f.file.SetIndexes(set.Names())

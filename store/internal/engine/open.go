@@ -27,7 +27,7 @@ type OpenConfig struct {
 	// index set changed): every object's are computed and stored.
 	Rebuild bool
 	// SelfDiffing says the engine's Commit reads what each change
-	// replaces from its storage (see Engine.Commit).
+	// replaces from its storage (see indexer.BaseConfig).
 	SelfDiffing bool
 	// CheckData, when set, refuses encodings the engine cannot store
 	// (see indexer.BaseConfig).
@@ -45,37 +45,13 @@ func NewDecoded(eng Engine, c *indexer.Cache, cfg OpenConfig) (*indexer.Base, er
 		Info:        cfg.Info,
 		Options:     cfg.Options,
 		Cache:       c,
-		Persister:   &persister{eng: eng, set: cfg.Indexes, diffed: !cfg.SelfDiffing},
+		Persister:   eng,
 		CheckData:   cfg.CheckData,
 		SelfDiffing: cfg.SelfDiffing,
-		// Engine.Commit keeps no reference to the changes' data.
-		CopiesData: true,
+		CopiesData:  true, // see Engine
+
 	})
 }
-
-// persister is indexer.Base's Persister over an engine.
-type persister struct {
-	eng    Engine
-	set    *indexer.IndexSet // the index set of the values committed; follows PersistIndexes
-	diffed bool
-}
-
-// Persist implements indexer.Persister.
-func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
-	return p.eng.Commit(ctx, changes, p.diffed, p.set, rv, replace)
-}
-
-// PersistIndexes implements indexer.Persister.
-func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
-	if err := p.eng.SetIndexes(ctx, set, values); err != nil {
-		return err
-	}
-	p.set = set
-	return nil
-}
-
-// Close implements indexer.Persister.
-func (p *persister) Close() error { return p.eng.Close() }
 
 // Load reads and decodes every object of the store into a new Cache, with
 // the index values cfg.Indexes' functions compute, in one read transaction.
