@@ -96,13 +96,8 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 	ps := slices.Concat(l.chunks...)
 	l.chunks = nil
 	c.Replace(ps)
-	var what string
-	if stale := l.check.Stale(); stale != nil {
-		loadcheck.LogStale(o.Name, cfg.Where, stale)
-		what = "store the index values of changed index functions"
-	} else if cfg.Rebuild {
-		what = "rebuild indexes"
-	} else {
+	what := cfg.indexWork(l.check)
+	if what == "" {
 		return c, "", nil
 	}
 	vals := make(map[string][][]string, len(ps))
@@ -113,6 +108,20 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 		return nil, "", fmt.Errorf("store: open %s in %s: %s: %w", o.Name, cfg.Where, what, err)
 	}
 	return c, "", nil
+}
+
+// indexWork says what an open must store of the index values, "" if
+// nothing: every object's for a rebuild, or the values of the functions
+// check found changed, which it logs.
+func (cfg OpenConfig) indexWork(check *loadcheck.ValueCheck) string {
+	if cfg.Rebuild {
+		return "rebuild indexes"
+	}
+	if stale := check.Stale(); stale != nil {
+		loadcheck.LogStale(cfg.Options.Name, cfg.Where, stale)
+		return "store the index values of changed index functions"
+	}
+	return ""
 }
 
 // loader decodes the records of a Load.
@@ -280,14 +289,9 @@ func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebu
 	if why := keys.Reset(o.KeyFuncName); why != "" {
 		return why, false, eng.Empty(why)
 	}
-	what := "rebuild indexes"
-	if !cfg.Rebuild {
-		stale := check.Stale()
-		if stale == nil {
-			return "", false, nil
-		}
-		loadcheck.LogStale(o.Name, cfg.Where, stale)
-		what = "store the index values of changed index functions"
+	what := cfg.indexWork(check)
+	if what == "" {
+		return "", false, nil
 	}
 	vals, err := indexValues(eng, "open", o.Codec, set, nil)
 	if err == nil {
