@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -45,15 +44,15 @@ type Persister interface {
 	Close() error
 }
 
-// Base implements store.Store over a Persister, serving every read from a
+// Base implements store.Store over a Persister, serving every read from its
 // Cache of decoded objects. It is safe for concurrent use.
 type Base struct {
 	writes.Writes
+	*Cache // the reads; written only after the persister committed
 
 	info      store.Info // static parts; ResourceVersion and Indexes are filled in by Info
 	persister Persister
 	prep      Preparer // KeyFunc and Codec are fixed; Indexes follows the cache
-	cache     *Cache
 
 	// writeMu serializes writers across Prepare, Persist and Apply, so the
 	// cache only changes after the backend has committed. A staged commit
@@ -79,9 +78,6 @@ type Base struct {
 	unappliedGrown bool
 
 	seen *writes.Seen // the resume point and LastStoreSyncResourceVersion
-	// closed is set once, by Close. It is atomic rather than under a lock
-	// because every read checks it, and a second lock made Get twice as slow.
-	closed atomic.Bool
 }
 
 // BaseConfig configures NewBase.
@@ -120,13 +116,14 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		if err != nil {
 			return nil, err
 		}
-		c = NewCache(set)
+		c = NewCache(set, nil)
 	}
+	c.name = cfg.Info.Name
 	b := &Base{
 		info:        cfg.Info,
 		persister:   cfg.Persister,
 		prep:        Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec, CheckData: cfg.CheckData},
-		cache:       c,
+		Cache:       c,
 		selfDiffing: cfg.Persister == nil || cfg.SelfDiffing,
 		seen:        writes.NewSeen(cfg.Info.ResourceVersion),
 	}
@@ -138,10 +135,6 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		return b.commit(ctx, op, ops, nil, nil, rv, replace, rule)
 	}, b.seen)
 	return b, nil
-}
-
-func (b *Base) closedErr(op string) error {
-	return fmt.Errorf("store: %s %s: %w", op, b.info.Name, store.ErrClosed)
 }
 
 // commit validates ops, persists them with rv and applies them to the
@@ -174,7 +167,7 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
-	cur := b.cache.Indexes()
+	cur := b.Indexes()
 	if ps == nil || set != cur {
 		p := b.prep
 		p.Indexes = cur
@@ -205,9 +198,9 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 // the resourceVersion seen by rule.
 func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule writes.Rule) {
 	if replace {
-		b.cache.Replace(ps)
+		b.replace(ps)
 	} else {
-		b.cache.Apply(ps)
+		b.apply(ps)
 	}
 	var last interface{} // the object whose resourceVersion the store sees
 	if n := len(ps); n > 0 {
@@ -232,7 +225,7 @@ func (b *Base) PrepareBatch(batch store.Batch) (store.PreparedBatch, error) {
 		return nil, b.closedErr("commit")
 	}
 	p := b.prep
-	p.Indexes = b.cache.Indexes()
+	p.Indexes = b.Indexes()
 	ps, err := p.Prepare("commit", batch.Ops)
 	if err != nil {
 		return nil, err
@@ -357,9 +350,9 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 		// locking per key was most of this function's time.
 		b.stageMu.Lock()
 		defer b.stageMu.Unlock()
-		b.cache.mu.RLock()
-		defer b.cache.mu.RUnlock()
-		old = b.cache.indexValuesLocked
+		b.Cache.mu.RLock()
+		defer b.Cache.mu.RUnlock()
+		old = b.Cache.indexValuesLocked
 		if len(b.unapplied) > 0 {
 			old = func(key string) ([][]string, bool) {
 				if st, ok := b.unapplied[key]; ok {
@@ -368,7 +361,7 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 					}
 					return st.values, true
 				}
-				return b.cache.indexValuesLocked(key)
+				return b.Cache.indexValuesLocked(key)
 			}
 		}
 	}
@@ -447,83 +440,13 @@ func (b *Base) Resync() error {
 func (b *Base) Info() store.Info {
 	info := b.info
 	info.ResourceVersion = b.ResourceVersion()
-	info.Indexes = append([]string(nil), b.cache.Indexes().Names()...)
+	info.Indexes = append([]string(nil), b.Indexes().Names()...)
 	return info
 }
 
 // Get implements cache.Store.
 func (b *Base) Get(obj interface{}) (interface{}, bool, error) {
 	return GetByObject(b.prep.KeyFunc, obj, b.GetByKey)
-}
-
-// GetByKey implements cache.Store.
-func (b *Base) GetByKey(key string) (interface{}, bool, error) {
-	if b.closed.Load() {
-		return nil, false, b.closedErr("get")
-	}
-	obj, ok := b.cache.Get(key)
-	return obj, ok, nil
-}
-
-// List implements cache.Store. A closed store lists nothing.
-func (b *Base) List() []interface{} {
-	if b.closed.Load() {
-		return nil
-	}
-	return b.cache.List()
-}
-
-// ListKeys implements cache.Store.
-func (b *Base) ListKeys() []string {
-	if b.closed.Load() {
-		return nil
-	}
-	return b.cache.ListKeys()
-}
-
-// Index implements cache.Indexer.
-func (b *Base) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	if b.closed.Load() {
-		return nil, b.closedErr("index")
-	}
-	return b.cache.Index(indexName, obj)
-}
-
-// IndexKeys implements cache.Indexer.
-func (b *Base) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	if b.closed.Load() {
-		return nil, b.closedErr("index keys")
-	}
-	return b.cache.IndexKeys(indexName, indexedValue)
-}
-
-// ListIndexFuncValues implements cache.Indexer.
-func (b *Base) ListIndexFuncValues(indexName string) []string {
-	if b.closed.Load() {
-		return nil
-	}
-	return b.cache.ListIndexFuncValues(indexName)
-}
-
-// ByIndex implements cache.Indexer.
-func (b *Base) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	if b.closed.Load() {
-		return nil, b.closedErr("by index")
-	}
-	return b.cache.ByIndex(indexName, indexedValue)
-}
-
-// Len implements store.Lener, from the cache, which holds every object.
-func (b *Base) Len() int {
-	if b.closed.Load() {
-		return 0
-	}
-	return b.cache.Len()
-}
-
-// GetIndexers implements cache.Indexer.
-func (b *Base) GetIndexers() cache.Indexers {
-	return b.cache.Indexes().Indexers()
 }
 
 // AddIndexers implements cache.Indexer: the new indexes are backfilled from
@@ -539,7 +462,7 @@ func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	if len(newIndexers) == 0 {
 		return nil // SetIndexes would rewrite every object's values
 	}
-	set, vals, err := b.cache.PrepareIndexes(newIndexers)
+	set, vals, err := b.prepareIndexes(newIndexers)
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
@@ -548,7 +471,7 @@ func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 			return fmt.Errorf("store: add indexers: %w", err)
 		}
 	}
-	b.cache.SetIndexes(set, vals)
+	b.setIndexes(set, vals)
 	return nil
 }
 

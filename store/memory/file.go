@@ -16,8 +16,7 @@ import (
 func load(o store.Options, f *snapfile.Handle, l snapfile.Loaded) (store.Store, snapfile.Source, error) {
 	info := driver.MetaFor(o, FormatVersion).Info(Scheme, o.Name, l.ResourceVersion)
 	info.Reset = l.Reset
-	cache := indexer.NewCache(l.Indexes)
-	cache.Apply(l.Puts)
+	cache := indexer.NewCache(l.Indexes, l.Puts)
 	fst := &fileStore{file: f, rv: l.ResourceVersion, data: make(map[string][]byte, len(l.Puts))}
 	for i := range l.Puts {
 		fst.data[l.Puts[i].Key] = l.Puts[i].Data

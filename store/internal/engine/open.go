@@ -83,19 +83,18 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 	if err != nil {
 		return nil, "", err
 	}
-	c = indexer.NewCache(set)
 	if why := l.keys.Reset(o.KeyFuncName); why != "" {
 		if err := eng.Empty(why); err != nil {
 			return nil, "", err
 		}
-		return c, why, nil // empty
+		return indexer.NewCache(set, nil), why, nil // empty
 	}
 	// Filled at once, sized for it: a cache that grew while the workers
 	// decoded, its maps scanned by the garbage collector over and over,
 	// made an open cost about a third more CPU.
 	ps := slices.Concat(l.chunks...)
 	l.chunks = nil
-	c.Replace(ps)
+	c = indexer.NewCache(set, ps)
 	what := cfg.indexWork(l.check)
 	if what == "" {
 		return c, "", nil
