@@ -350,9 +350,9 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 		// locking per key was most of this function's time.
 		b.stageMu.Lock()
 		defer b.stageMu.Unlock()
-		b.Cache.mu.RLock()
-		defer b.Cache.mu.RUnlock()
-		old = b.Cache.indexValuesLocked
+		b.mu.RLock() // the Cache's
+		defer b.mu.RUnlock()
+		old = b.indexValuesLocked
 		if len(b.unapplied) > 0 {
 			old = func(key string) ([][]string, bool) {
 				if st, ok := b.unapplied[key]; ok {
@@ -361,7 +361,7 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 					}
 					return st.values, true
 				}
-				return b.Cache.indexValuesLocked(key)
+				return b.indexValuesLocked(key)
 			}
 		}
 	}
