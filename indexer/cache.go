@@ -11,9 +11,9 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Cache holds decoded objects and their index entries in memory: the read
-// methods of Base, the store of every backend in its default mode. Its
-// writes are Base's.
+// Cache holds decoded objects and their index entries in memory and serves
+// Base's reads (memory, and bolt and badger in their default mode); Base
+// makes its writes.
 //
 // Cache is safe for concurrent use. Reads take a read lock only. Writes
 // (apply, replace, setIndexes) come from one writer at a time, which Base
@@ -71,7 +71,7 @@ func (c *Cache) Indexes() *IndexSet {
 }
 
 // presizeMin is the size of a batch applied to an empty cache from which
-// Apply sizes the maps for it in advance.
+// apply sizes the maps for it in advance.
 const presizeMin = 1 << 10
 
 // apply applies prepared operations in order. They must have been prepared
