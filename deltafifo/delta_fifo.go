@@ -306,9 +306,8 @@ func (f *DeltaFIFO) Resync() error {
 }
 
 // Pop waits for a queued key (or bookmark) and hands process its deltas,
-// oldest first, with the watermark they bring (see DeltaFIFO). process runs
-// with the queue locked and must not call its methods. The deltas are
-// consumed whether or not process fails; its error is returned.
+// oldest first, with the watermark they bring (see DeltaFIFO, and PopFunc
+// and the package Concurrency for process).
 func (f *DeltaFIFO) Pop(ctx context.Context, process PopFunc) error {
 	if process == nil {
 		return fmt.Errorf("deltafifo: pop: nil PopFunc: %w", ErrInvalid)

@@ -10,12 +10,10 @@
 //
 // # Which queue
 //
-// FIFO hands out every event in arrival order, in batches of up to
-// Options.MaxBatch deltas, and a relist as one batch (Batch.Replace) to be
-// applied in one commit; its resume point is the last resourceVersion of
-// each batch. DeltaFIFO keeps client-go's per-key accumulation; because it
-// reorders events, its resume point is a watermark over arrival order, and
-// a relist is handed out key by key (Batch.RelistPending).
+// FIFO hands out every event in arrival order, and a relist as one batch to
+// be applied in one commit. DeltaFIFO keeps client-go's per-key
+// accumulation, so its resume point is a watermark over arrival order, and a
+// relist is handed out key by key. Each type's doc has the details.
 //
 // # Differences from client-go
 //
@@ -42,10 +40,10 @@
 //
 // # Caveats
 //
-// PopFunc's batch is consumed even when it returns an error: a consumer that
-// must not lose it retries inside PopFunc. A transformer runs before the
-// queue validates the rest of a Replace's list, so a transformer that
-// mutates objects in place may have mutated some of them when a later item
-// fails. Writers never block on a full queue: the queue grows while the
-// consumer lags, as client-go's do.
+// PopFunc's batch is consumed even when it returns an error (see PopFunc).
+// A transformer runs before the queue validates the rest of a Replace's
+// list, so a transformer that mutates objects in place may have mutated
+// some of them when a later item fails. Unless Options.MaxQueued bounds a
+// FIFO, writers never block: the queue grows while the consumer lags, as
+// client-go's do.
 package deltafifo

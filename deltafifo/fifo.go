@@ -282,9 +282,8 @@ func (f *FIFO) Resync() error {
 
 // Pop waits for queued deltas and hands process a contiguous run of them:
 // whole units, at most Options.MaxBatch deltas unless a single Replace or
-// Resync is larger; a Replace alone. process runs with the queue locked and
-// must not call its methods. The batch is consumed whether or not process
-// fails; its error is returned.
+// Resync is larger; a Replace alone (see PopFunc and the package
+// Concurrency for process).
 func (f *FIFO) Pop(ctx context.Context, process PopFunc) error {
 	if process == nil {
 		return fmt.Errorf("deltafifo: pop: nil PopFunc: %w", ErrInvalid)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -28,37 +27,40 @@ type Change struct {
 // Persister is what a backend implements beneath Base: durable writes. Base
 // calls it with its write lock held, so calls never overlap.
 type Persister interface {
-	// Persist writes changes and, when rv is not empty, the resume point,
-	// in one transaction. With replace, the changes are the complete new
-	// contents. On error nothing is written. Persist keeps no reference to
-	// the slice changes once it returns: Base reuses it.
-	Persist(ctx context.Context, changes []Change, rv string, replace bool) error
-	// PersistIndexes records a new index set and the index values of every
-	// stored object under it (keyed by object key), in one transaction.
-	PersistIndexes(ctx context.Context, set *IndexSet, values map[string][][]string) error
+	// Commit writes cs, whose index values are aligned with set's names,
+	// and, unless rv is empty, the resume point rv, in one atomic commit;
+	// with replace, cs are the whole new contents. With diffed, each
+	// change's Existed and OldValues say what it replaces; without, a
+	// backend that needs them reads them from its storage. Commit keeps no
+	// reference to cs (Base reuses the slice), nor, under
+	// BaseConfig.CopiesData, to their Data, once it returns. An error may
+	// come after the commit landed (a failed sync).
+	Commit(ctx context.Context, cs []Change, diffed bool, set *IndexSet, rv string, replace bool) error
+	// SetIndexes records set as the store's index set and values (by
+	// object key) as the index values of every stored object under it,
+	// with their index entries if the store keeps them, in one commit.
+	SetIndexes(ctx context.Context, set *IndexSet, values map[string][][]string) error
 	// Close releases the backend's resources. Base calls it once.
 	Close() error
 }
 
-// Base implements store.Store over a Persister, serving every read from a
+// Base implements store.Store over a Persister, serving every read from its
 // Cache of decoded objects. It is safe for concurrent use.
 type Base struct {
 	writes.Writes
+	*Cache // the reads; written only after the persister committed
 
 	info      store.Info // static parts; ResourceVersion and Indexes are filled in by Info
 	persister Persister
 	prep      Preparer // KeyFunc and Codec are fixed; Indexes follows the cache
-	cache     *Cache
 
 	// writeMu serializes writers across Prepare, Persist and Apply, so the
 	// cache only changes after the backend has committed. A staged commit
 	// (store.StagedBatch) holds it for Prepare and Persist only; every
 	// other write first waits for the staged commits persisted before it
 	// to be applied (waitApplied).
-	writeMu sync.Mutex
-	// selfDiffing: no persister, or one that ignores Change.Existed and
-	// OldValues.
-	selfDiffing bool
+	writeMu     sync.Mutex
+	selfDiffing bool // no persister, or BaseConfig.SelfDiffing
 
 	stageMu   sync.Mutex
 	stageCond sync.Cond // on stageMu; broadcast when applied grows
@@ -76,9 +78,6 @@ type Base struct {
 	unappliedGrown bool
 
 	seen *writes.Seen // the resume point and LastStoreSyncResourceVersion
-	// closed is set once, by Close. It is atomic rather than under a lock
-	// because every read checks it, and a second lock made Get twice as slow.
-	closed atomic.Bool
 }
 
 // BaseConfig configures NewBase.
@@ -99,11 +98,10 @@ type BaseConfig struct {
 
 	// The fast paths a Persister allows, off unless its backend sets them.
 
-	// SelfDiffing says Persist learns what a change replaces from its own
-	// storage and ignores Change.Existed and Change.OldValues, which Base
-	// then does not look up. A store without Persister is self-diffing.
+	// SelfDiffing says the Persister reads what a change replaces from its
+	// own storage: Base then does not look it up, and commits undiffed.
 	SelfDiffing bool
-	// CopiesData says Persist keeps no reference to the changes' Data once
+	// CopiesData says Commit keeps no reference to the changes' Data once
 	// it returns. Base then encodes puts into buffers it reuses, instead
 	// of allocating one per object (most of what a commit allocated).
 	CopiesData bool
@@ -118,13 +116,14 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		if err != nil {
 			return nil, err
 		}
-		c = NewCache(set)
+		c = NewCache(set, nil)
 	}
+	c.name = cfg.Info.Name
 	b := &Base{
 		info:        cfg.Info,
 		persister:   cfg.Persister,
 		prep:        Preparer{KeyFunc: cfg.Options.KeyFunc, Codec: cfg.Options.Codec, CheckData: cfg.CheckData},
-		cache:       c,
+		Cache:       c,
 		selfDiffing: cfg.Persister == nil || cfg.SelfDiffing,
 		seen:        writes.NewSeen(cfg.Info.ResourceVersion),
 	}
@@ -136,10 +135,6 @@ func NewBase(cfg BaseConfig) (*Base, error) {
 		return b.commit(ctx, op, ops, nil, nil, rv, replace, rule)
 	}, b.seen)
 	return b, nil
-}
-
-func (b *Base) closedErr(op string) error {
-	return fmt.Errorf("store: %s %s: %w", op, b.info.Name, store.ErrClosed)
 }
 
 // commit validates ops, persists them with rv and applies them to the
@@ -172,7 +167,8 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
 	}
-	if cur := b.cache.Indexes(); ps == nil || set != cur {
+	cur := b.Indexes()
+	if ps == nil || set != cur {
 		p := b.prep
 		p.Indexes = cur
 		var err error
@@ -182,7 +178,7 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 	}
 	if b.persister != nil {
 		changes := b.changes(ps, replace)
-		err := b.persister.Persist(ctx, changes, rv, replace)
+		err := b.persister.Commit(ctx, changes, !b.selfDiffing, cur, rv, replace)
 		clear(changes)
 		if cap(changes) <= maxChangeBuf {
 			b.changeBuf = changes[:0]
@@ -202,9 +198,9 @@ func (b *Base) persistLocked(ctx context.Context, op string, ops []store.Op, ps 
 // the resourceVersion seen by rule.
 func (b *Base) applyCache(ps []Prepared, rv string, replace bool, rule writes.Rule) {
 	if replace {
-		b.cache.Replace(ps)
+		b.replace(ps)
 	} else {
-		b.cache.Apply(ps)
+		b.apply(ps)
 	}
 	var last interface{} // the object whose resourceVersion the store sees
 	if n := len(ps); n > 0 {
@@ -229,7 +225,7 @@ func (b *Base) PrepareBatch(batch store.Batch) (store.PreparedBatch, error) {
 		return nil, b.closedErr("commit")
 	}
 	p := b.prep
-	p.Indexes = b.cache.Indexes()
+	p.Indexes = b.Indexes()
 	ps, err := p.Prepare("commit", batch.Ops)
 	if err != nil {
 		return nil, err
@@ -354,9 +350,9 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 		// locking per key was most of this function's time.
 		b.stageMu.Lock()
 		defer b.stageMu.Unlock()
-		b.cache.mu.RLock()
-		defer b.cache.mu.RUnlock()
-		old = b.cache.indexValuesLocked
+		b.mu.RLock() // the Cache's
+		defer b.mu.RUnlock()
+		old = b.indexValuesLocked
 		if len(b.unapplied) > 0 {
 			old = func(key string) ([][]string, bool) {
 				if st, ok := b.unapplied[key]; ok {
@@ -365,7 +361,7 @@ func (b *Base) changes(ps []Prepared, replace bool) []Change {
 					}
 					return st.values, true
 				}
-				return b.cache.indexValuesLocked(key)
+				return b.indexValuesLocked(key)
 			}
 		}
 	}
@@ -444,83 +440,13 @@ func (b *Base) Resync() error {
 func (b *Base) Info() store.Info {
 	info := b.info
 	info.ResourceVersion = b.ResourceVersion()
-	info.Indexes = append([]string(nil), b.cache.Indexes().Names()...)
+	info.Indexes = append([]string(nil), b.Indexes().Names()...)
 	return info
 }
 
 // Get implements cache.Store.
 func (b *Base) Get(obj interface{}) (interface{}, bool, error) {
 	return GetByObject(b.prep.KeyFunc, obj, b.GetByKey)
-}
-
-// GetByKey implements cache.Store.
-func (b *Base) GetByKey(key string) (interface{}, bool, error) {
-	if b.closed.Load() {
-		return nil, false, b.closedErr("get")
-	}
-	obj, ok := b.cache.Get(key)
-	return obj, ok, nil
-}
-
-// List implements cache.Store. A closed store lists nothing.
-func (b *Base) List() []interface{} {
-	if b.closed.Load() {
-		return nil
-	}
-	return b.cache.List()
-}
-
-// ListKeys implements cache.Store.
-func (b *Base) ListKeys() []string {
-	if b.closed.Load() {
-		return nil
-	}
-	return b.cache.ListKeys()
-}
-
-// Index implements cache.Indexer.
-func (b *Base) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	if b.closed.Load() {
-		return nil, b.closedErr("index")
-	}
-	return b.cache.Index(indexName, obj)
-}
-
-// IndexKeys implements cache.Indexer.
-func (b *Base) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	if b.closed.Load() {
-		return nil, b.closedErr("index keys")
-	}
-	return b.cache.IndexKeys(indexName, indexedValue)
-}
-
-// ListIndexFuncValues implements cache.Indexer.
-func (b *Base) ListIndexFuncValues(indexName string) []string {
-	if b.closed.Load() {
-		return nil
-	}
-	return b.cache.ListIndexFuncValues(indexName)
-}
-
-// ByIndex implements cache.Indexer.
-func (b *Base) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	if b.closed.Load() {
-		return nil, b.closedErr("by index")
-	}
-	return b.cache.ByIndex(indexName, indexedValue)
-}
-
-// Len implements store.Lener, from the cache, which holds every object.
-func (b *Base) Len() int {
-	if b.closed.Load() {
-		return 0
-	}
-	return b.cache.Len()
-}
-
-// GetIndexers implements cache.Indexer.
-func (b *Base) GetIndexers() cache.Indexers {
-	return b.cache.Indexes().Indexers()
 }
 
 // AddIndexers implements cache.Indexer: the new indexes are backfilled from
@@ -534,18 +460,18 @@ func (b *Base) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	b.waitApplied() // the index values are computed from the cache
 	if len(newIndexers) == 0 {
-		return nil // PersistIndexes would rewrite every object's values
+		return nil // SetIndexes would rewrite every object's values
 	}
-	set, vals, err := b.cache.PrepareIndexes(newIndexers)
+	set, vals, err := b.prepareIndexes(newIndexers)
 	if err != nil {
 		return fmt.Errorf("store: add indexers: %w", err)
 	}
 	if b.persister != nil {
-		if err := b.persister.PersistIndexes(context.Background(), set, vals); err != nil {
+		if err := b.persister.SetIndexes(context.Background(), set, vals); err != nil {
 			return fmt.Errorf("store: add indexers: %w", err)
 		}
 	}
-	b.cache.SetIndexes(set, vals)
+	b.setIndexes(set, vals)
 	return nil
 }
 

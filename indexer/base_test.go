@@ -14,12 +14,12 @@ import (
 // countingPersister persists nothing and counts what Base asks of it.
 type countingPersister struct{ persists, indexes int }
 
-func (p *countingPersister) Persist(context.Context, []Change, string, bool) error {
+func (p *countingPersister) Commit(context.Context, []Change, bool, *IndexSet, string, bool) error {
 	p.persists++
 	return nil
 }
 
-func (p *countingPersister) PersistIndexes(context.Context, *IndexSet, map[string][][]string) error {
+func (p *countingPersister) SetIndexes(context.Context, *IndexSet, map[string][][]string) error {
 	p.indexes++
 	return nil
 }

@@ -30,7 +30,7 @@ type persistedPut struct {
 	data []byte
 }
 
-func (p *dataPersister) Persist(_ context.Context, changes []Change, _ string, _ bool) error {
+func (p *dataPersister) Commit(_ context.Context, changes []Change, _ bool, _ *IndexSet, _ string, _ bool) error {
 	if p.fail {
 		return errors.New("disk full")
 	}

@@ -3,6 +3,7 @@ package indexer
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
@@ -10,13 +11,20 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// Cache holds decoded objects and their index entries in memory: the read
-// path of every backend in its default mode, and all of the memory backend.
+// Cache holds decoded objects and their index entries in memory and serves
+// Base's reads (memory, and bolt and badger in their default mode); Base
+// makes its writes.
 //
 // Cache is safe for concurrent use. Reads take a read lock only. Writes
-// (Apply, Replace, SetIndexes) must come from one writer at a time, which
-// backends ensure with their own write lock; a Cache only guards its maps.
+// (apply, replace, setIndexes) come from one writer at a time, which Base
+// ensures with its write lock; a Cache only guards its maps.
 type Cache struct {
+	name string // the store's, for errors
+	// closed is set once, by Base.Close. It is atomic rather than under a
+	// lock because every read checks it, and a second lock made Get twice
+	// as slow.
+	closed atomic.Bool
+
 	mu sync.RWMutex // guards items, vals, indexes and indices
 	// items maps keys to objects, as client-go's threadSafeMap does. The
 	// index values live apart in vals, so that the map reads go through
@@ -32,11 +40,16 @@ type Cache struct {
 	indices []map[string]sets.Set[string]
 }
 
-// NewCache returns an empty cache keeping the indexes of set.
-func NewCache(set *IndexSet) *Cache {
-	c := &Cache{items: map[string]interface{}{}, vals: map[string][][]string{}, indexes: set}
-	c.indices = newIndices(set.Len())
+// NewCache returns a cache keeping the indexes of set, holding the puts of
+// ps (prepared against set; the last of a key wins).
+func NewCache(set *IndexSet, ps []Prepared) *Cache {
+	c := &Cache{indexes: set}
+	c.replace(ps)
 	return c
+}
+
+func (c *Cache) closedErr(op string) error {
+	return fmt.Errorf("store: %s %s: %w", op, c.name, store.ErrClosed)
 }
 
 func newIndices(n int) []map[string]sets.Set[string] {
@@ -47,6 +60,9 @@ func newIndices(n int) []map[string]sets.Set[string] {
 	return ind
 }
 
+// GetIndexers implements cache.Indexer.
+func (c *Cache) GetIndexers() cache.Indexers { return c.Indexes().Indexers() }
+
 // Indexes returns the current index set.
 func (c *Cache) Indexes() *IndexSet {
 	c.mu.RLock()
@@ -55,12 +71,12 @@ func (c *Cache) Indexes() *IndexSet {
 }
 
 // presizeMin is the size of a batch applied to an empty cache from which
-// Apply sizes the maps for it in advance.
+// apply sizes the maps for it in advance.
 const presizeMin = 1 << 10
 
-// Apply applies prepared operations in order. They must have been prepared
+// apply applies prepared operations in order. They must have been prepared
 // against the cache's current index set.
-func (c *Cache) Apply(ps []Prepared) {
+func (c *Cache) apply(ps []Prepared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.items) == 0 && len(ps) >= presizeMin {
@@ -124,8 +140,8 @@ func (c *Cache) reindexLocked(key string, oldVals, newVals [][]string) {
 	}
 }
 
-// Replace replaces the whole contents with the prepared puts.
-func (c *Cache) Replace(ps []Prepared) {
+// replace replaces the whole contents with the prepared puts.
+func (c *Cache) replace(ps []Prepared) {
 	items := make(map[string]interface{}, len(ps))
 	vals := make(map[string][][]string, len(ps))
 	for i := range ps {
@@ -146,10 +162,10 @@ func (c *Cache) Replace(ps []Prepared) {
 	}
 }
 
-// PrepareIndexes computes the index set with more added and the values of
+// prepareIndexes computes the index set with more added and the values of
 // every stored object under it, changing nothing: an index function that
 // fails on any object fails the whole addition.
-func (c *Cache) PrepareIndexes(more cache.Indexers) (*IndexSet, map[string][][]string, error) {
+func (c *Cache) prepareIndexes(more cache.Indexers) (*IndexSet, map[string][][]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	set, err := c.indexes.With(more)
@@ -167,9 +183,9 @@ func (c *Cache) PrepareIndexes(more cache.Indexers) (*IndexSet, map[string][][]s
 	return set, vals, nil
 }
 
-// SetIndexes switches to set with the values PrepareIndexes computed. The
-// caller must have kept writers out since PrepareIndexes.
-func (c *Cache) SetIndexes(set *IndexSet, vals map[string][][]string) {
+// setIndexes switches to set with the values prepareIndexes computed. The
+// caller must have kept writers out since prepareIndexes.
+func (c *Cache) setIndexes(set *IndexSet, vals map[string][][]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.indexes = set
@@ -180,23 +196,32 @@ func (c *Cache) SetIndexes(set *IndexSet, vals map[string][][]string) {
 	}
 }
 
-// Get returns the object stored under key.
-func (c *Cache) Get(key string) (interface{}, bool) {
+// GetByKey implements cache.Store.
+func (c *Cache) GetByKey(key string) (interface{}, bool, error) {
+	if c.closed.Load() {
+		return nil, false, c.closedErr("get")
+	}
 	c.mu.RLock()
 	obj, ok := c.items[key]
 	c.mu.RUnlock()
-	return obj, ok
+	return obj, ok, nil
 }
 
-// Len returns the number of objects.
+// Len implements store.Lener; 0 once closed.
 func (c *Cache) Len() int {
+	if c.closed.Load() {
+		return 0
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.items)
 }
 
-// List returns every object.
+// List implements cache.Store. A closed store lists nothing.
 func (c *Cache) List() []interface{} {
+	if c.closed.Load() {
+		return nil
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	list := make([]interface{}, 0, len(c.items))
@@ -206,8 +231,11 @@ func (c *Cache) List() []interface{} {
 	return list
 }
 
-// ListKeys returns every key.
+// ListKeys implements cache.Store.
 func (c *Cache) ListKeys() []string {
+	if c.closed.Load() {
+		return nil
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	list := make([]string, 0, len(c.items))
@@ -228,8 +256,12 @@ func unknownIndex(name string) error {
 	return fmt.Errorf("indexer: index %q does not exist: %w", name, store.ErrNotFound)
 }
 
-// ByIndex returns the objects whose values for the named index include value.
+// ByIndex implements cache.Indexer: the objects whose values for the named
+// index include value.
 func (c *Cache) ByIndex(name, value string) ([]interface{}, error) {
+	if c.closed.Load() {
+		return nil, c.closedErr("by index")
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.indexes.Position(name)
@@ -248,9 +280,12 @@ func (c *Cache) objectsLocked(keys sets.Set[string]) []interface{} {
 	return list
 }
 
-// IndexKeys returns the keys of the objects whose values for the named index
-// include value, sorted.
+// IndexKeys implements cache.Indexer: the keys of the objects whose values
+// for the named index include value, sorted.
 func (c *Cache) IndexKeys(name, value string) ([]string, error) {
+	if c.closed.Load() {
+		return nil, c.closedErr("index keys")
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.indexes.Position(name)
@@ -260,9 +295,12 @@ func (c *Cache) IndexKeys(name, value string) ([]string, error) {
 	return sets.List(c.indices[i][value]), nil
 }
 
-// Index returns the objects sharing at least one value of the named index
-// with obj.
+// Index implements cache.Indexer: the objects sharing at least one value of
+// the named index with obj.
 func (c *Cache) Index(name string, obj interface{}) ([]interface{}, error) {
+	if c.closed.Load() {
+		return nil, c.closedErr("index")
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.indexes.Position(name)
@@ -284,9 +322,13 @@ func (c *Cache) Index(name string, obj interface{}) ([]interface{}, error) {
 	return c.objectsLocked(keys), nil
 }
 
-// ListIndexFuncValues returns the values of the named index that at least one
-// object has; empty, not nil, for an unknown index, as client-go.
+// ListIndexFuncValues implements cache.Indexer: the values of the named
+// index that at least one object has; empty, not nil, for an unknown index,
+// as client-go.
 func (c *Cache) ListIndexFuncValues(name string) []string {
+	if c.closed.Load() {
+		return nil
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.indexes.Position(name)

@@ -28,7 +28,7 @@ func labelsIndex(obj interface{}) ([]string, error) {
 func newCache(t *testing.T) (*indexer.Cache, *indexer.Preparer) {
 	t.Helper()
 	set := mustIndexSet(t, cache.Indexers{"labels": labelsIndex, "app": indexer.LabelIndexFunc("app")})
-	return indexer.NewCache(set), &indexer.Preparer{KeyFunc: cache.MetaNamespaceKeyFunc, Indexes: set}
+	return indexer.NewCache(set, nil), &indexer.Preparer{KeyFunc: cache.MetaNamespaceKeyFunc, Indexes: set}
 }
 
 func apply(t *testing.T, c *indexer.Cache, p *indexer.Preparer, ops ...store.Op) {
@@ -37,7 +37,7 @@ func apply(t *testing.T, c *indexer.Cache, p *indexer.Preparer, ops ...store.Op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Apply(ps)
+	indexer.ApplyCache(c, ps)
 }
 
 func put(obj interface{}) store.Op { return store.Op{Type: store.OpPut, Object: obj} }
@@ -172,7 +172,7 @@ func TestCacheReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Replace(ps)
+	indexer.ReplaceCache(c, ps)
 	keys := c.ListKeys()
 	sort.Strings(keys)
 	if diff := cmp.Diff([]string{"ns/b", "ns/z"}, keys); diff != "" {
@@ -190,11 +190,11 @@ func TestCacheReplace(t *testing.T) {
 // addIndexes adds more to c as Base.AddIndexers does: PrepareIndexes, then
 // SetIndexes, so that nothing changes when a function fails.
 func addIndexes(c *indexer.Cache, more cache.Indexers) error {
-	set, vals, err := c.PrepareIndexes(more)
+	set, vals, err := indexer.PrepareIndexes(c, more)
 	if err != nil {
 		return err
 	}
-	c.SetIndexes(set, vals)
+	indexer.SetIndexes(c, set, vals)
 	return nil
 }
 

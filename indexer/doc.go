@@ -19,12 +19,10 @@
 // objects under one key and rebuilds every index; AddIndexers fills the new
 // indexes from the stored objects and refuses a taken name with an error
 // that says "indexer conflict", as client-go's; LastStoreSyncResourceVersion
-// moves as client-go's (with its AtomicFIFO feature, on by default: the
-// resourceVersion of the last object written, or of the last Replace or
-// Bookmark, "" included), apart from the resume point, which Add, Update
-// and Delete leave and Replace and Bookmark with "" keep. TestDifferentialClientGo
-// checks this against client-go on random operations. The deliberate
-// differences, pinned by TestClientGoDifferences, are:
+// moves as client-go's with its AtomicFIFO feature (see store.Store).
+// TestDifferentialClientGo checks this against client-go on random
+// operations. The deliberate differences, pinned by TestClientGoDifferences,
+// are:
 //
 //   - Errors instead of panics. An index function that fails or panics on
 //     an object being written (Add, Update, Replace, Commit) or backfilled

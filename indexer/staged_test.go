@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -12,8 +13,8 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// recordingPersister records, per Persist, what each change says it
-// replaces. It is not self-diffing: Base must tell it.
+// recordingPersister records, per Commit, what each change says it
+// replaces. It is not self-diffing: Base must tell it, and say so.
 type recordingPersister struct {
 	countingPersister
 	seen [][]replaced
@@ -25,7 +26,10 @@ type replaced struct {
 	Old     [][]string
 }
 
-func (p *recordingPersister) Persist(_ context.Context, changes []Change, _ string, _ bool) error {
+func (p *recordingPersister) Commit(_ context.Context, changes []Change, diffed bool, _ *IndexSet, _ string, _ bool) error {
+	if !diffed {
+		return errors.New("commit without what the changes replace")
+	}
 	var r []replaced
 	for _, c := range changes {
 		r = append(r, replaced{Key: c.Key, Existed: c.Existed, Old: c.OldValues})

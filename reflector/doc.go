@@ -64,9 +64,9 @@
 // Every watch asks for bookmarks; a bookmark becomes Queue.Bookmark(rv), so
 // the resume point moves on quiet resources too. A watch that ends is
 // restarted from the last resourceVersion seen. Errors are reported to
-// Options.WatchErrorHandler and retried after an exponential backoff for as
-// long as Run runs, as client-go does, even those a retry cannot fix (a
-// field selector the server rejects). A watch that gets 404 makes the
+// Options.WatchErrorHandler and retried after a backoff for as long as Run
+// runs, as client-go does, even those a retry cannot fix (a field selector
+// the server rejects). A watch that gets 404 makes the
 // reflector ask, with a LIST of one object, whether the resource is still
 // served: if not, it empties the store (see ReasonGone). 410 Gone or
 // Expired, or "too large resource version", relists (reasons expired,
@@ -94,39 +94,30 @@
 // which makes the cache ask etcd for progress. After three catch-up watches
 // in a row without any bookmark (a server without a watch cache) it returns
 // to normal timeouts, leaving catch-up to events and Options.CatchUpDeadline.
-// BENCHMARKS.md has the measured catch-up times. Callers that cannot afford
-// the bookmark wait can pay bytes instead: package informer's
-// Options.StateCatchUp lists the metadata of every object once
-// [Reflector.TargetKnown] is closed (see [Reflector.ReachesTarget]).
+// Callers that cannot afford the bookmark wait can pay bytes instead:
+// package informer's Options.StateCatchUp lists the metadata of every object
+// once [Reflector.TargetKnown] is closed (see [Reflector.ReachesTarget]).
 //
-// # Logging
+// # Logging and concurrency
 //
-// Contextual logging through klog.FromContext. At default verbosity a
-// reflector logs one line per resume, one per full list (with its reason),
-// and one per absence of the resource; details are at V(2) and above.
-//
-// # Concurrency
-//
-// A Reflector's methods are safe for concurrent use. Run may be called once;
-// it calls the Queue from its own goroutine only.
+// Contextual logging through klog.FromContext: at default verbosity one line
+// per resume, per full list (with its reason) and per absence of the
+// resource; details at V(2) and above. A Reflector's methods are safe for
+// concurrent use; Run may be called once, and calls the Queue (see Queue)
+// from its own goroutine only.
 //
 // # Caveats
 //
-// Queue methods do not take a context: Run returns only after an in-flight
-// call returns. Resync is not driven by the reflector.
-//
-// An event the queue refuses (a key-function or transform error) is reported
-// and dropped, and the resume point moves past it: after a restart it is not
-// seen again, and the object stays as the store last had it until another
-// event or a relist. client-go's reflector does the same; stopping would
-// stall the informer on one bad object. Events of an unexpected type or GVK
-// are dropped likewise. Stats.Dropped counts both.
+// Resync is not driven by the reflector. An event the queue refuses (a
+// key-function or transform error) is reported and dropped, and the resume
+// point moves past it: after a restart it is not seen again, and the object
+// stays as the store last had it until another event or a relist.
+// client-go's reflector does the same; stopping would stall the informer on
+// one bad object. Events of an unexpected type or GVK are dropped likewise.
+// Stats.Dropped counts both.
 //
 // A server older than Kubernetes 1.27 ignores sendInitialEvents; the
 // reflector notices only when that watch ends at its timeout (5 to 10
 // minutes by default), then falls back to LIST. Set WatchList to false for
 // such servers.
-//
-// ExpectedGVK is compared with the GVK objects carry; typed clients decode
-// objects with an empty one.
 package reflector

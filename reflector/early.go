@@ -12,10 +12,9 @@ import (
 )
 
 // Early is the probe and the catch-up watch of a resume, started before
-// the reflector runs, while its store is opened (invariant 10). StartEarly
-// makes one; Options.Early hands it to the reflector, which uses it if it
-// resumes from the same resourceVersion within one catch-up watch timeout
-// of its start, and stops it otherwise.
+// the reflector runs, while its store is opened (step 2 of the resume rule).
+// StartEarly makes one; Options.Early hands it to the reflector, which uses
+// or stops it.
 type Early struct {
 	from      string
 	startedAt time.Time

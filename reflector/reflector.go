@@ -118,8 +118,8 @@ func (s *RelistStats) add(reason string) {
 }
 
 // Reflector lists and watches one resource and feeds a Queue, resuming from
-// a persisted resourceVersion when it has one. Its methods are safe for
-// concurrent use; Run may be called once.
+// a persisted resourceVersion when it has one (see the package
+// documentation).
 type Reflector struct {
 	lw      cache.ListerWatcherWithContext
 	q       Queue

@@ -123,9 +123,8 @@ func (r *Reflector) startWatch(ctx context.Context, opts metav1.ListOptions) (wa
 }
 
 // watchFailed reports err and arranges the next step: a relist when the
-// resume point is unusable, else a backoff before the next watch (also for
-// errors a retry cannot fix, such as a field selector the server rejects,
-// which a LIST would meet too).
+// resume point is unusable, else a backoff before the next watch, whatever
+// the error (see "Watching" in the package documentation).
 func (r *Reflector) watchFailed(ctx context.Context, st *runState, err error) {
 	r.report(ctx, err)
 	switch {

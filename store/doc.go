@@ -18,21 +18,18 @@
 // The scheme names the backend: memory://, memdb://, bolt:// and badger://.
 // The path, when present, names the file or directory. Query parameters tune
 // the backend, which rejects those it does not know and lists the ones it
-// accepts. A URL without a registered scheme (a plain path, "", file://) is
-// an error that lists the registered schemes, or reminds of the blank import
-// of a backend of this module. [CheckURL] makes that check alone.
+// accepts.
 //
 // # Resume point
 //
-// [Store.ResourceVersion] is the persisted resume point R. It only moves with
-// [Store.Commit], [Store.Replace] and [Store.Bookmark], in the same
-// transaction as the objects and index entries it describes, so R never runs
-// ahead of what is stored: a resume point that lags is safe, one that runs
-// ahead loses events.
+// [Store.ResourceVersion] is the persisted resume point R. It moves only in
+// the same transaction as the objects and index entries it describes, so R
+// never runs ahead of what is stored: a resume point that lags is safe, one
+// that runs ahead loses events.
 //
 // # Errors
 //
 // Errors name the operation and the cause ("store: add default/x: ...") and
 // wrap one of the sentinel errors where one applies, to be tested with
-// [errors.Is]. A failed write leaves the store unchanged.
+// [errors.Is].
 package store

@@ -27,28 +27,16 @@ type Exporter interface {
 }
 
 // RawDriver is implemented by drivers whose databases can be read and written
-// record by record, without the objects' Go types or index functions: how
-// Stores, ListStores, Export, Import, Drop and the snapshot tool reach a
-// backend.
+// record by record, without the objects' Go types or index functions. Its
+// methods serve this package's functions of the same names (Stores,
+// ListStores, Export, Import, Drop), given the parsed URL, and the snapshot
+// tool.
 type RawDriver interface {
 	Driver
-	// Stores returns the Info of every store in the database at u. A store
-	// whose metadata cannot be read fails the call.
 	Stores(ctx context.Context, u *url.URL) ([]Info, error)
-	// ListStores returns every store of the database at u, in name order,
-	// each with its Info or with the error of reading its metadata when
-	// that wraps ErrIncompatible, ErrCorrupt or ErrNotFound (see
-	// StoreEntry.Err). Any other error fails the call.
 	ListStores(ctx context.Context, u *url.URL) ([]StoreEntry, error)
-	// Export reads the store named name at u in one consistent view.
 	Export(ctx context.Context, u *url.URL, name string, fn func(Record) error) (Info, error)
-	// Import replaces the store named info.Name at u with the records next
-	// yields until io.EOF, recording info's metadata and resume point. On
-	// error or a crash the store keeps its previous contents, or is left
-	// empty without a resume point. A key driver.CheckKey refuses fails it
-	// with ErrInvalid, naming the record by its position.
 	Import(ctx context.Context, u *url.URL, info Info, next func() (Record, error)) error
-	// Drop deletes the store named name from the database at u (see Drop).
 	Drop(ctx context.Context, u *url.URL, name string) error
 }
 
@@ -131,7 +119,8 @@ func LiveView(ctx context.Context, rawURL string, fn func(RawView) error) error 
 	return lv.LiveView(ctx, u, fn)
 }
 
-// Stores returns the Info of every store in the database at rawURL.
+// Stores returns the Info of every store in the database at rawURL. A store
+// whose metadata cannot be read fails the call.
 func Stores(ctx context.Context, rawURL string) ([]Info, error) {
 	d, u, err := rawDriver("stores", rawURL)
 	if err != nil {
@@ -141,9 +130,9 @@ func Stores(ctx context.Context, rawURL string) ([]Info, error) {
 }
 
 // ListStores returns every store in the database at rawURL, in name order,
-// naming those whose metadata this build cannot read (see StoreEntry) where
-// the backend can tell them apart. With other backends, it is Stores: a
-// store that cannot be read fails the call.
+// each with its Info or, where the backend can tell such stores apart, with
+// why this build cannot read its metadata (StoreEntry.Err); with other
+// backends, and for any other error, it fails as Stores does.
 func ListStores(ctx context.Context, rawURL string) ([]StoreEntry, error) {
 	d, u, err := rawDriver("list stores", rawURL)
 	if err != nil {
@@ -152,7 +141,9 @@ func ListStores(ctx context.Context, rawURL string) ([]StoreEntry, error) {
 	return d.ListStores(ctx, u)
 }
 
-// Export reads the store named name in the database at rawURL.
+// Export calls fn for every record of the store named name in the database
+// at rawURL, read in one consistent view, and returns its Info at that view.
+// fn must not retain Data.
 func Export(ctx context.Context, rawURL, name string, fn func(Record) error) (Info, error) {
 	d, u, err := rawDriver("export", rawURL)
 	if err != nil {
@@ -181,7 +172,10 @@ func FrozenView(ctx context.Context, rawURL string) (view string, release func()
 }
 
 // Import replaces the store named info.Name in the database at rawURL with
-// the records next yields until io.EOF.
+// the records next yields until io.EOF, recording info's metadata and resume
+// point. On error or a crash the store keeps its previous contents, or is
+// left empty without a resume point. A key driver.CheckKey refuses fails it
+// with ErrInvalid, naming the record by its position.
 func Import(ctx context.Context, rawURL string, info Info, next func() (Record, error)) error {
 	d, u, err := rawDriver("import", rawURL)
 	if err != nil {

@@ -37,7 +37,7 @@
 //     batch of changes with its resume point, and a new index set, each
 //     atomically; Base keeps every object decoded and serves the reads
 //     (memory with a snapshot file).
-//   - engine.Engine of store/internal/engine: the backend also reads
+//   - engine.Engine of store/internal/engine: a Persister that also reads
 //     objects by key, all objects and index entries in a read transaction;
 //     engine.Load and engine.NewDecoded make the default mode, engine.New
 //     the bounded mode (Options.CacheSize > 0), of bolt and badger.
@@ -64,9 +64,8 @@
 //
 // # Errors
 //
-// Errors name the operation and the cause ("store: open pods in /var/db: ...")
-// and wrap the sentinel errors of package store where one applies; a damaged
-// record is store.ErrCorrupt, never handed out as an object.
+// Errors follow package store's rule; a damaged record is store.ErrCorrupt,
+// never handed out as an object.
 //
 // # Testing
 //

@@ -10,9 +10,8 @@ import (
 	"github.com/informerdb/informerdb/store"
 )
 
-// CheckPath refuses a database path that other users could tamper with. A
-// persistent backend calls it in Open before it creates or reads anything;
-// dir says whether the database is a directory (badger) or a file (bolt, a
+// CheckPath refuses a database path that other users could tamper with; dir
+// says whether the database is a directory (badger) or a file (bolt, a
 // snapshot).
 //
 // The cache holds whatever the API server sent, Secrets included, and a
@@ -31,8 +30,7 @@ import (
 //     set (as /tmp): otherwise anyone could replace the database.
 //
 // A path that does not exist yet passes when its directory passes or does
-// not exist either: the backends create missing directories with mode 0700
-// and files with 0600. Only the database and its own directory are checked,
+// not exist either. Only the database and its own directory are checked,
 // not the directories above.
 //
 // On systems without Unix permissions (Windows) only the symbolic link rule

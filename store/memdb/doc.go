@@ -38,19 +38,13 @@
 // set of that one state. Two calls may see different states. Writes are
 // serialized; key and index functions (and, in file mode, encoding) run
 // before a write takes its lock. Snapshots and Export (with Options.Codec)
-// run on read transactions and block neither reads nor commits.
-//
-// Objects are stored as given, not copied: callers must treat objects they
-// stored or read as read-only, as with client-go's indexer.
+// run on read transactions and block neither reads nor commits. Objects are
+// stored as given, not copied (see store.Store).
 //
 // # Errors
 //
-// See package store. Bad input (nil objects, empty keys, key and index
-// function errors and panics) returns an error wrapping store.ErrInvalid
-// that names the operation, and leaves the store unchanged. An unknown index
-// is store.ErrNotFound, a taken index name store.ErrIndexExists, and every
-// method of a closed store returns store.ErrClosed (methods without an error
-// result return empty values). File errors are the memory backend's.
+// As package store and package indexer state them; file errors are the
+// memory backend's.
 //
 // # Caveats
 //

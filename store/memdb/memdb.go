@@ -69,6 +69,7 @@ func newStore(o store.Options, set *indexer.IndexSet) (*memStore, error) {
 
 	s := &memStore{db: db, info: driver.MetaFor(o, FormatVersion).Info(Scheme, o.Name, ""), keyFunc: o.KeyFunc, codec: o.Codec}
 	s.info.Indexes = nil // the meta row's
+	s.Writes = writes.New(o.Name, s.write, &s.seen)
 	s.view.Store(db.Txn(false))
 	return s, nil
 }
@@ -76,6 +77,10 @@ func newStore(o store.Options, set *indexer.IndexSet) (*memStore, error) {
 // memStore is a store.Store in a go-memdb database (see the package
 // documentation for its concurrency).
 type memStore struct {
+	// Writes maps the write methods onto write; ResourceVersion is the
+	// meta row's, not Writes'.
+	writes.Writes
+
 	info    store.Info // static parts; ResourceVersion and Indexes come from the meta row
 	keyFunc cache.KeyFunc
 	codec   store.Codec // nil unless given in Options; Export uses it
@@ -222,10 +227,6 @@ func (s *memStore) ResourceVersion() string {
 	}
 	return metaOf(txn).rv
 }
-
-// LastStoreSyncResourceVersion implements cache.Store: the resourceVersion
-// the store has seen (see store.Store).
-func (s *memStore) LastStoreSyncResourceVersion() string { return s.seen.Load() }
 
 // Resync implements cache.Store; it does nothing but report a closed store.
 func (s *memStore) Resync() error {

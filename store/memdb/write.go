@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/informerdb/informerdb/indexer"
 	"github.com/informerdb/informerdb/internal/writes"
@@ -249,11 +248,6 @@ func deleteEntries(txn *memdb.Txn, names []string, key string, vals, keep [][]st
 	return nil
 }
 
-// Commit implements store.Store.
-func (s *memStore) Commit(ctx context.Context, b store.Batch) error {
-	return s.write(ctx, "commit", b.Ops, b.ResourceVersion, false, writes.CommitRule(b))
-}
-
 // prepare validates and encodes ops against set: keys, index values and,
 // with a file, encodings.
 func (s *memStore) prepare(op string, ops []store.Op, set *indexer.IndexSet) ([]indexer.Prepared, error) {
@@ -289,45 +283,6 @@ func (pb *preparedBatch) Commit(ctx context.Context) error {
 }
 
 var _ store.BatchPreparer = (*memStore)(nil)
-
-// Add implements cache.Store.
-func (s *memStore) Add(obj interface{}) error {
-	return s.write(context.Background(), "add", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, writes.SeenObjects)
-}
-
-// Update implements cache.Store.
-func (s *memStore) Update(obj interface{}) error {
-	return s.write(context.Background(), "update", []store.Op{{Type: store.OpPut, Object: obj}}, "", false, writes.SeenObjects)
-}
-
-// Delete implements cache.Store.
-func (s *memStore) Delete(obj interface{}) error {
-	return s.write(context.Background(), "delete", []store.Op{{Type: store.OpDelete, Object: obj}}, "", false, writes.SeenObjects)
-}
-
-// Replace implements cache.Store: the contents become list and the resume
-// point resourceVersion, in one transaction.
-func (s *memStore) Replace(list []interface{}, resourceVersion string) error {
-	ops := make([]store.Op, len(list))
-	for i, obj := range list {
-		ops[i] = store.Op{Type: store.OpPut, Object: obj}
-	}
-	return s.write(context.Background(), "replace", ops, resourceVersion, true, writes.SeenRV)
-}
-
-// Bookmark implements cache.Store: it stores rv as the resume point. A
-// failure (a closed store) is logged and leaves the resume point behind,
-// which is safe. Bookmark("") stores nothing and, as in client-go, makes
-// LastStoreSyncResourceVersion "".
-func (s *memStore) Bookmark(rv string) {
-	if rv == "" {
-		s.seen.Store("")
-		return
-	}
-	if err := s.write(context.Background(), "bookmark", nil, rv, false, writes.SeenRV); err != nil {
-		klog.Background().Error(err, "Storing bookmark failed; the resume point stays behind", "store", s.info.Name, "resourceVersion", rv)
-	}
-}
 
 // AddIndexers implements cache.Indexer: in one write transaction, the new
 // indexes are added to the index set and backfilled from every stored object.

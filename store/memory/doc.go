@@ -46,24 +46,22 @@
 //
 // # Errors
 //
-// See package store. Bad input (nil objects, empty keys, key and index
-// function errors, objects the codec cannot encode in file mode) returns an
-// error wrapping store.ErrInvalid and leaves the store unchanged. A
-// truncated or damaged snapshot fails Open with store.ErrCorrupt naming the
-// file; a snapshot written with another codec, object type or key function
-// fails it with store.ErrIncompatible; a changed Options.Scope empties the
-// store (Info().Reset says why). Opening a name that is already open in the
-// process, until its Close returns, is store.ErrInUse.
+// As package store and package indexer state them; in file mode an object
+// the codec cannot encode is store.ErrInvalid. A truncated or damaged
+// snapshot fails Open with store.ErrCorrupt naming the file; one written
+// with another codec, object type or key function with
+// store.ErrIncompatible; a changed Options.Scope empties the store
+// (Info().Reset says why). Opening a name already open in the process,
+// until its Close returns, is store.ErrInUse.
 //
 // # Caveats
 //
 //   - Every snapshot rewrites the whole file, and file mode keeps each
 //     object's encoding besides the decoded object (about a fifth more
 //     memory for Pods).
-//   - A memory store without a file keeps objects as given, without encoding
-//     them, so it does not reject objects its codec could not encode.
-//   - Objects are stored as given, not copied: callers must treat objects
-//     they stored or read as read-only, as with client-go's indexer.
+//   - A memory store without a file keeps objects as given (not copied, see
+//     store.Store), without encoding them, so it does not reject objects
+//     its codec could not encode.
 //   - On platforms without flock (not Unix) the file is not locked: two
 //     processes must not open one file there.
 package memory

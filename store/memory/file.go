@@ -16,8 +16,7 @@ import (
 func load(o store.Options, f *snapfile.Handle, l snapfile.Loaded) (store.Store, snapfile.Source, error) {
 	info := driver.MetaFor(o, FormatVersion).Info(Scheme, o.Name, l.ResourceVersion)
 	info.Reset = l.Reset
-	cache := indexer.NewCache(l.Indexes)
-	cache.Apply(l.Puts)
+	cache := indexer.NewCache(l.Indexes, l.Puts)
 	fst := &fileStore{file: f, rv: l.ResourceVersion, data: make(map[string][]byte, len(l.Puts))}
 	for i := range l.Puts {
 		fst.data[l.Puts[i].Key] = l.Puts[i].Data
@@ -60,8 +59,8 @@ type fileStore struct {
 	data map[string][]byte
 }
 
-// Persist implements indexer.Persister. It cannot fail: the state is memory.
-func (f *fileStore) Persist(_ context.Context, changes []indexer.Change, rv string, replace bool) error {
+// Commit implements indexer.Persister. It cannot fail: the state is memory.
+func (f *fileStore) Commit(_ context.Context, changes []indexer.Change, _ bool, _ *indexer.IndexSet, rv string, replace bool) error {
 	f.file.Lock()
 	defer f.file.Unlock()
 	if replace {
@@ -81,9 +80,9 @@ func (f *fileStore) Persist(_ context.Context, changes []indexer.Change, rv stri
 	return nil
 }
 
-// PersistIndexes implements indexer.Persister: only the index names are
+// SetIndexes implements indexer.Persister: only the index names are
 // recorded, since a snapshot's index entries are rebuilt on load.
-func (f *fileStore) PersistIndexes(_ context.Context, set *indexer.IndexSet, _ map[string][][]string) error {
+func (f *fileStore) SetIndexes(_ context.Context, set *indexer.IndexSet, _ map[string][][]string) error {
 	f.file.Lock()
 	defer f.file.Unlock()
 	f.file.SetIndexes(set.Names())

@@ -19,31 +19,21 @@ import (
 	"github.com/informerdb/informerdb/indexer"
 )
 
-// Engine is one store's storage. The store serializes Commit, SetIndexes,
-// Empty and Close; View may run concurrently with anything, Close included.
+// Engine is one store's storage: an indexer.Persister (Commit, SetIndexes,
+// Close) that can also read and empty the store; its Commit keeps no
+// reference to the changes' Data once it returns. The store serializes
+// Commit, SetIndexes, Empty and Close; View may run concurrently with
+// anything, Close included.
 type Engine interface {
+	indexer.Persister
 	// View runs fn in a read transaction: every read of tx sees one
 	// snapshot, opened when View is called, and tx is not used after fn
 	// returns. It returns fn's error, or its own as the error of the
 	// store operation op, wrapping store.ErrClosed after Close.
 	View(op string, fn func(tx Tx) error) error
-	// Commit writes cs, whose index values are aligned with set's names,
-	// and, unless rv is empty, the resume point rv, in one atomic commit;
-	// with replace, cs are the whole new contents. With diffed, each
-	// change's Existed and OldValues say what it replaces; without, an
-	// engine that needs them reads them from its storage. Commit keeps no
-	// reference to cs or their Data once it returns. An error may come
-	// after the commit landed (a failed sync).
-	Commit(ctx context.Context, cs []indexer.Change, diffed bool, set *indexer.IndexSet, rv string, replace bool) error
-	// SetIndexes records set as the store's index set and values (by
-	// object key) as the index values of every stored object under it,
-	// with their index entries if the store keeps them, in one commit.
-	SetIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error
 	// Empty drops every object and the resume point in one commit,
 	// because of why (see loadcheck.KeyCheck).
 	Empty(why string) error
-	// Close releases the store's storage.
-	Close() error
 }
 
 // Tx reads one snapshot of a store (see Engine.View). Its methods stop at

@@ -27,7 +27,7 @@ type OpenConfig struct {
 	// index set changed): every object's are computed and stored.
 	Rebuild bool
 	// SelfDiffing says the engine's Commit reads what each change
-	// replaces from its storage (see Engine.Commit).
+	// replaces from its storage (see indexer.BaseConfig).
 	SelfDiffing bool
 	// CheckData, when set, refuses encodings the engine cannot store
 	// (see indexer.BaseConfig).
@@ -45,37 +45,13 @@ func NewDecoded(eng Engine, c *indexer.Cache, cfg OpenConfig) (*indexer.Base, er
 		Info:        cfg.Info,
 		Options:     cfg.Options,
 		Cache:       c,
-		Persister:   &persister{eng: eng, set: cfg.Indexes, diffed: !cfg.SelfDiffing},
+		Persister:   eng,
 		CheckData:   cfg.CheckData,
 		SelfDiffing: cfg.SelfDiffing,
-		// Engine.Commit keeps no reference to the changes' data.
-		CopiesData: true,
+		CopiesData:  true, // see Engine
+
 	})
 }
-
-// persister is indexer.Base's Persister over an engine.
-type persister struct {
-	eng    Engine
-	set    *indexer.IndexSet // the index set of the values committed; follows PersistIndexes
-	diffed bool
-}
-
-// Persist implements indexer.Persister.
-func (p *persister) Persist(ctx context.Context, changes []indexer.Change, rv string, replace bool) error {
-	return p.eng.Commit(ctx, changes, p.diffed, p.set, rv, replace)
-}
-
-// PersistIndexes implements indexer.Persister.
-func (p *persister) PersistIndexes(ctx context.Context, set *indexer.IndexSet, values map[string][][]string) error {
-	if err := p.eng.SetIndexes(ctx, set, values); err != nil {
-		return err
-	}
-	p.set = set
-	return nil
-}
-
-// Close implements indexer.Persister.
-func (p *persister) Close() error { return p.eng.Close() }
 
 // Load reads and decodes every object of the store into a new Cache, with
 // the index values cfg.Indexes' functions compute, in one read transaction.
@@ -107,26 +83,20 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 	if err != nil {
 		return nil, "", err
 	}
-	c = indexer.NewCache(set)
 	if why := l.keys.Reset(o.KeyFuncName); why != "" {
 		if err := eng.Empty(why); err != nil {
 			return nil, "", err
 		}
-		return c, why, nil // empty
+		return indexer.NewCache(set, nil), why, nil // empty
 	}
 	// Filled at once, sized for it: a cache that grew while the workers
 	// decoded, its maps scanned by the garbage collector over and over,
 	// made an open cost about a third more CPU.
 	ps := slices.Concat(l.chunks...)
 	l.chunks = nil
-	c.Replace(ps)
-	var what string
-	if stale := l.check.Stale(); stale != nil {
-		loadcheck.LogStale(o.Name, cfg.Where, stale)
-		what = "store the index values of changed index functions"
-	} else if cfg.Rebuild {
-		what = "rebuild indexes"
-	} else {
+	c = indexer.NewCache(set, ps)
+	what := cfg.indexWork(l.check)
+	if what == "" {
 		return c, "", nil
 	}
 	vals := make(map[string][][]string, len(ps))
@@ -137,6 +107,20 @@ func Load(ctx context.Context, eng Engine, cfg OpenConfig) (c *indexer.Cache, re
 		return nil, "", fmt.Errorf("store: open %s in %s: %s: %w", o.Name, cfg.Where, what, err)
 	}
 	return c, "", nil
+}
+
+// indexWork says what an open must store of the index values, "" if
+// nothing: every object's for a rebuild, or the values of the functions
+// check found changed, which it logs.
+func (cfg OpenConfig) indexWork(check *loadcheck.ValueCheck) string {
+	if cfg.Rebuild {
+		return "rebuild indexes"
+	}
+	if stale := check.Stale(); stale != nil {
+		loadcheck.LogStale(cfg.Options.Name, cfg.Where, stale)
+		return "store the index values of changed index functions"
+	}
+	return ""
 }
 
 // loader decodes the records of a Load.
@@ -304,14 +288,9 @@ func Settle(ctx context.Context, eng Engine, cfg OpenConfig) (reset string, rebu
 	if why := keys.Reset(o.KeyFuncName); why != "" {
 		return why, false, eng.Empty(why)
 	}
-	what := "rebuild indexes"
-	if !cfg.Rebuild {
-		stale := check.Stale()
-		if stale == nil {
-			return "", false, nil
-		}
-		loadcheck.LogStale(o.Name, cfg.Where, stale)
-		what = "store the index values of changed index functions"
+	what := cfg.indexWork(check)
+	if what == "" {
+		return "", false, nil
 	}
 	vals, err := indexValues(eng, "open", o.Codec, set, nil)
 	if err == nil {
