@@ -79,16 +79,8 @@ func TestUnclaimedAheadStops(t *testing.T) {
 	lws["b"].update("b", "one", "b2") // while down
 
 	// Second process: only namespace a is asked for.
-	c, err = NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
-	if err != nil {
-		t.Fatalf("NewInformerConstructor: %v", err)
-	}
+	c = reopenConstructor(t, dbURL, srv, opts)
 	c.claimWindow = 100 * time.Millisecond
-	defer func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
 	_, ra = run(c, "a")
 	defer ra.stop()
 	var ah *ahead
@@ -163,15 +155,7 @@ func TestResumeStartsWithTheStoreOpen(t *testing.T) {
 	}
 	lw.update("a", "one", "v2") // while down
 
-	c, err = NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
-	if err != nil {
-		t.Fatalf("NewInformerConstructor: %v", err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	c = reopenConstructor(t, dbURL, srv, opts)
 	probes, watches := lw.probes(), len(lw.watchCalls())
 	inf = c.NewInformer(listedThrough(t, c.Config(), "a", "", lw), &corev1.ConfigMap{}, 0, cache.Indexers{}).(*Informer)
 	deadline := time.Now().Add(waitLimit)
@@ -244,15 +228,7 @@ func TestAheadRemadeUnavailable(t *testing.T) {
 
 			// Second process: a runs and b is resumed ahead with a's
 			// transform (none).
-			c, err = NewInformerConstructor(ctx, dbURL, &rest.Config{Host: srv.URL}, opts)
-			if err != nil {
-				t.Fatalf("NewInformerConstructor: %v", err)
-			}
-			defer func() {
-				if err := c.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			}()
+			c = reopenConstructor(t, dbURL, srv, opts)
 			a := newInformer(c, "a").(*Informer)
 			defer start(t, a).stop()
 			waitDone(t, "informer a sync", a.HasSyncedChecker())
@@ -320,4 +296,20 @@ func TestAheadRemadeUnavailable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reopenConstructor is the constructor of a process started again on
+// dbURL, closed (and its error checked) when the test ends.
+func reopenConstructor(t *testing.T, dbURL string, srv *apiServerStub, opts *ConstructorOptions) *InformerConstructor {
+	t.Helper()
+	c, err := NewInformerConstructor(t.Context(), dbURL, &rest.Config{Host: srv.URL}, opts)
+	if err != nil {
+		t.Fatalf("NewInformerConstructor: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
 }
