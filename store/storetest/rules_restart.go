@@ -1,8 +1,12 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -25,6 +29,7 @@ var _ = addRules(
 	rule{name: "Restart/TwoNames", persistent: true, contract: "database: two stores with different Names in one database are independent, each with its own resume point", fn: testRestartTwoNames},
 	rule{name: "Restart/DiskSize", persistent: true, contract: "store.DiskSizer: persistent backends tell the bytes their database takes on disk, at least those of the objects stored", fn: testDiskSize},
 	rule{name: "Restart/InUse", persistent: true, contract: "database: opening the same Name twice in one process fails with ErrInUse; it opens again after Close", fn: testRestartInUse},
+	rule{name: "Restart/ConcurrentOpens", persistent: true, contract: "database: stores of one database opened, written and closed concurrently, as a factory's informers start and stop (run with -race), each reopen with their last commit; a name held open is refused with ErrInUse throughout; raw listings running meanwhile succeed", fn: testRestartConcurrentOpens},
 	rule{name: "Restart/AfterAddIndexers", persistent: true, contract: "restart: indexes added with AddIndexers and maintained by later writes are right after a restart that keeps them, and gone after one that does not", fn: testRestartAfterAddIndexers},
 	rule{name: "Restart/OpaqueResumePoint", persistent: true, contract: "restart: the resume point is kept byte for byte, whatever its content", fn: testRestartOpaqueRV},
 	rule{name: "Restart/LargeBatch", persistent: true, contract: "restart: a large Replace and a large Commit survive", fn: testRestartLargeBatch},
@@ -418,4 +423,102 @@ func testRestartLargeBatch(t *testing.T, h *harness) {
 	checkVersions(t, s, more[:500]...)
 	checkRV(t, s, "102")
 	CheckIndexes(t, s)
+}
+
+func testRestartConcurrentOpens(t *testing.T, h *harness) {
+	u := h.url(t)
+	held := h.open(t, u, podOptions(t, "held"))
+	mustOK(t, "Add", held.Add(newPod("ns", "held", "1")))
+	// Reopened, the database is on disk before the raw listings start
+	// (the memory backend writes its file when its stores close).
+	held = h.reopen(t, held, u, podOptions(t, "held"))
+	const stores, rounds = 4, 5
+	// Options are made here: podOptions may fail the test, which only the
+	// test's goroutine may do.
+	opts := make([][]*store.Options, stores)
+	for i := range opts {
+		for range rounds + 1 {
+			opts[i] = append(opts[i], podOptions(t, fmt.Sprintf("s%d", i)))
+		}
+	}
+	heldOpts := make([]*store.Options, stores*rounds)
+	for i := range heldOpts {
+		heldOpts[i] = podOptions(t, "held")
+	}
+
+	// round opens store i, checks it holds round r-1's commit, commits
+	// round r's and closes it, after an Open of the held name fails.
+	round := func(i, r int) error {
+		name := fmt.Sprintf("s%d", i)
+		s, err := store.Open(t.Context(), u, opts[i][r])
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		obj, ok, err := s.GetByKey("ns/" + name)
+		switch {
+		case err != nil:
+			return err
+		case r == 0 && ok:
+			return fmt.Errorf("a new store holds %s", name)
+		case r > 0 && (!ok || obj.(*corev1.Pod).ResourceVersion != fmt.Sprint(r-1)):
+			return fmt.Errorf("reopened without its last commit (found %v: %v)", ok, obj)
+		case r > 0 && s.ResourceVersion() != fmt.Sprint(r-1):
+			return fmt.Errorf("reopened with resume point %q; want %d", s.ResourceVersion(), r-1)
+		}
+		if s2, err := store.Open(t.Context(), u, heldOpts[i*rounds+r]); !errors.Is(err, store.ErrInUse) {
+			if err == nil {
+				s2.Close()
+			}
+			return fmt.Errorf("Open of the held store: %v; want ErrInUse", err)
+		}
+		if err := s.Commit(t.Context(), store.Batch{ResourceVersion: fmt.Sprint(r), Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", name, fmt.Sprint(r))}}}); err != nil {
+			return err
+		}
+		return s.Close()
+	}
+
+	errs := make(chan error, stores+1)
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			for r := range rounds {
+				if err := round(i, r); err != nil {
+					errs <- fmt.Errorf("store s%d, round %d: %w", i, r, err)
+					return
+				}
+			}
+		})
+	}
+	stop := make(chan struct{})
+	var lister sync.WaitGroup
+	lister.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := store.ListStores(t.Context(), u); err != nil {
+				errs <- fmt.Errorf("ListStores: %w", err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	wg.Wait()
+	close(stop)
+	lister.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	for i := range stores {
+		name := fmt.Sprintf("s%d", i)
+		s := h.open(t, u, opts[i][rounds])
+		checkContents(t, s, want(t, newPod("ns", name, fmt.Sprint(rounds-1))))
+		checkRV(t, s, fmt.Sprint(rounds-1))
+	}
+	checkContents(t, held, want(t, newPod("ns", "held", "1")))
 }
