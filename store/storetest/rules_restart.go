@@ -466,11 +466,12 @@ func testRestartConcurrentOpens(t *testing.T, h *harness) {
 		case r > 0 && s.ResourceVersion() != fmt.Sprint(r-1):
 			return fmt.Errorf("reopened with resume point %q; want %d", s.ResourceVersion(), r-1)
 		}
-		if s2, err := store.Open(t.Context(), u, heldOpts[i*rounds+r]); !errors.Is(err, store.ErrInUse) {
-			if err == nil {
-				s2.Close()
-			}
-			return fmt.Errorf("Open of the held store: %v; want ErrInUse", err)
+		switch s2, err := store.Open(t.Context(), u, heldOpts[i*rounds+r]); {
+		case err == nil:
+			s2.Close()
+			return errors.New("a second open of the held store succeeded; want ErrInUse")
+		case !errors.Is(err, store.ErrInUse):
+			return fmt.Errorf("a second open of the held store: %w; want ErrInUse", err)
 		}
 		if err := s.Commit(t.Context(), store.Batch{ResourceVersion: fmt.Sprint(r), Ops: []store.Op{{Type: store.OpPut, Object: newPod("ns", name, fmt.Sprint(r))}}}); err != nil {
 			return err
